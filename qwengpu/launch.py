@@ -1,0 +1,215 @@
+"""Launch specifications: what a kernel is launched with, and where its buffers live.
+
+A launch spec is the JSON object of the CLI contract::
+
+    {"kernel": "dot", "grid": 1, "block": 4,
+     "args": [{"buffer": "int32", "data": [1, 2, 3, 4]},
+              {"buffer": "float32", "size": 8},
+              {"scalar": "uint32", "value": 7}]}
+
+`grid` and `block` are an int or `[x, y, z]`. An optional `"shared_bytes"` gives the size of
+dynamic shared memory (`extern __shared__`). Float data may use the strings "nan", "inf", "-inf";
+any element may be a string "0x..." giving its raw bit pattern.
+
+Every engine places the buffers at the same global addresses (`GLOBAL_BASE`, 16-byte aligned, in
+argument order), so per-step register values (pointers included) can be compared across engines.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DTYPES = {
+    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
+    "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
+    "float32": np.float32, "float64": np.float64,
+}
+
+#: the global address of the first buffer; address 0 stays unmapped so a null pointer faults
+GLOBAL_BASE = 0x1000
+BUFFER_ALIGN = 16
+
+
+class LaunchError(ValueError):
+    """A malformed launch spec, or one that does not fit the kernel."""
+
+
+def _dim3(v, what: str) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        v = [v]
+    if not isinstance(v, (list, tuple)) or not 1 <= len(v) <= 3 or not all(isinstance(x, int) for x in v):
+        raise LaunchError(f"{what} must be an int or a list of 1-3 ints, got {v!r}")
+    v = list(v) + [1] * (3 - len(v))
+    if any(x < 1 for x in v):
+        raise LaunchError(f"{what} dimensions must be >= 1, got {v!r}")
+    return tuple(v)
+
+
+def _element(x, dtype: np.dtype):
+    """One JSON element -> a value of `dtype` (raw "0x..." bit patterns and nan/inf allowed)."""
+    if isinstance(x, str):
+        s = x.strip().lower()
+        if s.startswith("0x") or s.startswith("-0x"):
+            bits = int(s, 16)
+            width = dtype.itemsize * 8
+            raw = np.array([bits & ((1 << width) - 1)], dtype=f"u{dtype.itemsize}")
+            return raw.view(dtype)[0]
+        if s in ("nan", "inf", "-inf", "+inf") and dtype.kind == "f":
+            return dtype.type(float(s))
+        raise LaunchError(f"cannot read {x!r} as {dtype.name}")
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise LaunchError(f"cannot read {x!r} as {dtype.name}")
+    if dtype.kind in "iu":
+        if isinstance(x, float):
+            if not x.is_integer():
+                raise LaunchError(f"{x!r} is not an integer ({dtype.name})")
+            x = int(x)
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise LaunchError(f"{x} does not fit in {dtype.name}")
+    return dtype.type(x)
+
+
+@dataclass
+class Arg:
+    """One kernel argument: a device buffer (with its initial contents) or a scalar."""
+    kind: str                      # "buffer" | "scalar"
+    dtype: str
+    data: np.ndarray | None = None   # buffer contents
+    value: object = None             # scalar value (numpy scalar)
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.kind == "buffer"
+
+    def to_json(self) -> dict:
+        if self.is_buffer:
+            return {"buffer": self.dtype, "data": values_to_json(self.data)}
+        return {"scalar": self.dtype, "value": values_to_json(np.array([self.value]))[0]}
+
+
+@dataclass
+class LaunchSpec:
+    kernel: str | None
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: list[Arg] = field(default_factory=list)
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @classmethod
+    def from_json(cls, obj) -> "LaunchSpec":
+        """Read a spec from a dict, a JSON string or a path to a JSON file."""
+        if isinstance(obj, Path) or (isinstance(obj, str) and not obj.lstrip().startswith("{")):
+            try:
+                obj = json.loads(Path(obj).read_text())
+            except FileNotFoundError:
+                raise LaunchError(f"launch spec file not found: {obj}") from None
+            except json.JSONDecodeError as e:
+                raise LaunchError(f"launch spec is not valid JSON: {e}") from None
+        elif isinstance(obj, str):
+            try:
+                obj = json.loads(obj)
+            except json.JSONDecodeError as e:
+                raise LaunchError(f"launch spec is not valid JSON: {e}") from None
+        if not isinstance(obj, dict):
+            raise LaunchError("a launch spec is a JSON object")
+        unknown = set(obj) - {"kernel", "grid", "block", "args", "shared_bytes"}
+        if unknown:
+            raise LaunchError(f"unknown launch spec keys: {', '.join(sorted(unknown))}")
+        args = []
+        for k, a in enumerate(obj.get("args", [])):
+            if not isinstance(a, dict):
+                raise LaunchError(f"args[{k}] must be an object")
+            if "buffer" in a:
+                dt = a["buffer"]
+                if dt not in DTYPES:
+                    raise LaunchError(f"args[{k}]: unknown dtype {dt!r} (one of {', '.join(DTYPES)})")
+                npdt = np.dtype(DTYPES[dt])
+                if "data" in a:
+                    if not isinstance(a["data"], list):
+                        raise LaunchError(f"args[{k}].data must be a list")
+                    try:
+                        data = np.array([_element(x, npdt) for x in a["data"]], dtype=npdt)
+                    except LaunchError as e:
+                        raise LaunchError(f"args[{k}]: {e}") from None
+                elif "size" in a:
+                    if not isinstance(a["size"], int) or a["size"] < 0:
+                        raise LaunchError(f"args[{k}].size must be a non-negative int")
+                    data = np.zeros(a["size"], dtype=npdt)
+                else:
+                    raise LaunchError(f"args[{k}]: a buffer needs 'data' or 'size'")
+                args.append(Arg("buffer", dt, data=data))
+            elif "scalar" in a:
+                dt = a["scalar"]
+                if dt not in DTYPES:
+                    raise LaunchError(f"args[{k}]: unknown dtype {dt!r}")
+                if "value" not in a:
+                    raise LaunchError(f"args[{k}]: a scalar needs 'value'")
+                try:
+                    args.append(Arg("scalar", dt, value=_element(a["value"], np.dtype(DTYPES[dt]))))
+                except LaunchError as e:
+                    raise LaunchError(f"args[{k}]: {e}") from None
+            else:
+                raise LaunchError(f"args[{k}] needs 'buffer' or 'scalar'")
+        return cls(kernel=obj.get("kernel"), grid=_dim3(obj.get("grid", 1), "grid"),
+                   block=_dim3(obj.get("block", 1), "block"), args=args,
+                   shared_bytes=int(obj.get("shared_bytes", 0)))
+
+    def to_json(self) -> dict:
+        d = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
+             "args": [a.to_json() for a in self.args]}
+        if self.shared_bytes:
+            d["shared_bytes"] = self.shared_bytes
+        return d
+
+    def buffer_addresses(self) -> list[int | None]:
+        """The global address of each buffer argument (None for scalars): the shared layout."""
+        addr, out = GLOBAL_BASE, []
+        for a in self.args:
+            if a.is_buffer:
+                out.append(addr)
+                addr += max(a.data.nbytes, 1)
+                addr = (addr + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+            else:
+                out.append(None)
+        return out
+
+
+def values_to_json(arr: np.ndarray) -> list:
+    """Array -> JSON list; non-finite floats become the strings "nan", "inf", "-inf"."""
+    out = []
+    for x in arr.tolist():
+        if isinstance(x, float) and not np.isfinite(x):
+            out.append("nan" if np.isnan(x) else ("inf" if x > 0 else "-inf"))
+        else:
+            out.append(x)
+    return out
+
+
+@dataclass
+class LaunchResult:
+    """What an engine returns: final buffer contents (None for scalar args) and counts."""
+    kernel: str
+    engine: str
+    buffers: list[np.ndarray | None]
+    steps: int
+    tokens: int | None = None
+    lane_instructions: int = 0
+    trace: object = None
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "engine": self.engine,
+                "buffers": [None if b is None else values_to_json(b) for b in self.buffers],
+                "steps": self.steps, "tokens": self.tokens}
