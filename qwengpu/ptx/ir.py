@@ -170,6 +170,7 @@ class Instr:
     guard: Guard | None = None
     line: int = 0
     text: str = ""
+    info: object = None     # the decoded modifiers (`qwengpu.ptx.isa.OpInfo`), set by validation
 
     @property
     def opcode(self) -> str:

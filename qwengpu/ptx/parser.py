@@ -574,7 +574,11 @@ class _Body:
                 operands.append(self.operand(op))
                 if not p.accept(","):
                     break
-        end = p.expect(";", "';' at the end of the instruction")
+        end = p.peek()
+        if end.text != ";":
+            raise PTXSyntaxError(f"expected ';' at the end of the instruction, found {end.text or 'end of file'!r}",
+                                 line, p.line_text(line))
+        p.next()
         text = "\n".join(p.line_text(k).strip() for k in range(line, end.line + 1))
         self.fn.body.append(Instr(op, mods, tuple(operands), guard, line, text))
 

@@ -1,0 +1,149 @@
+"""The `qwengpu` command line (also `python -m qwengpu`).
+
+    qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp] [--json]
+    qwengpu verify [--engine interp] [--json] [KERNEL ...]
+    qwengpu bench [--engine interp] [KERNEL ...]
+    qwengpu demo
+    qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
+
+Errors go to stderr with a non-zero exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from . import __version__
+
+
+def _engines():
+    from .program import ENGINES
+    return ENGINES
+
+
+def _print_result(res, spec, as_json: bool):
+    if as_json:
+        print(json.dumps(res.to_json()))
+        return
+    print(f"kernel {res.kernel} on {res.engine}: {res.steps} steps"
+          + (f", {res.tokens} tokens" if res.tokens is not None else "")
+          + f", {res.lane_instructions} lane-instructions")
+    for i, (a, b) in enumerate(zip(spec.args, res.buffers)):
+        if b is None:
+            print(f"  arg {i}: scalar {a.dtype} = {a.value}")
+        else:
+            shown = np.array2string(b, threshold=64, max_line_width=100)
+            print(f"  arg {i}: {a.dtype}[{len(b)}] = {shown}")
+
+
+def cmd_run(args) -> int:
+    from .launch import LaunchSpec
+    from .program import run
+    spec = LaunchSpec.from_json(args.launch)
+    res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps)
+    _print_result(res, spec, args.json)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .verify import verify
+    report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        for row in report.rows:
+            status = "exact" if row.exact else f"MISMATCH: {row.detail}"
+            print(f"  {row.name:<28} {status}")
+    print(report.summary_line(), file=sys.stderr if args.json else sys.stdout)
+    return 0 if report.all_exact else 1
+
+
+def cmd_bench(args) -> int:
+    from .bench import bench
+    bench(engine=args.engine, names=args.kernels or None, repeat=args.repeat)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .program import run
+    from .suite import get
+    k = get("dot")
+    spec = k.spec()
+    t0 = time.perf_counter()
+    res = run(k.ptx(), spec, engine=args.engine)
+    dt = time.perf_counter() - t0
+    a, b = spec.args[0].data, spec.args[1].data
+    print(f"dot product of {a.tolist()} and {b.tolist()} on 4 lanes (atomicAdd of a[i]*b[i]), engine {res.engine}:")
+    print(f"  result {int(res.buffers[2][0])} in {res.steps} steps"
+          + (f", {res.tokens} tokens" if res.tokens is not None else "") + f" ({dt:.2f} s)")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from .cuda import compile_cuda
+    ptx = compile_cuda(args.file, arch=args.arch)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(ptx)
+    else:
+        sys.stdout.write(ptx)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="qwengpu", description="A SIMT GPU compiled into a Qwen3.5 model.")
+    p.add_argument("--version", action="version", version=f"qwengpu {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run one kernel launch")
+    r.add_argument("file", help="a .cu or .ptx file")
+    r.add_argument("--launch", required=True, help="launch spec JSON file")
+    r.add_argument("--kernel", help="kernel name (default: the spec's, or the only kernel)")
+    r.add_argument("--engine", default="interp", help="execution engine (default: interp)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--max-steps", type=int, default=None, help="step limit (runaway loops stop here)")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("verify", help="run the kernel suite against its oracles")
+    v.add_argument("kernels", nargs="*", help="suite kernels (default: all)")
+    v.add_argument("--engine", default="interp")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_verify)
+
+    b = sub.add_parser("bench", help="throughput figures per suite kernel")
+    b.add_argument("kernels", nargs="*")
+    b.add_argument("--engine", default="interp")
+    b.add_argument("--repeat", type=int, default=3)
+    b.set_defaults(func=cmd_bench)
+
+    d = sub.add_parser("demo", help="the dot-product demo")
+    d.add_argument("--engine", default="interp")
+    d.set_defaults(func=cmd_demo)
+
+    c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")
+    c.add_argument("file")
+    c.add_argument("-o", "--output")
+    c.add_argument("--arch", default="sm_75")
+    c.set_defaults(func=cmd_compile)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:   # every failure: a clear message on stderr, non-zero exit
+        name = type(e).__name__
+        print(f"qwengpu {args.command}: {name}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

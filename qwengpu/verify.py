@@ -1,0 +1,107 @@
+"""`qwengpu verify`: every suite kernel on an engine against its NumPy oracle (and recorded
+hardware goldens where present).
+
+Comparison is bit-exact, with one allowance for oracles only: NumPy does not reproduce the GPU's
+canonical NaN payload, so against an oracle any NaN matches any NaN. Hardware goldens and
+engine-vs-interpreter comparisons allow nothing.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+
+@dataclass
+class Row:
+    name: str
+    exact: bool
+    detail: str = ""
+    steps: int = 0
+    tokens: int | None = None
+    seconds: float = 0.0
+    checked: list = field(default_factory=list)   # what was compared: "oracle", "golden"
+
+
+@dataclass
+class Report:
+    engine: str
+    rows: list[Row]
+
+    @property
+    def passed(self) -> int:
+        return sum(r.exact for r in self.rows)
+
+    @property
+    def all_exact(self) -> bool:
+        return self.passed == len(self.rows)
+
+    def summary_line(self) -> str:
+        return f"verify {self.engine}: {self.passed}/{len(self.rows)} exact"
+
+    def to_json(self) -> dict:
+        return {"engine": self.engine, "passed": self.passed, "total": len(self.rows),
+                "kernels": [{"name": r.name, "exact": r.exact, "detail": r.detail, "steps": r.steps,
+                             "tokens": r.tokens, "seconds": round(r.seconds, 4), "checked": r.checked}
+                            for r in self.rows]}
+
+
+def first_difference(got: np.ndarray, want: np.ndarray, nan_equal: bool) -> str | None:
+    """None when equal (bit-exact; NaN==NaN when `nan_equal`), else where they first differ."""
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    if got.dtype != want.dtype:
+        want = want.astype(got.dtype)
+    gb = got.view(f"u{got.dtype.itemsize}")
+    wb = want.view(f"u{want.dtype.itemsize}")
+    diff = gb != wb
+    if nan_equal and got.dtype.kind == "f":
+        diff &= ~(np.isnan(got) & np.isnan(want))
+    if not diff.any():
+        return None
+    i = int(np.flatnonzero(diff)[0])
+    return f"index {i}: got {got[i]!r} (0x{int(gb[i]):x}), expected {want[i]!r} (0x{int(wb[i]):x})"
+
+
+def compare_buffers(got: list, want: list, nan_equal: bool) -> str | None:
+    for k, (g, w) in enumerate(zip(got, want)):
+        if w is None or g is None:
+            continue
+        d = first_difference(np.asarray(g), np.asarray(w), nan_equal)
+        if d:
+            return f"arg {k} {d}"
+    return None
+
+
+def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
+    from .program import run
+    t0 = time.perf_counter()
+    try:
+        res = run(kernel.ptx(), kernel.spec(), engine=engine, **options)
+    except Exception as e:   # a fault or an unsupported construct is a failure of this kernel
+        return Row(kernel.name, False, f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
+    dt = time.perf_counter() - t0
+    row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=dt)
+    d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
+    row.checked.append("oracle")
+    if d:
+        row.exact, row.detail = False, f"oracle: {d}"
+        return row
+    golden = kernel.golden() if hasattr(kernel, "golden") else None
+    if golden is not None:
+        row.checked.append("golden")
+        d = compare_buffers(res.buffers, golden, nan_equal=False)
+        if d:
+            row.exact, row.detail = False, f"hardware golden: {d}"
+    return row
+
+
+def verify(engine: str = "interp", names=None, progress: bool = True, **options) -> Report:
+    from . import suite
+    ks = [suite.get(n) for n in names] if names else suite.kernels()
+    rows = []
+    for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False):
+        rows.append(verify_kernel(k, engine, **options))
+    return Report(engine, rows)
