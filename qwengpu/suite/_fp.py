@@ -117,3 +117,37 @@ def float_to_int(x, mode: str, bits: int, signed: bool, src_f64: bool = False) -
     else:
         raise ValueError(mode)
     return min(max(int(r), lo), hi)
+
+
+def round_op(exact: Fraction, mode: str, fmt: str = "f32"):
+    """An exactly computed nonzero-or-zero result rounded with `mode`; an exact zero is +0 (-0 in rm)."""
+    if exact == 0:
+        cast = np.float32 if fmt == "f32" else np.float64
+        return cast(-0.0 if mode == "rm" else 0.0)
+    return round_exact(exact, mode, fmt)
+
+
+def sqrt_round(x, mode: str = "rn"):
+    """sqrt.<mode>.f32 of a finite non-negative f32 `x`, exactly rounded."""
+    x = np.float32(x)
+    if x == 0:
+        return x
+    q = Fraction(float(x))
+    c = np.float32(math.sqrt(float(x)))          # within an ulp or so; fix it up exactly below
+    up, down = np.float32(np.inf), np.float32(0)
+    while Fraction(float(c)) ** 2 > q:
+        c = np.nextafter(c, down)
+    while Fraction(float(np.nextafter(c, up))) ** 2 <= q:
+        c = np.nextafter(c, up)
+    # now c <= sqrt(x) < next(c)
+    if Fraction(float(c)) ** 2 == q or mode in ("rz", "rm"):
+        return c
+    n = np.nextafter(c, up)
+    if mode == "rp":
+        return n
+    mid = (Fraction(float(c)) + Fraction(float(n))) / 2     # rn: compare x with the midpoint squared
+    if mid ** 2 < q:
+        return n
+    if mid ** 2 > q:
+        return c
+    return c if (int(c.view(np.uint32)) & 1) == 0 else n

@@ -86,7 +86,7 @@ def tid_grid(grid: int, block: int):
 
 
 # ============================================================================= integer kernels
-@oracle("dot", tags={"int", "atomics", "ci"}, about="4 lanes: atomicAdd of a[i]*b[i] into out[0] (the demo; 32)")
+@oracle("dot", tags={"atomics", "int", "ci"}, about="4 lanes: atomicAdd of a[i]*b[i] into out[0] (the demo; 32)")
 def dot(a, b, out):
     out = out.copy()
     out[0] = s32(int(out[0]) + sum(x * y for x, y in zip(ints(a), ints(b))))
@@ -143,7 +143,7 @@ def int_minmax(a, b, out, o64):
     return [a, b, out, o64]
 
 
-@oracle("bitwise", tags={"int", "bits", "ci"}, about="and/or/xor/not/and-not/bitwise select, 32 and 64 bit")
+@oracle("bitwise", tags={"bits", "int", "ci"}, about="and/or/xor/not/and-not/bitwise select, 32 and 64 bit")
 def bitwise(a, b, m, out):
     out = out.copy()
     for i, (x, y, s) in enumerate(zip(ints(a), ints(b), ints(m))):
@@ -154,7 +154,7 @@ def bitwise(a, b, m, out):
     return [a, b, m, out]
 
 
-@oracle("shifts", tags={"int", "bits", "int64"}, about="constant/variable/masked shifts, explicit >=32 clamps, 64-bit shifts")
+@oracle("shifts", tags={"bits", "int", "int64"}, about="constant/variable/masked shifts, explicit >=32 clamps, 64-bit shifts")
 def shifts(a, n, out, o64):
     out, o64 = out.copy(), o64.copy()
     for i, (x, c) in enumerate(zip(ints(a), ints(n))):
@@ -168,7 +168,7 @@ def shifts(a, n, out, o64):
     return [a, n, out, o64]
 
 
-@oracle("shift_clamp", tags={"int", "bits", "asm"}, about="inline-PTX shl/shr.u/shr.s with counts >= 32 (PTX clamps)")
+@oracle("shift_clamp", tags={"asm", "bits", "int"}, about="inline-PTX shl/shr.u/shr.s with counts >= 32 (PTX clamps)")
 def shift_clamp(a, n, out):
     out = out.copy()
     for i, (x, c) in enumerate(zip(ints(a), ints(n))):
@@ -177,7 +177,7 @@ def shift_clamp(a, n, out):
     return [a, n, out]
 
 
-@oracle("funnel_shift", tags={"int", "bits", "ci"}, about="__funnelshift_l/r (count mod 32) and _lc/_rc (count clamped to 32)")
+@oracle("funnel_shift", tags={"bits", "int", "ci"}, about="__funnelshift_l/r (count mod 32) and _lc/_rc (count clamped to 32)")
 def funnel_shift(lo, hi, n, out):
     out = out.copy()
     for i, (l, h, c) in enumerate(zip(ints(lo), ints(hi), ints(n))):
@@ -193,7 +193,7 @@ def _byte_perm(x: int, y: int, s: int) -> int:
     return sum(((src >> (8 * ((s >> (4 * k)) & 7))) & 0xFF) << (8 * k) for k in range(4))
 
 
-@oracle("byte_perm", tags={"int", "bits", "ci"}, about="__byte_perm (prmt.b32), constant and runtime selectors")
+@oracle("byte_perm", tags={"bits", "int", "ci"}, about="__byte_perm (prmt.b32), constant and runtime selectors")
 def byte_perm(a, b, sel, out):
     out = out.copy()
     for i, (x, y, s) in enumerate(zip(ints(a), ints(b), ints(sel))):
@@ -202,7 +202,7 @@ def byte_perm(a, b, sel, out):
     return [a, b, sel, out]
 
 
-@oracle("bitfield", tags={"int", "bits"}, about="bit-field extract/insert written in C (shr/and/shl/or)")
+@oracle("bitfield", tags={"bits", "int"}, about="bit-field extract/insert written in C (shr/and/shl/or)")
 def bitfield(a, b, pos, out):
     out = out.copy()
     for i, (x, y, p) in enumerate(zip(ints(a), ints(b), ints(pos))):
@@ -234,7 +234,7 @@ def _bfi(a: int, b: int, c: int, d: int) -> int:
     return f
 
 
-@oracle("bitfield_asm", tags={"int", "bits", "asm"}, about="inline-PTX bfe.u32/bfe.s32/bfi.b32 incl. len 0, pos+len > 32")
+@oracle("bitfield_asm", tags={"asm", "bits", "int"}, about="inline-PTX bfe.u32/bfe.s32/bfi.b32 incl. len 0, pos+len > 32")
 def bitfield_asm(a, b, pos, ln, out):
     out = out.copy()
     for i, (x, y, p, l) in enumerate(zip(ints(a), ints(b), ints(pos), ints(ln))):
@@ -254,7 +254,7 @@ def _brev(v: int, bits: int) -> int:
     return int(format(v, f"0{bits}b")[::-1], 2)
 
 
-@oracle("bit_count", tags={"int", "bits", "int64", "ci"}, about="__brev/__clz/__popc/__ffs and 64-bit versions")
+@oracle("bit_count", tags={"bits", "int", "int64", "ci"}, about="__brev/__clz/__popc/__ffs and 64-bit versions")
 def bit_count(a, b, out, rev64):
     out, rev64 = out.copy(), rev64.copy()
     for i, (x, y) in enumerate(zip(ints(a), ints(b))):
@@ -264,7 +264,7 @@ def bit_count(a, b, out, rev64):
     return [a, b, out, rev64]
 
 
-@oracle("int8_int16", tags={"int", "int8", "int16", "ci"}, about="char/short loads (sign/zero ext), truncating u8/u16 stores")
+@oracle("int8_int16", tags={"int", "int16", "int8", "ci"}, about="char/short loads (sign/zero ext), truncating u8/u16 stores")
 def int8_int16(c, uc, s, us, wide, c_out, s_out):
     wide, c_out, s_out = wide.copy(), c_out.copy(), s_out.copy()
     for i in range(4):
@@ -297,7 +297,7 @@ def f32_arith(a, b, out):
     return [a, b, out]
 
 
-@oracle("f32_sqrt_fma", tags={"float"}, about="sqrtf, fmaf, contracted a*b+c, separately rounded mul+add")
+@oracle("f32_sqrt_fma", tags={"float", "ci"}, about="sqrtf, fmaf, contracted a*b+c, separately rounded mul+add")
 def f32_sqrt_fma(a, b, c, out):
     out = out.copy()
     with np.errstate(all="ignore"):
@@ -345,7 +345,7 @@ def f32_minmax_nan(a, b, fout, flags):
     return [a, b, fout, flags]
 
 
-@oracle("f2i_convert", tags={"float", "convert", "int64", "ci"},
+@oracle("f2i_convert", tags={"convert", "float", "int64"},
         about="float->int with rn/rz/rd/ru, saturation, NaN -> 0 (s32/u32) and INT64_MIN (s64)")
 def f2i_convert(a, s, u, l):
     s, u, l = s.copy(), u.copy(), l.copy()
@@ -356,7 +356,7 @@ def f2i_convert(a, s, u, l):
     return [a, s, u, l]
 
 
-@oracle("i2f_convert", tags={"float", "convert", "int64"}, about="int/uint/long long -> float with rn/rz/rm/rp")
+@oracle("i2f_convert", tags={"convert", "float", "int64", "ci"}, about="int/uint/long long -> float with rn/rz/rm/rp")
 def i2f_convert(a, b, out):
     out = out.copy()
     for i, (x, y) in enumerate(zip(ints(a), ints(b))):
@@ -373,7 +373,7 @@ def _roundf(x: np.float32) -> np.float32:
     return np.float32(math.copysign(math.floor(abs(float(x)) + 0.5), float(x)))
 
 
-@oracle("f32_rounding", tags={"float", "convert"}, about="floorf/ceilf/truncf/rintf/roundf/copysignf (cvt.r*i.f32.f32)")
+@oracle("f32_rounding", tags={"convert", "float"}, about="floorf/ceilf/truncf/rintf/roundf/copysignf (cvt.r*i.f32.f32)")
 def f32_rounding(a, out):
     out = out.copy()
     for i, x in enumerate(a):
@@ -392,7 +392,7 @@ def f64_math(a, b, c, out):
     return [a, b, c, out]
 
 
-@oracle("f64_convert", tags={"f64", "convert"}, about="float<->double, int<->double, double->long long (saturating; NaN)")
+@oracle("f64_convert", tags={"convert", "f64"}, about="float<->double, int<->double, double->long long (saturating; NaN)")
 def f64_convert(f, d, k, od, of, oi, ol):
     od, of, oi, ol = od.copy(), of.copy(), oi.copy(), ol.copy()
     with np.errstate(all="ignore"):
@@ -406,7 +406,7 @@ def f64_convert(f, d, k, od, of, oi, ol):
 
 
 # ============================================================================= control flow
-@oracle("divergent_loop", tags={"control", "loop", "divergence", "ci"}, about="per-lane trip counts 0,1,3,6")
+@oracle("divergent_loop", tags={"control", "divergence", "loop", "ci"}, about="per-lane trip counts 0,1,3,6")
 def divergent_loop(n, data, out):
     out = out.copy()
     for i in range(4):
@@ -417,7 +417,7 @@ def divergent_loop(n, data, out):
     return [n, data, out]
 
 
-@oracle("nested_divergence", tags={"control", "loop", "divergence", "multiwarp"}, about="if in if in a per-lane loop, 2 warps")
+@oracle("nested_divergence", tags={"control", "divergence", "loop", "multiwarp"}, about="if in if in a per-lane loop, 2 warps")
 def nested_divergence(x, out):
     out = out.copy()
     for i in range(8):
@@ -456,7 +456,7 @@ def early_return(x, out):
     return [x, out]
 
 
-@oracle("break_continue", tags={"control", "loop", "divergence"}, about="rolled loop with continue and break")
+@oracle("break_continue", tags={"control", "divergence", "loop", "heavy"}, about="rolled loop with continue and break")
 def break_continue(x, limit, n, out):
     out = out.copy()
     n = int(n)
@@ -507,7 +507,7 @@ def switch_dense(x, y, out):
     return [x, y, out]
 
 
-@oracle("switch_jumptable", tags={"control", "switch", "jumptable", "ci"}, about="dense switch lowered to brx.idx")
+@oracle("switch_jumptable", tags={"control", "jumptable", "switch", "ci"}, about="dense switch lowered to brx.idx")
 def switch_jumptable(x, y, out):
     out = out.copy()
     for i, (v, w) in enumerate(zip(ints(x), ints(y))):
@@ -560,7 +560,7 @@ def predication(a, b, out):
 
 
 # ============================================================================= algorithms
-@oracle("collatz", tags={"loop", "divergence", "algo"}, about="Collatz step counts: data-dependent while loop")
+@oracle("collatz", tags={"algo", "divergence", "loop", "heavy"}, about="Collatz step counts: data-dependent while loop")
 def collatz(n, steps):
     steps = steps.copy()
     for i, v in enumerate(ints(n)):
@@ -572,7 +572,7 @@ def collatz(n, steps):
     return [n, steps]
 
 
-@oracle("isqrt_bisect", tags={"loop", "int64", "algo"}, about="integer sqrt by bisection (mul.wide.u32)")
+@oracle("isqrt_bisect", tags={"algo", "int64", "loop"}, about="integer sqrt by bisection (mul.wide.u32)")
 def isqrt_bisect(x, out):
     out = out.copy()
     for i, v in enumerate(ints(x)):
@@ -580,7 +580,7 @@ def isqrt_bisect(x, out):
     return [x, out]
 
 
-@oracle("gcd", tags={"loop", "divergence", "int64", "algo"}, about="Euclid's gcd (rem.u32) and lcm (64-bit)")
+@oracle("gcd", tags={"algo", "divergence", "int64", "loop"}, about="Euclid's gcd (rem.u32) and lcm (64-bit)")
 def gcd(a, b, g, l):
     g, l = g.copy(), l.copy()
     for i, (x, y) in enumerate(zip(ints(a), ints(b))):
@@ -590,7 +590,7 @@ def gcd(a, b, g, l):
     return [a, b, g, l]
 
 
-@oracle("crc32", tags={"loop", "int8", "bits", "algo", "heavy"}, about="bitwise CRC-32 of 4 bytes per lane (nested loops)")
+@oracle("crc32", tags={"algo", "bits", "int8", "loop", "heavy"}, about="bitwise CRC-32 of 4 bytes per lane (nested loops)")
 def crc32(data, nbytes, out):
     out = out.copy()
     n = int(nbytes)
@@ -599,7 +599,7 @@ def crc32(data, nbytes, out):
     return [data, None, out]
 
 
-@oracle("fnv_hash", tags={"loop", "divergence", "int8", "algo"}, about="FNV-1a over per-lane byte strings of different lengths")
+@oracle("fnv_hash", tags={"algo", "divergence", "int8", "loop"}, about="FNV-1a over per-lane byte strings of different lengths")
 def fnv_hash(data, ln, out):
     out = out.copy()
     for i in range(4):
@@ -610,7 +610,7 @@ def fnv_hash(data, ln, out):
     return [data, ln, out]
 
 
-@oracle("shared_reduce", tags={"shared", "sync", "multiwarp", "grid", "ci"}, about="shared-memory tree sum, 2 blocks of 8")
+@oracle("shared_reduce", tags={"grid", "multiwarp", "shared", "sync"}, about="shared-memory tree sum, 2 blocks of 8")
 def shared_reduce(x, out):
     out = out.copy()
     for blk in range(2):
@@ -618,24 +618,24 @@ def shared_reduce(x, out):
     return [x, out]
 
 
-@oracle("shared_minmax16", tags={"shared", "sync", "multiwarp", "float"}, about="f32 min/max reduction over 16 threads")
+@oracle("shared_minmax16", tags={"float", "multiwarp", "shared", "sync"}, about="f32 min/max reduction over 16 threads")
 def shared_minmax16(x, out):
     out = out.copy()
     out[0], out[1] = x.min(), x.max()
     return [x, out]
 
 
-@oracle("scan_shared", tags={"shared", "sync", "multiwarp", "algo"}, about="Hillis-Steele inclusive scan of 8 ints")
+@oracle("scan_shared", tags={"algo", "multiwarp", "shared", "sync", "ci"}, about="Hillis-Steele inclusive scan of 8 ints")
 def scan_shared(x, out):
     return [x, np.cumsum(x.astype(np.int64)).astype(np.int32)]
 
 
-@oracle("bitonic_sort8", tags={"shared", "sync", "multiwarp", "algo", "grid"}, about="bitonic sort of 8 ints per block, 2 blocks")
+@oracle("bitonic_sort8", tags={"algo", "grid", "multiwarp", "shared", "sync", "heavy"}, about="bitonic sort of 8 ints per block, 2 blocks")
 def bitonic_sort8(x, out):
     return [x, np.concatenate([np.sort(x[:8]), np.sort(x[8:])]).astype(np.int32)]
 
 
-@oracle("histogram", tags={"shared", "atomics", "sync", "multiwarp", "grid", "algo"},
+@oracle("histogram", tags={"algo", "atomics", "grid", "multiwarp", "shared", "sync", "heavy"},
         about="8-bin histogram: shared atomics then global atomics, 2 blocks of 16")
 def histogram(data, n, hist):
     hist = hist.copy()
@@ -644,7 +644,7 @@ def histogram(data, n, hist):
     return [data, None, hist]
 
 
-@oracle("matvec", tags={"float", "loop", "algo"}, about="4x6 f32 matrix-vector product, sequential fma chain")
+@oracle("matvec", tags={"algo", "float", "loop"}, about="4x6 f32 matrix-vector product, sequential fma chain")
 def matvec(A, x, y, cols):
     y = y.copy()
     c = int(cols)
@@ -692,7 +692,7 @@ def const_mem(idx, x, out, fout):
     return [idx, x, out, fout]
 
 
-@oracle("global_device_array", tags={"global_var", "sync", "multiwarp"}, about="__device__ arrays with initialisers, updated")
+@oracle("global_device_array", tags={"global_var", "multiwarp", "sync"}, about="__device__ arrays with initialisers, updated")
 def global_device_array(x, out, snapshot):
     weights = [10, -20, 30, -40, 50, -60, 70, -80]
     counter = [100, 200, 300, 400]
@@ -721,12 +721,12 @@ def struct_param(x, aff, rng, out, fout):
     return [x, None, None, out, fout]
 
 
-@oracle("dynamic_shared", tags={"shared", "sync", "multiwarp"}, about="extern __shared__ array sized by shared_bytes")
+@oracle("dynamic_shared", tags={"multiwarp", "shared", "sync"}, about="extern __shared__ array sized by shared_bytes")
 def dynamic_shared(x, out):
     return [x, (x.astype(np.int64) + x[::-1]).astype(np.int32)]
 
 
-@oracle("vector_load", tags={"vector", "float"}, about="int4/float2 vector loads and an int4 vector store")
+@oracle("vector_load", tags={"float", "vector", "ci"}, about="int4/float2 vector loads and an int4 vector store")
 def vector_load(a, b, out, fout):
     out, fout = out.copy(), fout.copy()
     for i in range(4):
@@ -736,7 +736,7 @@ def vector_load(a, b, out, fout):
     return [a, b, out, fout]
 
 
-@oracle("transpose_shared", tags={"shared", "sync", "multiwarp", "grid"}, about="4x4 tiles transposed via 2D shared array")
+@oracle("transpose_shared", tags={"grid", "multiwarp", "shared", "sync", "heavy"}, about="4x4 tiles transposed via 2D shared array")
 def transpose_shared(inp, out, width):
     w = int(width)
     m = inp.reshape(-1, w)
@@ -771,7 +771,7 @@ def atomics_global(x, s, u):
     return [x, s, u]
 
 
-@oracle("atomics_shared", tags={"atomics", "shared", "sync", "multiwarp"}, about="shared-memory atomics, 8 threads")
+@oracle("atomics_shared", tags={"atomics", "multiwarp", "shared", "sync"}, about="shared-memory atomics, 8 threads")
 def atomics_shared(x, out):
     out = out.copy()
     v = ints(x)
@@ -846,7 +846,7 @@ def atomic_float_add(x, total):
 
 
 # ============================================================================= warp-level
-@oracle("shfl_xor_reduce", tags={"warp", "shfl", "grid", "ci"}, about="butterfly sum/max via __shfl_xor_sync width 4")
+@oracle("shfl_xor_reduce", tags={"grid", "shfl", "warp", "ci"}, about="butterfly sum/max via __shfl_xor_sync width 4")
 def shfl_xor_reduce(x, total, mx):
     total, mx = total.copy(), mx.copy()
     for g in range(2):
@@ -856,7 +856,7 @@ def shfl_xor_reduce(x, total, mx):
     return [x, total, mx]
 
 
-@oracle("shfl_up_down", tags={"warp", "shfl"}, about="shfl up/down at the edges (keep own value), shfl_up scan")
+@oracle("shfl_up_down", tags={"shfl", "warp"}, about="shfl up/down at the edges (keep own value), shfl_up scan")
 def shfl_up_down(x, out):
     out = out.copy()
     v = ints(x)
@@ -867,7 +867,7 @@ def shfl_up_down(x, out):
     return [x, out]
 
 
-@oracle("shfl_idx", tags={"warp", "shfl", "grid", "float"}, about="__shfl_sync broadcast/rotate/runtime src lanes mod 4, f32")
+@oracle("shfl_idx", tags={"float", "grid", "shfl", "warp"}, about="__shfl_sync broadcast/rotate/runtime src lanes mod 4, f32")
 def shfl_idx(x, src, f, out, fout):
     out, fout = out.copy(), fout.copy()
     for blk in range(2):
@@ -879,7 +879,7 @@ def shfl_idx(x, src, f, out, fout):
     return [x, src, f, out, fout]
 
 
-@oracle("vote", tags={"warp", "vote", "divergence", "grid"}, about="ballot/any/all, __activemask and ballot in divergent branches")
+@oracle("vote", tags={"divergence", "grid", "vote", "warp"}, about="ballot/any/all, __activemask and ballot in divergent branches")
 def vote(x, out):
     out = out.copy()
     for blk in range(2):
@@ -899,9 +899,145 @@ def vote(x, out):
     return [x, out]
 
 
-@oracle("syncwarp", tags={"warp", "shared", "sync"}, about="shared-memory exchange separated by __syncwarp")
+@oracle("syncwarp", tags={"shared", "sync", "warp", "ci"}, about="shared-memory exchange separated by __syncwarp")
 def syncwarp(x, out):
     s = ints(x)
     a = [s[(l + 1) & 3] for l in range(4)]
     s2 = [a[l] * 2 + s[(l + 2) & 3] for l in range(4)]
     return [x, np.array([s2[3 - l] for l in range(4)], dtype=np.int32)]
+
+
+# ============================================================================= second batch
+from fractions import Fraction  # noqa: E402
+
+from ._fp import round_op, sqrt_round  # noqa: E402
+
+
+def _q(v) -> Fraction:
+    return Fraction(float(v))
+
+
+@oracle("f32_round_modes", tags={"float"}, about="add/mul/fma/div .rz/.rp/.rm, rcp.rn/.rz, sqrt.rp/.rm, cvt.sat.f32")
+def f32_round_modes(a, b, c, out):
+    out = out.copy()
+    for i, (x, y, z) in enumerate(zip(a, b, c)):
+        s, p, f, d = _q(x) + _q(y), _q(x) * _q(y), _q(x) * _q(y) + _q(z), _q(x) / _q(y)
+        sat = np.float32(0.0) if np.isnan(x) else min(max(x, np.float32(0.0)), np.float32(1.0))
+        out[16 * i:16 * i + 16] = [round_op(s, "rz"), round_op(s, "rp"), round_op(s, "rm"),
+                                   round_op(p, "rz"), round_op(p, "rp"), round_op(p, "rm"),
+                                   round_op(f, "rz"), round_op(f, "rp"), round_op(f, "rm"),
+                                   round_op(d, "rz"), round_op(d, "rp"), round_op(1 / _q(y), "rn"),
+                                   round_op(1 / _q(y), "rz"), sqrt_round(abs(x), "rp"), sqrt_round(abs(z), "rm"), sat]
+    return [a, b, c, out]
+
+
+@oracle("int_intrinsics", tags={"int", "int64"}, about="__sad/__usad, __hadd/__rhadd/__uhadd/__urhadd, 64-bit min/max")
+def int_intrinsics(a, b, c, out, o64):
+    out, o64 = out.copy(), o64.copy()
+    for i, (x, y, z) in enumerate(zip(ints(a), ints(b), ints(c))):
+        ux, uy = u32(x), u32(y)
+        out[6 * i:6 * i + 6] = [s32(abs(x - y) + z), s32(abs(ux - uy) + z), (x + y) >> 1, (x + y + 1) >> 1,
+                                s32((ux + uy) >> 1), s32((ux + uy + 1) >> 1)]
+        X, Y = x * 1048576, y * -1000
+        o64[2 * i:2 * i + 2] = [min(X, Y) ^ max(X, Y), s64(min(u64(X), u64(Y)) - max(u64(X), u64(Y)))]
+    return [a, b, c, out, o64]
+
+
+@oracle("byte_shared", tags={"int16", "int8", "multiwarp", "shared", "sync"}, about="st.shared.u8/u16 into shared words")
+def byte_shared(x, words, halves):
+    raw = bytearray(16)
+    for t in range(8):
+        raw[2 * t] = int(x[t])
+        raw[2 * t + 1] = int(x[t]) ^ 0xFF
+    words = np.frombuffer(bytes(raw), dtype="<u4").astype(np.uint32)
+    shorts = np.frombuffer(bytes(raw), dtype="<u2").astype(np.int64)
+    shorts = [(int(shorts[t]) + 0x1234 * t) & 0xFFFF for t in range(8)]
+    return [x, words, np.array([shorts[7 - t] for t in range(8)], dtype=np.uint16)]
+
+
+@oracle("syncthreads_reduce", tags={"grid", "multiwarp", "sync"}, about="__syncthreads_count/_and/_or (bar.red)")
+def syncthreads_reduce(x, out):
+    out = out.copy()
+    for blk in range(2):
+        v = ints(x[blk * 8:blk * 8 + 8])
+        r = sum(t > 0 for t in v) * 100 + (10 if all(t != 0 for t in v) else 0) + (1 if any(t > 100 for t in v) else 0)
+        out[blk * 8:blk * 8 + 8] = r
+    return [x, out]
+
+
+@oracle("last_block_reduce", tags={"algo", "atomics", "grid", "sync"}, about="last-block-done reduction with a ticket counter")
+def last_block_reduce(x, partial, ticket, total):
+    p = np.array([s32(sum(ints(x[4 * b:4 * b + 4]))) for b in range(3)], dtype=np.int32)
+    return [x, p, np.zeros(1, dtype=np.uint32), np.array([s32(sum(ints(p)))], dtype=np.int32)]
+
+
+@oracle("atomics_shared_more", tags={"atomics", "int64", "multiwarp", "shared", "sync"},
+        about="shared atomicSub/Inc/Dec/Exch/CAS and 64-bit atomicAdd")
+def atomics_shared_more(x, out, o64):
+    out, o64 = out.copy(), o64.copy()
+    v = ints(x)
+    for t in range(8):
+        out[2 * t:2 * t + 2] = [t * 10, v[t] ^ (v[t] + 1)]
+    out[16:19] = [s32(1000 - sum(t & 0xFF for t in v)), (3 + 8) % 5, (5 - 8) % 7]
+    o64[0] = u64(0xFFFFFFF0 + sum(u32(t) for t in v))
+    return [x, out, o64]
+
+
+@oracle("match_sync", tags={"grid", "match", "warp"}, about="__match_any_sync/__match_all_sync, 32 and 64 bit")
+def match_sync(x, out):
+    out = out.copy()
+    for blk in range(2):
+        v = ints(x[blk * 4:blk * 4 + 4])
+        odd = [t & 1 for t in v]
+        all_same = len(set(odd)) == 1
+        for lane in range(4):
+            o = blk * 12 + 3 * lane
+            any_m = sum(1 << l for l in range(4) if v[l] == v[lane])
+            any64 = sum(1 << l for l in range(4) if (v[l] & 6) == (v[lane] & 6))
+            out[o:o + 3] = [any_m, (0xF | 0x100) if all_same else 0, any64]
+    return [x, out]
+
+
+@oracle("shfl_64", tags={"f64", "int64", "shfl", "warp"}, about="64-bit shuffles (two shfl.b32 each): xor/down/idx")
+def shfl_64(x, d, out, dout):
+    out, dout = out.copy(), dout.copy()
+    v = ints(x)
+    for lane in range(4):
+        down = v[lane + 1] if lane + 1 < 4 else v[lane]
+        out[2 * lane:2 * lane + 2] = [v[lane ^ 1], s64(down - v[lane])]
+        dout[lane] = d[(lane + 3) & 3]
+    return [x, d, out, dout]
+
+
+@oracle("block_3d", tags={"grid"}, about="3D block 2x2x2 in a 1x1x2 grid: .z special registers")
+def block_3d(out):
+    out = out.copy()
+    for bz in range(2):
+        for tz in range(2):
+            for ty in range(2):
+                for tx in range(2):
+                    out[bz * 8 + (tz * 2 + ty) * 2 + tx] = tx + 10 * ty + 100 * tz + 1000 * bz + 10000 * 2
+    return [out]
+
+
+@oracle("gather_scatter", tags={"grid", "memory"}, about="gather via index array, scatter via permutation, p[-1]")
+def gather_scatter(src, idx, perm, dst):
+    dst = dst.copy()
+    s = ints(src)
+    for i in range(8):
+        j = int(idx[i])
+        dst[int(perm[i])] = s[j] * 2 + (s[j - 1] if j > 0 else 0)
+    return [src, idx, perm, dst]
+
+
+@oracle("pointer_chase", tags={"divergence", "loop", "memory"}, about="linked-list walk through next-indices")
+def pointer_chase(nxt, val, start, total, ln):
+    total, ln = total.copy(), ln.copy()
+    for i in range(4):
+        node, s, n = int(start[i]), 0, 0
+        while node >= 0:
+            s += int(val[node])
+            n += 1
+            node = int(nxt[node])
+        total[i], ln[i] = s, n
+    return [nxt, val, start, total, ln]
