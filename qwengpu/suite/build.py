@@ -64,6 +64,17 @@ def write_nvcc_txt() -> None:
     (KERNEL_DIR / "NVCC.txt").write_text("\n".join(lines))
 
 
+def recorded_nvcc_version() -> str | None:
+    """The `nvcc --version` line recorded in kernels/NVCC.txt (the compiler the committed PTX came from)."""
+    txt = KERNEL_DIR / "NVCC.txt"
+    if not txt.is_file():
+        return None
+    for line in txt.read_text().splitlines():
+        if line.startswith("nvcc --version (last line):"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m qwengpu.suite.build", description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="kernels to build (default: all)")
@@ -77,6 +88,11 @@ def main(argv=None) -> int:
             print(f"unknown kernel(s): {', '.join(unknown)}", file=sys.stderr)
             return 2
         sources = [by_name[n] for n in args.names]
+    if args.check:
+        from qwengpu.cuda import nvcc_version
+        have, recorded = nvcc_version(), recorded_nvcc_version()
+        if recorded and have != recorded:
+            print(f"note: this nvcc is '{have}', the committed PTX came from '{recorded}'; differences are expected")
     differ = []
     for cu in sources:
         ptx = compile_kernel(cu)
