@@ -1098,9 +1098,10 @@ def h_atom(it: Interpreter, warp, frame, ins, info, ex):
         it._write_reg(frame, ops[0], out, ex, t)
 
 
-def _member_mask(it, warp, frame, o) -> int:
+def _member_mask(it, warp, frame, o, ex: int) -> int:
+    """The membermask operand (read from an executing lane: it is warp-uniform by contract)."""
     v = it._read(warp, frame, o, "b32")
-    return v[0] & FULL
+    return v[_lanes(ex)[0]] & FULL
 
 
 def h_shfl(it: Interpreter, warp, frame, ins, info, ex):
@@ -1143,7 +1144,7 @@ def h_shfl(it: Interpreter, warp, frame, ins, info, ex):
 
 def h_vote(it: Interpreter, warp, frame, ins, info, ex):
     d, a, mm = ins.operands
-    members = _member_mask(it, warp, frame, mm) & ex
+    members = _member_mask(it, warp, frame, mm, ex) & ex
     p = [x & 1 for x in it._read(warp, frame, a, "pred")]
     lanes = _lanes(members)
     if info.mode == "ballot":
@@ -1157,6 +1158,24 @@ def h_vote(it: Interpreter, warp, frame, ins, info, ex):
     else:
         r = int(len({p[i] for i in lanes}) <= 1)
     it._write_reg(frame, d, [r] * LANES, ex, "pred")
+
+
+def h_match(it: Interpreter, warp, frame, ins, info, ex):
+    d, a, mm = ins.operands
+    members = _member_mask(it, warp, frame, mm, ex) & ex
+    v = it._read(warp, frame, a, info.type)
+    lanes = _lanes(members)
+    if info.mode == "any":
+        out = [sum(1 << j for j in lanes if v[j] == v[i]) for i in range(LANES)]
+        it._write_reg(frame, d, out, ex, "b32")
+        return
+    same = len({v[j] for j in lanes}) <= 1
+    out = [members if same else 0] * LANES
+    if isinstance(d, Pair):
+        it._write_reg(frame, d.first, out, ex, "b32")
+        it._write_reg(frame, d.second, [int(same)] * LANES, ex, "pred")
+    else:
+        it._write_reg(frame, d, out, ex, "b32")
 
 
 def h_misc(it: Interpreter, warp, frame, ins, info, ex):
@@ -1194,7 +1213,7 @@ for _op in ("and", "or", "xor", "not", "cnot", "shl", "shr", "shf", "popc", "clz
     _HANDLERS[_op] = h_bits
 _HANDLERS.update({"setp": h_setp, "set": h_setp, "selp": h_selp, "slct": h_selp, "mov": h_mov,
                   "cvt": h_cvt, "cvta": h_cvta, "ld": h_ld, "ldu": h_ld, "st": h_st, "atom": h_atom,
-                  "red": h_atom, "shfl": h_shfl, "vote": h_vote, "activemask": h_misc,
+                  "red": h_atom, "shfl": h_shfl, "vote": h_vote, "match": h_match, "activemask": h_misc,
                   "membar": h_misc, "fence": h_misc, "nanosleep": h_misc, "trap": h_misc,
                   "brkpt": h_misc, "copysign": h_misc, "testp": h_misc})
 

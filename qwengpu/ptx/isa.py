@@ -435,6 +435,20 @@ def _d_vote(instr):
     return info
 
 
+def _d_match(instr):
+    types, rest = _split(instr)
+    info = OpInfo("match")
+    info.mode = _take(rest, {"any", "all"})
+    if info.mode is None:
+        _fail(instr, "match mode")
+    if "sync" not in instr.mods:
+        _fail(instr, "match without .sync")
+    info.type = _one_type(instr, types, {"b32", "b64"})
+    _no_rest(instr, rest)
+    _nops(instr, 3)
+    return info
+
+
 def _d_simple(instr):
     types, rest = _split(instr)
     info = OpInfo(instr.op)
@@ -481,7 +495,7 @@ DECODERS = {
     "atom": _d_atom, "red": _d_atom,
     "bra": _d_branch, "brx": _d_branch, "call": _d_branch, "ret": _d_branch, "exit": _d_branch,
     "bar": _d_bar, "barrier": _d_bar,
-    "shfl": _d_shfl, "vote": _d_vote,
+    "shfl": _d_shfl, "vote": _d_vote, "match": _d_match,
     "activemask": _d_simple, "membar": _d_simple, "fence": _d_simple, "nanosleep": _d_simple,
     "trap": _d_simple, "brkpt": _d_simple, "copysign": _d_simple, "testp": _d_simple,
 }

@@ -1,0 +1,66 @@
+"""The command-line contract: `qwengpu run/verify/demo`, JSON output, errors on stderr."""
+import json
+import subprocess
+import sys
+
+from qwengpu import suite
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "qwengpu", *args], capture_output=True, text=True)
+
+
+def test_run_json_contract(tmp_path):
+    k = suite.get("dot")
+    p = cli("run", str(k.ptx_path), "--launch", str(k.spec_path), "--engine", "interp", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert set(out) == {"kernel", "engine", "buffers", "steps", "tokens"}
+    assert out["buffers"] == [[1, 2, 3, 4], [2, 3, 4, 3], [32]]
+    assert out["engine"] == "interp" and out["tokens"] is None and out["steps"] == 15
+
+
+def test_run_readable_summary():
+    k = suite.get("dot")
+    p = cli("run", str(k.ptx_path), "--launch", str(k.spec_path))
+    assert p.returncode == 0 and "[32]" in p.stdout
+
+
+def test_scalar_args_print_null_and_floats_as_numbers(tmp_path):
+    k = suite.get("saxpy")
+    p = cli("run", str(k.ptx_path), "--launch", str(k.spec_path), "--json")
+    out = json.loads(p.stdout)
+    spec = k.spec()
+    for a, b in zip(spec.args, out["buffers"]):
+        assert (b is None) == (not a.is_buffer)
+
+
+def test_errors_go_to_stderr_with_nonzero_exit(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kernel": "dot", "grid": 1, "block": 4, "args": []}')
+    p = cli("run", str(suite.get("dot").ptx_path), "--launch", str(bad))
+    assert p.returncode != 0 and "takes 3 parameters" in p.stderr and p.stdout == ""
+    p = cli("run", "/nonexistent.ptx", "--launch", str(bad))
+    assert p.returncode != 0 and "no such file" in p.stderr
+
+
+def test_fault_reports_lane_and_address(tmp_path):
+    spec = tmp_path / "s.json"
+    # the dot kernel reading past the end of a 2-element buffer
+    spec.write_text(json.dumps({"kernel": "dot", "grid": 1, "block": 4, "args": [
+        {"buffer": "int32", "data": [1, 2]}, {"buffer": "int32", "data": [1, 2, 3, 4]},
+        {"buffer": "int32", "size": 1}]}))
+    p = cli("run", str(suite.get("dot").ptx_path), "--launch", str(spec))
+    assert p.returncode != 0
+    assert "out-of-bounds global read" in p.stderr and "lane 2" in p.stderr
+
+
+def test_verify_prints_summary_line():
+    p = cli("verify", "dot", "int_arith")
+    assert p.returncode == 0
+    assert p.stdout.strip().splitlines()[-1] == "verify interp: 2/2 exact"
+
+
+def test_demo_prints_result():
+    p = cli("demo")
+    assert p.returncode == 0 and "result 32" in p.stdout
