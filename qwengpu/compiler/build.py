@@ -1,0 +1,457 @@
+"""Compile a `Program` into a stock `Qwen3_5ForCausalLM`: schedule -> layout -> weights.
+
+- **Schedule**: every node gets the earliest sublayer after its inputs exist. Sublayer 2L is layer
+  L's token mixer (GDN or full attention), 2L+1 its MLP. Capacity limits of the target (neurons per
+  MLP, key heads per GDN layer) push nodes to later layers.
+- **Layout**: the anchor, then every residual variable's features, in creation order.
+- **Weights**: the norm scale is a compile-time constant (the anchor dominates every RMS), folded
+  into every projection that reads the residual.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, MLPNode, Node
+from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, GDNMemory, Previous
+from .program import Program, View
+
+
+@dataclass
+class Target:
+    """The geometry to compile for. `None` fields are sized to fit the program (compact)."""
+    name: str = "compact"
+    hidden: int | None = None
+    intermediate: int | None = None
+    layer_types: list[str] | None = None       # a fixed pattern, repeated; None = chosen per layer
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_dim: int | None = None
+    linear_value_dim: int | None = None
+    attn_heads: int = 2
+    attn_kv_heads: int = 2
+    head_dim: int = 128
+    partial_rotary_factor: float = 0.25
+    rope_theta: float = 65536.0 ** 2        # inv_freq halves per rotary pair at rotary dim 32
+    rms_norm_eps: float = 1e-6
+    min_layers: int = 0
+
+    @staticmethod
+    def compact(**kw) -> "Target":
+        return Target(**kw)
+
+    @staticmethod
+    def qwen35_2b() -> "Target":
+        """The layer geometry of Qwen3.5-2B (24 layers: 3 linear + 1 full attention, repeated)."""
+        return Target(name="qwen3.5-2b", hidden=2048, intermediate=6144,
+                      layer_types=["linear_attention"] * 3 + ["full_attention"],
+                      linear_key_heads=16, linear_value_heads=16, linear_key_dim=128,
+                      linear_value_dim=128, attn_heads=8, attn_kv_heads=2, head_dim=256,
+                      partial_rotary_factor=0.25, rope_theta=10_000_000.0)
+
+
+@dataclass
+class Schedule:
+    layers: int
+    layer_types: list[str]
+    mlp: dict = field(default_factory=dict)      # layer -> [MLPNode]
+    mixers: dict = field(default_factory=dict)   # layer -> [Node]
+    available: dict = field(default_factory=dict)  # var name -> sublayer index after which it exists
+
+
+def _mixer_type(node: Node) -> str:
+    return "linear_attention" if node.kind == "gdn" else "full_attention"
+
+
+def _key_heads(node: Node) -> int:
+    return node.ports if hasattr(node, "ports") else 1
+
+
+def _topo(prog: Program) -> list[Node]:
+    order, state = [], {}
+
+    def visit(n: Node, stack):
+        s = state.get(id(n))
+        if s == 2:
+            return
+        if s == 1:
+            raise CompileError("dependency cycle through " + " -> ".join(x.name for x in stack + [n]))
+        state[id(n)] = 1
+        for v in n.inputs:
+            if v.producer is None:
+                raise CompileError(f"{n.name} reads {v.name}, which nothing writes")
+            if v.producer is not n:
+                visit(v.producer, stack + [n])
+        state[id(n)] = 2
+        order.append(n)
+
+    for n in prog.nodes:
+        visit(n, [])
+    return order
+
+
+def schedule(prog: Program, target: Target) -> Schedule:
+    avail: dict[str, int] = {}
+    layer_types: dict[int, str] = {}
+    mlp: dict[int, list] = {}
+    mixers: dict[int, list] = {}
+    mlp_load: dict[int, int] = {}
+    heads_load: dict[int, int] = {}
+    for node in _topo(prog):
+        if isinstance(node, EmbedNode):
+            for v in node.outputs:
+                avail[v.name] = -1
+            continue
+        ready = max([avail[v.name] for v in node.inputs], default=-1)
+        if node.kind == "mlp":
+            layer = (ready + 1 + 1) // 2 if ready >= 0 else 0      # first MLP sublayer > ready
+            if 2 * layer + 1 <= ready:
+                layer += 1
+            layer = max(layer, node.min_layer)
+            n = len(node.neurons)
+            while target.intermediate and mlp_load.get(layer, 0) + n > target.intermediate:
+                if n > target.intermediate:
+                    raise CompileError(f"{node.name} needs {n} neurons; the target's MLP has "
+                                       f"{target.intermediate}")
+                layer += 1
+            mlp.setdefault(layer, []).append(node)
+            mlp_load[layer] = mlp_load.get(layer, 0) + n
+            sub = 2 * layer + 1
+        else:
+            layer = (ready + 2) // 2 if ready >= 0 else 0          # first mixer sublayer > ready
+            if 2 * layer <= ready:
+                layer += 1
+            layer = max(layer, node.min_layer)
+            want = _mixer_type(node)
+            kh = _key_heads(node)
+            while True:
+                if target.layer_types:
+                    t = target.layer_types[layer % len(target.layer_types)]
+                else:
+                    t = layer_types.get(layer, want)
+                cap = target.linear_key_heads if want == "linear_attention" else target.attn_heads
+                fits = cap is None or heads_load.get(layer, 0) + kh <= cap
+                if t == want and fits:
+                    break
+                if cap is not None and kh > cap:
+                    raise CompileError(f"{node.name} needs {kh} heads; the target has {cap} per layer")
+                layer += 1
+            layer_types[layer] = want
+            mixers.setdefault(layer, []).append(node)
+            heads_load[layer] = heads_load.get(layer, 0) + kh
+            sub = 2 * layer
+        node.layer = layer
+        for v in node.outputs:
+            avail[v.name] = sub
+    last = max(list(mlp) + list(mixers) + [0])
+    n_layers = max(last + 1, target.min_layers)
+    types = []
+    for layer in range(n_layers):
+        if target.layer_types:
+            types.append(target.layer_types[layer % len(target.layer_types)])
+        else:
+            types.append(layer_types.get(layer, "linear_attention"))
+    if "full_attention" not in types:
+        # transformers' cache needs one full-attention layer: add an inert one at the end
+        types.append("full_attention")
+        n_layers += 1
+    return Schedule(n_layers, types, mlp, mixers, avail)
+
+
+@dataclass
+class Layout:
+    dims: dict            # feature -> residual index
+    width: int
+
+    def index(self, feature) -> int:
+        return self.dims[feature]
+
+
+def layout(prog: Program, min_width: int = 0) -> Layout:
+    dims = {ANCHOR_FEATURE: 0}
+    k = 1
+    for v in prog.residual_vars:
+        for i in range(v.size):
+            dims[(v.name, i)] = k
+            k += 1
+    width = max(k, min_width)
+    width = (width + 7) // 8 * 8
+    return Layout(dims, width)
+
+
+@dataclass
+class Compiled:
+    """A compiled program: the HF config and weights plus everything needed to read them."""
+    program: Program
+    target: Target
+    schedule: Schedule
+    layout: Layout
+    config: object
+    state_dict: dict
+    report: dict
+
+    def model(self, dtype=None):
+        import torch
+        from transformers import Qwen3_5ForCausalLM
+        with torch.device("meta"):
+            m = Qwen3_5ForCausalLM(self.config)
+        m = m.to_empty(device="cpu")
+        missing, unexpected = m.load_state_dict(self.state_dict, strict=False)
+        missing = [k for k in missing if not k.endswith("inv_freq")]
+        if missing or unexpected:
+            raise CompileError(f"weights do not match the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        m.model.rotary_emb.inv_freq = m.model.rotary_emb.original_inv_freq = _inv_freq(self.config)
+        m.eval()
+        if dtype is not None:
+            m = m.to(dtype)
+        return m
+
+    def token_id(self, text: str) -> int:
+        return self.program.token_by_text[text].id
+
+    def decode(self, hidden_row, var) -> tuple[int, float]:
+        """(value, margin) of a residual variable from one residual-stream vector."""
+        idx = [self.layout.dims[(var.name, i)] for i in range(var.size)]
+        return var.decode([float(hidden_row[i]) for i in idx])
+
+
+def _inv_freq(config):
+    import torch
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
+    inv, _ = Qwen3_5TextRotaryEmbedding.compute_default_rope_parameters(config)
+    return inv
+
+
+def norm_scale(width: int, eps: float) -> float:
+    """What RMSNorm multiplies every feature by (the anchor dominates the mean square)."""
+    return 1.0 / math.sqrt(ANCHOR * ANCHOR / width + eps)
+
+
+def compile_program(prog: Program, target: Target | None = None) -> Compiled:
+    import torch
+    from transformers import Qwen3_5TextConfig
+
+    target = target or Target.compact()
+    sched = schedule(prog, target)
+    lay = layout(prog, target.hidden or 0)
+    if target.hidden and lay.width > target.hidden:
+        raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
+    width = target.hidden or lay.width
+    lay.width = width
+    s = norm_scale(width, target.rms_norm_eps)
+
+    # GDN geometry: one key head per port, value heads per key head = max fields of a memory
+    gdn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "gdn"]
+    group = max([len(n.fields) for n in gdn_nodes], default=1)
+    dk = target.linear_key_dim or max([_pow2(n.slots) for n in gdn_nodes] + [8])
+    dv = target.linear_value_dim or max([2 * f.width for n in gdn_nodes for f in n.fields] + [8])
+    hk = target.linear_key_heads or max([sum(_key_heads(n) for n in sched.mixers.get(L, []) if n.kind == "gdn")
+                                         for L in range(sched.layers)] + [1])
+    hv = target.linear_value_heads or hk * group
+    if hv % hk or hv // hk < group:
+        raise CompileError(f"memories need {group} value heads per key head; the target has {hv // hk}")
+    group = hv // hk
+    for n in gdn_nodes:
+        if n.slots > dk:
+            raise CompileError(f"{n.name}: {n.slots} slots exceed the key head dimension {dk}")
+        for f in n.fields:
+            if 2 * f.width > dv:
+                raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
+    inter = target.intermediate or max([sum(len(n.neurons) for n in ns) for ns in sched.mlp.values()] + [8])
+    inter = (inter + 7) // 8 * 8
+    vocab = max(len(prog.tokens), 2)
+
+    config = Qwen3_5TextConfig(
+        vocab_size=vocab, hidden_size=width, intermediate_size=inter,
+        num_hidden_layers=sched.layers, layer_types=sched.layer_types,
+        num_attention_heads=target.attn_heads, num_key_value_heads=target.attn_kv_heads,
+        head_dim=target.head_dim, linear_num_key_heads=hk, linear_num_value_heads=hv,
+        linear_key_head_dim=dk, linear_value_head_dim=dv, linear_conv_kernel_dim=4,
+        rms_norm_eps=target.rms_norm_eps, tie_word_embeddings=False, max_position_embeddings=1 << 20,
+        rope_parameters={"rope_type": "default", "rope_theta": target.rope_theta,
+                         "partial_rotary_factor": target.partial_rotary_factor},
+        pad_token_id=None, bos_token_id=None, eos_token_id=None,
+    )
+    sd = {}
+    f32 = np.float32
+
+    def row(form: Lin, scale: float = 1.0) -> np.ndarray:
+        r = np.zeros(width, dtype=np.float64)
+        for feat, c in form.terms.items():
+            if feat == ANCHOR_FEATURE:
+                r[0] += c / ANCHOR
+            else:
+                r[lay.dims[feat]] += c
+        return r * scale
+
+    # embeddings: anchor + input values
+    emb = np.zeros((vocab, width))
+    for t in prog.tokens:
+        emb[t.id, 0] = ANCHOR
+        for vname, val in t.values.items():
+            var = prog.vars[vname]
+            for i, x in enumerate(var.encode(val)):
+                emb[t.id, lay.dims[(vname, i)]] = x
+    sd["model.embed_tokens.weight"] = emb
+    margins = {}
+    for L in range(sched.layers):
+        p = f"model.layers.{L}."
+        sd[p + "input_layernorm.weight"] = np.zeros(width)
+        sd[p + "post_attention_layernorm.weight"] = np.zeros(width)
+        # MLP
+        gate = np.zeros((inter, width))
+        up = np.zeros((inter, width))
+        down = np.zeros((width, inter))
+        k = 0
+        for node in sched.mlp.get(L, []):
+            for nr in node.neurons:
+                gate[k] = row(nr.gate, 1.0 / s)
+                up[k] = row(nr.up, 1.0 / s)
+                for feat, c in nr.down.items():
+                    down[lay.dims[feat], k] += c
+                k += 1
+        sd[p + "mlp.gate_proj.weight"] = gate
+        sd[p + "mlp.up_proj.weight"] = up
+        sd[p + "mlp.down_proj.weight"] = down
+        if sched.layer_types[L] == "linear_attention":
+            _emit_gdn(sd, p + "linear_attn.", sched.mixers.get(L, []), width, hk, hv, dk, dv, row, s, lay)
+        else:
+            _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s)
+    sd["model.norm.weight"] = np.zeros(width)
+    sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s)
+    state = {k: torch.tensor(np.asarray(v, dtype=f32)) for k, v in sd.items()}
+    report = {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
+              "intermediate": inter, "linear_heads": (hk, hv, dk, dv), "vocab": vocab,
+              "parameters": int(sum(v.numel() for v in state.values())),
+              "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
+    return Compiled(prog, target, sched, lay, config, state, report)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(3, (n - 1).bit_length())
+
+
+def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
+    group = hv // hk
+    q = np.zeros((hk * dk, width))
+    kk = np.zeros((hk * dk, width))
+    v = np.zeros((hv * dv, width))
+    z = np.zeros((hv * dv, width))
+    b = np.zeros((hv, width))
+    a = np.zeros((hv, width))
+    conv = np.zeros((2 * hk * dk + hv * dv, 1, 4))
+    conv[:, 0, 3] = 1.0                       # identity on the current token
+    out = np.zeros((width, hv * dv))
+    a_log = np.full(hv, -1e4)                 # exp(A_log) = 0: no decay
+    head = 0
+    for node in nodes:
+        for port in range(node.ports):
+            h = head
+            head += 1
+            if isinstance(node, Previous):
+                # constant slot 0; the value is this channel's input `back` tokens ago
+                q[h * dk:(h + 1) * dk] = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
+                kk[h * dk:(h + 1) * dk] = q[h * dk:(h + 1) * dk]
+                w_addr = r_addr = None
+            else:
+                acc_w = node.writes[0] if node.writes else None
+                acc_r = node.reads[port] if node.reads else None
+                for i in range(dk):
+                    if acc_r is not None and i < acc_r.addr.size:
+                        q[h * dk + i] = row(2 * KEY_L * acc_r.addr.f(i) - KEY_L, 1 / s)
+                    else:
+                        q[h * dk + i] = row(Lin.const(-KEY_L), 1 / s)
+                    if acc_w is not None and i < acc_w.addr.size:
+                        kk[h * dk + i] = row(2 * KEY_L * acc_w.addr.f(i) - KEY_L, 1 / s)
+                    else:
+                        kk[h * dk + i] = row(Lin.const(-KEY_L), 1 / s)
+            for fi, fld in enumerate(node.fields):
+                vh = h * group + fi
+                base = vh * dv
+                src = node.var if isinstance(node, Previous) else (node.writes[0].value if node.writes else None)
+                for j in range(fld.width):
+                    bit = fld.lo + j
+                    if src is not None:
+                        form = VALUE_L * (2 * src.f(bit) - 1)
+                        v[base + 2 * j] = row(form, 1 / s)
+                        v[base + 2 * j + 1] = row(-1 * form, 1 / s)
+                    if isinstance(node, Previous):
+                        ch = 2 * hk * dk + base
+                        conv[ch + 2 * j, 0, :] = 0
+                        conv[ch + 2 * j + 1, 0, :] = 0
+                        conv[ch + 2 * j, 0, 3 - node.back] = 1.0
+                        conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
+                # beta: write enable of this field
+                if isinstance(node, Previous):
+                    b[vh] = row(Lin.const(BETA_L), 1 / s)
+                elif node.writes:
+                    w = node.writes[0]
+                    en = w.field_enable[fi] if w.field_enable is not None else w.enable
+                    b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
+                else:
+                    b[vh] = row(Lin.const(-BETA_L), 1 / s)
+                # read enable through the output gate; output: the positive rail of each bit
+                acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
+                zform = Lin.const(Z_ON)
+                if acc_r is not None and acc_r.enable is not None:
+                    zform = 2 * Z_ON * acc_r.enable - Z_ON
+                z[base:base + dv] = row(zform, 1 / s)
+                outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
+                if outvar is not None:
+                    on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
+                    for j in range(fld.width):
+                        out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
+    sd[p + "in_proj_qkv.weight"] = np.concatenate([q, kk, v])
+    sd[p + "in_proj_z.weight"] = z
+    sd[p + "in_proj_b.weight"] = b
+    sd[p + "in_proj_a.weight"] = a
+    sd[p + "conv1d.weight"] = conv
+    sd[p + "dt_bias"] = np.zeros(hv)
+    sd[p + "A_log"] = a_log
+    sd[p + "norm.weight"] = np.ones(dv)
+    sd[p + "out_proj.weight"] = out
+
+
+def _emit_attention(sd, p, nodes, config, width, row, s):
+    from .attention import emit_attention
+    emit_attention(sd, p, nodes, config, width, row, s)
+
+
+def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_final: float) -> np.ndarray:
+    """Logits: each rule scores +1 per matching bit / onehot value, -1 per mismatching bit; a
+    token without a rule scores very low. The winner's logit is the number of conditions' bits."""
+    W = np.zeros((vocab, width))
+    ruled = set()
+    for rule in prog.rules:
+        t = rule.token.id
+        ruled.add(t)
+        form = Lin()
+        for var, val in rule.conditions:
+            enc = var.encode(val)
+            if var.kind == "bits":
+                for i, bit in enumerate(enc):
+                    form = form + (2 * var.f(i) - 1 if bit else 1 - 2 * var.f(i))
+            elif var.kind == "onehot":
+                form = form + (2 * var.f(val) - 1)
+            else:
+                raise CompileError("output rules read bits or onehot variables")
+        W[t] = _row(form, lay, width) * (LOGIT_SCALE / s_final)
+    for t in range(vocab):
+        if t not in ruled:
+            W[t, 0] = -1e4 * LOGIT_SCALE / (ANCHOR * s_final)
+    return W
+
+
+LOGIT_SCALE = 8.0
+
+
+def _row(form: Lin, lay: Layout, width: int) -> np.ndarray:
+    r = np.zeros(width)
+    for feat, c in form.terms.items():
+        if feat == ANCHOR_FEATURE:
+            r[0] += c / ANCHOR
+        else:
+            r[lay.dims[feat]] += c
+    return r

@@ -1,0 +1,185 @@
+"""GDN gadgets: a Gated DeltaNet layer's heads used as exact word memories.
+
+One key head is one copy of a memory: its key dimension indexes slots, its value heads (the GQA
+group of that key head) hold the word, split into fields. Keys and queries are one-hot (+L at the
+slot, -L elsewhere, so SiLU then L2-norm gives an exact unit vector); values are dual-rail bits
+((L, 0) or (0, L) after SiLU), so every field read back has the same RMS, which the per-head
+`RMSNormGated` needs; the read-out uses the positive rail only, so an unwritten slot or a disabled
+read gives zeros. `A_log = -1e4` makes the decay exactly 1; beta = sigmoid(+-40) is 1 (overwrite) or
+~0 (keep); beta is per value head, so fields are written independently (byte enables).
+
+A memory with several read *ports* keeps one copy per port (one key head each); every write goes
+to every copy in the same token, so all copies stay identical. A GDN layer writes before it reads,
+so a read in the same token sees that token's write.
+
+`previous(prog, var, back)` copies a variable from `back` tokens earlier (1..3) through the
+layer's causal convolution.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .core import CompileError, Lin, Node, Var
+from .program import Program, evaluate_view
+
+KEY_L = 32.0        # key/query pre-activation magnitude
+VALUE_L = 32.0      # value pre-activation magnitude
+BETA_L = 40.0       # sigmoid(40) == 1.0 in fp32
+Z_ON = 32.0         # silu(32) == 32
+
+
+@dataclass
+class Field:
+    """A contiguous group of word bits held in one value head."""
+    lo: int
+    hi: int
+
+    @property
+    def width(self) -> int:
+        return self.hi - self.lo
+
+
+@dataclass
+class Access:
+    kind: str                       # "read" | "write"
+    addr: Var                       # onehot slot (or a view)
+    value: Var | None = None        # write: bits
+    enable: Lin | None = None       # write: whole-word enable (0/1 form); read: enable
+    field_enable: list | None = None  # write: per-field enable forms (override `enable`)
+    out: Var | None = None          # read: result
+    port: int = 0
+
+
+class GDNMemory(Node):
+    """A word memory in one GDN layer: `slots` words of `width` bits, in fields of `field_bits`."""
+    kind = "gdn"
+
+    def __init__(self, prog: Program, name: str, slots: int, width: int, field_bits: int | None = None,
+                 init: dict | None = None):
+        super().__init__(name, [], [])
+        self.prog = prog
+        self.slots = slots
+        self.width = width
+        fb = field_bits or width
+        self.fields = [Field(lo, min(lo + fb, width)) for lo in range(0, width, fb)]
+        self.writes: list[Access] = []
+        self.reads: list[Access] = []
+        self.init = dict(init or {})
+        self.args: list[Var] = []
+        prog.add_node(self)
+        prog.memories.append(self)
+
+    @property
+    def ports(self) -> int:
+        return max(1, len(self.reads))
+
+    def _use(self, v: Var):
+        self.args.append(v)
+        for s in self.prog.sources(v):
+            if s not in self.inputs:
+                self.inputs.append(s)
+
+    def write(self, addr: Var, value: Var, enable: Lin | Var | None = None, field_enable: list | None = None):
+        """Write `value` at slot `addr` when `enable` (a 0/1 form or 1-bit var; default always).
+        `field_enable` gives one 0/1 form per field instead (partial-word writes)."""
+        if self.writes:
+            raise CompileError(f"{self.name}: one write per token (a GDN head takes one key per token)")
+        if addr.kind != "onehot" or addr.size > self.slots:
+            raise CompileError(f"{self.name}: write address must be onehot over <= {self.slots} slots")
+        if value.size != self.width:
+            raise CompileError(f"{self.name}: value has {value.size} bits, words have {self.width}")
+        if isinstance(enable, Var):
+            self._use(enable)
+            enable = enable.f(0)
+        if field_enable is not None and len(field_enable) != len(self.fields):
+            raise CompileError(f"{self.name}: {len(self.fields)} fields need {len(self.fields)} enables")
+        for v in (addr, value):
+            self._use(v)
+        for fe in field_enable or []:
+            for name in fe.vars():
+                self._use(self.prog.vars[name])
+        if enable is not None:
+            for name in enable.vars():
+                self._use(self.prog.vars[name])
+        self.writes.append(Access("write", addr, value, enable if enable is not None else Lin.const(1.0),
+                                  field_enable))
+
+    def read(self, addr: Var, name: str | None = None, enable: Lin | None = None) -> Var:
+        """The word at slot `addr` (after this token's write). Each read uses its own port."""
+        if addr.kind != "onehot" or addr.size > self.slots:
+            raise CompileError(f"{self.name}: read address must be onehot over <= {self.slots} slots")
+        self._use(addr)
+        if enable is not None:
+            for n in enable.vars():
+                self._use(self.prog.vars[n])
+        out = self.prog.bits_var(name or self.prog.fresh(f"{self.name}.rd"), self.width)
+        out.producer = self
+        self.outputs.append(out)
+        self.reads.append(Access("read", addr, enable=enable, out=out, port=len(self.reads)))
+        return out
+
+    # -- reference semantics -----------------------------------------------------------------------
+
+    def evaluate(self, env, state):
+        mem = state.setdefault(self.name, dict(self.init))
+        for w in self.writes:
+            slot = evaluate_view(w.addr, env)
+            val = evaluate_view(w.value, env)
+            if w.field_enable is not None:
+                old = mem.get(slot, 0)
+                for f, fe in zip(self.fields, w.field_enable):
+                    if round(_eval_form(fe, env, self.prog)) == 1:
+                        m = ((1 << f.width) - 1) << f.lo
+                        old = (old & ~m) | (val & m)
+                mem[slot] = old
+            elif round(_eval_form(w.enable, env, self.prog)) == 1:
+                mem[slot] = val
+        for r in self.reads:
+            if r.enable is not None and round(_eval_form(r.enable, env, self.prog)) != 1:
+                env[r.out.name] = 0
+                continue
+            env[r.out.name] = mem.get(evaluate_view(r.addr, env), 0)
+
+
+class Previous(Node):
+    """out = the value `var` had `back` tokens earlier (0 before the sequence start)."""
+    kind = "gdn"
+
+    def __init__(self, prog: Program, var: Var, back: int, name: str):
+        if not 1 <= back <= 3:
+            raise CompileError("previous(): the causal convolution reaches 1..3 tokens back")
+        if var.kind != "bits":
+            raise CompileError("previous() copies bits variables")
+        out = prog.bits_var(name, var.size)
+        super().__init__(name, prog.sources(var), [out])
+        self.var = var
+        self.back = back
+        self.prog = prog
+        self.width = var.size
+        self.slots = 1
+        self.fields = [Field(0, var.size)]
+        prog.add_node(self)
+
+    @property
+    def ports(self) -> int:
+        return 1
+
+    def evaluate(self, env, state):
+        hist = state.setdefault(self.name, [])
+        hist.append(evaluate_view(self.var, env))
+        env[self.outputs[0].name] = hist[-1 - self.back] if len(hist) > self.back else 0
+
+
+def previous(prog: Program, var: Var, back: int = 1, name: str | None = None) -> Var:
+    node = Previous(prog, var, back, name or prog.fresh(f"prev{back}({var.name})"))
+    return node.outputs[0]
+
+
+def _eval_form(form: Lin, env: dict, prog: Program) -> float:
+    vals = {}
+    for (name, i) in form.terms:
+        if name.startswith("@"):
+            continue
+        v = prog.vars[name]
+        vals[(name, i)] = v.encode(evaluate_view(v, env))[i]
+    return form.evaluate(vals)
