@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def emit_attention(sd, p, nodes, config, width, row, s):
+def emit_attention(sd, p, nodes, config, width, row, s, lay):
     h, kvh, hd = config.num_attention_heads, config.num_key_value_heads, config.head_dim
     sd[p + "q_proj.weight"] = np.zeros((h * hd * 2, width))
     sd[p + "k_proj.weight"] = np.zeros((kvh * hd, width))

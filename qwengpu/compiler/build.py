@@ -318,7 +318,7 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
         if sched.layer_types[L] == "linear_attention":
             _emit_gdn(sd, p + "linear_attn.", sched.mixers.get(L, []), width, hk, hv, dk, dv, row, s, lay)
         else:
-            _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s)
+            _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s, lay)
     sd["model.norm.weight"] = np.zeros(width)
     sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s)
     state = {k: torch.tensor(np.asarray(v, dtype=f32)) for k, v in sd.items()}
@@ -414,9 +414,9 @@ def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
     sd[p + "out_proj.weight"] = out
 
 
-def _emit_attention(sd, p, nodes, config, width, row, s):
+def _emit_attention(sd, p, nodes, config, width, row, s, lay):
     from .attention import emit_attention
-    emit_attention(sd, p, nodes, config, width, row, s)
+    emit_attention(sd, p, nodes, config, width, row, s, lay)
 
 
 def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_final: float) -> np.ndarray:

@@ -77,6 +77,7 @@ class Step:
     reg_write_mask: int = 0
     mem_writes: list = field(default_factory=list)   # (space, address, size, lane, value)
     depth: int = 0                # call depth
+    stack: tuple = ()             # the frame's SIMT stack before the step: ((pc, mask, rpc), ...)
 
 
 @dataclass
@@ -349,7 +350,8 @@ class Interpreter:
             execm = mask & gm
         if self.record:
             self._step = Step(self.steps - 1, warp.block, warp.index, frame.fn.name, pc, mask, execm,
-                              ins.line, ins.text, depth=len(warp.frames) - 1)
+                              ins.line, ins.text, depth=len(warp.frames) - 1,
+                              stack=tuple((e.pc, e.mask, e.rpc) for e in stack))
             self.trace.steps.append(self._step)
         else:
             self._step = None
