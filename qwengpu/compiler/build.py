@@ -37,6 +37,7 @@ class Target:
     rope_theta: float = 65536.0 ** 2        # inv_freq halves per rotary pair at rotary dim 32
     rms_norm_eps: float = 1e-6
     min_layers: int = 0
+    offset: int = 0                          # leading residual features left to others (a base model)
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -169,9 +170,10 @@ class Layout:
         return self.dims[feature]
 
 
-def layout(prog: Program, min_width: int = 0) -> Layout:
-    dims = {ANCHOR_FEATURE: 0}
-    k = 1
+def layout(prog: Program, min_width: int = 0, offset: int = 0) -> Layout:
+    """The anchor at `offset`, then every residual variable's features in creation order."""
+    dims = {ANCHOR_FEATURE: offset}
+    k = offset + 1
     for v in prog.residual_vars:
         for i in range(v.size):
             dims[(v.name, i)] = k
@@ -235,7 +237,7 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
 
     target = target or Target.compact()
     sched = schedule(prog, target)
-    lay = layout(prog, target.hidden or 0)
+    lay = layout(prog, target.hidden or 0, target.offset)
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
     width = target.hidden or lay.width
@@ -280,16 +282,13 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
     def row(form: Lin, scale: float = 1.0) -> np.ndarray:
         r = np.zeros(width, dtype=np.float64)
         for feat, c in form.terms.items():
-            if feat == ANCHOR_FEATURE:
-                r[0] += c / ANCHOR
-            else:
-                r[lay.dims[feat]] += c
+            r[lay.dims[feat]] += c / ANCHOR if feat == ANCHOR_FEATURE else c
         return r * scale
 
     # embeddings: anchor + input values
     emb = np.zeros((vocab, width))
     for t in prog.tokens:
-        emb[t.id, 0] = ANCHOR
+        emb[t.id, lay.dims[ANCHOR_FEATURE]] = ANCHOR
         for vname, val in t.values.items():
             var = prog.vars[vname]
             for i, x in enumerate(var.encode(val)):
@@ -440,7 +439,7 @@ def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_fina
         W[t] = _row(form, lay, width) * (LOGIT_SCALE / s_final)
     for t in range(vocab):
         if t not in ruled:
-            W[t, 0] = -1e4 * LOGIT_SCALE / (ANCHOR * s_final)
+            W[t, lay.dims[ANCHOR_FEATURE]] = -1e4 * LOGIT_SCALE / (ANCHOR * s_final)
     return W
 
 
@@ -450,8 +449,5 @@ LOGIT_SCALE = 8.0
 def _row(form: Lin, lay: Layout, width: int) -> np.ndarray:
     r = np.zeros(width)
     for feat, c in form.terms.items():
-        if feat == ANCHOR_FEATURE:
-            r[0] += c / ANCHOR
-        else:
-            r[lay.dims[feat]] += c
+        r[lay.dims[feat]] += c / ANCHOR if feat == ANCHOR_FEATURE else c
     return r
