@@ -38,6 +38,7 @@ class Target:
     rms_norm_eps: float = 1e-6
     min_layers: int = 0
     offset: int = 0                          # leading residual features left to others (a base model)
+    require_attention: bool = True           # a stand-alone model needs one full-attention layer
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -154,7 +155,7 @@ def schedule(prog: Program, target: Target) -> Schedule:
             types.append(target.layer_types[layer % len(target.layer_types)])
         else:
             types.append(layer_types.get(layer, "linear_attention"))
-    if "full_attention" not in types:
+    if target.require_attention and "full_attention" not in types:
         # transformers' cache needs one full-attention layer: add an inert one at the end
         types.append("full_attention")
         n_layers += 1
