@@ -1,0 +1,38 @@
+"""The machine's geometry: which functional units a bundle has, in depth order, and its limits.
+
+One forward pass executes one *bundle*: a fixed sequence of units (ALU slots, one memory slot,
+ALU slots) fed by register read ports at the top, with every unit able to use the results of the
+units above it in the same pass. Values that must outlive the pass are *carried*: written back into
+the register file through the following tokens (`docs/machine.md`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALU = "alu"
+MEM = "mem"
+XLANE = "xlane"
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    name: str = "compact"
+    slots: tuple = (ALU, ALU, ALU, MEM, ALU, ALU, ALU, XLANE)
+    reg_ports: int = 6            # register read ports (distinct registers read per pass)
+    carry_slots: int = 4          # registers written back per pass
+    registers: int = 64           # physical registers per warp
+    max_warps: int = 8            # warps per block (blocks of up to 32 threads)
+    rom_bundles: int = 256        # program size in bundles
+    memory_bytes: int = 1 << 14   # machine memory (global + const + shared + local)
+    lanes: int = 4
+
+    def slot_kinds(self) -> list[str]:
+        return list(self.slots)
+
+    def describe(self) -> str:
+        return (f"machine {self.name}: bundle {' > '.join(self.slots)}, {self.reg_ports} register ports, "
+                f"{self.carry_slots} carries/pass, {self.registers} registers/warp, {self.max_warps} warps/block, "
+                f"{self.rom_bundles} bundles of ROM, {self.memory_bytes} bytes of memory")
+
+
+COMPACT = MachineConfig()

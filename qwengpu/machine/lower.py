@@ -1,0 +1,1004 @@
+"""PTX kernel IR -> micro-ops on 32-bit virtual registers, one basic block at a time.
+
+The lowering knows the launch: kernel parameters become constants (buffer addresses, scalar
+values), device functions are inlined, `.local` accesses get a per-thread base. 64-bit PTX registers
+are (lo, hi) pairs of virtual registers; predicates are 0/1 words. Each micro-op remembers the PTX
+instruction it came from (`ptx_pc`), which the lab and the traces use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qwengpu.launch import LaunchSpec
+from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm as PImm, Instr, Label, Module,
+                            Neg, Pair, Reg, Special as PSpecial, Sym, Vec)
+
+from .isa import M32, Imm, MicroOp, Special, Src, VReg, alu, src
+
+
+class AssemblerError(ValueError):
+    """The program does not fit the machine or uses what it does not support (names the line)."""
+
+    def __init__(self, message: str, instr: Instr | None = None):
+        self.line = instr.line if instr is not None else None
+        where = f"line {instr.line}: " if instr is not None else ""
+        shown = f"\n    {instr.text.strip()}" if instr is not None and instr.text else ""
+        super().__init__(f"{where}{message}{shown}")
+
+
+@dataclass
+class Block:
+    label: str
+    ops: list = field(default_factory=list)
+    # terminator: ("jump", label) | ("branch", pred Src, negate, taken label, fallthrough label)
+    #             | ("exit",) | ("barrier", label)
+    term: tuple = ("exit",)
+
+
+@dataclass
+class MicroProgram:
+    blocks: list[Block]
+    entry: str
+    nregs: int
+    kernel: str
+    layout: object = None
+    specials: set = field(default_factory=set)
+
+    def block(self, label: str) -> Block:
+        for b in self.blocks:
+            if b.label == label:
+                return b
+        raise KeyError(label)
+
+
+def _bits(t: str) -> int:
+    return 1 if t == "pred" else TYPE_BITS[t]
+
+
+class _Lowerer:
+    def __init__(self, module: Module, spec: LaunchSpec, kernel: Function, layout):
+        self.module = module
+        self.spec = spec
+        self.kernel = kernel
+        self.layout = layout
+        self.nv = 0
+        self.blocks: list[Block] = []
+        self.cur: Block | None = None
+        self.label_counter = 0
+        self.specials: set = set()
+
+    # -- registers -------------------------------------------------------------------------------
+
+    def new(self, name: str = "") -> VReg:
+        self.nv += 1
+        return VReg(self.nv, name)
+
+    def reg(self, ctx, name: str) -> tuple:
+        """(lo, hi) vregs of a PTX register (hi None for <= 32-bit registers)."""
+        m = ctx["regs"]
+        if name not in m:
+            t = ctx["fn"].regs.get(name)
+            if t is None:
+                raise AssemblerError(f"undeclared register {name}")
+            lo = self.new(name)
+            hi = self.new(name + ".hi") if _bits(t) == 64 else None
+            m[name] = (lo, hi)
+        return m[name]
+
+    # -- blocks --------------------------------------------------------------------------------
+
+    def fresh_label(self, base: str) -> str:
+        self.label_counter += 1
+        return f"{base}~{self.label_counter}"
+
+    def start(self, label: str):
+        b = Block(label)
+        self.blocks.append(b)
+        self.cur = b
+
+    def emit(self, op: MicroOp):
+        self.cur.ops.append(op)
+
+    def end(self, term: tuple):
+        self.cur.term = term
+        self.cur = None
+
+    # -- operands ------------------------------------------------------------------------------
+
+    def value(self, ctx, o, t: str, ins: Instr) -> tuple:
+        """(lo Src, hi Src or None) of a source operand read as type t."""
+        w = _bits(t)
+        if isinstance(o, Reg):
+            lo, hi = self.reg(ctx, o.name)
+            if w == 64:
+                if hi is None:
+                    # a 32-bit register read as 64 bits (relaxed typing): zero-extend
+                    return src(lo), src(Imm(0))
+                return src(lo), src(hi)
+            return src(lo), None
+        if isinstance(o, PImm):
+            if o.bits is not None:
+                if o.width == 64:
+                    return src(Imm(o.bits & M32)), src(Imm(o.bits >> 32))
+                return src(Imm(o.bits)), (src(Imm(0)) if w == 64 else None)
+            if isinstance(o.value, float):
+                raise AssemblerError("decimal float literals are not supported by the machine", ins)
+            v = o.value & ((1 << 64) - 1)
+            return src(Imm(v & M32)), (src(Imm(v >> 32)) if w == 64 else None)
+        if isinstance(o, PSpecial):
+            return self.special(o.name, ins), (src(Imm(0)) if w == 64 else None)
+        if isinstance(o, Neg):
+            lo, _ = self.value(ctx, o.reg, "pred", ins)
+            r = self.new("!p")
+            self.emit(alu("XOR", r, lo, 1, ptx_pc=ctx["pc"]))
+            return src(r), None
+        if isinstance(o, (Sym, Addr)):
+            name = o.name if isinstance(o, Sym) else o.base.name
+            off = 0 if isinstance(o, Sym) else o.offset
+            addr = self.symbol_address(ctx, name, ins) + off
+            return src(Imm(addr & M32)), (src(Imm(addr >> 32)) if w == 64 else None)
+        raise AssemblerError(f"operand {o} is not supported by the machine", ins)
+
+    def special(self, name: str, ins: Instr) -> Src:
+        base, _, comp = name.partition(".")
+        idx = "xyz".index(comp) if comp in ("x", "y", "z") else 0
+        if name == "WARP_SZ":
+            return src(Imm(4))
+        if base == "%ntid":
+            return src(Imm(self.spec.block[idx]))
+        if base == "%nctaid":
+            return src(Imm(self.spec.grid[idx]))
+        if base in ("%tid", "%ctaid"):
+            s = Special(base[1:] + "." + "xyz"[idx])
+            self.specials.add(s.name)
+            return src(s)
+        if base in ("%laneid", "%warpid"):
+            self.specials.add(base[1:])
+            return src(Special(base[1:]))
+        if base in ("%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge"):
+            self.specials.add(base[1:])
+            return src(Special(base[1:]))
+        if base == "%nwarpid":
+            return src(Imm((self.spec.threads_per_block + 3) // 4))
+        if base in ("%smid", "%gridid"):
+            return src(Imm(0))
+        if base == "%nsmid":
+            return src(Imm(1))
+        if base == "%dynamic_smem_size":
+            return src(Imm(self.spec.shared_bytes))
+        raise AssemblerError(f"special register {name} is not supported by the machine", ins)
+
+    def symbol_address(self, ctx, name: str, ins: Instr) -> int:
+        lay = self.layout
+        if name in lay.global_vars:
+            return lay.global_vars[name]
+        if name in lay.shared_vars:
+            return lay.shared_vars[name]
+        if name in lay.const_vars:
+            return lay.const_vars[name]
+        fn = ctx["fn"].name
+        if name in lay.local_vars.get(fn, {}):
+            return ctx["local_base"] + lay.local_vars[fn][name]
+        raise AssemblerError(f"taking the address of {name} is not supported by the machine", ins)
+
+    def write(self, ctx, o, lo, hi, t: str, ins: Instr, signed_ext: bool = False):
+        """Write (lo Src, hi Src|None) of type t into destination register o."""
+        if o is None:
+            return
+        if not isinstance(o, Reg):
+            raise AssemblerError(f"destination {o} is not a register", ins)
+        dlo, dhi = self.reg(ctx, o.name)
+        pc = ctx["pc"]
+        self.emit(alu("MOV", dlo, lo, ptx_pc=pc))
+        if dhi is not None:
+            if hi is None:
+                if signed_ext:
+                    self.emit(alu("SAR", dhi, src(dlo), 31, ptx_pc=pc))
+                else:
+                    self.emit(alu("MOV", dhi, 0, ptx_pc=pc))
+            else:
+                self.emit(alu("MOV", dhi, hi, ptx_pc=pc))
+
+    # -- lowering ------------------------------------------------------------------------------------
+
+    def run(self) -> MicroProgram:
+        ctx = {"fn": self.kernel, "regs": {}, "params": self.kernel_params(), "pc": 0,
+               "ret_label": None, "ret_vars": {}, "local_base": 0, "prefix": ""}
+        entry = "entry"
+        self.start(entry)
+        self.lower_function(ctx)
+        if self.cur is not None:
+            self.end(("exit",))
+        return MicroProgram(self.blocks, entry, self.nv, self.kernel.name, self.layout, self.specials)
+
+    def kernel_params(self) -> dict:
+        out = {}
+        addrs = self.layout.buffer_addresses
+        for p, a, addr in zip(self.kernel.params, self.spec.args, addrs):
+            if a.is_buffer:
+                raw = addr.to_bytes(8, "little")
+            else:
+                import numpy as np
+                raw = np.array([a.value], dtype=a.value.dtype).tobytes()
+            out[p.name] = ("const", raw)
+        return out
+
+    def lower_function(self, ctx):
+        fn: Function = ctx["fn"]
+        labels_at: dict[int, list[str]] = {}
+        for name, pc in fn.labels.items():
+            labels_at.setdefault(pc, []).append(name)
+        prefix = ctx["prefix"]
+        for pc, ins in enumerate(fn.body):
+            if pc in labels_at:
+                lab = prefix + labels_at[pc][0]
+                if self.cur is not None:
+                    self.end(("jump", lab))
+                self.start(lab)
+                for extra in labels_at[pc][1:]:
+                    # alias labels jump to the first
+                    pass
+            if self.cur is None:
+                self.start(self.fresh_label(prefix + "dead"))
+            ctx["pc"] = pc
+            self.lower(ctx, ins)
+        n = len(fn.body)
+        if n in labels_at:
+            lab = prefix + labels_at[n][0]
+            if self.cur is not None:
+                self.end(("jump", lab))
+            self.start(lab)
+        # falling off the end is a return
+        if self.cur is not None:
+            if ctx["ret_label"]:
+                self.end(("jump", ctx["ret_label"]))
+            else:
+                self.end(("exit",))
+
+    def label_of(self, ctx, name: str) -> str:
+        fn = ctx["fn"]
+        pc = fn.labels[name]
+        first = [n for n, p in fn.labels.items() if p == pc][0]
+        return ctx["prefix"] + first
+
+    def lower(self, ctx, ins: Instr):
+        info = ins.info
+        op = ins.op
+        h = getattr(self, "op_" + op, None)
+        if h is None:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        if ins.guard is not None and op not in ("bra", "ret", "exit"):
+            # predicated instruction: lower into its own block pair
+            g, _ = self.value(ctx, ins.guard.reg, "pred", ins)
+            skip = self.fresh_label("skip")
+            body = self.fresh_label("pred")
+            self.end(("branch", g, not ins.guard.negated, body, skip))
+            self.start(body)
+            h(ctx, ins, info)
+            if self.cur is not None:
+                self.end(("jump", skip))
+            self.start(skip)
+            return
+        h(ctx, ins, info)
+
+    # -- integer arithmetic --------------------------------------------------------------------------------
+
+    def _binary32(self, ctx, ins, info, opname, swap=False):
+        t = info.type
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        b, _ = self.value(ctx, ins.operands[2], t, ins)
+        r = self.new()
+        self.emit(alu(opname, r, b if swap else a, a if swap else b, ptx_pc=ctx["pc"]))
+        return src(r)
+
+    def _narrow(self, s: Src, w: int, signed: bool, ctx) -> Src:
+        """Truncate/extend a 32-bit value to a w-bit type's canonical register contents."""
+        if w >= 32:
+            return s
+        r = self.new()
+        if signed:
+            t = self.new()
+            self.emit(alu("SHL", t, s, 32 - w, ptx_pc=ctx["pc"]))
+            self.emit(alu("SAR", r, src(t), 32 - w, ptx_pc=ctx["pc"]))
+        else:
+            self.emit(alu("AND", r, s, (1 << w) - 1, ptx_pc=ctx["pc"]))
+        return src(r)
+
+    def _result(self, ctx, ins, t, lo, hi=None):
+        w = _bits(t)
+        if w < 32 and w > 1:
+            lo = self._narrow(lo, w, False, ctx)
+        self.write(ctx, ins.operands[0], lo, hi, t, ins)
+
+    def add64(self, ctx, a: tuple, b: tuple, sub: bool = False) -> tuple:
+        lo, hi = self.new(), self.new()
+        pc = ctx["pc"]
+        self.emit(alu("ADD", lo, a[0], src(b[0], sub), cin="1" if sub else "0", sets_flag=True, ptx_pc=pc))
+        self.emit(alu("ADD", hi, a[1], src(b[1], sub), cin="flag", ptx_pc=pc))
+        return src(lo), src(hi)
+
+    def op_add(self, ctx, ins, info):
+        t = info.type
+        w = _bits(t)
+        if "cc" in info.flags or ins.op in ("addc",):
+            raise AssemblerError("carry-chain arithmetic (.cc) is not supported by the machine yet", ins)
+        if info.sat:
+            raise AssemblerError("add.sat is not supported by the machine yet", ins)
+        if w == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            b = self.value(ctx, ins.operands[2], t, ins)
+            lo, hi = self.add64(ctx, a, b, sub=ins.op == "sub")
+            self.write(ctx, ins.operands[0], lo, hi, t, ins)
+            return
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        b, _ = self.value(ctx, ins.operands[2], t, ins)
+        r = self.new()
+        sub = ins.op == "sub"
+        self.emit(alu("ADD", r, a, src(b, sub), cin="1" if sub else "0", ptx_pc=ctx["pc"]))
+        self._result(ctx, ins, t, src(r))
+
+    op_sub = op_add
+
+    def op_neg(self, ctx, ins, info):
+        t = info.type
+        if _bits(t) == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            lo, hi = self.add64(ctx, (src(Imm(0)), src(Imm(0))), a, sub=True)
+            self.write(ctx, ins.operands[0], lo, hi, t, ins)
+            return
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        r = self.new()
+        self.emit(alu("ADD", r, 0, src(a, True), cin="1", ptx_pc=ctx["pc"]))
+        self._result(ctx, ins, t, src(r))
+
+    def op_abs(self, ctx, ins, info):
+        t = info.type
+        if _bits(t) == 64:
+            raise AssemblerError("64-bit abs is not supported by the machine yet", ins)
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        a = self._narrow(a, _bits(t), True, ctx)
+        n, s, r = self.new(), self.new(), self.new()
+        pc = ctx["pc"]
+        self.emit(alu("ADD", n, 0, src(a, True), cin="1", ptx_pc=pc))
+        self.emit(alu("LT", s, a, 0, ptx_pc=pc))
+        self.emit(alu("SEL", r, src(n), a, src(s), ptx_pc=pc))
+        self._result(ctx, ins, t, src(r))
+
+    def op_mul(self, ctx, ins, info):
+        t = info.type
+        w = _bits(t)
+        pc = ctx["pc"]
+        if info.mode == "wide":
+            if w == 16:
+                a, _ = self.value(ctx, ins.operands[1], t, ins)
+                b, _ = self.value(ctx, ins.operands[2], t, ins)
+                a = self._narrow(a, 16, t[0] == "s", ctx)
+                b = self._narrow(b, 16, t[0] == "s", ctx)
+                r = self.new()
+                self.emit(alu("MUL", r, a, b, ptx_pc=pc))
+                self.write(ctx, ins.operands[0], src(r), None, "b32", ins)
+                return
+            a, _ = self.value(ctx, ins.operands[1], t, ins)
+            b, _ = self.value(ctx, ins.operands[2], t, ins)
+            lo, hi = self.new(), self.new()
+            self.emit(alu("MUL", lo, a, b, ptx_pc=pc))
+            self.emit(alu("MULHS" if t[0] == "s" else "MULHU", hi, a, b, ptx_pc=pc))
+            self.write(ctx, ins.operands[0], src(lo), src(hi), t[0] + "64", ins)
+            return
+        if w == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            b = self.value(ctx, ins.operands[2], t, ins)
+            if info.mode != "lo":
+                raise AssemblerError("64-bit mul.hi is not supported by the machine yet", ins)
+            lo, h1, h2, h3, h4, hi = (self.new() for _ in range(6))
+            self.emit(alu("MUL", lo, a[0], b[0], ptx_pc=pc))
+            self.emit(alu("MULHU", h1, a[0], b[0], ptx_pc=pc))
+            self.emit(alu("MUL", h2, a[0], b[1], ptx_pc=pc))
+            self.emit(alu("MUL", h3, a[1], b[0], ptx_pc=pc))
+            self.emit(alu("ADD", h4, src(h1), src(h2), ptx_pc=pc))
+            self.emit(alu("ADD", hi, src(h4), src(h3), ptx_pc=pc))
+            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
+            return
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        b, _ = self.value(ctx, ins.operands[2], t, ins)
+        r = self.new()
+        if info.mode == "lo":
+            self.emit(alu("MUL", r, a, b, ptx_pc=pc))
+        else:
+            if w != 32:
+                raise AssemblerError("16-bit mul.hi is not supported by the machine yet", ins)
+            self.emit(alu("MULHS" if t[0] == "s" else "MULHU", r, a, b, ptx_pc=pc))
+        self._result(ctx, ins, t, src(r))
+
+    def op_mad(self, ctx, ins, info):
+        t = info.type
+        pc = ctx["pc"]
+        if info.mode == "wide":
+            a, _ = self.value(ctx, ins.operands[1], t, ins)
+            b, _ = self.value(ctx, ins.operands[2], t, ins)
+            c = self.value(ctx, ins.operands[3], t[0] + "64", ins)
+            lo, hi = self.new(), self.new()
+            self.emit(alu("MUL", lo, a, b, ptx_pc=pc))
+            self.emit(alu("MULHS" if t[0] == "s" else "MULHU", hi, a, b, ptx_pc=pc))
+            rlo, rhi = self.add64(ctx, (src(lo), src(hi)), c)
+            self.write(ctx, ins.operands[0], rlo, rhi, t[0] + "64", ins)
+            return
+        if _bits(t) == 64 or info.mode != "lo":
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        b, _ = self.value(ctx, ins.operands[2], t, ins)
+        c, _ = self.value(ctx, ins.operands[3], t, ins)
+        p, r = self.new(), self.new()
+        self.emit(alu("MUL", p, a, b, ptx_pc=pc))
+        self.emit(alu("ADD", r, src(p), c, ptx_pc=pc))
+        self._result(ctx, ins, t, src(r))
+
+    def op_min(self, ctx, ins, info):
+        t = info.type
+        if _bits(t) == 64:
+            raise AssemblerError("64-bit min/max are not supported by the machine yet", ins)
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        b, _ = self.value(ctx, ins.operands[2], t, ins)
+        signed = t[0] == "s"
+        w = _bits(t)
+        a, b = self._narrow(a, w, signed, ctx), self._narrow(b, w, signed, ctx)
+        c, r = self.new(), self.new()
+        pc = ctx["pc"]
+        self.emit(alu("LT" if signed else "LTU", c, a, b, ptx_pc=pc))
+        if ins.op == "min":
+            self.emit(alu("SEL", r, a, b, src(c), ptx_pc=pc))
+        else:
+            self.emit(alu("SEL", r, b, a, src(c), ptx_pc=pc))
+        self._result(ctx, ins, t, src(r))
+
+    op_max = op_min
+
+    # -- bits ----------------------------------------------------------------------------------
+
+    def op_and(self, ctx, ins, info):
+        t = info.type
+        name = {"and": "AND", "or": "OR", "xor": "XOR"}[ins.op]
+        if _bits(t) == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            b = self.value(ctx, ins.operands[2], t, ins)
+            lo, hi = self.new(), self.new()
+            self.emit(alu(name, lo, a[0], b[0], ptx_pc=ctx["pc"]))
+            self.emit(alu(name, hi, a[1], b[1], ptx_pc=ctx["pc"]))
+            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
+            return
+        self._result(ctx, ins, t, self._binary32(ctx, ins, info, name))
+
+    op_or = op_and
+    op_xor = op_and
+
+    def op_not(self, ctx, ins, info):
+        t = info.type
+        if t == "pred":
+            a, _ = self.value(ctx, ins.operands[1], t, ins)
+            r = self.new()
+            self.emit(alu("XOR", r, a, 1, ptx_pc=ctx["pc"]))
+            self.write(ctx, ins.operands[0], src(r), None, t, ins)
+            return
+        if _bits(t) == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            self.write(ctx, ins.operands[0], src(a[0], True), src(a[1], True), t, ins)
+            return
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        self._result(ctx, ins, t, src(a, True))
+
+    def op_cnot(self, ctx, ins, info):
+        a, _ = self.value(ctx, ins.operands[1], info.type, ins)
+        r = self.new()
+        self.emit(alu("EQ", r, a, 0, ptx_pc=ctx["pc"]))
+        self._result(ctx, ins, info.type, src(r))
+
+    def op_shl(self, ctx, ins, info):
+        t = info.type
+        w = _bits(t)
+        pc = ctx["pc"]
+        a_op, n_op = ins.operands[1], ins.operands[2]
+        if w == 64:
+            a = self.value(ctx, a_op, t, ins)
+            if not isinstance(n_op, PImm):
+                raise AssemblerError("64-bit shifts by a register amount are not supported by the machine yet", ins)
+            k = n_op.value & M32
+            lo, hi = self.shift64_const(ctx, a, k, ins.op, t[0] == "s")
+            self.write(ctx, ins.operands[0], lo, hi, t, ins)
+            return
+        a, _ = self.value(ctx, a_op, t, ins)
+        n, _ = self.value(ctx, n_op, "u32", ins)
+        signed = t[0] == "s"
+        if ins.op == "shr" and w < 32:
+            a = self._narrow(a, w, signed, ctx)
+        r = self.new()
+        opname = "SHL" if ins.op == "shl" else ("SAR" if signed else "SHR")
+        if w < 32 and ins.op == "shl":
+            pass
+        self.emit(alu(opname, r, a, n, ptx_pc=pc))
+        if w < 32 and opname != "SHL":
+            # counts >= w: 0 (or all sign bits) — the 32-bit shift already gives that once a is
+            # sign/zero-extended, except SHR/SAR by w..31, which give the same bits anyway
+            pass
+        self._result(ctx, ins, t, src(r))
+
+    op_shr = op_shl
+
+    def shift64_const(self, ctx, a: tuple, k: int, op: str, signed: bool):
+        pc = ctx["pc"]
+        lo, hi = self.new(), self.new()
+        if k == 0:
+            return a
+        if op == "shl":
+            if k >= 64:
+                return src(Imm(0)), src(Imm(0))
+            if k >= 32:
+                self.emit(alu("SHL", hi, a[0], k - 32, ptx_pc=pc))
+                return src(Imm(0)), src(hi)
+            t1, t2 = self.new(), self.new()
+            self.emit(alu("SHL", lo, a[0], k, ptx_pc=pc))
+            self.emit(alu("SHL", t1, a[1], k, ptx_pc=pc))
+            self.emit(alu("SHR", t2, a[0], 32 - k, ptx_pc=pc))
+            self.emit(alu("OR", hi, src(t1), src(t2), ptx_pc=pc))
+            return src(lo), src(hi)
+        sh = "SAR" if signed else "SHR"
+        if k >= 64:
+            if signed:
+                self.emit(alu("SAR", hi, a[1], 31, ptx_pc=pc))
+                return src(hi), src(hi)
+            return src(Imm(0)), src(Imm(0))
+        if k >= 32:
+            self.emit(alu(sh, lo, a[1], k - 32, ptx_pc=pc))
+            if signed:
+                self.emit(alu("SAR", hi, a[1], 31, ptx_pc=pc))
+                return src(lo), src(hi)
+            return src(lo), src(Imm(0))
+        t1, t2 = self.new(), self.new()
+        self.emit(alu("SHR", t1, a[0], k, ptx_pc=pc))
+        self.emit(alu("SHL", t2, a[1], 32 - k, ptx_pc=pc))
+        self.emit(alu("OR", lo, src(t1), src(t2), ptx_pc=pc))
+        self.emit(alu(sh, hi, a[1], k, ptx_pc=pc))
+        return src(lo), src(hi)
+
+    def op_popc(self, ctx, ins, info):
+        t = info.type
+        name = {"popc": "POPC", "clz": "CLZ", "brev": "BREV"}[ins.op]
+        if _bits(t) == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            pc = ctx["pc"]
+            if name == "POPC":
+                x, y, r = self.new(), self.new(), self.new()
+                self.emit(alu("POPC", x, a[0], ptx_pc=pc))
+                self.emit(alu("POPC", y, a[1], ptx_pc=pc))
+                self.emit(alu("ADD", r, src(x), src(y), ptx_pc=pc))
+                self.write(ctx, ins.operands[0], src(r), None, "u32", ins)
+                return
+            if name == "CLZ":
+                x, y, z, c, r = (self.new() for _ in range(5))
+                self.emit(alu("CLZ", x, a[1], ptx_pc=pc))
+                self.emit(alu("CLZ", y, a[0], ptx_pc=pc))
+                self.emit(alu("ADD", z, src(y), 32, ptx_pc=pc))
+                self.emit(alu("EQ", c, a[1], 0, ptx_pc=pc))
+                self.emit(alu("SEL", r, src(z), src(x), src(c), ptx_pc=pc))
+                self.write(ctx, ins.operands[0], src(r), None, "u32", ins)
+                return
+            lo, hi = self.new(), self.new()
+            self.emit(alu("BREV", lo, a[1], ptx_pc=pc))
+            self.emit(alu("BREV", hi, a[0], ptx_pc=pc))
+            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
+            return
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        r = self.new()
+        self.emit(alu(name, r, a, ptx_pc=ctx["pc"]))
+        self.write(ctx, ins.operands[0], src(r), None, "u32" if name != "BREV" else t, ins)
+
+    op_clz = op_popc
+    op_brev = op_popc
+
+    # -- compare / select ------------------------------------------------------------------------------
+
+    def compare(self, ctx, ins, cmp: str, t: str, a_op, b_op) -> Src:
+        pc = ctx["pc"]
+        if t in ("f32", "f64", "f16"):
+            raise AssemblerError("floating-point compares are not supported by the machine yet", ins)
+        w = _bits(t)
+        signed = t[0] == "s"
+        if cmp in ("lo", "ls", "hi", "hs"):
+            signed = False
+            cmp = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[cmp]
+        if w == 64:
+            a = self.value(ctx, a_op, t, ins)
+            b = self.value(ctx, b_op, t, ins)
+            return self.compare64(ctx, cmp, a, b, signed)
+        a, _ = self.value(ctx, a_op, t, ins)
+        b, _ = self.value(ctx, b_op, t, ins)
+        if w < 32:
+            a, b = self._narrow(a, w, signed, ctx), self._narrow(b, w, signed, ctx)
+        r = self.new()
+        lt, le = ("LT", "LE") if signed else ("LTU", "LEU")
+        table = {"eq": ("EQ", a, b, False), "ne": ("EQ", a, b, True), "lt": (lt, a, b, False),
+                 "le": (le, a, b, False), "gt": (lt, b, a, False), "ge": (le, b, a, False)}
+        name, x, y, negate = table[cmp]
+        self.emit(alu(name, r, x, y, ptx_pc=pc))
+        if negate:
+            r2 = self.new()
+            self.emit(alu("XOR", r2, src(r), 1, ptx_pc=pc))
+            return src(r2)
+        return src(r)
+
+    def compare64(self, ctx, cmp, a, b, signed) -> Src:
+        pc = ctx["pc"]
+        e_lo, e_hi, r = self.new(), self.new(), self.new()
+        if cmp in ("eq", "ne"):
+            self.emit(alu("EQ", e_lo, a[0], b[0], ptx_pc=pc))
+            self.emit(alu("EQ", e_hi, a[1], b[1], ptx_pc=pc))
+            self.emit(alu("AND", r, src(e_lo), src(e_hi), ptx_pc=pc))
+            if cmp == "ne":
+                r2 = self.new()
+                self.emit(alu("XOR", r2, src(r), 1, ptx_pc=pc))
+                return src(r2)
+            return src(r)
+        if cmp in ("gt", "ge"):
+            a, b = b, a
+            cmp = "lt" if cmp == "gt" else "le"
+        # a < b  <=>  hi_a < hi_b or (hi_a == hi_b and lo_a < lo_b (unsigned))
+        lo_cmp = "LTU" if cmp == "lt" else "LEU"
+        hlt, heq, llt, t = self.new(), self.new(), self.new(), self.new()
+        self.emit(alu("LT" if signed else "LTU", hlt, a[1], b[1], ptx_pc=pc))
+        self.emit(alu("EQ", heq, a[1], b[1], ptx_pc=pc))
+        self.emit(alu(lo_cmp, llt, a[0], b[0], ptx_pc=pc))
+        self.emit(alu("AND", t, src(heq), src(llt), ptx_pc=pc))
+        self.emit(alu("OR", r, src(hlt), src(t), ptx_pc=pc))
+        return src(r)
+
+    def op_setp(self, ctx, ins, info):
+        r = self.compare(ctx, ins, info.cmp, info.type, ins.operands[1], ins.operands[2])
+        nr = None
+        pc = ctx["pc"]
+        dst = ins.operands[0]
+        if isinstance(dst, Pair):
+            n = self.new()
+            self.emit(alu("XOR", n, r, 1, ptx_pc=pc))
+            nr = src(n)
+        if info.boolop:
+            c, _ = self.value(ctx, ins.operands[3], "pred", ins)
+            name = info.boolop.upper()
+            x = self.new()
+            self.emit(alu(name, x, r, c, ptx_pc=pc))
+            if nr is not None:
+                y = self.new()
+                self.emit(alu(name, y, nr, c, ptx_pc=pc))
+                nr = src(y)
+            r = src(x)
+        if isinstance(dst, Pair):
+            self.write(ctx, dst.first, r, None, "pred", ins)
+            self.write(ctx, dst.second, nr, None, "pred", ins)
+        else:
+            self.write(ctx, dst, r, None, "pred", ins)
+
+    def op_set(self, ctx, ins, info):
+        if info.type == "f32":
+            raise AssemblerError("set with a float result is not supported by the machine yet", ins)
+        r = self.compare(ctx, ins, info.cmp, info.src_type, ins.operands[1], ins.operands[2])
+        if info.boolop:
+            c, _ = self.value(ctx, ins.operands[3], "pred", ins)
+            x = self.new()
+            self.emit(alu(info.boolop.upper(), x, r, c, ptx_pc=ctx["pc"]))
+            r = src(x)
+        m = self.new()
+        self.emit(alu("ADD", m, 0, src(r, True), cin="1", ptx_pc=ctx["pc"]))    # 0 - r: all ones or 0
+        self.write(ctx, ins.operands[0], src(m), None, info.type, ins)
+
+    def op_selp(self, ctx, ins, info):
+        t = info.type
+        c, _ = self.value(ctx, ins.operands[3], "pred", ins)
+        pc = ctx["pc"]
+        if _bits(t) == 64:
+            a = self.value(ctx, ins.operands[1], t, ins)
+            b = self.value(ctx, ins.operands[2], t, ins)
+            lo, hi = self.new(), self.new()
+            self.emit(alu("SEL", lo, a[0], b[0], c, ptx_pc=pc))
+            self.emit(alu("SEL", hi, a[1], b[1], c, ptx_pc=pc))
+            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
+            return
+        a, _ = self.value(ctx, ins.operands[1], t, ins)
+        b, _ = self.value(ctx, ins.operands[2], t, ins)
+        r = self.new()
+        self.emit(alu("SEL", r, a, b, c, ptx_pc=pc))
+        self.write(ctx, ins.operands[0], src(r), None, t, ins)
+
+    # -- moves and conversions -------------------------------------------------------------------------
+
+    def op_mov(self, ctx, ins, info):
+        t = info.type
+        d, a = ins.operands
+        pc = ctx["pc"]
+        if isinstance(d, Vec):        # unpack
+            w = _bits(t) // len(d.items)
+            if w == 32 and _bits(t) == 64:
+                lo, hi = self.value(ctx, a, t, ins)
+                for part, r in zip((lo, hi), d.items):
+                    if r is not None:
+                        self.write(ctx, r, part, None, "b32", ins)
+                return
+            if w == 16 and _bits(t) == 32:
+                x, _ = self.value(ctx, a, t, ins)
+                for k, r in enumerate(d.items):
+                    if r is not None:
+                        y = self.new()
+                        if k == 0:
+                            self.emit(alu("AND", y, x, 0xFFFF, ptx_pc=pc))
+                        else:
+                            self.emit(alu("SHR", y, x, 16, ptx_pc=pc))
+                        self.write(ctx, r, src(y), None, "b16", ins)
+                return
+            raise AssemblerError("this vector mov is not supported by the machine yet", ins)
+        if isinstance(a, Vec):        # pack
+            w = _bits(t) // len(a.items)
+            parts = [self.value(ctx, r, f"b{w}", ins)[0] if r is not None else src(Imm(0)) for r in a.items]
+            if w == 32 and _bits(t) == 64:
+                self.write(ctx, d, parts[0], parts[1], t, ins)
+                return
+            if w == 16 and _bits(t) == 32:
+                lo = self._narrow(parts[0], 16, False, ctx)
+                hi_s = self.new()
+                self.emit(alu("SHL", hi_s, parts[1], 16, ptx_pc=pc))
+                r = self.new()
+                self.emit(alu("OR", r, lo, src(hi_s), ptx_pc=pc))
+                self.write(ctx, d, src(r), None, t, ins)
+                return
+            raise AssemblerError("this vector mov is not supported by the machine yet", ins)
+        lo, hi = self.value(ctx, a, t, ins)
+        self.write(ctx, d, lo, hi, t, ins)
+
+    def op_cvt(self, ctx, ins, info):
+        dt, st = info.type, info.src_type
+        if dt in ("f32", "f64", "f16") or st in ("f32", "f64", "f16"):
+            raise AssemblerError("floating-point conversions are not supported by the machine yet", ins)
+        if info.sat:
+            raise AssemblerError("cvt.sat is not supported by the machine yet", ins)
+        sw, dw = _bits(st), _bits(dt)
+        signed = st[0] == "s"
+        if sw == 64:
+            lo, hi = self.value(ctx, ins.operands[1], st, ins)
+        else:
+            lo, _ = self.value(ctx, ins.operands[1], st, ins)
+            lo = self._narrow(lo, sw, signed, ctx)
+            hi = None
+        if dw == 64:
+            if sw == 64:
+                self.write(ctx, ins.operands[0], lo, hi, dt, ins)
+            else:
+                h = self.new()
+                if signed:
+                    self.emit(alu("SAR", h, lo, 31, ptx_pc=ctx["pc"]))
+                    self.write(ctx, ins.operands[0], lo, src(h), dt, ins)
+                else:
+                    self.write(ctx, ins.operands[0], lo, src(Imm(0)), dt, ins)
+            return
+        out = self._narrow(lo, dw, dt[0] == "s", ctx) if dw < 32 else lo
+        self.write(ctx, ins.operands[0], out, None, dt, ins)
+
+    def op_cvta(self, ctx, ins, info):
+        if info.space != "global":
+            raise AssemblerError(f"cvta for {info.space} is not supported by the machine yet", ins)
+        lo, hi = self.value(ctx, ins.operands[1], info.type, ins)
+        self.write(ctx, ins.operands[0], lo, hi, info.type, ins)
+
+    # -- memory ----------------------------------------------------------------------------------------
+
+    def address(self, ctx, a: Addr, space: str | None, ins) -> tuple:
+        """(space, lo Src, hi Src) of an address operand, after the machine's space mapping."""
+        if space is None:
+            raise AssemblerError("generic addressing (ld/st without a state space) is not supported by "
+                                 "the machine yet", ins)
+        if isinstance(a.base, Reg):
+            lo, hi = self.value(ctx, a.base, "u64", ins)
+            if a.offset:
+                lo, hi = self.add64(ctx, (lo, hi), (src(Imm(a.offset & M32)), src(Imm((a.offset >> 32) & M32))))
+        else:
+            addr = 0 if a.base is None else self.symbol_address(ctx, a.base.name, ins)
+            addr += a.offset
+            lo, hi = src(Imm(addr & M32)), src(Imm((addr >> 32) & M32))
+        return space, lo, hi
+
+    def op_ld(self, ctx, ins, info):
+        d, a = ins.operands
+        t = info.type
+        if t in ("f32", "f64", "f16") and False:
+            pass
+        regs = list(d.items) if isinstance(d, Vec) else [d]
+        size = max(1, _bits(t) // 8)
+        if info.space == "param":
+            self.param_load(ctx, ins, a, regs, t, size)
+            return
+        space, lo, hi = self.address(ctx, a, info.space, ins)
+        for k, r in enumerate(regs):
+            alo, ahi = (lo, hi) if k == 0 else self.add64(ctx, (lo, hi), (src(Imm(k * size)), src(Imm(0))))
+            dlo, dhi = self.new(), (self.new() if size == 8 else None)
+            self.emit(MicroOp("mem", "LD", (dlo, dhi), extra={
+                "space": space, "width": size, "signed": t[0] == "s", "addr": (alo, ahi),
+                "align": size * len(regs), "first": k == 0}, ptx_pc=ctx["pc"]))
+            if r is not None:
+                rt = ctx["fn"].regs.get(r.name)
+                self.write(ctx, r, src(dlo), src(dhi) if dhi else None, t, ins, signed_ext=t[0] == "s")
+
+    op_ldu = op_ld
+
+    def param_load(self, ctx, ins, a: Addr, regs, t, size):
+        name = a.base.name
+        pv = ctx["params"].get(name)
+        if pv is None:
+            raise AssemblerError(f"unknown parameter {name}", ins)
+        for k, r in enumerate(regs):
+            off = a.offset + k * size
+            if pv[0] == "const":
+                raw = pv[1]
+                if off + size > len(raw):
+                    raise AssemblerError(f"ld.param beyond parameter {name}", ins)
+                v = int.from_bytes(raw[off:off + size], "little")
+                if t[0] == "s" and size < 8:
+                    if v >> (8 * size - 1):
+                        v -= 1 << (8 * size)
+                    v &= (1 << 64) - 1
+                if r is not None:
+                    lo, hi = src(Imm(v & M32)), src(Imm(v >> 32))
+                    self.write(ctx, r, lo, hi if size == 8 or _bits(ctx["fn"].regs.get(r.name, "b32")) == 64 else None,
+                               t, ins)
+            else:
+                slots = pv[1]           # byte offset -> (lo Src, hi Src, size)
+                if off not in slots:
+                    raise AssemblerError(f"parameter {name}+{off} was not stored", ins)
+                lo, hi, _ = slots[off]
+                if r is not None:
+                    if size < 4:
+                        lo = self._narrow(lo, 8 * size, t[0] == "s", ctx)
+                    self.write(ctx, r, lo, hi if size == 8 else None, t, ins, signed_ext=t[0] == "s")
+
+    def op_st(self, ctx, ins, info):
+        a, s = ins.operands
+        t = info.type
+        srcs = list(s.items) if isinstance(s, Vec) else [s]
+        size = max(1, _bits(t) // 8)
+        if info.space == "param":
+            name = a.base.name
+            slots = ctx["params"].setdefault(name, ("slots", {}))[1]
+            for k, o in enumerate(srcs):
+                lo, hi = self.value(ctx, o, t, ins)
+                slots[a.offset + k * size] = (lo, hi, size)
+            return
+        space, lo, hi = self.address(ctx, a, info.space, ins)
+        for k, o in enumerate(srcs):
+            vlo, vhi = self.value(ctx, o, t, ins)
+            alo, ahi = (lo, hi) if k == 0 else self.add64(ctx, (lo, hi), (src(Imm(k * size)), src(Imm(0))))
+            self.emit(MicroOp("mem", "ST", (), extra={
+                "space": space, "width": size, "addr": (alo, ahi), "data": (vlo, vhi),
+                "align": size * len(srcs), "first": k == 0}, ptx_pc=ctx["pc"]))
+
+    def op_atom(self, ctx, ins, info):
+        is_red = ins.op == "red"
+        a = ins.operands[0] if is_red else ins.operands[1]
+        srcs = ins.operands[1:] if is_red else ins.operands[2:]
+        t = info.type
+        if t in ("f32", "f64"):
+            raise AssemblerError("floating-point atomics are not supported by the machine yet", ins)
+        size = _bits(t) // 8
+        space, lo, hi = self.address(ctx, a, info.space or "global", ins)
+        b = self.value(ctx, srcs[0], t, ins)
+        c = self.value(ctx, srcs[1], t, ins) if len(srcs) > 1 else (None, None)
+        dlo, dhi = self.new(), (self.new() if size == 8 else None)
+        self.emit(MicroOp("mem", "ATOM", (dlo, dhi), extra={
+            "space": space, "width": size, "addr": (lo, hi), "data": b, "cmp": c,
+            "atom": info.boolop, "signed": t[0] == "s", "align": size}, ptx_pc=ctx["pc"]))
+        if not is_red:
+            self.write(ctx, ins.operands[0], src(dlo), src(dhi) if dhi else None, t, ins)
+
+    op_red = op_atom
+
+    # -- control --------------------------------------------------------------------------------------
+
+    def op_bra(self, ctx, ins, info):
+        target = self.label_of(ctx, ins.operands[0].name)
+        nxt = self.fresh_label("fall")
+        if ins.guard is None:
+            self.end(("jump", target))
+        else:
+            g, _ = self.value(ctx, ins.guard.reg, "pred", ins)
+            self.end(("branch", g, not ins.guard.negated, target, nxt))
+            self.start(nxt)
+
+    def op_ret(self, ctx, ins, info):
+        nxt = self.fresh_label("after_ret")
+        if ctx["ret_label"] is None or ins.op == "exit":
+            term = ("exit",)
+        else:
+            term = ("jump", ctx["ret_label"])
+        if ins.guard is not None:
+            g, _ = self.value(ctx, ins.guard.reg, "pred", ins)
+            body = self.fresh_label("ret")
+            self.end(("branch", g, not ins.guard.negated, body, nxt))
+            self.start(body)
+            self.end(term)
+        else:
+            self.end(term)
+        self.start(nxt)
+
+    op_exit = op_ret
+
+    def op_bar(self, ctx, ins, info):
+        if info.mode == "warp":
+            return                       # bar.warp.sync: lanes of a warp run together already
+        if info.mode == "red":
+            raise AssemblerError("bar.red is not supported by the machine yet", ins)
+        nxt = self.fresh_label("after_bar")
+        self.end(("barrier", nxt))
+        self.start(nxt)
+
+    op_barrier = op_bar
+
+    def op_membar(self, ctx, ins, info):
+        return
+
+    op_fence = op_membar
+    op_nanosleep = op_membar
+
+    def op_call(self, ctx, ins, info):
+        ops = ins.operands
+        fi = next(i for i, o in enumerate(ops) if isinstance(o, Label))
+        rets = ops[0].items if fi > 0 and isinstance(ops[0], ArgList) else ()
+        args = ops[fi + 1].items if fi + 1 < len(ops) and isinstance(ops[fi + 1], ArgList) else ()
+        callee = self.module.functions[ops[fi].name]
+        depth = ctx.get("depth", 0)
+        if depth > 16:
+            raise AssemblerError("call depth exceeds 16 (recursion is not supported by the machine)", ins)
+        params = {}
+        for a_sym, p in zip(args, callee.params):
+            pv = ctx["params"].get(a_sym.name)
+            if pv is None:
+                raise AssemblerError(f"call argument {a_sym.name} was not stored", ins)
+            params[p.name] = pv
+        ret_label = self.fresh_label(f"ret_{callee.name}")
+        local_base = ctx["local_base"] + self.layout.local_size.get(ctx["fn"].name, 0)
+        sub = {"fn": callee, "regs": {}, "params": params, "pc": 0, "ret_label": ret_label,
+               "local_base": local_base, "prefix": f"{callee.name}@{self.label_counter}/", "depth": depth + 1}
+        self.label_counter += 1
+        self.end(("jump", sub["prefix"] + "entry"))
+        self.start(sub["prefix"] + "entry")
+        self.lower_function(sub)
+        self.start(ret_label)
+        for r_sym, p in zip(rets, callee.returns):
+            pv = sub["params"].get(p.name)
+            if pv is None:
+                raise AssemblerError(f"{callee.name} does not store its return value {p.name}", ins)
+            ctx["params"][r_sym.name] = pv
+
+    # -- warp-level ---------------------------------------------------------------------------------------
+
+    def op_shfl(self, ctx, ins, info):
+        d, a, b, c, mm = ins.operands
+        x, _ = self.value(ctx, a, "b32", ins)
+        bv, _ = self.value(ctx, b, "b32", ins)
+        cv, _ = self.value(ctx, c, "b32", ins)
+        r, p = self.new(), self.new()
+        self.emit(MicroOp("xlane", "SHFL", (r, p), a=x, extra={"mode": info.mode, "bsrc": (bv,), "csrc": (cv,)},
+                          ptx_pc=ctx["pc"]))
+        if isinstance(d, Pair):
+            self.write(ctx, d.first, src(r), None, "b32", ins)
+            self.write(ctx, d.second, src(p), None, "pred", ins)
+        else:
+            self.write(ctx, d, src(r), None, "b32", ins)
+
+    def op_vote(self, ctx, ins, info):
+        d, a, mm = ins.operands
+        x, _ = self.value(ctx, a, "pred", ins)
+        r = self.new()
+        self.emit(MicroOp("xlane", "VOTE", (r,), a=x, extra={"mode": info.mode}, ptx_pc=ctx["pc"]))
+        self.write(ctx, d, src(r), None, "b32" if info.mode == "ballot" else "pred", ins)
+
+    def op_activemask(self, ctx, ins, info):
+        r = self.new()
+        self.emit(MicroOp("xlane", "ACTIVEMASK", (r,), ptx_pc=ctx["pc"]))
+        self.write(ctx, ins.operands[0], src(r), None, "b32", ins)
+
+
+def lower(module: Module, spec: LaunchSpec, kernel: Function, layout) -> MicroProgram:
+    return _Lowerer(module, spec, kernel, layout).run()

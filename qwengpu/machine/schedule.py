@@ -1,0 +1,392 @@
+"""Micro-ops -> bundles: packing, operand routing, liveness, carries and register allocation.
+
+Each basic block is packed greedily, in program order, into bundles: a micro-op goes into the first
+free unit of its kind below every unit whose result it uses in the same bundle; its operands come
+either from a register read port (a value from an earlier pass) or from an earlier unit of the same
+bundle (forwarding). A bundle ends with its block's terminator. After packing, liveness across
+bundle boundaries decides which writes are *carried* (kept in the register file) and which
+virtual registers need a physical register.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .config import ALU, MEM, XLANE, MachineConfig
+from .isa import Imm, MicroOp, Special, Src, VReg
+from .lower import AssemblerError, Block, MicroProgram
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a unit's operand comes from: a read port, an earlier slot's result (or carry flag),
+    an immediate, or a special value; `inv` = bitwise NOT."""
+    kind: str                 # "port" | "slot" | "flag" | "imm" | "special"
+    index: object = 0         # port number, slot number, immediate value, special name
+    inv: bool = False
+
+    def __repr__(self) -> str:
+        n = "~" if self.inv else ""
+        if self.kind == "imm":
+            return f"{n}#{self.index:#x}"
+        if self.kind == "special":
+            return f"{n}%{self.index}"
+        return f"{n}{self.kind}{self.index}"
+
+
+@dataclass
+class SlotOp:
+    op: MicroOp
+    srcs: dict                # operand name -> Source (a, b, c, guard, addr_lo, addr_hi, data_lo, ...)
+
+
+@dataclass
+class Bundle:
+    index: int
+    label: str
+    slots: list               # SlotOp | None per unit
+    port_regs: list           # VRegs read through ports, by port
+    term: tuple               # resolved terminator (targets as bundle indices)
+    term_src: Source | None = None
+    writes: dict = field(default_factory=dict)      # VReg -> slot (last writer in the bundle)
+    carries: list = field(default_factory=list)     # [(VReg, slot)] written back
+    ports: list = field(default_factory=list)       # physical registers read, by port
+    carry_regs: list = field(default_factory=list)  # physical registers written, by carry slot
+    ptx_pcs: list = field(default_factory=list)
+
+    def ops(self):
+        return [s for s in self.slots if s is not None]
+
+
+@dataclass
+class Image:
+    """The program image: bundles plus what the runtime and lab need to read them."""
+    bundles: list[Bundle]
+    config: MachineConfig
+    nregs: int                 # physical registers used
+    reg_of: dict               # VReg -> physical register
+    layout: object
+    kernel: str
+    entry: int = 0
+
+    def disassemble(self) -> str:
+        lines = []
+        for b in self.bundles:
+            lines.append(f"{b.index:4}: [{b.label}] ports={b.ports} carries={b.carry_regs} term={b.term} {b.term_src or ''}")
+            for s, so in enumerate(b.slots):
+                if so is not None:
+                    srcs = ", ".join(f"{k}={v}" for k, v in so.srcs.items())
+                    lines.append(f"        {s}: {so.op.op} {so.op.extra.get('mode', '')} -> {so.op.dst} ({srcs})")
+        return "\n".join(lines)
+
+
+def _kind(op: MicroOp) -> str:
+    return {"alu": ALU, "mem": MEM, "xlane": XLANE}[op.kind]
+
+
+def _operands(op: MicroOp) -> list[tuple[str, Src]]:
+    out = []
+    for name in ("a", "b", "c", "guard"):
+        s = getattr(op, name)
+        if s is not None:
+            out.append((name, s))
+    for k in ("addr", "data", "cmp"):
+        vals = op.extra.get(k)
+        if vals:
+            for part, s in zip(("lo", "hi"), vals):
+                if s is not None:
+                    out.append((f"{k}_{part}", s))
+    for k in ("bsrc", "csrc"):
+        vals = op.extra.get(k)
+        if vals:
+            out.append((k, vals[0]))
+    return out
+
+
+class _Packer:
+    def __init__(self, cfg: MachineConfig):
+        self.cfg = cfg
+        self.bundles: list[Bundle] = []
+
+    def new_bundle(self, label: str) -> Bundle:
+        b = Bundle(len(self.bundles), label, [None] * len(self.cfg.slots), [], ("exit",))
+        self.bundles.append(b)
+        return b
+
+    def resolve(self, b: Bundle, s: Src, limit_slot: int) -> tuple[Source | None, int]:
+        """(Source, earliest slot) for an operand read by a unit placed after `limit_slot`."""
+        v = s.value
+        if isinstance(v, Imm):
+            return Source("imm", v.value, s.inv), -1
+        if isinstance(v, Special):
+            return Source("special", v.name, s.inv), -1
+        if v in b.writes:
+            return Source("slot", b.writes[v], s.inv), b.writes[v]
+        if v in b.port_regs:
+            return Source("port", b.port_regs.index(v), s.inv), -1
+        return None, -1          # needs a new port
+
+    def try_place(self, b: Bundle, op: MicroOp, flag_slot: int | None) -> bool:
+        kind = _kind(op)
+        srcs = {}
+        earliest = -1
+        new_ports = []
+        for name, s in _operands(op):
+            src_, at = self.resolve(b, s, -1)
+            if src_ is None:
+                if s.value not in new_ports:
+                    new_ports.append(s.value)
+                src_ = Source("port", len(b.port_regs) + new_ports.index(s.value), s.inv)
+            srcs[name] = src_
+            earliest = max(earliest, at)
+        if op.cin == "flag":
+            if flag_slot is None:
+                return False
+            srcs["cin"] = Source("flag", flag_slot)
+            earliest = max(earliest, flag_slot)
+        if len(b.port_regs) + len(new_ports) > self.cfg.reg_ports:
+            return False
+        if op.kind == "mem" and any(so is not None and so.op.kind == "mem" for so in b.slots):
+            return False
+        # a write may not precede, in slot order, a forwarded read of the value it replaces;
+        # keep program order for writers of the same register and for reads of it
+        for d in op.writes():
+            if d in b.writes:
+                earliest = max(earliest, b.writes[d])
+            for k, so in enumerate(b.slots):
+                if so is not None and any(isinstance(x.value, VReg) and x.value == d for _, x in _operands(so.op)):
+                    earliest = max(earliest, k)
+        for k in range(earliest + 1, len(self.cfg.slots)):
+            if self.cfg.slots[k] == kind and b.slots[k] is None:
+                b.port_regs.extend(new_ports)
+                b.slots[k] = SlotOp(op, srcs)
+                for d in op.writes():
+                    b.writes[d] = k
+                if op.ptx_pc not in b.ptx_pcs:
+                    b.ptx_pcs.append(op.ptx_pc)
+                return True
+        return False
+
+    def place_group(self, b: Bundle, group: list[MicroOp]) -> bool:
+        saved = (list(b.slots), list(b.port_regs), dict(b.writes), list(b.ptx_pcs))
+        flag_slot = None
+        for op in group:
+            if not self.try_place(b, op, flag_slot if op.cin == "flag" else None):
+                b.slots, b.port_regs, b.writes, b.ptx_pcs = saved
+                return False
+            if op.sets_flag:
+                flag_slot = b.writes[op.dst[0]]
+        return True
+
+    def pack_block(self, blk: Block) -> list[Bundle]:
+        out = []
+        b = self.new_bundle(blk.label)
+        out.append(b)
+        ops = blk.ops
+        i = 0
+        while i < len(ops):
+            # a carry-flag producer and its consumer are placed together (the flag lives one pass)
+            group = [ops[i]]
+            if ops[i].sets_flag and i + 1 < len(ops) and ops[i + 1].cin == "flag":
+                group.append(ops[i + 1])
+            if not self.place_group(b, group):
+                b = self.new_bundle(blk.label + "+")
+                out.append(b)
+                if not self.place_group(b, group):
+                    raise AssemblerError(f"micro-op {group[0]} does not fit an empty bundle (needs "
+                                         f"{len(_operands(group[0]))} operands; the machine has "
+                                         f"{self.cfg.reg_ports} ports)")
+            i += len(group)
+        # the terminator's predicate
+        if blk.term[0] == "branch":
+            s = blk.term[1]
+            src_, _ = self.resolve(b, s, len(self.cfg.slots))
+            if src_ is None:
+                if len(b.port_regs) >= self.cfg.reg_ports:
+                    b = self.new_bundle(blk.label + "+")
+                    out.append(b)
+                b.port_regs.append(s.value)
+                src_ = Source("port", len(b.port_regs) - 1, s.inv)
+            b.term_src = src_
+        return out
+
+
+def _thread_jumps(prog: MicroProgram) -> MicroProgram:
+    """Drop empty blocks that only jump elsewhere and merge straight-line block chains."""
+    by_label = {b.label: b for b in prog.blocks}
+
+    def final(label: str, seen=()) -> str:
+        b = by_label[label]
+        if not b.ops and b.term[0] == "jump" and label not in seen:
+            return final(b.term[1], seen + (label,))
+        return label
+
+    for b in prog.blocks:
+        t = b.term
+        if t[0] == "jump":
+            b.term = ("jump", final(t[1]))
+        elif t[0] == "branch":
+            b.term = ("branch", t[1], t[2], final(t[3]), final(t[4]))
+        elif t[0] == "barrier":
+            b.term = ("barrier", final(t[1]))
+    entry = final(prog.entry)
+    # reachable blocks only
+    reach, stack = set(), [entry]
+    while stack:
+        lab = stack.pop()
+        if lab in reach:
+            continue
+        reach.add(lab)
+        t = by_label[lab].term
+        stack += [x for x in (t[1:] if t[0] in ("jump", "barrier") else t[3:] if t[0] == "branch" else ())]
+    preds: dict[str, int] = {}
+    for lab in reach:
+        t = by_label[lab].term
+        targets = t[1:] if t[0] in ("jump", "barrier") else t[3:] if t[0] == "branch" else ()
+        for x in targets:
+            preds[x] = preds.get(x, 0) + 1
+    # merge a block into its unique-predecessor jump target
+    merged = True
+    while merged:
+        merged = False
+        for lab in list(reach):
+            b = by_label[lab]
+            if b.term[0] == "jump":
+                nxt = b.term[1]
+                if nxt != lab and nxt != entry and preds.get(nxt) == 1 and nxt in reach:
+                    nb = by_label[nxt]
+                    b.ops = b.ops + nb.ops
+                    b.term = nb.term
+                    reach.discard(nxt)
+                    merged = True
+                    break
+    blocks = [b for b in prog.blocks if b.label in reach]
+    return MicroProgram(blocks, entry, prog.nregs, prog.kernel, prog.layout, prog.specials)
+
+
+def _order_blocks(prog: MicroProgram) -> list[Block]:
+    """A topological order of the CFG without back edges (reverse post-order), so that a branch's
+    reconvergence point comes after every block of its divergent region: min-pc scheduling then
+    reconverges exactly at immediate post-dominators."""
+    by_label = {b.label: b for b in prog.blocks}
+    seen, post = set(), []
+
+    def succ(b: Block):
+        t = b.term
+        if t[0] == "jump":
+            return [t[1]]
+        if t[0] == "barrier":
+            return [t[1]]
+        if t[0] == "branch":
+            return [t[4], t[3]]
+        return []
+
+    stack = [(prog.entry, iter(succ(by_label[prog.entry])))]
+    seen.add(prog.entry)
+    while stack:
+        lab, it = stack[-1]
+        nxt = next(it, None)
+        if nxt is None:
+            post.append(lab)
+            stack.pop()
+        elif nxt not in seen:
+            seen.add(nxt)
+            stack.append((nxt, iter(succ(by_label[nxt]))))
+    return [by_label[x] for x in reversed(post)]
+
+
+def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
+    prog = _thread_jumps(prog)
+    blocks = _order_blocks(prog)
+    packer = _Packer(cfg)
+    first_of: dict[str, int] = {}
+    block_bundles: list[tuple[Block, list[Bundle]]] = []
+    for blk in blocks:
+        bs = packer.pack_block(blk)
+        first_of[blk.label] = bs[0].index
+        block_bundles.append((blk, bs))
+    bundles = packer.bundles
+    # terminators: inner bundles fall through to the next bundle of the block
+    for blk, bs in block_bundles:
+        for b in bs[:-1]:
+            b.term = ("jump", b.index + 1)
+        last = bs[-1]
+        t = blk.term
+        if t[0] == "jump":
+            last.term = ("jump", first_of[t[1]])
+        elif t[0] == "branch":
+            last.term = ("branch", t[2], first_of[t[3]], first_of[t[4]])
+        elif t[0] == "barrier":
+            last.term = ("barrier", first_of[t[1]])
+        else:
+            last.term = ("exit",)
+    if len(bundles) > cfg.rom_bundles:
+        raise AssemblerError(f"the program needs {len(bundles)} bundles; the machine's ROM holds {cfg.rom_bundles}")
+    _carries(bundles, cfg)
+    reg_of, nregs = _allocate(bundles, cfg)
+    for b in bundles:
+        b.ports = [reg_of[v] for v in b.port_regs]
+        if b.term_src is not None and b.term_src.kind == "port":
+            pass
+        b.carry_regs = [reg_of[v] for v, _ in b.carries]
+    return Image(bundles, cfg, nregs, reg_of, prog.layout, prog.kernel, entry=first_of[prog.entry])
+
+
+def _succs(b: Bundle) -> list[int]:
+    t = b.term
+    if t[0] in ("jump", "barrier"):
+        return [t[1]]
+    if t[0] == "branch":
+        return [t[2], t[3]]
+    return []
+
+
+def _carries(bundles: list[Bundle], cfg: MachineConfig):
+    """Liveness over bundle boundaries; a bundle carries the registers it writes that are live out."""
+    n = len(bundles)
+    uses = [set(b.port_regs) for b in bundles]
+    defs = [set(b.writes) for b in bundles]
+    live_in = [set() for _ in range(n)]
+    live_out = [set() for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            out = set()
+            for s in _succs(bundles[i]):
+                out |= live_in[s]
+            inn = uses[i] | (out - defs[i])
+            if out != live_out[i] or inn != live_in[i]:
+                live_out[i], live_in[i] = out, inn
+                changed = True
+    for i, b in enumerate(bundles):
+        b.carries = sorted(((v, s) for v, s in b.writes.items() if v in live_out[i]), key=lambda x: x[1])
+        b.live_out = live_out[i]
+        b.live_in = live_in[i]
+        if len(b.carries) > cfg.carry_slots:
+            raise AssemblerError(f"bundle {i} ({b.label}) carries {len(b.carries)} registers; the machine "
+                                 f"writes back {cfg.carry_slots} per pass")
+
+
+def _allocate(bundles: list[Bundle], cfg: MachineConfig) -> tuple[dict, int]:
+    """Physical registers for virtual registers live across a bundle boundary (greedy colouring)."""
+    regs = set()
+    for b in bundles:
+        regs |= set(b.port_regs) | {v for v, _ in b.carries}
+    interfere: dict = {v: set() for v in regs}
+    for b in bundles:
+        live = (b.live_in | b.live_out) & regs
+        for v in live:
+            interfere[v] |= live - {v}
+        # a carried register must not take the place of a register still read from this bundle's
+        # ports later (both are live at the boundary already, covered above)
+    reg_of = {}
+    for v in sorted(regs, key=lambda v: (-len(interfere[v]), v.id)):
+        used = {reg_of[u] for u in interfere[v] if u in reg_of}
+        r = 0
+        while r in used:
+            r += 1
+        reg_of[v] = r
+    n = max(reg_of.values(), default=-1) + 1
+    if n > cfg.registers:
+        raise AssemblerError(f"the program needs {n} registers per thread; the machine has {cfg.registers}")
+    return reg_of, n
