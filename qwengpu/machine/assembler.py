@@ -16,7 +16,13 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
     """The program image of one launch of `kernel` on a machine of geometry `config`."""
     fn = module.kernel(kernel if kernel is not None else spec.kernel)
     lay = machine_layout(module, spec, fn.name)
-    prog = optimize(lower(module, spec, fn, lay))
+    bx, by, bz = spec.block
+    gx, gy, gz = spec.grid
+    nwarps = (spec.threads_per_block + 3) // 4
+    specials = {"tid.x": (0, bx - 1), "tid.y": (0, by - 1), "tid.z": (0, bz - 1),
+                "ctaid.x": (0, gx - 1), "ctaid.y": (0, gy - 1), "ctaid.z": (0, gz - 1),
+                "laneid": (0, 3), "warpid": (0, nwarps - 1)}
+    prog = optimize(lower(module, spec, fn, lay), specials)
     return schedule(prog, config)
 
 

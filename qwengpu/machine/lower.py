@@ -261,10 +261,18 @@ class _Lowerer:
         first = [n for n, p in fn.labels.items() if p == pc][0]
         return ctx["prefix"] + first
 
+    FLOAT_CAPABLE = {"add", "sub", "mul", "mad", "div", "abs", "neg", "min", "max", "fma", "sqrt", "rcp",
+                     "setp", "set", "selp", "copysign", "testp", "atom", "red", "cvt"}
+
     def lower(self, ctx, ins: Instr):
         info = ins.info
         op = ins.op
         h = getattr(self, "op_" + op, None)
+        floaty = any(t in ("f16", "f32", "f64") for t in (getattr(info, "type", None), getattr(info, "src_type", None)))
+        if floaty and op in self.FLOAT_CAPABLE and op not in ("selp",):
+            h = getattr(self, "float_" + op, None)
+            if h is None:
+                raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine yet", ins)
         if h is None:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
         if ins.guard is not None and op not in ("bra", "ret", "exit"):

@@ -46,6 +46,132 @@ def _fold(op: MicroOp) -> MicroOp:
     return MicroOp("alu", "MOV", op.dst, src(Imm(r)), ptx_pc=op.ptx_pc)
 
 
+def _strength(op: MicroOp) -> MicroOp:
+    """Multiplications by powers of two become shifts."""
+    if op.kind != "alu" or op.op not in ("MUL", "MULHU", "MULHS"):
+        return op
+    a, b = op.a, op.b
+    if isinstance(a.value, Imm) and not a.inv and not isinstance(b.value, Imm):
+        a, b = b, a
+    if not isinstance(b.value, Imm) or b.inv:
+        return op
+    c = b.value.value
+    if c == 0:
+        return MicroOp("alu", "MOV", op.dst, src(Imm(0)), ptx_pc=op.ptx_pc)
+    if c & (c - 1):
+        return op
+    k = c.bit_length() - 1
+    if op.op == "MUL":
+        return MicroOp("alu", "SHL", op.dst, a, src(Imm(k)), ptx_pc=op.ptx_pc)
+    if k == 0:
+        if op.op == "MULHU":
+            return MicroOp("alu", "MOV", op.dst, src(Imm(0)), ptx_pc=op.ptx_pc)
+        return MicroOp("alu", "SAR", op.dst, a, src(Imm(31)), ptx_pc=op.ptx_pc)
+    return MicroOp("alu", "SHR" if op.op == "MULHU" else "SAR", op.dst, a, src(Imm(32 - k)), ptx_pc=op.ptx_pc)
+
+
+FULL = (0, 0xFFFFFFFF)
+
+
+def _ranges(prog: MicroProgram, specials: dict) -> dict:
+    """Unsigned intervals of single-definition registers (others: the full range)."""
+    defs = _defs(prog)
+    rng: dict = {}
+
+    def r(s: Src | None):
+        if s is None:
+            return (0, 0)
+        v = s.value
+        if isinstance(v, Imm):
+            x = (~v.value & 0xFFFFFFFF) if s.inv else v.value
+            return (x, x)
+        if s.inv:
+            lo, hi = r(Src(v))
+            return (0xFFFFFFFF - hi, 0xFFFFFFFF - lo)
+        if isinstance(v, Special):
+            return specials.get(v.name, FULL)
+        return rng.get(v, FULL)
+
+    for _ in range(3):
+        for b in prog.blocks:
+            for op in b.ops:
+                if op.kind != "alu" or defs.get(op.dst[0]) != 1:
+                    continue
+                a, bb, c = r(op.a), r(op.b), r(op.c)
+                o = op.op
+                res = FULL
+                if o == "MOV":
+                    res = a
+                elif o == "ADD" and op.cin in ("0", "1"):
+                    ci = int(op.cin)
+                    if a[1] + bb[1] + ci <= 0xFFFFFFFF:
+                        res = (a[0] + bb[0] + ci, a[1] + bb[1] + ci)
+                elif o == "SHL" and bb[0] == bb[1] and bb[0] < 32:
+                    if a[1] << bb[0] <= 0xFFFFFFFF:
+                        res = (a[0] << bb[0], a[1] << bb[0])
+                elif o in ("SHR",) and bb[0] == bb[1]:
+                    res = (a[0] >> bb[0], a[1] >> bb[0]) if bb[0] < 32 else (0, 0)
+                elif o == "SAR" and bb[0] == bb[1] and a[1] < 0x80000000:
+                    res = (a[0] >> min(bb[0], 31), a[1] >> min(bb[0], 31))
+                elif o == "AND":
+                    res = (0, min(a[1], bb[1]))
+                elif o in ("OR", "XOR"):
+                    top = (1 << max(a[1], bb[1]).bit_length()) - 1
+                    res = (0, top)
+                elif o in ("EQ", "LTU", "LEU", "LT", "LE"):
+                    res = (0, 1)
+                elif o == "SEL":
+                    res = (min(a[0], bb[0]), max(a[1], bb[1]))
+                elif o == "MUL" and a[1] * bb[1] <= 0xFFFFFFFF:
+                    res = (a[0] * bb[0], a[1] * bb[1])
+                elif o == "MULHU":
+                    res = ((a[0] * bb[0]) >> 32, (a[1] * bb[1]) >> 32)
+                elif o == "MULHS" and a[1] < 0x80000000 and bb[1] < 0x80000000:
+                    res = ((a[0] * bb[0]) >> 32, (a[1] * bb[1]) >> 32)
+                elif o in ("CLZ", "POPC"):
+                    res = (0, 32)
+                rng[op.dst[0]] = res
+    return rng
+
+
+def _use_ranges(prog: MicroProgram, specials: dict) -> bool:
+    """Fold ops whose result range is one value; drop carry flags that can never be set."""
+    rng = _ranges(prog, specials)
+    changed = False
+
+    def r(s):
+        v = s.value
+        if isinstance(v, Imm):
+            x = (~v.value & 0xFFFFFFFF) if s.inv else v.value
+            return (x, x)
+        if isinstance(v, Special) and not s.inv:
+            return specials.get(v.name, FULL)
+        if s.inv:
+            lo, hi = r(Src(v))
+            return (0xFFFFFFFF - hi, 0xFFFFFFFF - lo)
+        return rng.get(v, FULL)
+
+    for b in prog.blocks:
+        ops = b.ops
+        for i, op in enumerate(ops):
+            if op.kind != "alu":
+                continue
+            if op.dst[0] in rng and op.op != "MOV":
+                lo, hi = rng[op.dst[0]]
+                if lo == hi and not op.sets_flag:
+                    ops[i] = MicroOp("alu", "MOV", op.dst, src(Imm(lo)), ptx_pc=op.ptx_pc)
+                    changed = True
+                    continue
+            if op.sets_flag and i + 1 < len(ops) and ops[i + 1].cin == "flag" and op.op == "ADD":
+                a, bb = r(op.a), r(op.b)
+                ci = int(op.cin) if op.cin in ("0", "1") else 1
+                if a[1] + bb[1] + ci <= 0xFFFFFFFF:            # never carries
+                    op.sets_flag = False
+                    ops[i + 1].cin = "0"
+                    changed = True
+    return changed
+
+
 def _defs(prog: MicroProgram) -> dict:
     count = {}
     for b in prog.blocks:
@@ -61,9 +187,18 @@ def _term_reads(b: Block) -> list:
     return []
 
 
-def optimize(prog: MicroProgram) -> MicroProgram:
-    for _ in range(8):
+def optimize(prog: MicroProgram, specials: dict | None = None) -> MicroProgram:
+    """`specials`: known ranges of special values (e.g. {"tid.x": (0, 3)})."""
+    specials = specials or {}
+    for _ in range(12):
         changed = False
+        for b in prog.blocks:
+            for i, op in enumerate(b.ops):
+                new = _strength(op)
+                if new is not op:
+                    b.ops[i] = new
+                    changed = True
+        changed |= _use_ranges(prog, specials)
         defs = _defs(prog)
         # global: single-definition MOVs of constants/specials/single-def registers
         env = {}

@@ -103,9 +103,10 @@ def _operands(op: MicroOp) -> list[tuple[str, Src]]:
 
 
 class _Packer:
-    def __init__(self, cfg: MachineConfig):
+    def __init__(self, cfg: MachineConfig, remat: dict | None = None):
         self.cfg = cfg
         self.bundles: list[Bundle] = []
+        self.remat = remat or {}
 
     def new_bundle(self, label: str) -> Bundle:
         b = Bundle(len(self.bundles), label, [None] * len(self.cfg.slots), [], ("exit",))
@@ -166,7 +167,33 @@ class _Packer:
                 return True
         return False
 
+    def _with_remat(self, b: Bundle, group: list[MicroOp]) -> list[MicroOp]:
+        """Recompute cheap launch-constant values in this bundle instead of reading them from a
+        register (which would have cost a carry when they were produced)."""
+        out, have = [], set(b.writes) | set(b.port_regs)
+
+        def need(v):
+            if v in have or v not in self.remat:
+                return
+            for dep in self.remat[v]:
+                for r in dep.reads():
+                    need(r)
+                if dep.dst[0] not in have:
+                    out.append(dep)
+                    have.add(dep.dst[0])
+
+        for op in group:
+            for v in op.reads():
+                need(v)
+        return out + group
+
     def place_group(self, b: Bundle, group: list[MicroOp]) -> bool:
+        expanded = self._with_remat(b, group)
+        if len(expanded) > len(group) and self._place(b, expanded):
+            return True
+        return self._place(b, group)
+
+    def _place(self, b: Bundle, group: list[MicroOp]) -> bool:
         saved = (list(b.slots), list(b.port_regs), dict(b.writes), list(b.ptx_pcs))
         flag_slot = None
         for op in group:
@@ -297,7 +324,7 @@ def _order_blocks(prog: MicroProgram) -> list[Block]:
 def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     prog = _thread_jumps(prog)
     blocks = _order_blocks(prog)
-    packer = _Packer(cfg)
+    packer = _Packer(cfg, _rematerializable(prog))
     first_of: dict[str, int] = {}
     block_bundles: list[tuple[Block, list[Bundle]]] = []
     for blk in blocks:
@@ -329,6 +356,41 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
             pass
         b.carry_regs = [reg_of[v] for v, _ in b.carries]
     return Image(bundles, cfg, nregs, reg_of, prog.layout, prog.kernel, entry=first_of[prog.entry])
+
+
+def _rematerializable(prog: MicroProgram, max_ops: int = 3) -> dict:
+    """Single-definition registers computed from immediates and specials by at most `max_ops`
+    pure ALU micro-ops: {vreg: [defining ops in order]}."""
+    from .isa import Special
+    defs, count = {}, {}
+    for blk in prog.blocks:
+        for op in blk.ops:
+            for d in op.writes():
+                count[d] = count.get(d, 0) + 1
+                defs[d] = op
+    out = {}
+
+    def chain(v, depth=0):
+        if v in out:
+            return out[v]
+        op = defs.get(v)
+        if op is None or count.get(v) != 1 or op.kind != "alu" or op.sets_flag or op.cin == "flag" or depth > 4:
+            return None
+        ops = []
+        for r in op.reads():
+            sub = chain(r, depth + 1)
+            if sub is None:
+                return None
+            ops += [o for o in sub if o not in ops]
+        ops.append(op)
+        if len(ops) > max_ops:
+            return None
+        out[v] = ops
+        return ops
+
+    for v in list(defs):
+        chain(v)
+    return out
 
 
 def _succs(b: Bundle) -> list[int]:

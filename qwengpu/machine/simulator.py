@@ -352,12 +352,34 @@ class Simulator:
         size = ex["width"]
         bits = 8 * size
         mask = (1 << bits) - 1
-        first = True
-        for l in lanes:                      # one lane per pass, in lane order
-            if not first:
-                self.emit(("EXEC", rec.pc, 1 << l))
-                rec.tokens.append(("EXEC", rec.pc, 1 << l))
-            first = False
+        # a pass serves the lanes whose word is the first lane's (add: all of them at once, in
+        # lane order; other operations: that lane alone); the others replay the bundle
+        groups = []
+        rest = list(lanes)
+        while rest:
+            if ex["atom"] == "add":
+                g = [l for l in rest if addrs[l] == addrs[rest[0]]]
+            else:
+                g = [rest[0]]
+            groups.append(g)
+            rest = [l for l in rest if l not in g]
+        for gi, g in enumerate(groups):
+            if gi:
+                m = sum(1 << l for l in g)
+                self.emit(("EXEC", rec.pc, m))
+                rec.tokens.append(("EXEC", rec.pc, m))
+            start = int.from_bytes(self.memory[addrs[g[0]]:addrs[g[0]] + size], "little")
+            for l in g:
+                self._atomic_lane(so, l, val, addrs, out, out_hi, ex, size, bits, mask)
+            final = int.from_bytes(self.memory[addrs[g[0]]:addrs[g[0]] + size], "little")
+            for byte in range(size):
+                nb, ob = (final >> (8 * byte)) & 0xFF, (start >> (8 * byte)) & 0xFF
+                if nb != ob:
+                    self.emit(("MEMW", byte, nb))
+                    rec.tokens.append(("MEMW", byte, nb))
+
+    def _atomic_lane(self, so, l, val, addrs, out, out_hi, ex, size, bits, mask):
+        if True:
             old = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little")
             b = val("data_lo", l) | ((val("data_hi", l) << 32) if "data_hi" in so.srcs else 0)
             c = 0
@@ -386,11 +408,6 @@ class Simulator:
                 new = (c & mask) if old == b else old
             else:
                 raise ExecutionFault(f"atomic {o} is not supported by the machine")
-            for byte in range(size):
-                nb, ob = (new >> (8 * byte)) & 0xFF, (old >> (8 * byte)) & 0xFF
-                if nb != ob:
-                    self.emit(("MEMW", byte, nb))
-                    rec.tokens.append(("MEMW", byte, nb))
             self.memory[addrs[l]:addrs[l] + size] = new.to_bytes(size, "little")
             out[l] = old & M32
             out_hi[l] = (old >> 32) & M32
