@@ -1,0 +1,12 @@
+"""qwenGPU lab widgets (anywidget, ipywidgets 8, JupyterLab 4).
+
+    from widgets import Inspector
+    Inspector(ptx, spec)          # step through a launch token by token
+
+Every widget also renders as static HTML (`Inspector.to_html()`, the `text/html` of its MIME bundle)
+when exported with nbconvert or opened without a kernel.
+"""
+from .inspector import Inspector, inspect
+from .static import png_data_uri, render_html
+
+__all__ = ["Inspector", "inspect", "render_html", "png_data_uri"]

@@ -1,0 +1,530 @@
+// qwenGPU register inspector (anywidget ESM). Python sends the program once (`program`) and the
+// current position only (`state`, small JSON; `attn`/`gdn` as bytes); scrubbing sets `position`.
+// Rendering is string templates into fixed containers: a keypress redraws in a few ms.
+
+const FMT_INDEX = { hex: 0, dec: 1, float: 2 };
+const ROW = 8;   // bytes per hex-dump row
+const ICON = {
+  first: '<svg viewBox="0 0 16 16" width="14" height="14"><path d="M3 3h2v10H3zM13 3v10L6 8z" fill="currentColor"/></svg>',
+  back: '<svg viewBox="0 0 16 16" width="14" height="14"><path d="M11 3v10L4 8z" fill="currentColor"/></svg>',
+  play: '<svg viewBox="0 0 16 16" width="14" height="14"><path d="M5 3v10l8-5z" fill="currentColor"/></svg>',
+  step: '<svg viewBox="0 0 16 16" width="14" height="14"><path d="M4 3v10l7-5zM11 3h2v10h-2z" fill="currentColor"/></svg>',
+  last: '<svg viewBox="0 0 16 16" width="14" height="14"><path d="M3 3v10l7-5zM11 3h2v10h-2z" fill="currentColor"/><path d="M7 3v10l0 0z" fill="currentColor"/></svg>',
+  pause: '<svg viewBox="0 0 16 16" width="14" height="14"><path d="M4 3h3v10H4zM9 3h3v10H9z" fill="currentColor"/></svg>',
+};
+
+
+function esc(s) {
+  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+function maskDots(m, n = 4) {
+  let s = "";
+  for (let i = 0; i < n; i++) s += (m >> i) & 1 ? '<span class="on">●</span>' : '<span class="off">○</span>';
+  return `<span class="qg-mask">${s}</span>`;
+}
+function bytesOf(v) {
+  if (!v) return new Uint8Array(0);
+  if (v instanceof Uint8Array) return v;
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (v.buffer) return new Uint8Array(v.buffer, v.byteOffset || 0, v.byteLength);
+  return new Uint8Array(0);
+}
+const DT = {
+  int8: [1, "getInt8"], uint8: [1, "getUint8"], int16: [2, "getInt16"], uint16: [2, "getUint16"],
+  int32: [4, "getInt32"], uint32: [4, "getUint32"], float32: [4, "getFloat32"], float64: [8, "getFloat64"],
+  int64: [8, "getBigInt64"], uint64: [8, "getBigUint64"],
+};
+function fmtElem(dv, off, dtype) {
+  const d = DT[dtype] || DT.uint8;
+  const v = dv[d[1]](off, true);
+  if (dtype === "float32") return Number.isInteger(v) ? v.toFixed(1) : String(Math.fround(v).toPrecision(7)).replace(/0+$/, "").replace(/\.$/, ".0");
+  return String(v);
+}
+// colour maps
+function viridisLike(t) {   // 0..1 -> [r,g,b] (white -> indigo)
+  const a = [255, 255, 255], b = [61, 90, 254], c = [20, 20, 90];
+  if (t < 0.5) { const u = t / 0.5; return a.map((x, i) => Math.round(x + (b[i] - x) * u)); }
+  const u = (t - 0.5) / 0.5; return b.map((x, i) => Math.round(x + (c[i] - x) * u));
+}
+function diverging(t) {     // -1..1 -> blue / white / red
+  const w = [255, 255, 255];
+  const tgt = t < 0 ? [43, 108, 176] : [214, 51, 108];
+  const u = Math.min(1, Math.abs(t));
+  return w.map((x, i) => Math.round(x + (tgt[i] - x) * u));
+}
+function drawMatrix(canvas, rows, cols, get, cmap, px) {
+  canvas.width = cols * px; canvas.height = rows * px;
+  const ctx = canvas.getContext("2d");
+  const img = ctx.createImageData(cols, rows);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) {
+    const [R, G, B] = cmap(get(r, c)); const k = (r * cols + c) * 4;
+    img.data[k] = R; img.data[k + 1] = G; img.data[k + 2] = B; img.data[k + 3] = 255;
+  }
+  const off = document.createElement("canvas"); off.width = cols; off.height = rows;
+  off.getContext("2d").putImageData(img, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(off, 0, 0, cols * px, rows * px);
+  return ctx;
+}
+
+function render({ model, el }) {
+  const root = document.createElement("div");
+  root.className = "qg-insp";
+  root.tabIndex = 0;
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  root.innerHTML = `
+    <div class="qg-progress" style="display:none"><div style="width:0%"></div></div>
+    <div class="qg-head">
+      <div class="qg-title">qwenGPU · <span class="qg-kern"></span></div>
+      <span class="qg-badge engine"></span><span class="qg-badge qg-cons"></span><span class="qg-badge fault qg-faultb" style="display:none">fault</span>
+      <div class="qg-where"></div>
+    </div>
+    <div class="qg-ctl">
+      <button class="qg-btn" data-act="first" title="first position (Home)">${ICON.first}</button>
+      <button class="qg-btn" data-act="back" title="step back (←)">${ICON.back}</button>
+      <button class="qg-btn qg-play" data-act="play" title="play / pause (space); stops at breakpoints">${ICON.play}</button>
+      <button class="qg-btn" data-act="step" title="step (→)">${ICON.step}</button>
+      <button class="qg-btn" data-act="last" title="last position (End)">${ICON.last}</button>
+      <input class="qg-slider" type="range" min="0" value="0" step="1" aria-label="position">
+      <span class="qg-pos"></span>
+      <span class="qg-lbl">token</span><input class="qg-num qg-tok" type="number" min="0" title="jump to a token (position)">
+      <span class="qg-lbl">pc</span><input class="qg-num qg-pcin" type="number" min="0" title="run to the next time this pc is next">
+      <button class="qg-btn" data-act="topc" title="run to pc">run to pc</button>
+      <span class="qg-seg qg-fmt"><button data-f="hex">hex</button><button data-f="dec">dec</button><button data-f="float">float</button></span>
+      <select class="qg-speed" title="play speed (steps per second)"><option value="4">4/s</option><option value="10" selected>10/s</option><option value="30">30/s</option></select>
+    </div>
+    <div class="qg-grid">
+      <div class="qg-card qg-col-rom">
+        <h4>ROM <span class="qg-sub qg-fn"></span></h4>
+        <div class="qg-rom"></div>
+        <div class="qg-stack"></div>
+      </div>
+      <div class="qg-card qg-col-warp">
+        <h4>Warp <span class="qg-sub qg-warpsub"></span></h4>
+        <div class="qg-next"></div>
+        <div class="qg-regwrap"><table class="qg-regs"></table></div>
+      </div>
+      <div class="qg-card qg-col-mem">
+        <h4>Memory <span class="qg-sub">hex dump</span></h4>
+        <div class="qg-memwrap"></div>
+        <div class="qg-legend"><span><i style="background:var(--qg-chg)"></i>written by the last step</span>
+          <span><i style="box-shadow:inset 0 -2px 0 var(--qg-ptr)"></i>a register points here</span>
+          <span><i style="outline:1.5px dashed var(--qg-acc);outline-offset:-2px"></i>the next instruction accesses</span></div>
+      </div>
+    </div>
+    <div class="qg-card qg-layers"><h4>GPU layers <span class="qg-sub qg-layersub"></span></h4><div class="qg-layerbody"></div></div>
+    <div class="qg-faultbox" style="display:none"></div>
+    <div class="qg-foot"><kbd>←</kbd> <kbd>→</kbd> step · <kbd>space</kbd> play · <kbd>Home</kbd>/<kbd>End</kbd> · <kbd>b</kbd> breakpoint at pc · click the ROM gutter to toggle breakpoints</div>`;
+  el.appendChild(root);
+  const $ = (s) => root.querySelector(s);
+  const slider = $(".qg-slider"), posEl = $(".qg-pos"), rom = $(".qg-rom");
+  let prog = model.get("program") || {};
+  let playing = false, timer = null, pending = false, lastSent = -1, tReq = 0;
+  let romFn = null;
+  let bigSel = null;      // {layer, head}
+  let locked = null;      // {r, c}
+
+  function fmt() { return model.get("fmt") || "hex"; }
+  function bps() { return new Set(model.get("breakpoints") || []); }
+  function positions() { return prog.positions || 1; }
+
+  function setPosition(p) {
+    p = Math.max(0, Math.min(positions() - 1, p | 0));
+    if (p === model.get("position") && p === lastSent) return;
+    lastSent = p;
+    tReq = performance.now();
+    slider.value = p;
+    posEl.innerHTML = `<b>${p}</b> / ${positions() - 1}`;
+    highlightRom(p);
+    pending = true;
+    model.set("position", p);
+    model.save_changes();
+  }
+
+  // ---------------- ROM ----------------
+  function buildRom(fn) {
+    romFn = fn;
+    const rows = (prog.disassembly || {})[fn] || [];
+    const bp = bps();
+    let h = "";
+    for (const r of rows) {
+      for (const l of r.labels) h += `<div class="qg-lab">${esc(l)}:</div>`;
+      h += `<div class="qg-row" data-pc="${r.pc}" title="line ${r.line}"><span class="qg-gut ${bp.has(r.pc) ? "bp" : ""}" data-bp="${r.pc}">●</span><span class="qg-pcn">${r.pc}</span><span>${esc(r.text)}</span></div>`;
+    }
+    rom.innerHTML = h;
+  }
+  function highlightRom(p) {
+    const fnIdx = (prog.step_fn || [])[p];
+    const fn = fnIdx !== undefined ? prog.functions[fnIdx] : romFn || prog.kernel;
+    if (fn !== romFn) buildRom(fn);
+    rom.querySelectorAll(".qg-row.cur, .qg-row.prev, .qg-row.faulty").forEach((e) => e.classList.remove("cur", "prev", "faulty"));
+    const pc = (prog.step_pc || [])[p];
+    const ppc = p > 0 ? prog.step_pc[p - 1] : undefined;
+    if (ppc !== undefined && prog.functions[prog.step_fn[p - 1]] === fn) {
+      const e = rom.querySelector(`.qg-row[data-pc="${ppc}"]`); if (e) e.classList.add("prev");
+    }
+    if (pc !== undefined) {
+      const e = rom.querySelector(`.qg-row[data-pc="${pc}"]`);
+      if (e) {
+        e.classList.add(prog.fault && p === positions() - 2 ? "faulty" : "cur");
+        const top = e.offsetTop, bottom = top + e.offsetHeight;
+        if (top < rom.scrollTop + 20 || bottom > rom.scrollTop + rom.clientHeight - 20)
+          rom.scrollTop = Math.max(0, top - rom.clientHeight / 2);
+      }
+    }
+  }
+  rom.addEventListener("click", (ev) => {
+    const g = ev.target.closest("[data-bp]");
+    if (!g) return;
+    toggleBreakpoint(+g.dataset.bp);
+  });
+  function toggleBreakpoint(pc) {
+    const s = bps();
+    if (s.has(pc)) s.delete(pc); else s.add(pc);
+    model.set("breakpoints", [...s].sort((a, b) => a - b));
+    model.save_changes();
+    rom.querySelectorAll(`[data-bp="${pc}"]`).forEach((g) => g.classList.toggle("bp", s.has(pc)));
+  }
+
+  // ---------------- warp ----------------
+  function renderWarp(st) {
+    const f = FMT_INDEX[fmt()];
+    const ls = st.lane_state || [];
+    const n = st.next;
+    $(".qg-warpsub").textContent = `block ${st.block} · warp ${st.warp}` + (st.depth ? ` · in ${st.function} (depth ${st.depth})` : "");
+    const nx = $(".qg-next");
+    if (n) {
+      nx.className = "qg-next" + (n.faults ? " faults" : "");
+      let rows = "";
+      for (const o of n.ops) {
+        if (o.r === "dst" || o.r === "call") continue;
+        let cells = "";
+        if (o.v) {
+          for (let l = 0; l < 4; l++) {
+            const v = o.v[l];
+            const a = o.a ? o.a[l] : null;
+            const txt = v === null || v === undefined ? "·" : (o.r === "guard" ? (v[0] === "1" ? "true" : "false") : v[o.r === "addr" ? 0 : f]);
+            cells += `<td class="qg-mono" title="${a ? esc(a) : ""}">${esc(txt)}${a ? `<div class="qg-lbl">${esc(a)}</div>` : ""}</td>`;
+          }
+        } else cells = `<td colspan="4" class="qg-lbl">${esc(o.n || "")}</td>`;
+        rows += `<tr><td class="qg-mono">${esc(o.t)}</td><td class="role">${esc(o.r)}${o.n && o.v ? " · " + esc(o.n) : ""}</td>${cells}</tr>`;
+      }
+      nx.innerHTML = `<div class="qg-meta">next · pc ${n.pc} · line ${n.line} · lanes ${maskDots(n.active)} executing ${maskDots(n.executed)}${n.faults ? ' · <b style="color:#d6336c">faults</b>' : ""}</div>
+        <div class="qg-ins">${esc(n.text)}</div>${rows ? `<table class="qg-tbl">${rows}</table>` : ""}`;
+    } else {
+      nx.className = "qg-next";
+      nx.innerHTML = `<div class="qg-meta">${st.fault ? "the launch faulted" : "launch finished"}</div><div class="qg-ins">${st.last ? "last: " + esc(st.last.text) : ""}</div>`;
+    }
+    let h = `<thead><tr><th>reg</th>`;
+    for (let l = 0; l < 4; l++) {
+      const t = st.tids[l];
+      h += `<th>lane ${l}<span class="qg-tid">${t ? "tid " + t.join(",") : "—"}</span><span class="qg-ls ${ls[l]}">${ls[l]}</span></th>`;
+    }
+    h += `</tr></thead><tbody>`;
+    for (const r of st.regs) {
+      h += `<tr class="${r.w ? "" : "unw"}" data-reg="${esc(r.n)}"><td class="rn">${esc(r.n)}<span class="qg-ty">.${r.t}</span></td>`;
+      for (let l = 0; l < 4; l++) {
+        const off = ls[l] !== "active" && ls[l] !== "guarded";
+        const chg = (r.c >> l) & 1;
+        const p = r.p[l];
+        const cls = (off ? "off " : "") + (chg ? "chg" : "");
+        h += `<td class="${cls}" data-lane="${l}"${p ? ` title="points into ${esc(p)}"` : ""}>${p ? '<span class="qg-pt">↗</span>' : ""}${esc(r.v[l][f])}</td>`;
+      }
+      h += `</tr>`;
+    }
+    $(".qg-regs").innerHTML = h + "</tbody>";
+  }
+
+  function renderStack(st) {
+    let h = `<h4 style="margin-top:6px">SIMT stack <span class="qg-sub">top = running</span></h4><table class="qg-tbl"><tr><th>pc</th><th>lanes</th><th>reconverge</th></tr>`;
+    const s = st.stack || [];
+    for (let i = s.length - 1; i >= 0; i--) {
+      const [pc, m, rpc] = s[i];
+      h += `<tr class="${i === s.length - 1 ? "qg-top" : ""}"><td class="qg-mono">${pc}</td><td>${maskDots(m)}</td><td class="qg-mono">${rpc === null ? "exit" : rpc}</td></tr>`;
+    }
+    if (!s.length) h += `<tr><td colspan="3" class="qg-lbl">empty (warp done)</td></tr>`;
+    h += `</table>`;
+    if (st.call_stack && st.call_stack.length > 1) h += `<div class="qg-note">calls: ${st.call_stack.map(esc).join(" → ")}</div>`;
+    $(".qg-stack").innerHTML = h;
+  }
+
+  // ---------------- memory ----------------
+  function renderMemory(st) {
+    let h = "";
+    for (const m of st.memory) {
+      const n = m.hex.length / 2;
+      const bytes = new Uint8Array(n);
+      for (let i = 0; i < n; i++) bytes[i] = parseInt(m.hex.substr(2 * i, 2), 16);
+      const dv = new DataView(bytes.buffer);
+      const chg = new Set(m.changed);
+      const esz = (DT[m.dtype] || DT.uint8)[0];
+      const vars = m.vars.length ? " · " + m.vars.map((v) => esc(v[0])).join(", ") : "";
+      h += `<div class="qg-region" data-region="${esc(m.key)}"><div class="qg-rt"><b>${esc(m.name)}</b> <span>${m.space} 0x${m.base.toString(16)} · ${m.dtype}[${Math.floor(m.size / esz)}]${vars}${m.size > n ? ` · bytes ${m.offset}..${m.offset + n}` : ""}</span></div><div class="qg-hex">`;
+      for (let row = 0; row < n; row += ROW) {
+        const addr = m.base + m.offset + row;
+        h += `<span class="a">${addr.toString(16).padStart(5, "0")}</span>`;
+        let dec = "";
+        for (let k = 0; k < ROW; k++) {
+          const i = row + k;
+          if (i >= n) { h += "   "; continue; }
+          const o = m.offset + i;
+          const ptr = m.ptr[o], acc = m.acc[o];
+          let cls = "b" + (bytes[i] === 0 ? " z" : "") + (chg.has(o) ? " chg" : "") + (ptr ? " ptr" : "") + (acc ? " acc" : "");
+          const title = [ptr ? "← " + ptr.join(", ") : "", acc ? "next: " + acc.join(", ") : ""].filter(Boolean).join(" · ");
+          h += `<span class="${cls}"${title ? ` title="${esc(title)}"` : ""}>${bytes[i].toString(16).padStart(2, "0")}</span>` + (k === 3 ? "  " : " ");
+        }
+        for (let e = row; e < Math.min(row + ROW, n); e += esz) {
+          if (e + esz > n) break;
+          let ec = false;
+          for (let b = 0; b < esz; b++) if (chg.has(m.offset + e + b)) ec = true;
+          dec += `<span class="e${ec ? " chg" : ""}">${esc(fmtElem(dv, e, m.dtype))}</span> `;
+        }
+        h += `<span class="d">${dec}</span>\n`;
+      }
+      h += `</div></div>`;
+    }
+    $(".qg-memwrap").innerHTML = h || `<div class="qg-lbl">no memory regions</div>`;
+  }
+
+  // ---------------- GPU layers ----------------
+  function renderLayers(st) {
+    const body = $(".qg-layerbody");
+    const mp = st.model;
+    if (!prog.has_model || !mp) {
+      $(".qg-layersub").textContent = "engine: " + (prog.engine || "interp");
+      body.innerHTML = `<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter (<code>engine="interp"</code>): the registers, ROM and memory above are the interpreter's own state. When a launch runs on the model engine, this panel shows, per GPU layer, each attention head's pattern over the tokens and the raw Gated DeltaNet state that holds the machine, side by side with what it decodes to; the badge above then compares that decoding with the interpreter at every step.</div>`;
+      return;
+    }
+    const tok = mp.token ? `token ${mp.token.index} “${esc(mp.token.text)}”` : "";
+    $(".qg-layersub").textContent = `${tok} · window from token ${mp.window_start}`;
+    const att = bytesOf(model.get("attn"));
+    let off = 0;
+    let h = "";
+    const mats = [];
+    for (const L of mp.layers) {
+      const size = L.heads * L.n * L.n;
+      mats.push({ L, data: att.subarray(off, off + size) });
+      off += size;
+      h += `<div class="qg-lrow"><div class="qg-lname">L${L.layer}<div class="qg-lbl">attention</div></div><div class="qg-heads">`;
+      for (let hd = 0; hd < L.heads; hd++) h += `<div class="qg-hm" data-layer="${L.layer}" data-head="${hd}"><canvas></canvas><span>head ${hd}</span></div>`;
+      h += `</div></div>`;
+    }
+    for (const g of mp.gdn) {
+      h += `<div class="qg-lrow"><div class="qg-lname">L${g.layer}<div class="qg-lbl">DeltaNet</div></div><div class="qg-gdn" data-gdn="${g.layer}"><div><canvas class="qg-gdncv"></canvas><div class="qg-lbl qg-gdncap"></div></div>`;
+      for (const m of g.maps) {
+        h += `<table class="qg-tbl qg-dec"><tr><th colspan="3">${esc(m.name)} · ${m.width}-bit words</th></tr><tr><th>slot</th><th>value</th><th>margin</th></tr>`;
+        for (const s of m.slots) h += `<tr><td>${esc(s.label)}</td><td>${s.value ? esc(s.value[FMT_INDEX[fmt()]]) : '<span class="qg-lbl">empty</span>'}</td><td>${s.margin === null ? "" : s.margin}</td></tr>`;
+        h += `</table>`;
+      }
+      h += `</div></div>`;
+    }
+    h += `<div class="qg-bigslot"></div>`;
+    body.innerHTML = h;
+    for (const { L, data } of mats) {
+      const n = L.n, px = Math.max(2, Math.floor(72 / Math.max(1, n)));
+      body.querySelectorAll(`.qg-hm[data-layer="${L.layer}"]`).forEach((box) => {
+        const hd = +box.dataset.head;
+        drawMatrix(box.querySelector("canvas"), n, n, (r, c) => data[hd * n * n + r * n + c] / 255, viridisLike, px);
+        box.addEventListener("click", () => { bigSel = { layer: L.layer, head: hd }; locked = null; renderBig(mp, mats); });
+      });
+    }
+    const gbytes = bytesOf(model.get("gdn"));
+    const gmeta = model.get("gdn_meta") || [];
+    let goff = 0;
+    for (const gm of gmeta) {
+      const size = gm.rows * gm.cols;
+      const q = new Int8Array(gbytes.buffer, gbytes.byteOffset + goff, size);
+      goff += size;
+      const box = body.querySelector(`[data-gdn="${gm.layer}"]`);
+      if (!box) continue;
+      const px = Math.max(2, Math.floor(180 / Math.max(gm.rows, gm.cols)));
+      drawMatrix(box.querySelector("canvas"), gm.rows, gm.cols, (r, c) => q[r * gm.cols + c] / 127, diverging, px);
+      box.querySelector(".qg-gdncap").textContent = `head ${gm.head}: keys (slots) × values (dual-rail bit pairs), |max| ${gm.scale.toFixed(1)}`;
+    }
+    if (bigSel) renderBig(mp, mats);
+  }
+  function renderBig(mp, mats) {
+    const slot = $(".qg-bigslot");
+    if (!slot) return;
+    const m = mats.find((x) => x.L.layer === bigSel.layer);
+    if (!m) { slot.innerHTML = ""; return; }
+    const n = m.L.n, hd = bigSel.head;
+    const px = Math.max(6, Math.floor(360 / Math.max(1, n)));
+    slot.innerHTML = `<div class="qg-big"><div><canvas></canvas></div><div class="qg-info"><div><b>layer ${m.L.layer} · head ${hd}</b> <button class="qg-btn qg-close" title="close">✕</button></div>
+      <div class="qg-lbl">rows: queries (tokens), columns: keys; hover to focus, click to lock</div><div class="qg-hover"></div>
+      <div class="qg-lockline" style="display:none"><span class="qg-lock"></span> <button class="qg-btn qg-unlock">unlock</button></div></div></div>`;
+    const cv = slot.querySelector("canvas");
+    const tokens = mp.tokens;
+    const get = (r, c) => m.data[hd * n * n + r * n + c] / 255;
+    const margin = 70;
+    const draw = (fr, fc) => {
+      const ctx = drawMatrix(cv, n, n, get, viridisLike, px);
+      // axes with token labels
+      const W = n * px, full = document.createElement("canvas");
+      full.width = W + margin; full.height = W + margin;
+      const c2 = full.getContext("2d");
+      c2.fillStyle = "#fff"; c2.fillRect(0, 0, full.width, full.height);
+      c2.drawImage(cv, margin, 0);
+      c2.font = `${Math.min(11, px)}px monospace`; c2.fillStyle = "#495057"; c2.textBaseline = "middle";
+      for (let i = 0; i < n; i++) {
+        const t = String(tokens[i] ?? i).slice(0, 9);
+        c2.textAlign = "right"; c2.fillText(t, margin - 3, i * px + px / 2);
+        c2.save(); c2.translate(margin + i * px + px / 2, W + 3); c2.rotate(Math.PI / 3); c2.textAlign = "left"; c2.fillText(t, 0, 0); c2.restore();
+      }
+      if (fr !== null) {
+        c2.strokeStyle = locked ? "#5f3dc4" : "#d9480f"; c2.lineWidth = 1.5;
+        c2.strokeRect(margin, fr * px, W, px); c2.strokeRect(margin + fc * px, 0, px, W);
+      }
+      cv.width = full.width; cv.height = full.height;
+      cv.getContext("2d").drawImage(full, 0, 0);
+      void ctx;
+    };
+    const cell = (ev) => {
+      const r = cv.getBoundingClientRect();
+      const x = (ev.clientX - r.left) * (cv.width / r.width) - margin, y = (ev.clientY - r.top) * (cv.height / r.height);
+      const c = Math.floor(x / px), rr = Math.floor(y / px);
+      return rr >= 0 && rr < n && c >= 0 && c < n ? { r: rr, c } : null;
+    };
+    const info = (p) => p ? `query “${esc(tokens[p.r])}” (${mp.window_start + p.r}) → key “${esc(tokens[p.c])}” (${mp.window_start + p.c}): ${(get(p.r, p.c) * m.L.scale).toFixed(3)}` : "";
+    draw(locked ? locked.r : null, locked ? locked.c : null);
+    const hover = slot.querySelector(".qg-hover"), lockline = slot.querySelector(".qg-lockline");
+    const showLock = () => {
+      lockline.style.display = locked ? "" : "none";
+      if (locked) slot.querySelector(".qg-lock").innerHTML = "🔒 " + info(locked);
+    };
+    showLock();
+    cv.addEventListener("mousemove", (ev) => {
+      if (locked) return;
+      const p = cell(ev);
+      draw(p ? p.r : null, p ? p.c : null);
+      hover.innerHTML = info(p);
+    });
+    cv.addEventListener("click", (ev) => { const p = cell(ev); if (p) { locked = p; draw(p.r, p.c); hover.innerHTML = ""; showLock(); } });
+    slot.querySelector(".qg-unlock").addEventListener("click", () => { locked = null; draw(null, null); showLock(); });
+    slot.querySelector(".qg-close").addEventListener("click", () => { bigSel = null; locked = null; slot.innerHTML = ""; });
+  }
+
+  // ---------------- header ----------------
+  function renderHead(st) {
+    $(".qg-kern").textContent = prog.kernel_name || prog.kernel || "";
+    $(".qg-kern").title = prog.kernel || "";
+    const eng = $(".qg-badge.engine");
+    eng.textContent = prog.engine === "model" ? "model engine" : "reference interpreter";
+    const cons = $(".qg-cons");
+    const mp = st.model;
+    if (!prog.has_model || !mp) { cons.className = "qg-badge qg-cons ref"; cons.textContent = "no model: interpreter state"; cons.title = ""; }
+    else if (mp.first_mismatch) { cons.className = "qg-badge qg-cons bad"; cons.textContent = `✗ mismatch at token ${mp.first_mismatch.token}`; cons.title = mp.first_mismatch.text; }
+    else if (mp.checked) { cons.className = "qg-badge qg-cons ok"; cons.textContent = `✓ model = interpreter (${mp.checked} steps)`; cons.title = ""; }
+    else { cons.className = "qg-badge qg-cons ref"; cons.textContent = "nothing decoded yet"; cons.title = ""; }
+    $(".qg-faultb").style.display = prog.fault ? "" : "none";
+    const last = st.last ? ` · last: <b class="qg-mono">${esc(st.last.text)}</b>` : "";
+    $(".qg-where").innerHTML = `block <b>${st.block}</b> · warp <b>${st.warp}</b>${last}`;
+    $(".qg-fn").textContent = st.function;
+    const fb = $(".qg-faultbox");
+    if (st.fault) { fb.style.display = ""; fb.className = "qg-fault qg-faultbox"; fb.textContent = (st.finished ? "fault: " : "the next step faults: ") + st.fault; }
+    else fb.style.display = "none";
+    const mm = mp && mp.first_mismatch;
+    if (mm) { fb.style.display = ""; fb.className = "qg-fault qg-faultbox"; fb.textContent = "first mismatch: " + mm.text; }
+  }
+
+  function renderAll() {
+    const st = model.get("state");
+    if (!st || st.pos === undefined) return;
+    slider.max = positions() - 1;
+    slider.value = st.pos;
+    posEl.innerHTML = `<b>${st.pos}</b> / ${positions() - 1}`;
+    $(".qg-tok").value = st.pos;
+    renderHead(st);
+    highlightRom(st.pos);
+    renderWarp(st);
+    renderStack(st);
+    renderMemory(st);
+    renderLayers(st);
+    root.querySelectorAll(".qg-fmt button").forEach((b) => b.classList.toggle("on", b.dataset.f === fmt()));
+    root.dataset.pos = st.pos;
+  }
+
+  // ---------------- controls ----------------
+  function stepBy(d) { setPosition((model.get("position") | 0) + d); }
+  function play(on) {
+    playing = on;
+    $(".qg-play").classList.toggle("on", on);
+    $(".qg-play").innerHTML = on ? ICON.pause : ICON.play;
+    if (timer) { clearInterval(timer); timer = null; }
+    if (!on) return;
+    const speed = +$(".qg-speed").value || 10;
+    timer = setInterval(() => {
+      if (pending) return;
+      const p = model.get("position") | 0;
+      if (p >= positions() - 1) { play(false); return; }
+      const nxt = p + 1;
+      setPosition(nxt);
+      const bp = bps();
+      const fn = prog.functions[(prog.step_fn || [])[nxt]];
+      if (nxt < positions() - 1 && bp.has(prog.step_pc[nxt]) && fn === prog.kernel) play(false);
+    }, 1000 / speed);
+  }
+  function runToPc(pc) {
+    const p0 = model.get("position") | 0;
+    for (let t = p0 + 1; t < positions() - 1; t++) if (prog.step_pc[t] === pc) { setPosition(t); return; }
+    root.classList.add("qg-nohit"); setTimeout(() => root.classList.remove("qg-nohit"), 300);
+  }
+  root.querySelector(".qg-ctl").addEventListener("click", (ev) => {
+    const b = ev.target.closest("[data-act]");
+    if (b) {
+      const a = b.dataset.act;
+      if (a === "first") setPosition(0);
+      else if (a === "last") setPosition(positions() - 1);
+      else if (a === "back") stepBy(-1);
+      else if (a === "step") stepBy(1);
+      else if (a === "play") play(!playing);
+      else if (a === "topc") runToPc(+$(".qg-pcin").value);
+      return;
+    }
+    const f = ev.target.closest("[data-f]");
+    if (f) { model.set("fmt", f.dataset.f); model.save_changes(); renderAll(); }
+  });
+  slider.addEventListener("input", () => setPosition(+slider.value));
+  $(".qg-tok").addEventListener("change", (ev) => setPosition(+ev.target.value));
+  $(".qg-pcin").addEventListener("keydown", (ev) => { if (ev.key === "Enter") runToPc(+ev.target.value); ev.stopPropagation(); });
+  $(".qg-tok").addEventListener("keydown", (ev) => ev.stopPropagation());
+  root.addEventListener("keydown", (ev) => {
+    const k = ev.key;
+    let handled = true;
+    if (k === "ArrowRight" || k === "j") stepBy(1);
+    else if (k === "ArrowLeft" || k === "k") stepBy(-1);
+    else if (k === " ") play(!playing);
+    else if (k === "Home") setPosition(0);
+    else if (k === "End") setPosition(positions() - 1);
+    else if (k === "b") { const pc = (prog.step_pc || [])[model.get("position") | 0]; if (pc !== undefined) toggleBreakpoint(pc); }
+    else handled = false;
+    if (handled) { ev.preventDefault(); ev.stopPropagation(); }
+  });
+  root.addEventListener("mousedown", (ev) => { if (!ev.target.closest("input, select")) root.focus({ preventScroll: true }); });
+
+  function onProgram() { prog = model.get("program") || {}; romFn = null; renderAll(); }
+  function onState() {
+    pending = false;
+    const t0 = performance.now();
+    renderAll();
+    root.dataset.render = (performance.now() - t0).toFixed(1);
+    // key/click -> redrawn, measured in the page (the browser test reads it)
+    if (tReq) { root.dataset.latency = (performance.now() - tReq).toFixed(1); tReq = 0; }
+  }
+  function onProgress() {
+    const p = model.get("progress");
+    const bar = $(".qg-progress");
+    bar.style.display = p > 0 && p < 1 ? "" : "none";
+    bar.firstElementChild.style.width = `${Math.round(p * 100)}%`;
+  }
+  model.on("change:program", onProgram);
+  model.on("change:state", onState);
+  model.on("change:fmt", renderAll);
+  model.on("change:progress", onProgress);
+  model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
+  onProgress();
+  renderAll();
+  return () => { if (timer) clearInterval(timer); };
+}
+
+export default { render };

@@ -1,0 +1,152 @@
+"""The register inspector: an anywidget that steps through one launch token by token.
+
+    from widgets import Inspector
+    insp = Inspector(ptx, spec)                 # engine="interp": the reference interpreter's trace
+    insp                                        # display it (JupyterLab 4, ipywidgets 8)
+    insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(16)
+    insp.snapshot.changed_regs                  # what the view shows, from Python
+
+The launch is traced once (`qwengpu.lab.trace_launch`); every position change is a lookup in the
+`LaunchView`, formatted by `qwengpu.lab.payload` and sent as one small JSON dict (`state`), with
+the model's attention windows and DeltaNet states as bytes (`attn`, `gdn`). Without a kernel (an
+nbconvert export, a notebook opened cold) the widget shows its `text/html` fallback: the same views
+at the current position, drawn by `widgets.static`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import anywidget
+import traitlets
+
+from qwengpu.lab import LaunchView, trace_launch
+from qwengpu.lab.payload import attention_bytes, gdn_bytes, program_payload, snapshot_payload
+
+from .static import render_html
+
+_HERE = Path(__file__).resolve().parent
+
+
+class Inspector(anywidget.AnyWidget):
+    _esm = _HERE / "inspector.js"
+    _css = _HERE / "inspector.css"
+
+    program = traitlets.Dict().tag(sync=True)          # sent once: disassembly, per-step pcs
+    state = traitlets.Dict().tag(sync=True)            # the current position's snapshot
+    position = traitlets.Int(0).tag(sync=True)
+    fmt = traitlets.Unicode("hex").tag(sync=True)      # hex | dec | float
+    breakpoints = traitlets.List(traitlets.Int()).tag(sync=True)
+    attn = traitlets.Bytes(b"").tag(sync=True)         # uint8 attention windows (model engine)
+    gdn = traitlets.Bytes(b"").tag(sync=True)          # int8 DeltaNet state heads (model engine)
+    gdn_meta = traitlets.List().tag(sync=True)
+    gdn_heads = traitlets.Dict().tag(sync=True)        # layer -> head shown
+    progress = traitlets.Float(1.0).tag(sync=True)
+
+    def __init__(self, program=None, launch=None, *, view: LaunchView | None = None, engine: str = "interp",
+                 kernel: str | None = None, names: list | None = None, position: int = 0,
+                 breakpoints=(), fmt: str = "hex", **kwargs):
+        super().__init__(**kwargs)
+        if view is None:
+            if program is None or launch is None:
+                raise TypeError("Inspector needs a program and a launch, or view=LaunchView")
+            self.progress = 0.0
+            view = trace_launch(program, launch, engine=engine, kernel=kernel, names=names,
+                                progress=self._on_progress)
+        self.view = view
+        self.progress = 1.0
+        with self.hold_sync():
+            self.program = program_payload(view)
+            self.fmt = fmt
+            self.breakpoints = sorted(set(int(b) for b in breakpoints))
+            self.position = max(0, min(position, len(view) - 1))
+            self._refresh()
+
+    # -- Python API --------------------------------------------------------------------------------
+
+    @property
+    def snapshot(self):
+        """The `qwengpu.lab.Snapshot` shown now."""
+        return self._snap
+
+    @property
+    def positions(self) -> int:
+        return len(self.view)
+
+    def goto(self, position: int) -> "Inspector":
+        self.position = max(0, min(int(position), len(self.view) - 1))
+        return self
+
+    def step(self, n: int = 1) -> "Inspector":
+        return self.goto(self.position + n)
+
+    def back(self, n: int = 1) -> "Inspector":
+        return self.goto(self.position - n)
+
+    def run_to_pc(self, pc: int) -> "Inspector":
+        """Go to the next position whose next instruction is at `pc` (stay if there is none)."""
+        t = self.view.find_pc(pc, self.position)
+        if t is not None:
+            self.goto(t)
+        return self
+
+    def play(self) -> "Inspector":
+        """Run to the next breakpoint (or the end), as the play button does."""
+        return self.goto(self.view.next_break(self.position, self.breakpoints))
+
+    def toggle_breakpoint(self, pc: int) -> "Inspector":
+        bps = set(self.breakpoints)
+        bps ^= {int(pc)}
+        self.breakpoints = sorted(bps)
+        return self
+
+    def to_html(self) -> str:
+        """The static view of the current position (what exports show)."""
+        return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
+                           gdn_meta=self.gdn_meta)
+
+    # -- sync ----------------------------------------------------------------------------------------
+
+    def _on_progress(self, done: int, total: int):
+        self.progress = done / max(1, total)
+
+    @traitlets.observe("position")
+    def _position_changed(self, change):
+        if hasattr(self, "view"):
+            self._refresh()
+
+    @traitlets.observe("gdn_heads")
+    def _heads_changed(self, change):
+        if hasattr(self, "view"):
+            self._refresh()
+
+    def _refresh(self):
+        snap = self.view.snapshot(self.position)
+        self._snap = snap
+        payload = snapshot_payload(snap)
+        gb, gm = b"", []
+        if snap.model is not None:
+            for L in sorted(snap.model.gdn):
+                st = snap.model.gdn[L]["state"]
+                heads = sorted({f.head for m in st.maps for f in m.fields}) or [0]
+                h = int(self.gdn_heads.get(str(L), heads[0]))
+                b, meta = gdn_bytes(snap, L, h)
+                if meta:
+                    gb += b
+                    gm.append(meta)
+        with self.hold_sync():
+            self.state = payload
+            self.attn = attention_bytes(snap)
+            self.gdn = gb
+            self.gdn_meta = gm
+
+    def _repr_mimebundle_(self, **kwargs):
+        out = super()._repr_mimebundle_(**kwargs)
+        data, meta = out if isinstance(out, tuple) else (out, {})
+        data = dict(data)
+        data["text/html"] = self.to_html()
+        return data, meta
+
+
+def inspect(program, launch, **kw) -> Inspector:
+    """`Inspector(program, launch, **kw)`."""
+    return Inspector(program, launch, **kw)
