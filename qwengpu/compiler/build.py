@@ -39,6 +39,8 @@ class Target:
     min_layers: int = 0
     offset: int = 0                          # leading residual features left to others (a base model)
     require_attention: bool = True           # a stand-alone model needs one full-attention layer
+    inert_mixer: str = "full_attention"      # mixer type of layers whose mixer does nothing
+    reuse: bool = True                       # erase dead variables and reuse their residual features
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -154,7 +156,8 @@ def schedule(prog: Program, target: Target) -> Schedule:
         if target.layer_types:
             types.append(target.layer_types[layer % len(target.layer_types)])
         else:
-            types.append(layer_types.get(layer, "linear_attention"))
+            # a layer with no token mixer of its own gets the cheaper (inert) attention mixer
+            types.append(layer_types.get(layer, target.inert_mixer))
     if target.require_attention and "full_attention" not in types:
         # transformers' cache needs one full-attention layer: add an inert one at the end
         types.append("full_attention")
@@ -166,22 +169,74 @@ def schedule(prog: Program, target: Target) -> Schedule:
 class Layout:
     dims: dict            # feature -> residual index
     width: int
+    born: dict = field(default_factory=dict)     # var name -> sublayer after which it holds its value
+    erased: dict = field(default_factory=dict)   # var name -> sublayer (an MLP) that erases it
+    kept: set = field(default_factory=set)       # vars kept to the end (outputs)
 
     def index(self, feature) -> int:
         return self.dims[feature]
 
 
-def layout(prog: Program, min_width: int = 0, offset: int = 0) -> Layout:
-    """The anchor at `offset`, then every residual variable's features in creation order."""
+FINAL = 10 ** 9
+
+
+def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, offset: int = 0,
+           reuse: bool = True, keep: set | None = None) -> Layout:
+    """Residual features for every variable: the anchor at `offset`, then each variable gets
+    features that are free when it is written. A variable dies after its last reader; the MLP of
+    that reader's layer erases it (writes minus its value), and later variables reuse its features."""
     dims = {ANCHOR_FEATURE: offset}
+    rvars = prog.residual_vars
+    if sched is None or not reuse:
+        k = offset + 1
+        for v in rvars:
+            for i in range(v.size):
+                dims[(v.name, i)] = k
+                k += 1
+        born = {v.name: (sched.available.get(v.name, -1) if sched else -1) for v in rvars}
+        return Layout(dims, max((k + 7) // 8 * 8, min_width), born, {}, set())
+    keep = set(keep or ())
+    for r in prog.rules:
+        for v, _ in r.conditions:
+            keep |= {s.name for s in prog.sources(v)}
+    last: dict = {}
+    for n in prog.nodes:
+        if n.layer is None:
+            continue
+        sub = 2 * n.layer + (1 if n.kind == "mlp" else 0)
+        for v in n.inputs:
+            last[v.name] = max(last.get(v.name, -1), sub)
+    born, erased = {}, {}
+    for v in rvars:
+        b = sched.available.get(v.name, -1)
+        born[v.name] = b
+        if v.name in keep:
+            continue
+        u = last.get(v.name)
+        if u is None:                     # never read: erase at the first MLP after it is written
+            u = b + 1
+        erased[v.name] = u if u % 2 == 1 else u + 1
+    # allocate in order of birth; a feature freed by an erase at sublayer e may be written by a
+    # variable born at sublayer >= e (the same MLP adds the new value and removes the old)
+    free: list[tuple[int, int]] = []       # (free from sublayer, feature index)
     k = offset + 1
-    for v in prog.residual_vars:
-        for i in range(v.size):
-            dims[(v.name, i)] = k
+    for v in sorted(rvars, key=lambda v: (born[v.name], v.name)):
+        b = born[v.name]
+        usable = [f for f in free if f[0] <= b and (f[0] < b or b % 2 == 1)]
+        usable.sort()
+        got = []
+        for f in usable[:v.size]:
+            free.remove(f)
+            got.append(f[1])
+        while len(got) < v.size:
+            got.append(k)
             k += 1
-    width = max(k, min_width)
-    width = (width + 7) // 8 * 8
-    return Layout(dims, width)
+        for i, d in enumerate(got):
+            dims[(v.name, i)] = d
+        if v.name in erased:
+            free += [(erased[v.name], d) for d in got]
+    width = max((k + 7) // 8 * 8, min_width)
+    return Layout(dims, width, born, erased, keep)
 
 
 @dataclass
@@ -238,7 +293,10 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
 
     target = target or Target.compact()
     sched = schedule(prog, target)
-    lay = layout(prog, target.hidden or 0, target.offset)
+    lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse)
+    erase_at: dict = {}
+    for vname, sub in lay.erased.items():
+        erase_at.setdefault((sub - 1) // 2, []).append(prog.vars[vname])
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
     width = target.hidden or lay.width
@@ -262,7 +320,11 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
         for f in n.fields:
             if 2 * f.width > dv:
                 raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
-    inter = target.intermediate or max([sum(len(n.neurons) for n in ns) for ns in sched.mlp.values()] + [8])
+    def layer_neurons(L):
+        return sum(len(n.neurons) for n in sched.mlp.get(L, [])) + sum(v.size for v in erase_at.get(L, []))
+    inter = target.intermediate or max([layer_neurons(L) for L in range(sched.layers)] + [8])
+    if target.intermediate and max(layer_neurons(L) for L in range(sched.layers)) > target.intermediate:
+        raise CompileError("erasing dead variables overflows an MLP of the target")
     inter = (inter + 7) // 8 * 8
     vocab = max(len(prog.tokens), 2)
 
@@ -305,13 +367,16 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
         up = np.zeros((inter, width))
         down = np.zeros((width, inter))
         k = 0
-        for node in sched.mlp.get(L, []):
-            for nr in node.neurons:
-                gate[k] = row(nr.gate, 1.0 / s)
-                up[k] = row(nr.up, 1.0 / s)
-                for feat, c in nr.down.items():
-                    down[lay.dims[feat], k] += c
-                k += 1
+        neurons = [nr for node in sched.mlp.get(L, []) for nr in node.neurons]
+        for var in erase_at.get(L, []):
+            for i in range(var.size):
+                neurons += gadgets_erase(var, i)
+        for nr in neurons:
+            gate[k] = row(nr.gate, 1.0 / s)
+            up[k] = row(nr.up, 1.0 / s)
+            for feat, c in nr.down.items():
+                down[lay.dims[feat], k] += c
+            k += 1
         sd[p + "mlp.gate_proj.weight"] = gate
         sd[p + "mlp.up_proj.weight"] = up
         sd[p + "mlp.down_proj.weight"] = down
@@ -327,6 +392,11 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
               "parameters": int(sum(v.numel() for v in state.values())),
               "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
     return Compiled(prog, target, sched, lay, config, state, report)
+
+
+def gadgets_erase(var, i):
+    from .gadgets import n_linear
+    return n_linear(-1 * var.f(i), {var.feature(i): 1.0})
 
 
 def _pow2(n: int) -> int:

@@ -45,36 +45,63 @@ def emitted(prog: Program, env: dict) -> str | None:
 class ModelRun:
     hidden: np.ndarray            # [positions, width]: the residual before the final norm
     logits: np.ndarray            # [positions, vocab]
+    sublayers: list               # residual after every sublayer: [2L] after mixer L, [2L+1] after layer L
+
+    def at(self, sublayer: int) -> np.ndarray:
+        return self.hidden if sublayer >= len(self.sublayers) else self.sublayers[sublayer]
+
+
+def _cache_kwarg(model) -> str:
+    import inspect
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, device="cpu") -> ModelRun:
+    """Run the model on a token sequence (chunked prefill, or one token at a time through the
+    cache) and capture the residual stream after every sublayer."""
     import torch
     from transformers import DynamicCache
     model = model or compiled.model()
     ids = torch.tensor([[compiled.token_id(t) for t in tokens]], device=device)
-    captured = []
-    hook = model.model.norm.register_forward_pre_hook(lambda m, a: captured.append(a[0].detach()))
+    layers = model.model.layers
+    nsub = 2 * len(layers)
+    captured: dict = {}
+
+    def grab(k):
+        def f(*args):
+            x = args[1][0] if len(args) == 2 else args[2]
+            captured.setdefault(k, []).append(x.detach())
+        return f
+
+    hooks = [model.model.norm.register_forward_pre_hook(lambda m, a: captured.setdefault("final", []).append(a[0].detach()))]
+    for L, layer in enumerate(layers):
+        hooks.append(layer.post_attention_layernorm.register_forward_pre_hook(
+            lambda m, a, L=L: captured.setdefault(2 * L, []).append(a[0].detach())))
+        hooks.append(layer.register_forward_hook(
+            lambda m, a, out, L=L: captured.setdefault(2 * L + 1, []).append(
+                (out[0] if isinstance(out, tuple) else out).detach())))
     try:
         with torch.no_grad():
             if mode == "prefill":
                 out = model(input_ids=ids)
                 logits = out.logits[0]
-                hidden = captured[0][0]
+                cat = {k: v[0][0] for k, v in captured.items()}
             elif mode == "decode":
                 cache = DynamicCache(config=model.config)
-                rows, lg = [], []
+                kw = _cache_kwarg(model)
+                lg = []
                 for t in range(ids.shape[1]):
-                    out = model(input_ids=ids[:, t:t + 1], past_key_values=cache, use_cache=True)
-                    cache = out.past_key_values
-                    rows.append(captured[-1][0, -1])
+                    out = model(input_ids=ids[:, t:t + 1], use_cache=True, **{kw: cache})
                     lg.append(out.logits[0, -1])
-                hidden = torch.stack(rows)
                 logits = torch.stack(lg)
+                cat = {k: torch.cat([x[0] for x in v]) for k, v in captured.items()}
             else:
                 raise ValueError(f"mode must be prefill or decode, not {mode!r}")
     finally:
-        hook.remove()
-    return ModelRun(hidden.float().cpu().numpy(), logits.float().cpu().numpy())
+        for h in hooks:
+            h.remove()
+    subs = [cat[k].float().cpu().numpy() for k in range(nsub)]
+    return ModelRun(cat["final"].float().cpu().numpy(), logits.float().cpu().numpy(), subs)
 
 
 @dataclass
@@ -99,7 +126,7 @@ def compare(compiled, tokens: list[str], mode: str = "prefill", model=None, vari
     for pos, env in enumerate(ref):
         for name in names:
             var = prog.vars[name]
-            got, m = compiled.decode(run.hidden[pos], var)
+            got, m = compiled.decode(run.at(compiled.layout.born.get(name, 10 ** 9))[pos], var)
             margin = min(margin, m)
             checked += 1
             if got != env[name]:

@@ -1,0 +1,172 @@
+"""The transformer compiler: every gadget, through the stock HF forward, against the reference
+evaluator, in the chunked prefill path (sequences longer than one 64-token chunk) and the cached
+one-token decode path."""
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qwengpu.compiler import Lin, Program, Target, compare, compile_program, gadgets, memory
+from qwengpu.compiler.core import CompileError
+
+FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def check(compiled, tokens, modes=("prefill", "decode")):
+    margins = []
+    for mode in modes:
+        r = compare(compiled, tokens, mode)
+        assert r.exact, f"{mode}: {r.mismatches[:5]}"
+        assert r.min_code_margin > 0.45, f"{mode}: margin {r.min_code_margin}"
+        margins.append(r.min_code_margin)
+        if r.min_logit_gap is not None:
+            assert r.min_logit_gap > 1.0
+    return min(margins)
+
+
+def random_tokens(prog, n, rng, **ranges):
+    out = []
+    for i in range(n):
+        vals = {k: rng.randrange(lo, hi) for k, (lo, hi) in ranges.items()}
+        out.append(prog.token(f"t{i}", **vals).text)
+    return out
+
+
+@FAST
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from([8, 16, 32]))
+def test_add_sub_compare_bitwise(seed, n):
+    rng = random.Random(seed)
+    prog = Program("alu")
+    a = prog.input_bits("a", n)
+    b = prog.input_bits("b", n)
+    c = prog.input_bits("c", 1)
+    toks = random_tokens(prog, 70, rng, a=(0, 1 << n), b=(0, 1 << n), c=(0, 2))
+    # edge values
+    for i, (x, y) in enumerate([(0, 0), ((1 << n) - 1, 1), ((1 << n) - 1, (1 << n) - 1), (1 << (n - 1), 1 << (n - 1))]):
+        toks.append(prog.token(f"e{i}", a=x, b=y, c=i % 2).text)
+    gadgets.add(prog, a, b, cin=c, carry_out=True)
+    gadgets.sub(prog, a, b, carry_out=True)
+    for op in ("and", "or", "xor", "andn"):
+        gadgets.bitwise(prog, op, a, b)
+    compiled = compile_program(prog)
+    check(compiled, toks)
+
+
+@FAST
+@given(st.integers(0, 2 ** 32 - 1))
+def test_decode_lut_mux_encode(seed):
+    rng = random.Random(seed)
+    prog = Program("codes")
+    x = prog.input_bits("x", 4)
+    s = prog.input_onehot("s", 3)
+    p = prog.input_bits("p", 8)
+    q = prog.input_bits("q", 8)
+    toks = random_tokens(prog, 80, rng, x=(0, 16), s=(0, 3), p=(0, 256), q=(0, 256))
+    oh = gadgets.decode(prog, x)
+    table = [rng.randrange(256) for _ in range(16)]
+    gadgets.lut(prog, oh, table, 8)
+    gadgets.encode(prog, oh, 4)
+    gadgets.mux(prog, s, [p, q, prog.invert(p)])
+    gadgets.mux(prog, prog.slice(x, 0, 1), [p, q])
+    compiled = compile_program(prog)
+    check(compiled, toks)
+
+
+@FAST
+@given(st.integers(0, 2 ** 32 - 1))
+def test_gdn_memory_ports_fields_and_previous(seed):
+    rng = random.Random(seed)
+    prog = Program("ram")
+    addr = prog.input_onehot("addr", 16)
+    r1 = prog.input_onehot("r1", 16)
+    r2 = prog.input_onehot("r2", 16)
+    val = prog.input_bits("val", 32)
+    we = prog.input_bits("we", 1)
+    be = prog.input_bits("be", 4)
+    toks = random_tokens(prog, 140, rng, addr=(0, 16), r1=(0, 16), r2=(0, 16), val=(0, 1 << 32),
+                         we=(0, 2), be=(0, 16))
+    en = gadgets.bitwise(prog, "and", prog.concat([we] * 4), be)
+    m = memory.GDNMemory(prog, "ram", slots=16, width=32, field_bits=8)
+    m.write(addr, val, field_enable=[en.f(i) for i in range(4)])
+    m.read(r1)
+    m.read(r2)
+    memory.previous(prog, val, 1)
+    memory.previous(prog, val, 3)
+    compiled = compile_program(prog)
+    margin = check(compiled, toks)
+    assert margin > 0.49
+
+
+def test_read_after_write_in_the_same_token_and_read_enable():
+    prog = Program("raw")
+    addr = prog.input_onehot("addr", 8)
+    val = prog.input_bits("val", 8)
+    ren = prog.input_bits("ren", 1)
+    toks = [prog.token(f"t{i}", addr=i % 8, val=(37 * i) % 256, ren=i % 2).text for i in range(20)]
+    m = memory.GDNMemory(prog, "m", slots=8, width=8)
+    m.write(addr, val)
+    m.read(addr, enable=ren.f(0))
+    check(compile_program(prog), toks)
+
+
+def test_variables_are_erased_and_features_reused():
+    prog = Program("chain")
+    a = prog.input_bits("a", 8)
+    b = prog.input_bits("b", 8)
+    toks = [prog.token(f"t{i}", a=(i * 13) % 256, b=(i * 7 + 3) % 256).text for i in range(10)]
+    x = a
+    for _ in range(6):                      # a chain: each sum is dead once the next exists
+        x = gadgets.add(prog, x, b)
+    reused = compile_program(prog)
+    flat = compile_program(prog, Target(reuse=False))
+    assert reused.layout.width < flat.layout.width
+    check(reused, toks)
+
+
+def test_output_rules_and_closed_loop_generate(tmp_path):
+    """A composite program: an 8-bit counter in a GDN register that the model advances itself,
+    saved with save_pretrained, reloaded with AutoModelForCausalLM and run with generate()."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    prog = Program("counter")
+    n = prog.input_bits("n", 8)          # the counter value carried by the token
+    one = prog.const_bits(1, 8)
+    nxt = gadgets.add(prog, n, one)
+    for v in range(256):
+        prog.token(f"<n{v}>", n=v)
+    for v in range(256):
+        prog.emit_when(f"<n{v}>", [(nxt, v)])
+    compiled = compile_program(prog)
+    check(compiled, [f"<n{v}>" for v in range(0, 256, 3)])
+    model = compiled.model()
+    model.save_pretrained(tmp_path)
+    again = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32)
+    start = torch.tensor([[compiled.token_id("<n250>")]])
+    out = again.generate(start, max_new_tokens=10, do_sample=False)
+    got = [compiled.program.tokens[i].text for i in out[0].tolist()]
+    assert got == [f"<n{(250 + k) % 256}>" for k in range(11)]
+
+
+def test_thresholds_on_large_forms_are_refused():
+    prog = Program("big")
+    a = prog.input_bits("a", 20)
+    with pytest.raises(CompileError, match="magnitude"):
+        gadgets.threshold(prog, a.value_lin(), 1 << 19, [a], lambda x: int(x >= 1 << 19))
+
+
+def test_qwen35_2b_geometry_compiles_exactly():
+    prog = Program("geom")
+    addr = prog.input_onehot("addr", 16)
+    val = prog.input_bits("val", 16)
+    toks = [prog.token(f"t{i}", addr=(5 * i) % 16, val=(977 * i) % 65536).text for i in range(30)]
+    s = gadgets.add(prog, val, prog.const_bits(12345, 16))
+    m = memory.GDNMemory(prog, "m", slots=16, width=16)     # one field: the 2B geometry has 1 value head per key head
+    m.write(addr, s)
+    m.read(addr)
+    t = Target.qwen35_2b()
+    t.hidden = None
+    t.intermediate = None
+    compiled = compile_program(prog, t)
+    assert compiled.config.linear_num_key_heads == 16 and compiled.config.linear_key_head_dim == 128
+    check(compiled, toks)
