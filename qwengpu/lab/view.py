@@ -151,8 +151,12 @@ class Snapshot:
         return {r.name: r.changed for r in self.regs if r.changed}
 
     def region(self, name: str) -> MemoryView:
+        """The region shown under `name` (its name, its key, or a space: "shared", "local")."""
         for m in self.memory:
             if m.region.name == name or m.region.key == name:
+                return m
+        for m in self.memory:
+            if m.region.space == name:
                 return m
         raise KeyError(f"no memory region {name}")
 
