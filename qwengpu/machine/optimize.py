@@ -187,6 +187,52 @@ def _term_reads(b: Block) -> list:
     return []
 
 
+_COMMUTATIVE = {"ADD", "AND", "OR", "XOR", "EQ", "MUL", "MULHU", "MULHS"}
+
+
+def _legalize_specials(prog: MicroProgram):
+    """The machine's units read special values (tid, ctaid, ...) only as an ALU's first operand:
+    swap commutative operands, else copy the special into a register first."""
+    n = [prog.nregs]
+
+    def fresh():
+        n[0] += 1
+        return VReg(n[0], "special")
+
+    for b in prog.blocks:
+        out = []
+        for op in b.ops:
+            if op.kind == "alu" and op.b is not None and isinstance(op.b.value, Special) and \
+                    op.op in _COMMUTATIVE and not isinstance(op.a.value, Special) and not op.b.inv and op.cin == "0":
+                op.a, op.b = op.b, op.a
+            fixes = {}
+
+            def fix(s, where):
+                if s is None or not isinstance(s.value, Special):
+                    return s
+                if op.kind == "alu" and where == "a" and not s.inv:
+                    return s
+                if s.value not in fixes:
+                    t = fresh()
+                    out.append(MicroOp("alu", "MOV", (t,), src(s.value), ptx_pc=op.ptx_pc))
+                    fixes[s.value] = t
+                return Src(fixes[s.value], s.inv)
+
+            op.a = fix(op.a, "a")
+            op.b = fix(op.b, "b")
+            op.c = fix(op.c, "c")
+            for k in ("addr", "data", "cmp", "bsrc", "csrc"):
+                if op.extra.get(k):
+                    op.extra[k] = tuple(fix(x, k) for x in op.extra[k])
+            out.append(op)
+        b.ops = out
+        if b.term[0] == "branch" and isinstance(b.term[1].value, Special):
+            t = fresh()
+            b.ops.append(MicroOp("alu", "MOV", (t,), src(b.term[1].value)))
+            b.term = ("branch", Src(t, b.term[1].inv)) + b.term[2:]
+    prog.nregs = n[0]
+
+
 def optimize(prog: MicroProgram, specials: dict | None = None) -> MicroProgram:
     """`specials`: known ranges of special values (e.g. {"tid.x": (0, 3)})."""
     specials = specials or {}
@@ -272,4 +318,5 @@ def optimize(prog: MicroProgram, specials: dict | None = None) -> MicroProgram:
             b.ops = keep
         if not changed:
             break
+    _legalize_specials(prog)
     return prog

@@ -74,7 +74,7 @@ class Image:
             lines.append(f"{b.index:4}: [{b.label}] ports={b.ports} carries={b.carry_regs} term={b.term} {b.term_src or ''}")
             for s, so in enumerate(b.slots):
                 if so is not None:
-                    srcs = ", ".join(f"{k}={v}" for k, v in so.srcs.items())
+                    srcs = ", ".join(f"{k}={v}" for k, v in so.srcs.items()) + f" ports={b.ports[s]}"
                     lines.append(f"        {s}: {so.op.op} {so.op.extra.get('mode', '')} -> {so.op.dst} ({srcs})")
         return "\n".join(lines)
 
@@ -102,75 +102,107 @@ def _operands(op: MicroOp) -> list[tuple[str, Src]]:
     return out
 
 
+PORTS = {ALU: 2, MEM: 4, XLANE: 3}
+TERM_PORTS = 1
+
+
 class _Packer:
-    def __init__(self, cfg: MachineConfig, remat: dict | None = None):
+    def __init__(self, cfg: MachineConfig, remat: dict | None = None, first_free_reg: int = 1 << 20):
         self.cfg = cfg
         self.bundles: list[Bundle] = []
         self.remat = remat or {}
+        self.next_reg = first_free_reg
+
+    def fresh(self) -> VReg:
+        self.next_reg += 1
+        return VReg(self.next_reg, "split")
 
     def new_bundle(self, label: str) -> Bundle:
-        b = Bundle(len(self.bundles), label, [None] * len(self.cfg.slots), [], ("exit",))
+        n = len(self.cfg.slots)
+        b = Bundle(len(self.bundles), label, [None] * n, [], ("exit",))
+        b.slot_ports = [[] for _ in range(n)]       # per slot: [("reg", VReg) | ("imm", value)]
+        b.term_ports = []
         self.bundles.append(b)
         return b
 
-    def resolve(self, b: Bundle, s: Src, limit_slot: int) -> tuple[Source | None, int]:
-        """(Source, earliest slot) for an operand read by a unit placed after `limit_slot`."""
+    @staticmethod
+    def _port(ports: list, entry, limit: int) -> int | None:
+        if entry in ports:
+            return ports.index(entry)
+        if len(ports) >= limit:
+            return None
+        ports.append(entry)
+        return len(ports) - 1
+
+    def operand(self, b: Bundle, s: Src, ports: list, limit: int, name: str, kind: str):
+        """(Source, earliest slot) of an operand for a unit whose ports are `ports`; None: no room."""
         v = s.value
         if isinstance(v, Imm):
-            return Source("imm", v.value, s.inv), -1
+            val = (~v.value & 0xFFFFFFFF) if s.inv else v.value
+            if val == 0:
+                return Source("zero"), -1
+            k = self._port(ports, ("imm", val), limit)
+            return (None, -1) if k is None else (Source("port", k), -1)
         if isinstance(v, Special):
-            return Source("special", v.name, s.inv), -1
+            if kind == ALU and name == "a" and not s.inv:
+                return Source("special", v.name), -1
+            return None, -1
         if v in b.writes:
-            return Source("slot", b.writes[v], s.inv), b.writes[v]
-        if v in b.port_regs:
-            return Source("port", b.port_regs.index(v), s.inv), -1
-        return None, -1          # needs a new port
+            j, part = b.writes[v]
+            return Source("slothi" if part else "slot", j, s.inv), j
+        k = self._port(ports, ("reg", v), limit)
+        return (None, -1) if k is None else (Source("port", k, s.inv), -1)
 
     def try_place(self, b: Bundle, op: MicroOp, flag_slot: int | None) -> bool:
         kind = _kind(op)
-        srcs = {}
-        earliest = -1
-        new_ports = []
-        for name, s in _operands(op):
-            src_, at = self.resolve(b, s, -1)
-            if src_ is None:
-                if s.value not in new_ports:
-                    new_ports.append(s.value)
-                src_ = Source("port", len(b.port_regs) + new_ports.index(s.value), s.inv)
-            srcs[name] = src_
-            earliest = max(earliest, at)
-        if op.cin == "flag":
-            if flag_slot is None:
-                return False
-            srcs["cin"] = Source("flag", flag_slot)
-            earliest = max(earliest, flag_slot)
-        if len(b.port_regs) + len(new_ports) > self.cfg.reg_ports:
-            return False
         if op.kind == "mem" and any(so is not None and so.op.kind == "mem" for so in b.slots):
             return False
         # a write may not precede, in slot order, a forwarded read of the value it replaces;
         # keep program order for writers of the same register and for reads of it
+        floor = -1
         for d in op.writes():
             if d in b.writes:
-                earliest = max(earliest, b.writes[d])
+                floor = max(floor, b.writes[d][0])
             for k, so in enumerate(b.slots):
                 if so is not None and any(isinstance(x.value, VReg) and x.value == d for _, x in _operands(so.op)):
-                    earliest = max(earliest, k)
-        for k in range(earliest + 1, len(self.cfg.slots)):
-            if self.cfg.slots[k] == kind and b.slots[k] is None:
-                b.port_regs.extend(new_ports)
-                b.slots[k] = SlotOp(op, srcs)
-                for d in op.writes():
-                    b.writes[d] = k
-                if op.ptx_pc not in b.ptx_pcs:
-                    b.ptx_pcs.append(op.ptx_pc)
-                return True
+                    floor = max(floor, k)
+        if op.cin == "flag":
+            if flag_slot is None:
+                return False
+            floor = max(floor, flag_slot)
+        for k in range(floor + 1, len(self.cfg.slots)):
+            if self.cfg.slots[k] != kind or b.slots[k] is not None:
+                continue
+            if op.cin == "flag" and k != flag_slot + 1 and any(
+                    self.cfg.slots[x] == ALU for x in range(flag_slot + 1, k)):
+                pass
+            ports = list(b.slot_ports[k])
+            srcs, earliest, ok = {}, -1, True
+            for name, sv in _operands(op):
+                src_, at = self.operand(b, sv, ports, PORTS[kind], name, kind)
+                if src_ is None:
+                    ok = False
+                    break
+                srcs[name] = src_
+                earliest = max(earliest, at)
+            if not ok or earliest >= k:
+                continue
+            if op.cin == "flag":
+                srcs["cin"] = Source("flag", flag_slot)
+            b.slot_ports[k] = ports
+            b.slots[k] = SlotOp(op, srcs)
+            for part, d in enumerate(op.dst):
+                if d is not None:
+                    b.writes[d] = (k, part)
+            if op.ptx_pc not in b.ptx_pcs:
+                b.ptx_pcs.append(op.ptx_pc)
+            return True
         return False
 
     def _with_remat(self, b: Bundle, group: list[MicroOp]) -> list[MicroOp]:
         """Recompute cheap launch-constant values in this bundle instead of reading them from a
         register (which would have cost a carry when they were produced)."""
-        out, have = [], set(b.writes) | set(b.port_regs)
+        out, have = [], set(b.writes)
 
         def need(v):
             if v in have or v not in self.remat:
@@ -194,14 +226,14 @@ class _Packer:
         return self._place(b, group)
 
     def _place(self, b: Bundle, group: list[MicroOp]) -> bool:
-        saved = (list(b.slots), list(b.port_regs), dict(b.writes), list(b.ptx_pcs))
+        saved = (list(b.slots), [list(p) for p in b.slot_ports], dict(b.writes), list(b.ptx_pcs))
         flag_slot = None
         for op in group:
             if not self.try_place(b, op, flag_slot if op.cin == "flag" else None):
-                b.slots, b.port_regs, b.writes, b.ptx_pcs = saved
+                b.slots, b.slot_ports, b.writes, b.ptx_pcs = saved
                 return False
             if op.sets_flag:
-                flag_slot = b.writes[op.dst[0]]
+                flag_slot = b.writes[op.dst[0]][0]
         return True
 
     def pack_block(self, blk: Block) -> list[Bundle]:
@@ -218,21 +250,23 @@ class _Packer:
             if not self.place_group(b, group):
                 b = self.new_bundle(blk.label + "+")
                 out.append(b)
+                if not self.place_group(b, group) and len(group) == 1 and group[0].op == "SEL":
+                    # three register operands but two ports: copy the condition first
+                    sel = group[0]
+                    t = self.fresh()
+                    mov = MicroOp("alu", "MOV", (t,), sel.c, ptx_pc=sel.ptx_pc)
+                    group = [mov, MicroOp("alu", "SEL", sel.dst, sel.a, sel.b, Src(t), ptx_pc=sel.ptx_pc)]
                 if not self.place_group(b, group):
                     raise AssemblerError(f"micro-op {group[0]} does not fit an empty bundle (needs "
                                          f"{len(_operands(group[0]))} operands; the machine has "
                                          f"{self.cfg.reg_ports} ports)")
             i += len(group)
-        # the terminator's predicate
+        # the terminator's predicate: a result of this bundle or the control unit's own port
         if blk.term[0] == "branch":
-            s = blk.term[1]
-            src_, _ = self.resolve(b, s, len(self.cfg.slots))
-            if src_ is None:
-                if len(b.port_regs) >= self.cfg.reg_ports:
-                    b = self.new_bundle(blk.label + "+")
-                    out.append(b)
-                b.port_regs.append(s.value)
-                src_ = Source("port", len(b.port_regs) - 1, s.inv)
+            sv = blk.term[1]
+            src_, _ = self.operand(b, sv, b.term_ports, TERM_PORTS, "pred", "term")
+            if src_ is not None and src_.kind == "port":
+                src_ = Source("tport", src_.index, src_.inv)
             b.term_src = src_
         return out
 
@@ -324,7 +358,7 @@ def _order_blocks(prog: MicroProgram) -> list[Block]:
 def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     prog = _thread_jumps(prog)
     blocks = _order_blocks(prog)
-    packer = _Packer(cfg, _rematerializable(prog))
+    packer = _Packer(cfg, _rematerializable(prog), prog.nregs + 1)
     first_of: dict[str, int] = {}
     block_bundles: list[tuple[Block, list[Bundle]]] = []
     for blk in blocks:
@@ -351,9 +385,8 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     _carries(bundles, cfg)
     reg_of, nregs = _allocate(bundles, cfg)
     for b in bundles:
-        b.ports = [reg_of[v] for v in b.port_regs]
-        if b.term_src is not None and b.term_src.kind == "port":
-            pass
+        b.ports = [[(("reg", reg_of[x[1]]) if x[0] == "reg" else x) for x in ps] for ps in b.slot_ports]
+        b.term_port_regs = [reg_of[x[1]] if x[0] == "reg" else None for x in b.term_ports]
         b.carry_regs = [reg_of[v] for v, _ in b.carries]
     return Image(bundles, cfg, nregs, reg_of, prog.layout, prog.kernel, entry=first_of[prog.entry])
 
@@ -402,10 +435,15 @@ def _succs(b: Bundle) -> list[int]:
     return []
 
 
+def _port_regs(b: Bundle) -> set:
+    regs = {x[1] for ps in b.slot_ports for x in ps if x[0] == "reg"}
+    return regs | {x[1] for x in b.term_ports if x[0] == "reg"}
+
+
 def _carries(bundles: list[Bundle], cfg: MachineConfig):
     """Liveness over bundle boundaries; a bundle carries the registers it writes that are live out."""
     n = len(bundles)
-    uses = [set(b.port_regs) for b in bundles]
+    uses = [_port_regs(b) for b in bundles]
     defs = [set(b.writes) for b in bundles]
     live_in = [set() for _ in range(n)]
     live_out = [set() for _ in range(n)]
@@ -433,7 +471,7 @@ def _allocate(bundles: list[Bundle], cfg: MachineConfig) -> tuple[dict, int]:
     """Physical registers for virtual registers live across a bundle boundary (greedy colouring)."""
     regs = set()
     for b in bundles:
-        regs |= set(b.port_regs) | {v for v, _ in b.carries}
+        regs |= _port_regs(b) | {v for v, _ in b.carries}
     interfere: dict = {v: set() for v in regs}
     for b in bundles:
         live = (b.live_in | b.live_out) & regs

@@ -195,19 +195,35 @@ class Simulator:
 
     # -- one pass ------------------------------------------------------------------------------------
 
-    def _value(self, s: Source, warp: int, lane: int, ports, results, flags) -> int:
+    def _value(self, s: Source, warp: int, lane: int, ports, results, flags, his=None) -> int:
+        """An operand of the unit whose port lines are `ports`."""
         k = s.kind
-        if k == "port":
+        if k in ("port", "tport"):
             v = ports[s.index][lane]
         elif k == "slot":
             v = results[s.index][lane]
+        elif k == "slothi":
+            v = his[s.index][lane]
         elif k == "flag":
             v = flags[s.index][lane]
+        elif k == "zero":
+            v = 0
         elif k == "imm":
             v = s.index
         else:
             v = self.special(s.index, warp, lane)
         return (~v & M32) if s.inv else v & M32
+
+    def _port_lines(self, entries, warp):
+        out = []
+        for kind, x in entries:
+            if kind == "reg":
+                out.append(list(self.regs.get((warp, x), [0] * LANES)))
+            elif kind == "imm":
+                out.append([x] * LANES)
+            else:
+                out.append([0] * LANES)
+        return out
 
     def _exec(self, warp: int, pc: int, mask: int):
         b = self.image.bundles[pc]
@@ -215,7 +231,9 @@ class Simulator:
                          ptx_pcs=list(b.ptx_pcs))
         self.emit(("EXEC", pc, mask))
         lanes = [l for l in range(LANES) if mask >> l & 1]
-        ports = [[self.regs.get((warp, r), [0] * LANES)[l] for l in range(LANES)] for r in b.ports]
+        slot_ports = [self._port_lines(ps, warp) for ps in b.ports]
+        term_ports = [list(self.regs.get((warp, r), [0] * LANES)) if r is not None else [0] * LANES
+                      for r in b.term_port_regs]
         nslots = len(b.slots)
         results = [[0] * LANES for _ in range(nslots)]
         his = [[0] * LANES for _ in range(nslots)]
@@ -224,7 +242,8 @@ class Simulator:
             if so is None:
                 continue
             op = so.op
-            val = lambda name, l: self._value(so.srcs[name], warp, l, ports, results, flags)
+            ports = slot_ports[k]
+            val = lambda name, l, ports=ports, so=so: self._value(so.srcs[name], warp, l, ports, results, flags, his)
             if op.kind == "alu":
                 for l in lanes:
                     a = val("a", l)
@@ -242,9 +261,8 @@ class Simulator:
                 self._xlane(so, warp, lanes, mask, val, results[k], his[k])
         # write-back: carried registers, byte-change compressed
         carry_tokens = []
-        for j, (v, slot) in enumerate(b.carries):
+        for j, (v, (slot, part)) in enumerate(b.carries):
             r = b.carry_regs[j]
-            part = 1 if (b.slots[slot].op.dst and len(b.slots[slot].op.dst) > 1 and b.slots[slot].op.dst[1] == v) else 0
             new = his[slot] if part else results[slot]
             old = self.regs.get((warp, r), [0] * LANES)
             for byte in range(4):
@@ -274,7 +292,7 @@ class Simulator:
         elif t[0] == "branch":
             _, want, taken, fall = t
             for l in lanes:
-                p = self._value(b.term_src, warp, l, ports, results, flags)
+                p = self._value(b.term_src, warp, l, term_ports, results, flags, his)
                 self.lane_pc[(warp, l)] = taken if bool(p) == want else fall
         elif t[0] == "barrier":
             live = [l for l in range(LANES) if self.lane_pc[(warp, l)] != EXITED]
