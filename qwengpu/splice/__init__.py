@@ -1,0 +1,23 @@
+"""Splicing the GPU into a real Qwen3.5 checkpoint (see docs/splice.md).
+
+    from qwengpu.splice import build, splice, target_for_base, measure_kl
+    build("Qwen3.5-2B/", "out/")                       # compile the GPU for the base and splice it
+    measure_kl("Qwen3.5-2B/", "out/")                  # language behaviour, base vs spliced
+"""
+from .checkpoint import BaseCheckpoint, NotQwen35Error, read_checkpoint
+from .geometry import Geometry
+from .splice import SpliceError, SpliceReport, build, read_meta, splice
+from .target import target_for_base
+
+__all__ = ["BaseCheckpoint", "NotQwen35Error", "read_checkpoint", "Geometry", "SpliceError", "SpliceReport",
+           "build", "read_meta", "splice", "target_for_base", "measure_kl", "load_spliced", "check_program"]
+
+
+def __getattr__(name):
+    if name == "measure_kl":
+        from .kl import measure_kl
+        return measure_kl
+    if name in ("load_spliced", "check_program"):
+        from . import model
+        return getattr(model, name)
+    raise AttributeError(name)

@@ -1,0 +1,200 @@
+"""The isolation arithmetic of a splice: how a base model of width H and the GPU share one
+residual stream of width W without disturbing each other.
+
+Residual layout (width W, the compiled GPU's width):
+
+    [0, H)            the base model's features, scaled by ALPHA (a power of two: exact)
+    [H, H + K)        the *text indicator*: constants c_1..c_K on every text/image token, 0 on GPU
+                      tokens (K = INDICATOR_DIMS)
+    H + K             the GPU's anchor (2**40 on GPU tokens, 0 on text), then the GPU's variables
+
+On a text token the GPU dims are exactly 0; on a GPU token the base dims and the indicator are
+exactly 0.
+
+**Why the base model is unchanged on text (the RMSNorm identity).** A base layer's norm computes
+y = x / sqrt(mean_H(x^2) + eps) * (1 + w). In the splice the same layer sees [ALPHA*x, c, 0...] of
+width W, so mean_W = (ALPHA^2 * S + C2) / W with S = sum(x^2) and C2 = sum(c_k^2). Choosing
+
+    C2 = (ALPHA^2 * H - W) * eps
+
+gives mean_W + eps = (ALPHA^2 * H / W) * (S / H + eps) for *every* S, so the normalized base
+features are x * sqrt(W / H) / sqrt(S / H + eps), and the norm weight
+
+    1 + w' = (1 + w) * sqrt(H / W)
+
+restores y exactly (to fp32 rounding): eps is honoured, not approximated. Every matrix that
+writes the residual (o_proj, out_proj, down_proj, the embeddings, the vision merger) is scaled by
+ALPHA, which is a power of two, so bf16 weights stay bit-exact. ALPHA is the smallest power of two
+>= 2 with ALPHA^2 * H >= W + H. The c_k are bf16-representable and chosen greedily (largest first,
+rounded down) so that their squares sum to C2 to ~2^-24 relative: a bf16 embedding matrix holds
+them exactly.
+
+**Why GPU tokens are invisible to the base layers.** Their base features are 0, so every base
+projection of them is 0; the base layers additionally read the anchor to switch off, on GPU tokens
+only, the attention output gate and the GDN output gate (exact zeros), the GDN write strength
+beta (0: no write) and the GDN decay (exp(g) = 1). Base features of GPU tokens therefore stay
+exactly 0 through the whole stack.
+
+**Why GPU layers are invisible on text.** They read only GPU features, which are 0 on text
+(silu(0) * 0 = 0; l2norm(0) = 0). Two gates would still be open on text after a launch (a GDN's
+causal convolution reaches back into the launch; an attention query of 0 averages GPU values), so
+the GPU layers read the first indicator dim to close their GDN beta and attention output gate on
+text.
+
+**GPU tokens get ~0 probability on text**: the logits of GPU tokens read the (normalized) first
+indicator dim with a large negative weight; the base tokens' logits read the anchor with a large
+negative weight, so on GPU positions only GPU tokens compete. The final norm leaves GPU dims
+un-normalized (scale 1/s), so lm_head's GPU rows are small multiples of the compiled logit scale
+and a bf16 lm_head holds them exactly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..compiler.core import ANCHOR
+
+#: indicator dims (4 bf16 components reach ~2^-24 relative precision in the sum of squares)
+INDICATOR_DIMS = 4
+#: pre-activation that switches a gate off exactly (sigmoid(-1e4) == 0, silu == -0, softplus == 0)
+OFF = -1.0e4
+#: largest text-residual RMS for which the off-switches and penalties are guaranteed (beyond
+#: it they weaken gradually): at the GPU layers' inputs (embedding / vision merger outputs) ...
+R_INPUT = 1.0e3
+#: ... and at the final norm
+R_FINAL = 1.0e4
+#: GPU-token logit on text at R_FINAL (typical text: -1e8 and below)
+GPU_LOGIT_ON_TEXT = -1.0e4
+#: base-token logit on GPU positions
+BASE_LOGIT_ON_GPU = -1.0e5
+#: the final norm scales the indicator by this (keeps it negligible in the final hidden state,
+#: which the MTP head normalizes again); 2^-7 is the smallest power of two whose zero-centred
+#: weight (2^-7 - 1) bf16 holds exactly
+FINAL_INDICATOR_SCALE = 2.0 ** -7
+
+
+def _bf16_floor(x: float) -> float:
+    """The largest bf16 value <= x (x > 0): fp32 bits with the low 16 cleared."""
+    bits = int(np.array(x, dtype=np.float32).view(np.uint32)) & 0xFFFF0000
+    v = float(np.array(bits, dtype=np.uint32).view(np.float32))
+    if v > x:
+        v = float(np.array(bits - 0x10000, dtype=np.uint32).view(np.float32))
+    return v
+
+
+@dataclass
+class Geometry:
+    """The splice's constants for a base of width `hidden` and a spliced stream of width `width`."""
+    hidden: int
+    width: int
+    eps: float
+    alpha: float = 0.0
+    indicator: list = field(default_factory=list)   # c_1..c_K
+
+    def __post_init__(self):
+        H, W = self.hidden, self.width
+        if W < H + INDICATOR_DIMS + 1:
+            raise ValueError(f"spliced width {W} leaves no room for the indicator and the anchor "
+                             f"after {H} base features")
+        if not self.alpha:
+            a = 2.0
+            while a * a * H < W + H:
+                a *= 2.0
+            self.alpha = a
+        if not self.indicator:
+            need = (self.alpha ** 2 * H - W) * self.eps
+            cs = []
+            rest = need
+            for _ in range(INDICATOR_DIMS):
+                c = _bf16_floor(math.sqrt(rest)) if rest > 0 else 0.0
+                cs.append(c)
+                rest -= c * c
+            self.indicator = cs
+
+    # -- layout ----------------------------------------------------------------------------------
+
+    @property
+    def ind(self) -> int:
+        """The first indicator dim."""
+        return self.hidden
+
+    @property
+    def anchor(self) -> int:
+        return self.hidden + INDICATOR_DIMS
+
+    @property
+    def c2(self) -> float:
+        return float(sum(c * c for c in self.indicator))
+
+    @property
+    def c2_target(self) -> float:
+        return (self.alpha ** 2 * self.hidden - self.width) * self.eps
+
+    @property
+    def norm_factor(self) -> float:
+        """(1 + w') / (1 + w) for every base RMSNorm over the residual."""
+        return math.sqrt(self.hidden / self.width)
+
+    @property
+    def mtp_scale(self) -> float:
+        """The MTP head's residual scale: its input projection cannot make a constant, so its
+        residual carries no indicator and uses sqrt(W/H) (then C2 = 0 in the identity)."""
+        return math.sqrt(self.width / self.hidden)
+
+    # -- rescaled norms ----------------------------------------------------------------------------
+
+    def base_norm(self, w, extra: dict | None = None) -> np.ndarray:
+        """A base RMSNorm weight (length H, zero-centred) widened to W: base dims rescaled,
+        others 1 + w = 1 (w = 0) unless given in `extra` {dim: scale}."""
+        w = np.asarray(w, dtype=np.float64)
+        out = np.zeros(self.width)
+        out[:self.hidden] = (1.0 + w) * self.norm_factor - 1.0
+        for d, scale in (extra or {}).items():
+            out[d] = scale - 1.0
+        return out
+
+    # -- normalized constants ------------------------------------------------------------------------
+
+    def indicator_normed(self, r: float) -> float:
+        """The first indicator dim after a norm with scale 1 on it, for a text token whose base
+        residual has RMS r (in base units): c_1 / (ALPHA sqrt(H/W) sqrt(r^2 + eps))."""
+        return self.indicator[0] / (self.alpha * self.norm_factor * math.sqrt(r * r + self.eps))
+
+    def anchor_normed(self) -> float:
+        """The anchor after a norm with scale 1 on it, on a GPU token (the anchor dominates)."""
+        return ANCHOR / math.sqrt(ANCHOR * ANCHOR / self.width + self.eps)
+
+    def anchor_off_weight(self) -> float:
+        """Weight on the anchor column that gives OFF on GPU tokens (base layers)."""
+        return OFF / self.anchor_normed()
+
+    def indicator_off_weight(self) -> float:
+        """Weight on the first indicator column that gives <= OFF on text (GPU layers)."""
+        return OFF / self.indicator_normed(R_INPUT)
+
+    def gpu_logit_weight(self) -> float:
+        """lm_head weight of GPU tokens on the first indicator dim (after the final norm, which
+        scales the indicator by FINAL_INDICATOR_SCALE)."""
+        return GPU_LOGIT_ON_TEXT / (FINAL_INDICATOR_SCALE * self.indicator_normed(R_FINAL))
+
+    def final_gpu_scale(self) -> float:
+        """The final norm's scale on GPU dims: it undoes the normalization (1 / the compiled norm
+        scale), so the final hidden state holds the GPU's raw feature values (the anchor: 2**40)
+        and lm_head's GPU rows are the compiled unembedding times that scale: small multiples of
+        the logit scale, exact in bf16."""
+        from ..compiler.build import norm_scale
+        return 1.0 / norm_scale(self.width, self.eps)
+
+    def base_logit_weight(self) -> float:
+        """lm_head weight of base tokens on the anchor column (the anchor is 2**40 after the
+        final norm on GPU tokens)."""
+        return BASE_LOGIT_ON_GPU / ANCHOR
+
+    def describe(self) -> dict:
+        return {"hidden": self.hidden, "width": self.width, "alpha": self.alpha,
+                "indicator": self.indicator, "indicator_dims": list(range(self.ind, self.anchor)),
+                "anchor_dim": self.anchor, "norm_factor": self.norm_factor, "eps": self.eps,
+                "c2_relative_error": abs(self.c2 - self.c2_target) / self.c2_target,
+                "final_indicator_scale": FINAL_INDICATOR_SCALE}

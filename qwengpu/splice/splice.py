@@ -1,0 +1,573 @@
+"""`splice`: write a base Qwen3.5 checkpoint widened with a compiled GPU in front of its layers.
+
+    report = splice("Qwen3.5-2B/", compiled, "out/")      # compiled for target_for_base(base)
+    report = build("Qwen3.5-2B/", "out/", program)       # compile + splice
+
+The output is an ordinary Qwen3.5 checkpoint in the base's own layout (text or multimodal): the
+GPU's layers first, then the base's layers, residual width W = the compiled width, vocabulary
+`base vocab_size + GPU tokens`, the tokenizer extended with the GPU tokens, and `qwengpu.json`
+describing the splice (geometry, GPU token ids, the compiled layout for decoding). It loads with
+stock transformers (`AutoModelForCausalLM`, and `AutoModelForImageTextToText` for the multimodal
+layout). The arithmetic that keeps text and GPU apart is in `geometry`.
+
+Weights stream shard by shard: one base tensor is read, transformed and added to the current
+output shard, which is written before the next base shard is opened. Base tensors keep their
+dtype (their values are copied, zero-padded or scaled by a power of two: exact in bf16); the
+rescaled norm weights, the GPU layers and anything whose new values a narrower dtype cannot hold
+exactly are stored in fp32. config.json says float32, so a plain `from_pretrained` loads the exact
+fp32 model (see docs/splice.md for bf16).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .checkpoint import BaseCheckpoint, read_checkpoint
+from ..compiler.core import ANCHOR
+from .geometry import FINAL_INDICATOR_SCALE, INDICATOR_DIMS, R_INPUT, Geometry
+from .target import target_for_base
+
+META = "qwengpu.json"
+
+_LAYER = re.compile(r"^layers\.(\d+)\.(.+)$")
+_MTP_LAYER = re.compile(r"^mtp\.layers\.(\d+)\.(.+)$")
+
+# base decoder-layer tensors, by what the splice does to them
+_NORMS = {"input_layernorm.weight", "post_attention_layernorm.weight"}
+_READ = {"linear_attn.in_proj_qkv.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+         "mlp.gate_proj.weight", "mlp.up_proj.weight"}
+_READ_OFF = {"linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight", "linear_attn.in_proj_a.weight"}
+_WRITE = {"linear_attn.out_proj.weight", "self_attn.o_proj.weight", "mlp.down_proj.weight"}
+_SAME = {"linear_attn.conv1d.weight", "linear_attn.dt_bias", "linear_attn.A_log", "linear_attn.norm.weight",
+         "self_attn.q_norm.weight", "self_attn.k_norm.weight"}
+_MTP_TOP = {"mtp.fc.weight", "mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight"}
+_MTP_LAYER_KNOWN = _NORMS | {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                             "self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
+                             "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}
+
+
+#: score of a text key for a GPU attention query
+TEXT_KEY_SCORE = -1.0e6
+
+
+class SpliceError(ValueError):
+    pass
+
+
+@dataclass
+class SpliceReport:
+    out_dir: str
+    base: dict
+    geometry: dict
+    gpu_layers: int
+    base_layers: int
+    width: int
+    vocab_size: int
+    gpu_token_offset: int
+    gpu_tokens: int
+    mtp: str
+    shards: int
+    bytes_written: int
+    seconds: float
+    compile_seconds: float | None = None
+    notes: list = field(default_factory=list)
+    tokenizer: dict | None = None
+
+    def summary(self) -> str:
+        lines = [f"spliced {self.base['path']} ({self.base['layout']}, hidden {self.base['hidden']}, "
+                 f"{self.base_layers} layers) -> {self.out_dir}",
+                 f"  {self.gpu_layers} GPU layers + {self.base_layers} base layers, width {self.width}, "
+                 f"vocab {self.vocab_size} (GPU tokens {self.gpu_token_offset}..{self.vocab_size - 1})",
+                 f"  alpha {self.geometry['alpha']:g}, indicator dims {self.geometry['indicator_dims']}, "
+                 f"anchor dim {self.geometry['anchor_dim']}, MTP head: {self.mtp}",
+                 f"  {self.shards} shards, {self.bytes_written / 2**20:.1f} MiB in {self.seconds:.1f} s"
+                 + (f" (+ compile {self.compile_seconds:.1f} s)" if self.compile_seconds is not None else "")]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# tensor helpers
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _store(values, dtype):
+    """A tensor of `values` (float64 numpy or torch) in `dtype` when that holds them exactly, else
+    in fp32 (which the splice's numbers need at most)."""
+    torch = _torch()
+    t = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(values))
+    t64 = t.to(torch.float64)
+    if dtype in (torch.float32, torch.float64):
+        return t64.to(dtype)
+    cand = t64.to(dtype)
+    if torch.equal(cand.to(torch.float64), t64):
+        return cand
+    return t64.to(torch.float32)
+
+
+def _round_to(x: float, dtype) -> float:
+    """x rounded to `dtype` (for switch constants, whose exact value does not matter)."""
+    torch = _torch()
+    return float(torch.tensor(x, dtype=torch.float64).to(dtype).to(torch.float64))
+
+
+def _pad_cols(t, width: int):
+    torch = _torch()
+    out = torch.zeros((t.shape[0], width), dtype=t.dtype)
+    out[:, :t.shape[1]] = t
+    return out
+
+
+def _pad_rows(t, width: int, scale: float = 1.0):
+    torch = _torch()
+    out = torch.zeros((width,) + tuple(t.shape[1:]), dtype=t.dtype)
+    out[:t.shape[0]] = t * scale if scale != 1.0 else t
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the splice
+
+
+class _Splicer:
+    def __init__(self, ck: BaseCheckpoint, compiled, out: Path, mtp: str, token_texts: list[str]):
+        torch = _torch()
+        self.ck = ck
+        self.c = compiled
+        self.out = out
+        self.H = ck.hidden
+        self.W = compiled.layout.width
+        tc = ck.hf_text_config()
+        self.tc = tc
+        self.geo = Geometry(self.H, self.W, float(tc.rms_norm_eps))
+        self.n_gpu = compiled.schedule.layers
+        self.n_base = ck.num_layers
+        self.V = ck.vocab_size
+        self.g = len(compiled.program.tokens)
+        self.texts = token_texts
+        self.P = ck.prefix
+        self.notes: list[str] = []
+        self.csd = {k: v.detach().to(torch.float32) for k, v in compiled.state_dict.items()}
+        self.head_dim = int(tc.head_dim)
+        self.n_heads = int(tc.num_attention_heads)
+        self.mtp_mode = self._mtp_plan(mtp)
+        self.tensors_done = 0
+
+    # -- checks ------------------------------------------------------------------------------------
+
+    def check(self):
+        tc, c = self.tc, self.c
+        want = target_for_base(self.ck)
+        got = c.target
+        fields = ["intermediate", "linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
+                  "attn_heads", "attn_kv_heads", "head_dim", "partial_rotary_factor", "rope_theta", "rms_norm_eps",
+                  "offset"]
+        bad = [f"{f}: compiled {getattr(got, f)!r}, base needs {getattr(want, f)!r}"
+               for f in fields if getattr(got, f) != getattr(want, f)]
+        if bad:
+            raise SpliceError("the GPU was not compiled for this base (compile it with "
+                              "target_for_base(base)): " + "; ".join(bad))
+        cc = c.config
+        if cc.intermediate_size != tc.intermediate_size:
+            raise SpliceError(f"GPU MLP width {cc.intermediate_size} != base intermediate_size {tc.intermediate_size}")
+        if getattr(tc, "attention_bias", False):
+            raise SpliceError("the base has attention biases; the splice needs bias-free layers (as Qwen3.5 has)")
+        if self.W < self.H + INDICATOR_DIMS + 1:
+            raise SpliceError(f"compiled width {self.W} is not wider than the base ({self.H})")
+        if self.ck.layout == "multimodal":
+            vc = self.ck.vision_config or {}
+            ohs = vc.get("out_hidden_size", self.H)
+            if ohs != self.H:
+                raise SpliceError(f"vision merger writes {ohs} features, text hidden size is {self.H}")
+
+    def _mtp_plan(self, mode: str) -> str:
+        names = self.ck.mtp_names()
+        if not names:
+            return "absent"
+        if mode == "drop":
+            self.notes.append(f"MTP head dropped on request ({len(names)} mtp.* tensors; "
+                              "mtp_num_hidden_layers set to 0)")
+            return "dropped"
+        unknown = []
+        for n in names:
+            m = _MTP_LAYER.match(n)
+            if n in _MTP_TOP or (m and m.group(2) in _MTP_LAYER_KNOWN):
+                continue
+            unknown.append(n)
+        if unknown:
+            self.notes.append(f"MTP head dropped: tensors the splicer does not know how to widen "
+                              f"({unknown[:3]}...); mtp_num_hidden_layers set to 0")
+            return "dropped"
+        return "widened"
+
+    # -- per-tensor transforms -----------------------------------------------------------------------
+
+    def base_layer(self, idx: int, rest: str, t) -> dict:
+        torch = _torch()
+        g, W, H = self.geo, self.W, self.H
+        name = f"{self.P}layers.{idx + self.n_gpu}.{rest}"
+        if rest in _NORMS:
+            return {name: _store(g.base_norm(t.double().numpy()), torch.float32)}
+        if rest in _READ:
+            return {name: _pad_cols(t, W)}
+        if rest in _READ_OFF:
+            out = _pad_cols(t, W)
+            out[:, g.anchor] = g.anchor_off_weight()       # GPU tokens: z -> silu = 0, beta = 0, decay = 1
+            return {name: out}
+        if rest == "self_attn.q_proj.weight":
+            out = _pad_cols(t, W)
+            hd = self.head_dim
+            for h in range(self.n_heads):                  # gate half of each head: sigmoid -> 0
+                out[h * 2 * hd + hd:(h + 1) * 2 * hd, g.anchor] = g.anchor_off_weight()
+            return {name: out}
+        if rest in _WRITE:
+            return {name: _pad_rows(t, W, g.alpha)}
+        if rest in _SAME:
+            return {name: t}
+        raise SpliceError(f"unexpected base tensor {self.P}layers.{idx}.{rest}: the splicer does not know "
+                          "how to keep it consistent")
+
+    def gpu_rows(self, key: str):
+        return self.csd[key][:self.g].double()
+
+    def embed(self, t) -> dict:
+        torch = _torch()
+        g, W, H, V = self.geo, self.W, self.H, self.V
+        out = {}
+        e = torch.zeros((V + self.g, W), dtype=torch.float64)
+        e[:V, :H] = t.double() * g.alpha
+        for k, c in enumerate(g.indicator):
+            e[:V, g.ind + k] = c
+        e[V:] = self.gpu_rows("model.embed_tokens.weight")
+        out[self.P + "embed_tokens.weight"] = _store(e, t.dtype)
+        if self.ck.tied:
+            out.update(self.lm_head(t))
+        return out
+
+    def lm_head(self, t) -> dict:
+        torch = _torch()
+        g, W, H, V = self.geo, self.W, self.H, self.V
+        dt = t.dtype
+        m = torch.zeros((V + self.g, W), dtype=torch.float64)
+        m[:V, :H] = t.double()
+        m[:V, g.anchor] = _round_to(g.base_logit_weight(), dt)
+        # GPU rows: the compiled unembedding, rescaled for the final norm's GPU-dim scale
+        u = self.gpu_rows("lm_head.weight") / g.final_gpu_scale()
+        switch = u[:, g.anchor].abs() * ANCHOR >= 1e3           # "never" logits of unruled tokens
+        u[switch, g.anchor] = torch.tensor([_round_to(float(x), dt) for x in u[switch, g.anchor]],
+                                           dtype=torch.float64)
+        m[V:] = u
+        m[V:, g.ind] = _round_to(g.gpu_logit_weight(), dt)
+        return {"lm_head.weight": _store(m, dt)}
+
+    def final_norm(self, t) -> dict:
+        torch = _torch()
+        g = self.geo
+        w = np.full(self.W, g.final_gpu_scale() - 1.0)
+        w[:self.H] = g.base_norm(t.double().numpy())[:self.H]
+        for k in range(INDICATOR_DIMS):
+            w[g.ind + k] = FINAL_INDICATOR_SCALE - 1.0
+        return {self.P + "norm.weight": _store(w, torch.float32)}
+
+    def visual(self, name: str, t) -> dict:
+        g, W = self.geo, self.W
+        if name == "model.visual.merger.linear_fc2.weight":
+            return {name: _pad_rows(t, W, g.alpha)}
+        if name == "model.visual.merger.linear_fc2.bias":
+            torch = _torch()
+            b = torch.zeros(W, dtype=torch.float64)
+            b[:self.H] = t.double() * g.alpha
+            for k, c in enumerate(g.indicator):
+                b[g.ind + k] = c
+            return {name: _store(b, t.dtype)}
+        return {name: t}
+
+    def mtp(self, name: str, t) -> dict:
+        torch = _torch()
+        g, W, H = self.geo, self.W, self.H
+        if self.mtp_mode != "widened":
+            return {}
+        gamma = g.mtp_scale
+        if name == "mtp.fc.weight":
+            if tuple(t.shape) != (H, 2 * H):
+                raise SpliceError(f"mtp.fc.weight has shape {tuple(t.shape)}, expected {(H, 2 * H)}")
+            f = torch.zeros((W, 2 * W), dtype=torch.float64)
+            f[:H, :H] = t[:, :H].double() * gamma
+            f[:H, W:W + H] = t[:, H:].double() * gamma
+            f[g.ind, W + g.ind] = 1.0          # carries the (tiny) hidden-state indicator: GPU tokens stay unlikely
+            return {name: _store(f, torch.float32)}
+        if name in ("mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight"):
+            return {name: _store(g.base_norm(t.double().numpy()), torch.float32)}
+        m = _MTP_LAYER.match(name)
+        rest = m.group(2)
+        if rest in _NORMS:
+            return {name: _store(g.base_norm(t.double().numpy()), torch.float32)}
+        if rest in ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                    "mlp.gate_proj.weight", "mlp.up_proj.weight"):
+            return {name: _pad_cols(t, W)}
+        if rest in ("self_attn.o_proj.weight", "mlp.down_proj.weight"):
+            return {name: _store(_pad_rows(t.double(), W, gamma), torch.float32)}
+        return {name: t}
+
+    def transform(self, name: str, t) -> dict:
+        P = self.P
+        if name.startswith(P) and not name.startswith("model.visual."):
+            rest = name[len(P):]
+            m = _LAYER.match(rest)
+            if m:
+                return self.base_layer(int(m.group(1)), m.group(2), t)
+            if rest == "embed_tokens.weight":
+                return self.embed(t)
+            if rest == "norm.weight":
+                return self.final_norm(t)
+            raise SpliceError(f"unexpected text tensor {name}")
+        if name == "lm_head.weight":
+            return self.lm_head(t)
+        if name.startswith("model.visual."):
+            return self.visual(name, t)
+        if name.startswith("mtp."):
+            return self.mtp(name, t)
+        raise SpliceError(f"unexpected tensor {name}: the splicer does not know how to keep it consistent")
+
+    def gpu_layers(self) -> dict:
+        """The compiled GPU's decoder layers, renamed into the stack, plus their text switches."""
+        g = self.geo
+        out = {}
+        types = self.c.schedule.layer_types
+        for key, v in self.csd.items():
+            if not key.startswith("model.layers."):
+                continue
+            rest = key[len("model."):]
+            t = v.clone()
+            L = int(_LAYER.match(rest).group(1))
+            sub = _LAYER.match(rest).group(2)
+            if types[L] == "linear_attention" and sub == "linear_attn.in_proj_b.weight":
+                t[:, g.ind] = g.indicator_off_weight()           # text: beta = 0 (no write)
+            if types[L] == "full_attention" and sub == "self_attn.q_proj.weight":
+                hd = self.head_dim
+                for h in range(self.n_heads):                     # text: output gate = 0
+                    t[h * 2 * hd + hd:(h + 1) * 2 * hd, g.ind] = g.indicator_off_weight()
+            out[self.P + rest] = t.contiguous()
+        for L, typ in enumerate(types):
+            if typ == "full_attention":
+                self._exclude_text_keys(out, f"{self.P}layers.{L}.self_attn.", L)
+        return out
+
+    def _exclude_text_keys(self, sd: dict, p: str, L: int):
+        """Make text positions invisible to the GPU's attention heads (score -1e6): in each used
+        key head, a free pass-through dim reads the text indicator (on text, the only nonzero key
+        dim, so k_norm lifts it to sqrt(hd) * (1 + k_norm weight)); every active query head of the
+        group puts a constant on that dim. GPU keys are 0 there, so GPU-GPU scores do not change.
+        Without it a text key scores 0, which a compiled head may or may not beat."""
+        import torch
+        g = self.geo
+        tc = self.tc
+        hd, nh, kvh = self.head_dim, self.n_heads, int(tc.num_key_value_heads)
+        q, k = sd[p + "q_proj.weight"], sd[p + "k_proj.weight"]
+        qn, kn = sd[p + "q_norm.weight"].double(), sd[p + "k_norm.weight"].double()
+        rot = int(hd * float((tc.rope_parameters or {}).get("partial_rotary_factor", 0.25)))
+        group = nh // kvh
+        an = g.anchor_normed()
+        eps = float(tc.rms_norm_eps)
+        for kv in range(kvh):
+            heads = [h for h in range(kv * group, (kv + 1) * group)
+                     if q[h * 2 * hd:h * 2 * hd + hd].abs().sum() > 0]
+            if not heads:
+                continue
+            free = [d for d in range(hd - 1, rot - 1, -1)
+                    if k[kv * hd + d].abs().sum() == 0 and all(q[h * 2 * hd + d].abs().sum() == 0 for h in heads)]
+            if not free:
+                self.notes.append(f"GPU attention layer {L}, key head {kv}: no free key dim to hide text positions")
+                continue
+            d = free[0]
+            kscale = 1.0 + float(kn[d])
+            if kscale <= 0:
+                self.notes.append(f"GPU attention layer {L}, key head {kv}: k_norm weight 0 on the free dim")
+                continue
+            kappa = 1e3 / g.indicator_normed(R_INPUT)        # text key's raw value on d (>= 1e3)
+            k[kv * hd + d, g.ind] = kappa
+            k_text = math.sqrt(hd) * kscale                    # after k_norm (the only nonzero dim)
+            for h in heads:
+                # the query's raw q on GPU tokens is dominated by its largest dim (the head anchor)
+                raw = q[h * 2 * hd:h * 2 * hd + hd, g.anchor].double() * an
+                a_q = float(raw.abs().max())
+                qscale = float(torch.sqrt(torch.tensor(a_q * a_q / hd + eps)))
+                q_after = (1.0 + float(qn[d])) / qscale          # q after q_norm per unit of raw q
+                want = TEXT_KEY_SCORE * math.sqrt(hd) / (k_text * q_after)   # raw q on d
+                q[h * 2 * hd + d, g.anchor] = want / an
+        sd[p + "q_proj.weight"], sd[p + "k_proj.weight"] = q, k
+
+    # -- config --------------------------------------------------------------------------------------
+
+    def config(self) -> dict:
+        cfg = copy.deepcopy(self.ck.config)
+        tc = cfg["text_config"] if self.ck.layout == "multimodal" else cfg
+        tc["hidden_size"] = self.W
+        tc["num_hidden_layers"] = self.n_gpu + self.n_base
+        tc["layer_types"] = list(self.c.schedule.layer_types) + list(self.tc.layer_types)
+        tc.pop("full_attention_interval", None)
+        tc["vocab_size"] = self.V + self.g
+        tc["tie_word_embeddings"] = False
+        cfg["tie_word_embeddings"] = False
+        if self.mtp_mode == "dropped" and "mtp_num_hidden_layers" in tc:
+            tc["mtp_num_hidden_layers"] = 0
+        if self.ck.layout == "multimodal":
+            cfg["vision_config"]["out_hidden_size"] = self.W
+        for d in (cfg, tc, cfg.get("vision_config") if self.ck.layout == "multimodal" else None):
+            if not isinstance(d, dict):
+                continue
+            for k in ("dtype", "torch_dtype"):
+                if k in d:
+                    d[k] = "float32"
+        cfg["dtype"] = "float32"
+        return cfg
+
+
+def _layout_json(compiled) -> dict:
+    prog = compiled.program
+    return {v.name: [compiled.layout.dims[(v.name, i)] for i in range(v.size)] for v in prog.residual_vars}
+
+
+def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp: str = "widen",
+           sample_launch: list[str] | None = None, special_tokens: bool = False, overwrite: bool = False,
+           progress: bool = True) -> SpliceReport:
+    """Splice `compiled` (compiled with `target_for_base(base)`) into the checkpoint at `base`
+    and write the result to `out_dir`.
+
+    token_texts: the tokenizer strings of the GPU tokens (default: the program's token texts;
+    they must not already be tokens of the base). mtp: "widen" (keep the MTP head, widened
+    consistently) or "drop". sample_launch: a GPU token sequence (program texts) recorded in
+    qwengpu.json for measurements (default: the program's first tokens).
+    """
+    from tqdm.auto import tqdm
+    from .tokenizer import copy_side_files, extend_tokenizer
+    t0 = time.perf_counter()
+    ck = base if isinstance(base, BaseCheckpoint) else read_checkpoint(base)
+    prog = compiled.program
+    texts = list(token_texts) if token_texts is not None else [t.text for t in prog.tokens]
+    if len(texts) != len(prog.tokens):
+        raise SpliceError(f"{len(texts)} token texts for {len(prog.tokens)} GPU tokens")
+    if mtp not in ("widen", "drop"):
+        raise SpliceError(f"mtp must be 'widen' or 'drop', not {mtp!r}")
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise SpliceError(f"{out} exists and is not empty (pass overwrite=True)")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sp = _Splicer(ck, compiled, out, mtp, texts)
+    sp.check()
+
+    from safetensors.torch import save_file
+    parts: list[tuple[str, list[str]]] = []
+    weight_map: dict[str, str] = {}
+    total_bytes = 0
+    n_tensors = len(ck.weight_map) + sum(1 for k in sp.csd if k.startswith("model.layers."))
+    bar = tqdm(total=n_tensors, desc="splicing", unit="tensor", disable=not progress)
+
+    def write_part(tensors: dict):
+        nonlocal total_bytes
+        if not tensors:
+            return
+        tmp = f"part-{len(parts):05d}.safetensors"
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
+        total_bytes += sum(v.numel() * v.element_size() for v in tensors.values())
+        parts.append((tmp, list(tensors)))
+
+    gpu = sp.gpu_layers()
+    bar.update(len(gpu))
+    write_part(gpu)
+    del gpu
+    for shard in ck.shards:
+        bar.set_postfix_str(shard)
+        tensors = {}
+        with ck.open(shard) as f:
+            for name in ck.names_in(shard):
+                tensors.update(sp.transform(name, f.get_tensor(name)))
+                bar.update(1)
+        write_part(tensors)
+        del tensors
+    bar.close()
+    n = len(parts)
+    for i, (tmp, names) in enumerate(parts):
+        final = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+        os.replace(out / tmp, out / final)
+        for k in names:
+            weight_map[k] = final
+    (out / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": total_bytes}, "weight_map": dict(sorted(weight_map.items()))}, indent=2))
+    (out / "config.json").write_text(json.dumps(sp.config(), indent=2, sort_keys=True))
+
+    copy_side_files(ck.path, out)
+    tok_summary = None
+    if (out / "tokenizer.json").exists():
+        tok_summary = extend_tokenizer(out, texts, sp.V, special=special_tokens)
+    else:
+        sp.notes.append("the base has no tokenizer.json: GPU token ids are "
+                        f"{sp.V}..{sp.V + sp.g - 1}, without tokenizer strings")
+    if sample_launch is None:
+        sample_launch = [t.text for t in prog.tokens[:32]]
+    meta = {
+        "format": 1,
+        "base": ck.describe(),
+        "geometry": sp.geo.describe(),
+        "layers": {"gpu": [0, sp.n_gpu], "base": [sp.n_gpu, sp.n_gpu + sp.n_base]},
+        "gpu": {"program": prog.name, "layers": sp.n_gpu, "layer_types": list(compiled.schedule.layer_types),
+                "width": sp.W, "token_offset": sp.V, "tokens": [t.text for t in prog.tokens],
+                "token_strings": texts, "sample_launch": list(sample_launch), "layout": _layout_json(compiled),
+                "report": json.loads(json.dumps(compiled.report, default=str))},
+        "mtp": sp.mtp_mode,
+        "notes": sp.notes,
+        "tokenizer": tok_summary,
+    }
+    (out / META).write_text(json.dumps(meta, indent=2))
+    return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
+                        sp.V, sp.g, sp.mtp_mode, n, total_bytes, time.perf_counter() - t0, None, sp.notes,
+                        tok_summary)
+
+
+def build(base, out_dir, program=None, **kw) -> SpliceReport:
+    """Compile `program` for the base's geometry and splice it in.
+
+    program: a `Program`, a callable `target -> Program` (for machines that size themselves to
+    the target), or None for the stand-in (`demo.demo_program`).
+    """
+    from ..compiler import compile_program
+    from .demo import demo_program
+    ck = read_checkpoint(base)
+    target = target_for_base(ck)
+    t0 = time.perf_counter()
+    notes = []
+    if program is None:
+        prog = demo_program()
+        notes.append("no GPU program given: spliced the stand-in (memory + adder) program")
+    elif callable(program) and not hasattr(program, "residual_vars"):
+        prog = program(target)
+    else:
+        prog = program
+    compiled = compile_program(prog, target)
+    ct = time.perf_counter() - t0
+    rep = splice(ck, compiled, out_dir, **kw)
+    rep.compile_seconds = ct
+    rep.notes = notes + rep.notes
+    return rep
+
+
+def read_meta(model_dir) -> dict:
+    p = Path(model_dir) / META
+    if not p.exists():
+        raise FileNotFoundError(f"{model_dir}: no {META} (not a spliced qwenGPU checkpoint)")
+    return json.loads(p.read_text())
