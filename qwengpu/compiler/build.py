@@ -34,7 +34,7 @@ class Target:
     attn_kv_heads: int = 2
     head_dim: int = 128
     partial_rotary_factor: float = 0.25
-    rope_theta: float = 65536.0 ** 2        # inv_freq halves per rotary pair at rotary dim 32
+    rope_theta: float = 65536.0 ** 2        # inv_freq quarters per rotary pair at rotary dim 32
     rms_norm_eps: float = 1e-6
     min_layers: int = 0
     offset: int = 0                          # leading residual features left to others (a base model)
@@ -110,7 +110,7 @@ def schedule(prog: Program, target: Target) -> Schedule:
             continue
         ready = max([avail[v.name] for v in node.inputs], default=-1)
         if node.kind == "mlp":
-            layer = (ready + 1 + 1) // 2 if ready >= 0 else 0      # first MLP sublayer > ready
+            layer = (ready + 1) // 2 if ready >= 0 else 0          # first MLP sublayer 2L+1 > ready
             if 2 * layer + 1 <= ready:
                 layer += 1
             layer = max(layer, node.min_layer)
@@ -387,11 +387,17 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
     sd["model.norm.weight"] = np.zeros(width)
     sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s)
     state = {k: torch.tensor(np.asarray(v, dtype=f32)) for k, v in sd.items()}
+    attn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "attn"]
     report = {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
               "intermediate": inter, "linear_heads": (hk, hv, dk, dv), "vocab": vocab,
               "parameters": int(sum(v.numel() for v in state.values())),
               "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
-    return Compiled(prog, target, sched, lay, config, state, report)
+    compiled = Compiled(prog, target, sched, lay, config, state, report)
+    if attn_nodes:
+        from . import attention
+        report["attention"] = attention.designs(compiled)
+        report["min_attention_margin"] = attention.min_guaranteed_margin(compiled)
+    return compiled
 
 
 def gadgets_erase(var, i):

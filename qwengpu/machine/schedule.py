@@ -250,16 +250,18 @@ class _Packer:
             if not self.place_group(b, group):
                 b = self.new_bundle(blk.label + "+")
                 out.append(b)
-                if not self.place_group(b, group) and len(group) == 1 and group[0].op == "SEL":
+                placed = self.place_group(b, group)
+                if not placed and len(group) == 1 and group[0].op == "SEL":
                     # three register operands but two ports: copy the condition first
                     sel = group[0]
                     t = self.fresh()
                     mov = MicroOp("alu", "MOV", (t,), sel.c, ptx_pc=sel.ptx_pc)
                     group = [mov, MicroOp("alu", "SEL", sel.dst, sel.a, sel.b, Src(t), ptx_pc=sel.ptx_pc)]
-                if not self.place_group(b, group):
+                    placed = self.place_group(b, group)
+                    i -= 1
+                if not placed:
                     raise AssemblerError(f"micro-op {group[0]} does not fit an empty bundle (needs "
-                                         f"{len(_operands(group[0]))} operands; the machine has "
-                                         f"{self.cfg.reg_ports} ports)")
+                                         f"{len(_operands(group[0]))} operands)")
             i += len(group)
         # the terminator's predicate: a result of this bundle or the control unit's own port
         if blk.term[0] == "branch":
