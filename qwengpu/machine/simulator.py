@@ -238,6 +238,7 @@ class Simulator:
         results = [[0] * LANES for _ in range(nslots)]
         his = [[0] * LANES for _ in range(nslots)]
         flags = [[0] * LANES for _ in range(nslots)]
+        served = mask
         for k, so in enumerate(b.slots):
             if so is None:
                 continue
@@ -256,9 +257,14 @@ class Simulator:
                     results[k][l] = r
                     flags[k][l] = f
             elif op.kind == "mem":
-                self._memory(so, warp, lanes, val, results[k], his[k], rec)
+                served = self._memory(so, warp, lanes, val, results[k], his[k], rec)
             else:
                 self._xlane(so, warp, lanes, mask, val, results[k], his[k])
+        # lanes the memory unit could not serve this pass replay the bundle later; after a
+        # partial pass carries name their lanes one by one (an "all" carry means every lane of
+        # the EXEC mask)
+        partial = served != mask
+        lanes = [l for l in lanes if served >> l & 1]
         # write-back: carried registers, byte-change compressed
         carry_tokens = []
         for j, (v, (slot, part)) in enumerate(b.carries):
@@ -271,7 +277,7 @@ class Simulator:
                 changed = [l for l in lanes if nb[l] != ob[l]]
                 if not changed:
                     continue
-                if len(set(nb.values())) == 1:
+                if len(set(nb.values())) == 1 and not partial:
                     carry_tokens.append(("CARRY", j, byte, "all", nb[lanes[0]]))
                 else:
                     for l in changed:
@@ -295,9 +301,8 @@ class Simulator:
                 p = self._value(b.term_src, warp, l, term_ports, results, flags, his)
                 self.lane_pc[(warp, l)] = taken if bool(p) == want else fall
         elif t[0] == "barrier":
-            live = [l for l in range(LANES) if self.lane_pc[(warp, l)] != EXITED]
-            if set(lanes) != set(live):
-                self._fault(f"bar.sync executed by only some lanes of a warp (divergent barrier)", warp, pc)
+            # lanes arrive one group at a time; the barrier opens when every live lane of the
+            # block waits at it (Volta-style, per thread)
             for l in lanes:
                 self.lane_pc[(warp, l)] = t[1]
                 self.at_barrier.add((warp, l))
@@ -346,6 +351,7 @@ class Simulator:
                 ptx = self.image.bundles[pc].ptx_pcs
                 raise e.locate(kernel=self.image.kernel, lane=l, block=self.block, warp=warp,
                                pc=op.ptx_pc)
+        mask = sum(1 << l for l in lanes)
         if op.op == "LD":
             for l in lanes:
                 raw = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little")
@@ -353,39 +359,27 @@ class Simulator:
                     raw = _sx(raw, 8 * size) & M32
                 out[l] = raw & M32
                 out_hi[l] = (raw >> 32) & M32
-        elif op.op == "ST":
-            lines = {addrs[l] // LINE for l in lanes}
-            for l in lanes:
+            return mask
+        if op.op == "ST":
+            # a store writes one memory line per pass: the first active lane's; the lanes whose
+            # bytes lie in other lines replay the bundle
+            line = addrs[lanes[0]] // LINE
+            served = [l for l in lanes if addrs[l] // LINE == line and (addrs[l] + size - 1) // LINE == line]
+            for l in served:
                 v = val("data_lo", l) | ((val("data_hi", l) << 32) if "data_hi" in so.srcs else 0)
                 self.memory[addrs[l]:addrs[l] + size] = (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-            # a store writes one memory line per pass; lanes in other lines replay the bundle
-            for _ in range(len(lines) - 1):
-                self.emit(("EXEC", pc, 0))
-                rec.tokens.append(("EXEC", pc, 0))
-        else:
-            self._atomic(so, warp, lanes, val, addrs, out, out_hi, rec)
+            return sum(1 << l for l in served)
+        self._atomic(so, warp, lanes[:1], val, addrs, out, out_hi, rec)
+        return 1 << lanes[0]
 
     def _atomic(self, so, warp, lanes, val, addrs, out, out_hi, rec):
         ex = so.op.extra
         size = ex["width"]
         bits = 8 * size
         mask = (1 << bits) - 1
-        # a pass serves the lanes whose word is the first lane's (add: all of them at once, in
-        # lane order; other operations: that lane alone); the others replay the bundle
-        groups = []
-        rest = list(lanes)
-        while rest:
-            if ex["atom"] == "add":
-                g = [l for l in rest if addrs[l] == addrs[rest[0]]]
-            else:
-                g = [rest[0]]
-            groups.append(g)
-            rest = [l for l in rest if l not in g]
-        for gi, g in enumerate(groups):
-            if gi:
-                m = sum(1 << l for l in g)
-                self.emit(("EXEC", rec.pc, m))
-                rec.tokens.append(("EXEC", rec.pc, m))
+        # an atomic serves one lane per pass (the first active one); its new value is written to
+        # memory by the MEMW tokens that follow the pass
+        for g in [lanes]:
             start = int.from_bytes(self.memory[addrs[g[0]]:addrs[g[0]] + size], "little")
             for l in g:
                 self._atomic_lane(so, l, val, addrs, out, out_hi, ex, size, bits, mask)
