@@ -233,6 +233,47 @@ def _legalize_specials(prog: MicroProgram):
     prog.nregs = n[0]
 
 
+def _legalize_inversions(prog: MicroProgram):
+    """Only an ALU's second operand can be inverted for free: swap, or invert with XOR first."""
+    n = [prog.nregs]
+
+    def fresh():
+        n[0] += 1
+        return VReg(n[0], "inv")
+
+    for b in prog.blocks:
+        out = []
+        for op in b.ops:
+            def materialise(s):
+                if s is None or not s.inv or isinstance(s.value, Imm):
+                    return s
+                t = fresh()
+                out.append(MicroOp("alu", "XOR", (t,), Src(s.value), Src(Imm(0), True), ptx_pc=op.ptx_pc))
+                return src(t)
+            if op.kind == "alu":
+                if op.op == "MOV" and op.a.inv and not isinstance(op.a.value, Imm):
+                    op = MicroOp("alu", "XOR", op.dst, Src(op.a.value), Src(Imm(0), True), ptx_pc=op.ptx_pc)
+                elif op.a is not None and op.a.inv and not isinstance(op.a.value, Imm):
+                    if op.op in _COMMUTATIVE and op.b is not None and not op.b.inv and op.cin == "0":
+                        op.a, op.b = op.b, op.a
+                    else:
+                        op.a = materialise(op.a)
+                if op.op == "SEL" and op.c is not None and op.c.inv:
+                    op.a, op.b, op.c = op.b, op.a, Src(op.c.value)
+                op.c = materialise(op.c)
+            else:
+                for k in ("addr", "data", "cmp", "bsrc", "csrc"):
+                    if op.extra.get(k):
+                        op.extra[k] = tuple(materialise(x) for x in op.extra[k])
+                op.a = materialise(op.a)
+            out.append(op)
+        b.ops = out
+        if b.term[0] == "branch" and b.term[1].inv and isinstance(b.term[1].value, VReg):
+            t = b.term
+            b.term = ("branch", Src(t[1].value), not t[2], t[3], t[4])
+    prog.nregs = n[0]
+
+
 def optimize(prog: MicroProgram, specials: dict | None = None) -> MicroProgram:
     """`specials`: known ranges of special values (e.g. {"tid.x": (0, 3)})."""
     specials = specials or {}
@@ -319,4 +360,5 @@ def optimize(prog: MicroProgram, specials: dict | None = None) -> MicroProgram:
         if not changed:
             break
     _legalize_specials(prog)
+    _legalize_inversions(prog)
     return prog

@@ -86,6 +86,12 @@ class V:
     def __rshift__(self, o):
         return self.b.op("SHR", self, o)
 
+    def __rlshift__(self, o):
+        return self.b.op("SHL", o, self)
+
+    def __rrshift__(self, o):
+        return self.b.op("SHR", o, self)
+
     def __repr__(self):
         return ("~" if self.inv else "") + f"n{self.n}"
 
@@ -363,3 +369,334 @@ def _run(em, build, *srcs):
     if not isinstance(out, tuple):
         return b.emit(em, (out,))[0]
     return b.emit(em, out)
+
+
+# =============================================================================================
+# f32: bit operations, compare, testp, min/max
+
+def _check_mode(rnd, allowed, what):
+    r = "rn" if rnd is None else str(rnd).lstrip(".").lower()
+    if r not in allowed:
+        raise SoftFloatError(f"{what}: rounding mode {rnd!r} not in {allowed}")
+    return r
+
+
+def _flush32(b, x):
+    """.ftz input: subnormal -> zero of the same sign."""
+    return b.sel(x & F32_INF, x, x & S31)
+
+
+def _isnan32(b, x):
+    """0/1: x is a NaN."""
+    return b.ltu(0xFF000000, x << 1)
+
+
+def _sat32(b, r):
+    """.sat: clamp to [+0, 1]; NaN and negative numbers (-0 too) give +0."""
+    r1 = b.sel(b.ltu(F32_ONE, r), F32_ONE, r)
+    return b.sel(b.ltu(F32_INF, r), 0, r1)
+
+
+def _abs32(b, a, ftz=False):
+    m = a & ABS
+    if ftz:
+        m = b.sel(a & F32_INF, m, 0)
+    return b.sel(b.ltu(F32_INF, m), F32_NAN, m)
+
+
+def _neg32(b, a, ftz=False):
+    if ftz:
+        a = _flush32(b, a)
+    return b.sel(_isnan32(b, a), F32_NAN, a ^ S31)
+
+
+def abs(em, a, ftz=False):   # noqa: A001 - PTX name
+    """abs{.ftz}.f32: clear the sign; a NaN gives the canonical NaN."""
+    return _run(em, lambda b, a: _abs32(b, a, ftz), a)
+
+
+def neg(em, a, ftz=False):
+    """neg{.ftz}.f32: flip the sign; a NaN gives the canonical NaN."""
+    return _run(em, lambda b, a: _neg32(b, a, ftz), a)
+
+
+def copysign(em, a, b):
+    """copysign.f32 d, a, b: the sign of a with the rest of b (PTX operand order)."""
+    return _run(em, lambda bl, a, b: b ^ ((a ^ b) & S31), a, b)
+
+
+def _ukey(b, x, inf):
+    """Unsigned order key: inf + x (x >= 0) or inf - |x| (x < 0): finite and infinite values map
+    in order onto [0, 2*inf] with -0 == +0, every NaN above 2*inf."""
+    return b.sel(x >> 31, b.sub(S31 + inf, x), x + inf)
+
+
+def _compare_keys(b, op, ka, kb, top):
+    """setp on unsigned keys (non-NaN in [0, top], NaN above)."""
+    ok_a = b.leu(ka, top)
+    ok_b = b.leu(kb, top)
+    nan_a = b.ltu(top, ka)
+    nan_b = b.ltu(top, kb)
+    if op == "eq":
+        return b.eq(ka, kb) & ok_a
+    if op == "ne":
+        return b.sel(b.eq(ka, kb), 0, ok_b) & ok_a
+    if op == "lt":
+        return b.ltu(ka, kb) & ok_b
+    if op == "le":
+        return b.leu(ka, kb) & ok_b
+    if op == "gt":
+        return b.ltu(kb, ka) & ok_a
+    if op == "ge":
+        return b.leu(kb, ka) & ok_a
+    if op == "equ":
+        return b.sel(b.eq(ka, kb), 1, nan_a | nan_b)
+    if op == "neu":
+        return b.sel(b.eq(ka, kb), nan_a, 1)
+    if op == "ltu":
+        return b.ltu(ka, kb) | nan_a
+    if op == "leu":
+        return b.leu(ka, kb) | nan_a
+    if op == "gtu":
+        return b.ltu(kb, ka) | nan_b
+    if op == "geu":
+        return b.leu(kb, ka) | nan_b
+    raise SoftFloatError(f"setp: unknown comparison {op!r}")
+
+
+def _compare32(b, op, a, c, ftz, inf=F32_INF):
+    op = str(op).lstrip(".").lower()
+    if op not in COMPARE_OPS:
+        raise SoftFloatError(f"setp: unknown comparison {op!r}")
+    if op in ("num", "nan"):
+        na = b.ltu(inf << 1, a << 1)
+        nc = b.ltu(inf << 1, c << 1)
+        return (na | nc) if op == "nan" else b.not01(na | nc)
+    if ftz:
+        a, c = _flush32(b, a), _flush32(b, c)
+    return _compare_keys(b, op, _ukey(b, a, inf), _ukey(b, c, inf), 2 * inf)
+
+
+def compare(em, op, a, b, ftz=False):
+    """setp.op{.ftz}.f32 -> 0/1, for every op in COMPARE_OPS (ordered ones are false on NaN,
+    the u-suffixed ones true; num/nan test for NaNs)."""
+    return _run(em, lambda bl, a, c: _compare32(bl, op, a, c, ftz), a, b)
+
+
+def _testp32(b, op, a):
+    op = str(op).lstrip(".").lower()
+    a2 = a << 1
+    if op == "finite":
+        return b.ltu(a2, 0xFF000000)
+    if op == "infinite":
+        return b.eq(a2, 0xFF000000)
+    if op == "number":
+        return b.leu(a2, 0xFF000000)
+    if op == "notanumber":
+        return b.ltu(0xFF000000, a2)
+    if op == "subnormal":
+        return b.ltu(a2 - 1, 0x00FFFFFF)
+    if op == "normal":                      # zero counts as normal
+        return b.sel(a2, b.ltu(a2 - 0x01000000, 0xFE000000), 1)
+    raise SoftFloatError(f"testp: unknown property {op!r}")
+
+
+def testp(em, op, a):
+    """testp.op.f32 -> 0/1 (op in TESTP_OPS; zero counts as normal)."""
+    return _run(em, lambda b, a: _testp32(b, op, a), a)
+
+
+def _minmax32(b, a, c, is_max, ftz, nan, fmt_nan=F32_NAN, inf2=0xFF000000):
+    if ftz:
+        a, c = _flush32(b, a), _flush32(b, c)
+    # non-NaN order: signed-int order, reversed when both are negative (-0 < +0 falls out)
+    lt = b.lt(c, a) if is_max else b.lt(a, c)
+    both_neg = b.lt(a & c, 0)
+    r = b.sel(lt ^ both_neg, a, c)
+    na = b.ltu(inf2, a << 1)
+    nc = b.ltu(inf2, c << 1)
+    if nan:
+        return b.sel(na | nc, fmt_nan, r)
+    r = b.sel(na, c, r)
+    return b.sel(nc, b.sel(na, fmt_nan, a), r)
+
+
+def min(em, a, b, ftz=False, nan=False):   # noqa: A001 - PTX name
+    """min{.ftz}{.NaN}.f32 (-0 < +0; one NaN -> the other operand; .NaN -> canonical NaN)."""
+    return _run(em, lambda bl, a, c: _minmax32(bl, a, c, False, ftz, nan), a, b)
+
+
+def max(em, a, b, ftz=False, nan=False):   # noqa: A001 - PTX name
+    """max{.ftz}{.NaN}.f32."""
+    return _run(em, lambda bl, a, c: _minmax32(bl, a, c, True, ftz, nan), a, b)
+
+
+# =============================================================================================
+# f32 rounding: a significand n with its leading bit at bit 30 (or lower for a subnormal result)
+# and 7 bits below the last kept bit; ek = biased exponent - 1, so that
+#     packed = (ek << 23) + (n >> 7 rounded)
+# (the leading bit adds the missing 1 to the exponent field; a rounding carry out of the
+# significand moves into the exponent by itself, subnormal -> normal included).
+
+def _neg_flag(b, sign):
+    """A word that is nonzero iff the result is negative (sign: a word with the sign in bit 31)."""
+    return sign & S31
+
+
+def _round30(b, n, mode, sign):
+    """n >> 7 rounded per `mode` (n's bit 0 is a sticky bit). `sign`: bit 31 = result sign."""
+    if mode == "rz":
+        return n >> 7
+    if mode == "rn":
+        # round half to even: (n + 0x3F + L) >> 7, L = bit 7 of n (taken through the carry flag)
+        t = n << 24
+        b.flag_add(t, t)
+        return b.add_cin(n, 0x3F) >> 7
+    # directed: add 0x7F when rounding away from zero
+    away = b.sar(sign, 31) if mode == "rm" else b.sar(~sign, 31)
+    return (n + (away >> 25)) >> 7
+
+
+def _pack32(b, ek, rd, mode, sign):
+    """(ek << 23) + rd with overflow to infinity or the largest finite value, plus the sign.
+    Needs ek <= 254 (the result overflows iff ek == 254 or the rounding carries into 255)."""
+    p = (ek << 23) + rd
+    ov = b.leu(F32_INF, p)
+    if mode == "rn":
+        ovv = F32_INF
+    elif mode == "rz":
+        ovv = F32_MAX
+    else:
+        neg = sign >> 31
+        ovv = b.sub(F32_INF, neg) if mode == "rp" else F32_MAX + neg
+    p = b.sel(ov, ovv, p)
+    return p | (sign & S31)
+
+
+def _denorm(b, n, ek):
+    """Subnormal results: if ek < 0 shift n right by -ek (keeping a sticky bit) and set ek = 0."""
+    ekc = ek & ~b.sar(ek, 31)
+    sh = ekc - ek
+    n1 = n >> sh
+    lost = b.ltu(n1 << sh, n)
+    return n1 | lost, ekc
+
+
+def _ftz_out32(b, r):
+    """.ftz on a result: exponent field 0 -> zero of the same sign."""
+    return b.sel(r & F32_INF, r, r & S31)
+
+
+# ---------------------------------------------------------------------------------------------
+# add / sub
+
+def _add32(b, a, c, mode, ftz, sat, negate=False):
+    if negate:
+        c = c ^ S31
+    a2, c2 = a << 1, c << 1
+    sw = b.ltu(a2, c2)                       # |a| < |c|: x is the larger magnitude
+    x = b.sel(sw, c, a)
+    x2 = b.sel(sw, c2, a2)
+    y2 = b.sel(sw, a2, c2)
+    ex = x2 >> 24
+    ey = y2 >> 24
+    d = ex - ey
+    # significands with the hidden bit at 29 (6 guard bits); a subnormal uses exponent 0 and a
+    # doubled significand (f << 7), which keeps ex/ey the raw fields
+    vx = (x2 << 5) & 0x1FFFFFC0
+    vy = (y2 << 5) & 0x1FFFFFC0
+    if ftz:                                  # a subnormal input counts as zero
+        mx = b.sel(ex, vx | 0x20000000, 0)
+        my = b.sel(ey, vy | 0x20000000, 0)
+    else:
+        mx = vx + b.sel(ex, 0x20000000, vx)
+        my = vy + b.sel(ey, 0x20000000, vy)
+    # align y with a sticky bit
+    t = my >> d
+    t = t | b.ltu(t << d, my)
+    # effective subtraction: r = mx - t  as  ~(~mx + t)
+    m = b.sar(a ^ c, 31)
+    r = (((mx ^ m) + t) ^ m)
+    # normalise to bit 30; stop at the subnormal boundary (ek >= 0)
+    k = b.clz((r << 1) | (S31 >> ex))
+    n = r << k
+    ek = ex - k
+    sign = x
+    rd = _round30(b, n, mode, sign)
+    res = _pack32(b, ek, rd, mode, sign)
+    # exact zero (cancellation or two zeros), infinities and NaNs
+    zero = (a | c) & S31 if mode == "rm" else (a & c) & S31
+    sp = b.leu(0xFF000000, x2)
+    xs = b.sel(b.eq(x2, 0xFF000000), x, F32_NAN)
+    res = b.sel(sp, xs, res)
+    res = b.sel(r, res, b.sel(sp, F32_NAN, zero))
+    if ftz:
+        res = _ftz_out32(b, res)
+    if sat:
+        res = _sat32(b, res)
+    return res
+
+
+def add(em, a, b, rnd="rn", ftz=False, sat=False):
+    """add{.rnd}{.ftz}{.sat}.f32 (rnd: rn rz rm rp)."""
+    mode = _check_mode(rnd, FROUND, "add.f32")
+    return _run(em, lambda bl, a, c: _add32(bl, a, c, mode, ftz, sat), a, b)
+
+
+def sub(em, a, b, rnd="rn", ftz=False, sat=False):
+    """sub{.rnd}{.ftz}{.sat}.f32: a - b."""
+    mode = _check_mode(rnd, FROUND, "sub.f32")
+    return _run(em, lambda bl, a, c: _add32(bl, a, c, mode, ftz, sat, negate=True), a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# mul
+
+def _special_mul32(b, a, c, sign):
+    """(is_special, value) for a*c when an operand is zero, infinite or NaN."""
+    x, y = a & ABS, c & ABS
+    sw = b.ltu(x, y)
+    big = b.sel(sw, y, x)
+    small = b.sel(sw, x, y)
+    q = b.sel(small, F32_INF, 0)
+    sp = b.leu(q, big)                       # small == 0 or big >= inf
+    nan = b.ltu(b.sel(small, F32_INF, F32_INF - 1), big)   # NaN operand or 0 * inf
+    return sp, b.sel(nan, F32_NAN, q | sign)
+
+
+def _mul32(b, a, c, mode, ftz, sat):
+    if ftz:
+        a, c = _flush32(b, a), _flush32(b, c)
+    ea = a & F32_INF
+    ec = c & F32_INF
+    # significands: a with its leading bit at 31, c at 30; a subnormal uses exponent 0 and a
+    # doubled significand
+    va = a << 9
+    ma = b.sel(ea, (va >> 1) | S31, va)
+    vc = (c << 9) >> 2
+    mc = vc + b.sel(ec, 0x40000000, vc)
+    hi = b.mulhu(ma, mc)
+    lo = b.mul(ma, mc)
+    # normalise the 64-bit product to bit 62 (bit 30 of the high word)
+    zc = b.clz(hi)
+    z = zc - 1
+    n = (hi << z) | (lo >> b.sub(33, zc))
+    n = n | b.ltu(0, lo << z)
+    ek = ((ea + ec) >> 23) - 126 - zc
+    n, ek = _denorm(b, n, ek)
+    sign = a ^ c
+    rd = _round30(b, n, mode, sign)
+    res = _pack32(b, ek, rd, mode, sign)
+    sp, sv = _special_mul32(b, a, c, sign & S31)
+    res = b.sel(sp, sv, res)
+    if ftz:
+        res = _ftz_out32(b, res)
+    if sat:
+        res = _sat32(b, res)
+    return res
+
+
+def mul(em, a, b, rnd="rn", ftz=False, sat=False):
+    """mul{.rnd}{.ftz}{.sat}.f32."""
+    mode = _check_mode(rnd, FROUND, "mul.f32")
+    return _run(em, lambda bl, a, c: _mul32(bl, a, c, mode, ftz, sat), a, b)

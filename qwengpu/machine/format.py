@@ -1,0 +1,272 @@
+"""The program image as the model holds it: the bundle word format, and the token vocabulary.
+
+A bundle word is a sequence of bit fields, grouped into one *segment* per unit (its op, operand
+selectors and register ports) plus a tail (write-backs and the terminator). Each segment is a whole
+number of bytes: the unit's circuit reads its own segment from its own ROM copy. The prompt writes
+the ROM one byte per token (`W(byte, value)` after `AT(ROM, bundle)`).
+
+Operand selectors index a per-position list of *sources* (`sources_for`); the same lists drive the
+encoder here and the multiplexers in the circuits, so they cannot disagree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .config import ALU, MEM, XLANE, MachineConfig
+from .schedule import PORTS, TERM_PORTS, Bundle, Image, Source
+
+LANES = 4
+PC_BITS = 8              # ROM: 256 bundles
+WARP_BITS = 3            # 8 warps per block
+REG_BITS = 5             # 32 physical registers per warp
+BLOCK_BITS = 8           # 256 blocks per grid
+LINE_BITS = 8            # memory: 256 lines of 16 bytes
+EPOCH_BITS = 4
+VALUE_BITS = 8           # every token carries one byte
+
+SPECIALS = ["tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "laneid", "warpid",
+            "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_gt", "lanemask_ge"]
+
+#: the ALU operations the circuits implement, by opcode number
+ALU_OPCODES = ["MOV", "ADD", "AND", "OR", "XOR", "SHL", "SHR", "SAR", "SEL", "EQ", "LTU", "LEU", "LT",
+               "LE", "MUL", "MULHU", "MULHS", "CLZ", "POPC", "BREV"]
+MEM_OPS = ["NONE", "LD", "ST", "ATOM"]
+ATOM_OPS = ["add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"]
+SPACES = ["global", "shared", "local", "const"]
+XLANE_OPS = ["NONE", "SHFL", "VOTE", "ACTIVEMASK"]
+SHFL_MODES = ["up", "down", "bfly", "idx"]
+VOTE_MODES = ["any", "all", "uni", "ballot"]
+TERM_KINDS = ["exit", "jump", "branch", "barrier"]
+
+
+def _bits_for(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
+    """The ordered source options of operand `name` of the unit in slot k (`name` "pred" with
+    k = len(slots) is the terminator's predicate)."""
+    kinds = list(cfg.slots)
+    earlier = []
+    for j in range(min(k, len(kinds))):
+        earlier.append(("slot", j))
+        if kinds[j] in (MEM, XLANE):
+            earlier.append(("slothi", j))
+    if name == "pred":
+        return [("tport", 0)] + earlier
+    kind = kinds[k]
+    nports = PORTS[kind]
+    if kind == ALU:
+        if name == "a":
+            return ([("port", p) for p in range(nports)] + [("zero",), ("zero", "inv")] + earlier
+                    + [("special", s) for s in SPECIALS])
+        if name == "b":
+            out = [("port", p) for p in range(nports)] + [("port", p, "inv") for p in range(nports)]
+            out += [("zero",), ("zero", "inv")] + earlier + [e + ("inv",) for e in earlier]
+            return out
+        if name == "c":
+            return [("port", p) for p in range(nports)] + earlier
+        if name == "cin":
+            return [("0",), ("1",), ("flag",)]
+    return [("port", p) for p in range(nports)] + [("zero",)] + earlier
+
+
+def source_key(s: Source) -> tuple:
+    """A Source as an entry of `sources_for` lists."""
+    inv = ("inv",) if s.inv else ()
+    if s.kind in ("port", "tport"):
+        return (s.kind, s.index) + inv
+    if s.kind == "zero":
+        return ("zero",) + inv
+    if s.kind in ("slot", "slothi"):
+        return (s.kind, s.index) + inv
+    if s.kind == "special":
+        return ("special", s.index)
+    if s.kind == "flag":
+        return ("flag",)
+    raise ValueError(f"source {s} has no encoding")
+
+
+@dataclass
+class Field:
+    name: str
+    bits: int
+    offset: int = 0          # bit offset within the bundle word
+
+
+@dataclass
+class Segment:
+    name: str                # "s0", "s1", ..., "tail"
+    fields: list = field(default_factory=list)
+    first_byte: int = 0
+    nbytes: int = 0
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"{self.name}.{name}")
+
+
+MEM_SOURCES = ["addr_lo", "addr_hi", "data_lo", "data_hi", "cmp_lo", "cmp_hi"]
+XLANE_SOURCES = ["a", "bsrc", "csrc"]
+
+
+class WordFormat:
+    """Bit layout of a bundle word for one machine configuration."""
+
+    def __init__(self, cfg: MachineConfig):
+        self.cfg = cfg
+        self.segments: list[Segment] = []
+        byte = 0
+        for k, kind in enumerate(cfg.slots):
+            seg = Segment(f"s{k}")
+            f = seg.fields
+            if kind == ALU:
+                f.append(Field("op", _bits_for(len(ALU_OPCODES))))
+                for n in ("a", "b", "c", "cin"):
+                    f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
+            elif kind == MEM:
+                f += [Field("op", 2), Field("width", 2), Field("signed", 1), Field("space", 2),
+                      Field("atom", _bits_for(len(ATOM_OPS)))]
+                for n in MEM_SOURCES:
+                    f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
+            elif kind == XLANE:
+                f += [Field("op", 2), Field("mode", 2)]
+                for n in XLANE_SOURCES:
+                    f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
+            for p in range(PORTS[kind]):
+                f += [Field(f"p{p}_en", 1), Field(f"p{p}_reg", REG_BITS), Field(f"p{p}_imm", 32)]
+            self._place(seg, byte)
+            byte += seg.nbytes
+            self.segments.append(seg)
+        tail = Segment("tail")
+        for j in range(cfg.carry_slots):
+            tail.fields += [Field(f"c{j}_en", 1), Field(f"c{j}_reg", REG_BITS),
+                            Field(f"c{j}_slot", _bits_for(len(cfg.slots))), Field(f"c{j}_hi", 1)]
+        tail.fields += [Field("term", 2), Field("want", 1), Field("t1", PC_BITS), Field("t2", PC_BITS),
+                        Field("pred", _bits_for(len(sources_for(cfg, len(cfg.slots), "pred")))),
+                        Field("tp_en", 1), Field("tp_reg", REG_BITS)]
+        self._place(tail, byte)
+        byte += tail.nbytes
+        self.segments.append(tail)
+        self.nbytes = byte
+
+    @staticmethod
+    def _place(seg: Segment, first_byte: int):
+        bit = 8 * first_byte
+        for f in seg.fields:
+            f.offset = bit
+            bit += f.bits
+        seg.first_byte = first_byte
+        seg.nbytes = (bit - 8 * first_byte + 7) // 8
+
+    def segment(self, name: str) -> Segment:
+        return next(s for s in self.segments if s.name == name)
+
+    # -- encoding ---------------------------------------------------------------------------------
+
+    def encode(self, b: Bundle) -> bytes:
+        """The bytes of bundle `b`'s word."""
+        values: dict[tuple[str, str], int] = {}
+        cfg = self.cfg
+        for k, kind in enumerate(cfg.slots):
+            seg = f"s{k}"
+            so = b.slots[k]
+            ports = b.ports[k] if k < len(b.ports) else []
+            for p, entry in enumerate(ports):
+                if entry[0] == "reg":
+                    values[(seg, f"p{p}_en")] = 1
+                    values[(seg, f"p{p}_reg")] = entry[1]
+                else:
+                    values[(seg, f"p{p}_imm")] = entry[1] & 0xFFFFFFFF
+            if so is None:
+                continue
+            op = so.op
+            if kind == ALU:
+                values[(seg, "op")] = ALU_OPCODES.index(op.op) if op.op in ALU_OPCODES else _unsupported(op)
+                for n in ("a", "b", "c"):
+                    if n in so.srcs:
+                        values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
+                cin = {"0": 0, "1": 1, "flag": 2}[op.cin]
+                values[(seg, "cin")] = cin
+            elif kind == MEM:
+                ex = op.extra
+                values[(seg, "op")] = MEM_OPS.index(op.op)
+                values[(seg, "width")] = {1: 0, 2: 1, 4: 2, 8: 3}[ex["width"]]
+                values[(seg, "signed")] = int(bool(ex.get("signed")))
+                values[(seg, "space")] = SPACES.index(ex["space"])
+                if op.op == "ATOM":
+                    values[(seg, "atom")] = ATOM_OPS.index(ex["atom"])
+                for n in MEM_SOURCES:
+                    if n in so.srcs:
+                        values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
+                    else:
+                        values[(seg, n)] = sources_for(cfg, k, n).index(("zero",))
+            elif kind == XLANE:
+                values[(seg, "op")] = XLANE_OPS.index(op.op)
+                if op.op == "SHFL":
+                    values[(seg, "mode")] = SHFL_MODES.index(op.extra["mode"])
+                elif op.op == "VOTE":
+                    values[(seg, "mode")] = VOTE_MODES.index(op.extra["mode"])
+                for n in XLANE_SOURCES:
+                    if n in so.srcs:
+                        values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
+        for j, (reg, (slot, part)) in enumerate(zip(b.carry_regs, (s for _, s in b.carries))):
+            values[("tail", f"c{j}_en")] = 1
+            values[("tail", f"c{j}_reg")] = reg
+            values[("tail", f"c{j}_slot")] = slot
+            values[("tail", f"c{j}_hi")] = part
+        t = b.term
+        values[("tail", "term")] = TERM_KINDS.index(t[0])
+        if t[0] in ("jump", "barrier"):
+            values[("tail", "t1")] = t[1]
+        elif t[0] == "branch":
+            values[("tail", "want")] = int(t[1])
+            values[("tail", "t1")] = t[2]
+            values[("tail", "t2")] = t[3]
+            values[("tail", "pred")] = _index(cfg, len(cfg.slots), "pred", b.term_src)
+            if b.term_port_regs and b.term_port_regs[0] is not None:
+                values[("tail", "tp_en")] = 1
+                values[("tail", "tp_reg")] = b.term_port_regs[0]
+        word = 0
+        for seg in self.segments:
+            for f in seg.fields:
+                v = values.get((seg.name, f.name), 0)
+                if v >> f.bits:
+                    raise ValueError(f"bundle {b.index}: {seg.name}.{f.name} = {v} does not fit {f.bits} bits")
+                word |= v << f.offset
+        return word.to_bytes(self.nbytes, "little")
+
+    def decode_field(self, word: bytes, seg: str, name: str) -> int:
+        f = self.segment(seg).field(name)
+        return (int.from_bytes(word, "little") >> f.offset) & ((1 << f.bits) - 1)
+
+
+def _unsupported(op):
+    raise ValueError(f"micro-op {op.op} has no circuit")
+
+
+def _index(cfg, k, name, s: Source) -> int:
+    key = source_key(s)
+    opts = sources_for(cfg, k, name)
+    if key not in opts:
+        raise ValueError(f"slot {k} operand {name}: source {key} is not wired in this machine")
+    return opts.index(key)
+
+
+def _immediate(s: Source | None, ports) -> int | None:
+    if s is None:
+        return None
+    if s.kind == "zero":
+        return 0
+    if s.kind == "port":
+        entry = ports[s.index]
+        if entry[0] == "imm":
+            return entry[1]
+    return None
+
+
+def encode_image(img: Image) -> list[bytes]:
+    fmt = WordFormat(img.config)
+    return [fmt.encode(b) for b in img.bundles]
