@@ -1,0 +1,394 @@
+"""Soft-float micro-op routines (qwengpu.machine.softfloat) against the reference semantics
+(qwengpu.interp.floats), bit for bit.
+
+Two kinds of check for every routine and modifier combination:
+* hypothesis: random bit patterns mixed with special values, each example evaluated with
+  `Recorder.evaluate` (the machine's own micro-op semantics, `isa.alu_eval`);
+* bulk: tens of thousands of inputs per combination from targeted generators (ties, overflow and
+  underflow thresholds, cancellations, subnormals, integers near 2^24/2^31/2^32 ...), evaluated
+  with a numpy transcription of `alu_eval` that is itself checked against `Recorder.evaluate`.
+
+QWENGPU_SOFTFLOAT_SCALE=N multiplies every example count (a soak run).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from qwengpu.interp import floats as F
+from qwengpu.machine import softfloat as sf
+from qwengpu.machine.emit import Recorder
+from qwengpu.machine.isa import ALU_OPS, Imm, alu_eval
+
+SCALE = max(1, int(os.environ.get("QWENGPU_SOFTFLOAT_SCALE", "1")))
+HYP = settings(max_examples=40 * SCALE, deadline=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+BULK = 4000 * SCALE                 # random inputs per generator per combination
+
+MODES = ("rn", "rz", "rm", "rp")
+IMODES = ("rni", "rzi", "rmi", "rpi")
+M32 = 0xFFFFFFFF
+U = np.uint64
+MASK = U(M32)
+
+
+# =============================================================================================
+# building and evaluating routines
+
+class Built:
+    """A routine recorded once: `run` evaluates it on numpy arrays, `run1` with Recorder."""
+
+    def __init__(self, fn, nin, *args, **kw):
+        self.rec = Recorder()
+        em = self.rec.emitter()
+        self.ins = [self.rec.input() for _ in range(nin)]
+        out = fn(em, *self.ins, *args, **kw)
+        self.outs = out if isinstance(out, tuple) else (out,)
+
+    @property
+    def n_ops(self):
+        return len(self.rec.ops)
+
+    def run1(self, *words):
+        env = {s.value: w & M32 for s, w in zip(self.ins, words)}
+        return tuple(self.rec.evaluate(env, o) for o in self.outs)
+
+    def run(self, *arrays):
+        return veval(self.rec.ops, self.ins, self.outs, arrays)
+
+
+def _mulhu(a, b):
+    al, ah = a & U(0xFFFF), a >> U(16)
+    bl, bh = b & U(0xFFFF), b >> U(16)
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    mid = (ll >> U(16)) + (lh & U(0xFFFF)) + (hl & U(0xFFFF))
+    return (hh + (lh >> U(16)) + (hl >> U(16)) + (mid >> U(16))) & MASK
+
+
+def _signed(a):
+    return a.astype(np.uint32).view(np.int32).astype(np.int64)
+
+
+def _clz(a):
+    bl = np.zeros(a.shape, dtype=np.int64)
+    nz = a != 0
+    bl[nz] = np.frexp(a[nz].astype(np.float64))[1]      # exact: 32-bit ints fit a double
+    return (32 - bl).astype(np.uint64)
+
+
+def veval(ops, ins, outs, arrays):
+    """numpy transcription of Recorder.evaluate / isa.alu_eval over arrays of lanes."""
+    n = len(arrays[0])
+    env = {s.value: np.asarray(a, dtype=np.uint64) & MASK for s, a in zip(ins, arrays)}
+    zero = np.zeros(n, dtype=np.uint64)
+    flag = zero
+
+    def val(s):
+        if s is None:
+            return zero
+        v = s.value
+        x = np.full(n, v.value, dtype=np.uint64) if isinstance(v, Imm) else env.get(v, zero)
+        return (~x & MASK) if s.inv else x
+
+    for op in ops:
+        a, b, c = val(op.a), val(op.b), val(op.c)
+        cin = {"0": U(0), "1": U(1)}.get(op.cin, flag)
+        o = op.op
+        f = zero
+        if o == "ADD":
+            t = a + b + cin
+            r, f = t & MASK, t >> U(32)
+        elif o == "AND":
+            r = a & b
+        elif o == "OR":
+            r = a | b
+        elif o == "XOR":
+            r = a ^ b
+        elif o == "SHL":
+            r = np.where(b < 32, (a << np.minimum(b, U(31))) & MASK, zero)
+        elif o == "SHR":
+            r = np.where(b < 32, a >> np.minimum(b, U(31)), zero)
+        elif o == "SAR":
+            r = (_signed(a) >> np.minimum(b, U(31)).astype(np.int64)).astype(np.uint64) & MASK
+        elif o == "SEL":
+            r = np.where(c != 0, a, b)
+        elif o == "EQ":
+            r = (a == b).astype(np.uint64)
+        elif o == "LTU":
+            r = (a < b).astype(np.uint64)
+        elif o == "LEU":
+            r = (a <= b).astype(np.uint64)
+        elif o == "LT":
+            r = (_signed(a) < _signed(b)).astype(np.uint64)
+        elif o == "LE":
+            r = (_signed(a) <= _signed(b)).astype(np.uint64)
+        elif o == "MUL":
+            r = (a * b) & MASK
+        elif o == "MULHU":
+            r = _mulhu(a, b)
+        elif o == "MULHS":
+            sa, sb = _signed(a), _signed(b)
+            hu = _mulhu(a, b).astype(np.int64)
+            r = (hu - np.where(sa < 0, b.astype(np.int64), 0)
+                 - np.where(sb < 0, a.astype(np.int64), 0)).astype(np.uint64) & MASK
+        elif o == "CLZ":
+            r = _clz(a)
+        elif o == "POPC":
+            r = np.array([bin(int(x)).count("1") for x in a], dtype=np.uint64)
+        elif o == "BREV":
+            r = np.array([int(format(int(x), "032b")[::-1], 2) for x in a], dtype=np.uint64)
+        elif o == "MOV":
+            r = a
+        else:
+            raise ValueError(o)
+        env[op.dst[0]] = r & MASK
+        if op.sets_flag:
+            flag = f
+    return [val(o) for o in outs]
+
+
+def test_veval_matches_alu_eval():
+    """The numpy evaluator agrees with isa.alu_eval on every op (used for the bulk checks)."""
+    rng = np.random.default_rng(7)
+    edge = [0, 1, 2, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFE, M32]
+    for op, nsrc in ALU_OPS.items():
+        for cin in ("0", "1"):
+            if cin == "1" and op != "ADD":
+                continue
+            rec = Recorder()
+            em = rec.emitter()
+            ins = [rec.input() for _ in range(3)]
+            out = em.alu(op, *ins[:nsrc], cin=cin)
+            vals = [np.concatenate([np.array(edge * 11, dtype=np.uint64)[:121],
+                                    rng.integers(0, 2**32, 300, dtype=np.uint64)])
+                    for _ in range(3)]
+            vals[1] = np.concatenate([np.repeat(np.array(edge[:11], dtype=np.uint64), 11),
+                                      vals[1][121:]])
+            if op in ("SHL", "SHR", "SAR"):
+                vals[1][200:300] = rng.integers(0, 70, 100, dtype=np.uint64)
+            got = veval(rec.ops, ins, (out,), vals)[0]
+            for i in range(len(got)):
+                want = alu_eval(op, int(vals[0][i]), int(vals[1][i]), int(vals[2][i]), int(cin))[0]
+                assert int(got[i]) == want, (op, hex(int(vals[0][i])), hex(int(vals[1][i])))
+
+
+_CACHE = {}
+
+
+def built(fn, nin, *args, **kw):
+    """Built(fn, nin, **kw), cached; positional `args` go *before* the inputs (op names)."""
+    key = (fn, nin, args, tuple(sorted(kw.items())))
+    if key not in _CACHE:
+        _CACHE[key] = Built(lambda em, *ins: fn(em, *args, *ins, **kw), nin)
+    return _CACHE[key]
+
+
+def one(ref, *words, **kw):
+    """The reference on single words."""
+    out = ref(*[np.array([w], dtype=np.uint64) for w in words], **kw)
+    if isinstance(out, tuple):
+        return tuple(int(np.asarray(o).ravel()[0]) for o in out)
+    return int(np.asarray(out).ravel()[0])
+
+
+def compare_bulk(bt, ref, arrays, what):
+    """Vectorised run vs reference; a failure names the first bad inputs. Every 97th lane is
+    also run through Recorder.evaluate."""
+    got = bt.run(*arrays)
+    want = ref(*arrays)
+    if not isinstance(want, tuple):
+        want = (want,)
+    for k, (g, w) in enumerate(zip(got, want)):
+        w = np.asarray(w, dtype=np.uint64) & MASK
+        bad = np.flatnonzero(g != w)
+        if len(bad):
+            i = bad[0]
+            ins = ", ".join(f"{int(a[i]):#010x}" for a in arrays)
+            raise AssertionError(f"{what} out{k}: {len(bad)}/{len(g)} wrong; e.g. ({ins}) -> "
+                                 f"{int(g[i]):#010x}, want {int(w[i]):#010x}")
+    for i in range(0, len(arrays[0]), 97):
+        one = bt.run1(*[int(a[i]) for a in arrays])
+        assert one == tuple(int(g[i]) for g in got), what
+
+
+# =============================================================================================
+# input generators
+
+RNG = np.random.default_rng(20240611)
+
+F32_SPECIAL = [0, 1, 2, 3, 0x7FFFFF, 0x7FFFFE, 0x400000, 0x400001, 0x3FFFFF, 0x800000, 0x800001,
+               0xFFFFFF, 0x1000000, 0x7F7FFFFF, 0x7F7FFFFE, 0x7F000000, 0x7F800000, 0x7F800001,
+               0x7FC00000, 0x7FFFFFFF, 0x7FBFFFFF, 0x3F800000, 0x3F800001, 0x3F7FFFFF, 0x3F000000,
+               0x3FFFFFFF, 0x40000000, 0x34000000, 0x33800000, 0x33800001, 0x4B000000, 0x4B7FFFFF,
+               0x4B800000, 0x4B800001, 0x4EFFFFFF, 0x4F000000, 0x4F000001, 0x4F7FFFFF,
+               0x4F800000, 0x5EFFFFFF, 0x5F000000, 0x5F800000, 0x3EFFFFFF, 0x3F000001,
+               0x3FC00000, 0x40400000, 0x0C800000, 0x1F800000, 0x20000000, 0x00C00000]
+F32_SPECIAL = F32_SPECIAL + [x | 0x80000000 for x in F32_SPECIAL]
+
+
+def f32_word():
+    return st.one_of(st.integers(0, M32), st.sampled_from(F32_SPECIAL),
+                     st.builds(lambda e, f, s: (s << 31) | (e << 23) | f,
+                               st.integers(0, 255), st.sampled_from([0, 1, 2, 0x400000, 0x3FFFFF,
+                                                                     0x7FFFFF, 0x7FFFFE, 0x555555]),
+                               st.integers(0, 1)))
+
+
+def _u(n):
+    return RNG.integers(0, 2**32, n, dtype=np.uint64)
+
+
+def _f32(sign, exp, frac):
+    return (U(sign) << U(31) if np.isscalar(sign) else sign.astype(np.uint64) << U(31)) | \
+        (np.asarray(exp, dtype=np.uint64) << U(23)) | np.asarray(frac, dtype=np.uint64)
+
+
+def gen_f32(n):
+    """Varied f32 patterns: uniform bits, uniform exponents, short significands, specials."""
+    e = RNG.integers(0, 256, n)
+    s = RNG.integers(0, 2, n)
+    fr = _u(n) & U(0x7FFFFF)
+    short = fr & ~((U(1) << RNG.integers(0, 23, n).astype(np.uint64)) - U(1))
+    edge = np.array([0, 1, 0x7FFFFF, 0x400000, 0x7FFFFE, 0x3FFFFF], dtype=np.uint64)[RNG.integers(0, 6, n)]
+    return np.concatenate([_u(n), _f32(s, e, fr), _f32(s, e, short), _f32(s, e, edge),
+                           np.array(F32_SPECIAL, dtype=np.uint64)])
+
+
+def gen_f32_pairs(n, kind):
+    """Operand pairs aimed at `kind` ("add", "mul", "div", "fma" ...) edge cases."""
+    a, b = gen_f32(n), gen_f32(n)
+    m = min(len(a), len(b))
+    out_a, out_b = [a[:m]], [RNG.permutation(b[:m])]
+    sp = np.array(F32_SPECIAL, dtype=np.uint64)
+    A, B = np.meshgrid(sp, sp)
+    out_a.append(A.ravel())
+    out_b.append(B.ravel())
+    x = gen_f32(n)[:n]
+    if kind == "add":
+        # cancellation and near-equal exponents, every exponent difference up to 40
+        out_a.append(x)
+        out_b.append((x ^ U(0x80000000)) ^ (_u(n) & ((U(1) << RNG.integers(0, 24, n).astype(np.uint64)) - U(1))))
+        d = RNG.integers(0, 40, n).astype(np.uint64)
+        ex = (x >> U(23)) & U(0xFF)
+        ey = np.where(ex > d, ex - d, U(0))
+        y = _f32(RNG.integers(0, 2, n), ey, _u(n) & U(0x7FFFFF))
+        out_a.append(x)
+        out_b.append(y)
+        # ties: y is exactly half an ulp (or a little more/less) of x
+        ty = _f32(RNG.integers(0, 2, n), np.where(ex > 24, ex - 24, U(0)),
+                  np.array([0, 1, 0x7FFFFF], dtype=np.uint64)[RNG.integers(0, 3, n)])
+        out_a.append(x)
+        out_b.append(ty)
+    elif kind in ("mul", "div", "fma"):
+        # exponent sums (differences) near the overflow and underflow thresholds
+        ea = RNG.integers(0, 255, n)
+        target = RNG.choice([127 - 126, 127 - 150, 127 - 149, 127 + 127, 127 + 128, 127 - 127,
+                             127 - 125, 127 - 140], n)
+        eb = (target - ea + (127 if kind != "div" else 0)) if kind != "div" else ea - target + 127
+        eb = np.clip(eb + RNG.integers(-2, 3, n), 0, 254)
+        short = lambda: _u(n) & ~((U(1) << RNG.integers(0, 24, n).astype(np.uint64)) - U(1)) & U(0x7FFFFF)
+        out_a.append(_f32(RNG.integers(0, 2, n), ea, short()))
+        out_b.append(_f32(RNG.integers(0, 2, n), eb, short()))
+        # significands that multiply to exact midpoints: (1 + k/2^12)^2 style
+        k = RNG.integers(0, 4096, n).astype(np.uint64)
+        out_a.append(_f32(RNG.integers(0, 2, n), RNG.integers(100, 150, n), k << U(11)))
+        out_b.append(_f32(RNG.integers(0, 2, n), RNG.integers(100, 150, n), (k << U(11)) ^ (_u(n) & U(0x7FF))))
+        # subnormal x normal
+        out_a.append(_f32(RNG.integers(0, 2, n), 0, _u(n) & U(0x7FFFFF) >> RNG.integers(0, 23, n).astype(np.uint64)))
+        out_b.append(_f32(RNG.integers(0, 2, n), RNG.integers(100, 255, n), _u(n) & U(0x7FFFFF)))
+    return np.concatenate(out_a), np.concatenate(out_b)
+
+
+# =============================================================================================
+# f32: bit operations, compare, testp, min/max
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("name", ["abs", "neg"])
+def test_abs_neg_bulk(name, ftz):
+    bt = built(getattr(sf, name), 1, ftz=ftz)
+    ref = (F.fabs if name == "abs" else F.fneg)
+    compare_bulk(bt, lambda a: ref(a, ftz=ftz), [gen_f32(BULK)], f"{name} ftz={ftz}")
+
+
+@HYP
+@given(f32_word(), st.booleans())
+def test_abs_neg_hyp(a, ftz):
+    for name, ref in (("abs", F.fabs), ("neg", F.fneg)):
+        bt = built(getattr(sf, name), 1, ftz=ftz)
+        assert bt.run1(a)[0] == one(ref, a, ftz=ftz), (name, hex(a))
+
+
+def test_copysign_bulk():
+    a, b = gen_f32_pairs(BULK, "add")
+    compare_bulk(built(sf.copysign, 2), lambda a, b: F.fcopysign(a, b), [a, b], "copysign")
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("op", sf.COMPARE_OPS)
+def test_compare_bulk(op, ftz):
+    a, b = gen_f32_pairs(BULK // 4, "add")
+    bt = built(sf.compare, 2, op, ftz=ftz)
+    compare_bulk(bt, lambda a, b: F.fcompare(op, a, b, ftz=ftz).astype(np.uint64), [a, b],
+                 f"setp.{op} ftz={ftz}")
+
+
+@HYP
+@given(f32_word(), f32_word(), st.sampled_from(sf.COMPARE_OPS), st.booleans())
+def test_compare_hyp(a, b, op, ftz):
+    bt = built(sf.compare, 2, op, ftz=ftz)
+    assert bt.run1(a, b)[0] == one(lambda x, y: F.fcompare(op, x, y, ftz=ftz), a, b)
+
+
+@pytest.mark.parametrize("op", sf.TESTP_OPS)
+def test_testp_bulk(op):
+    bt = built(sf.testp, 1, op)
+    compare_bulk(bt, lambda a: F.ftestp(op, a).astype(np.uint64), [gen_f32(BULK)], f"testp.{op}")
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("name", ["min", "max"])
+def test_minmax_bulk(name, ftz, nan):
+    a, b = gen_f32_pairs(BULK // 2, "add")
+    ref = F.fmin if name == "min" else F.fmax
+    compare_bulk(built(getattr(sf, name), 2, ftz=ftz, nan=nan),
+                 lambda a, b: ref(a, b, ftz=ftz, nan=nan), [a, b], f"{name} ftz={ftz} nan={nan}")
+
+
+@HYP
+@given(f32_word(), f32_word(), st.sampled_from(["min", "max"]), st.booleans(), st.booleans())
+def test_minmax_hyp(a, b, name, ftz, nan):
+    ref = F.fmin if name == "min" else F.fmax
+    assert built(getattr(sf, name), 2, ftz=ftz, nan=nan).run1(a, b)[0] == \
+        one(ref, a, b, ftz=ftz, nan=nan)
+
+
+# =============================================================================================
+# f32 arithmetic
+
+ARITH2 = {"add": (sf.add, F.fadd, "add"), "sub": (sf.sub, F.fsub, "add"),
+          "mul": (sf.mul, F.fmul, "mul")}
+
+
+@pytest.mark.parametrize("sat", [False, True])
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(ARITH2))
+def test_arith2_bulk(name, mode, ftz, sat):
+    fn, ref, kind = ARITH2[name]
+    a, b = gen_f32_pairs(BULK // 2, kind)
+    compare_bulk(built(fn, 2, rnd=mode, ftz=ftz, sat=sat),
+                 lambda a, b: ref(a, b, rnd=mode, ftz=ftz, sat=sat), [a, b],
+                 f"{name}.{mode} ftz={ftz} sat={sat}")
+
+
+@HYP
+@given(f32_word(), f32_word(), st.sampled_from(list(ARITH2)), st.sampled_from(MODES),
+       st.booleans(), st.booleans())
+def test_arith2_hyp(a, b, name, mode, ftz, sat):
+    fn, ref, _ = ARITH2[name]
+    got = built(fn, 2, rnd=mode, ftz=ftz, sat=sat).run1(a, b)[0]
+    assert got == one(ref, a, b, rnd=mode, ftz=ftz, sat=sat), (name, mode, hex(a), hex(b))
