@@ -170,3 +170,27 @@ def test_qwen35_2b_geometry_compiles_exactly():
     compiled = compile_program(prog, t)
     assert compiled.config.linear_num_key_heads == 16 and compiled.config.linear_key_head_dim == 128
     check(compiled, toks)
+
+
+def test_binary_addresses_many_fields_and_late_reads():
+    """A memory addressed by binary bits (keys from match counts), with more fields than value
+    heads per key head (split over key heads sharing the keys), read late (just in time)."""
+    rng = random.Random(7)
+    prog = Program("wide")
+    wa = prog.input_bits("wa", 5)
+    ra = prog.input_bits("ra", 5)
+    val = prog.input_bits("val", 48)
+    fe = prog.input_bits("fe", 6)
+    toks = random_tokens(prog, 90, rng, wa=(0, 32), ra=(0, 32), val=(0, 1 << 48), fe=(0, 64))
+    m = memory.GDNMemory(prog, "wide", slots=32, width=48, field_bits=8)
+    m.write(wa, val, field_enable=[fe.f(i) for i in range(6)])
+    r = m.read(ra)
+    m.late = True
+    # a chain of MLP work before the read is needed
+    x = gadgets.add(prog, val, val)
+    x = gadgets.add(prog, x, val)
+    gadgets.bitwise(prog, "xor", x, r)
+    compiled = compile_program(prog, Target(max_group=4))
+    assert compiled.config.linear_num_value_heads // compiled.config.linear_num_key_heads == 4
+    assert m.layer > 0
+    check(compiled, toks)

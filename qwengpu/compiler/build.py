@@ -41,6 +41,7 @@ class Target:
     require_attention: bool = True           # a stand-alone model needs one full-attention layer
     inert_mixer: str = "full_attention"      # mixer type of layers whose mixer does nothing
     reuse: bool = True                       # erase dead variables and reuse their residual features
+    max_group: int = 16                      # value heads per key head, when sized to fit
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -69,8 +70,17 @@ def _mixer_type(node: Node) -> str:
     return "linear_attention" if node.kind == "gdn" else "full_attention"
 
 
-def _key_heads(node: Node) -> int:
-    return node.ports if hasattr(node, "ports") else 1
+def _chunks(node: Node, group: int) -> list[list[int]]:
+    """A memory's fields split into groups of at most `group` (one key head each, same keys)."""
+    n = len(getattr(node, "fields", [0]))
+    return [list(range(i, min(i + group, n))) for i in range(0, n, group)]
+
+
+def _key_heads(node: Node, group: int | None = None) -> int:
+    ports = node.ports if hasattr(node, "ports") else 1
+    if node.kind != "gdn" or group is None:
+        return ports
+    return ports * len(_chunks(node, group))
 
 
 def _topo(prog: Program) -> list[Node]:
@@ -129,7 +139,8 @@ def schedule(prog: Program, target: Target) -> Schedule:
                 layer += 1
             layer = max(layer, node.min_layer)
             want = _mixer_type(node)
-            kh = _key_heads(node)
+            kh = _key_heads(node, (target.linear_value_heads // target.linear_key_heads)
+                            if target.linear_key_heads and target.linear_value_heads else None)
             while True:
                 if target.layer_types:
                     t = target.layer_types[layer % len(target.layer_types)]
@@ -149,6 +160,7 @@ def schedule(prog: Program, target: Target) -> Schedule:
         node.layer = layer
         for v in node.outputs:
             avail[v.name] = sub
+    _delay_late_nodes(prog, mixers, avail, layer_types, target)
     last = max(list(mlp) + list(mixers) + [0])
     n_layers = max(last + 1, target.min_layers)
     types = []
@@ -163,6 +175,41 @@ def schedule(prog: Program, target: Target) -> Schedule:
         types.append("full_attention")
         n_layers += 1
     return Schedule(n_layers, types, mlp, mixers, avail)
+
+
+def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dict, target: "Target"):
+    """Move mixer nodes marked `late` to the last layer before their first reader (memories read
+    just in time keep their outputs out of the residual until they are needed)."""
+    consumers: dict = {}
+    for n in prog.nodes:
+        if n.layer is None:
+            continue
+        sub = 2 * n.layer + (1 if n.kind == "mlp" else 0)
+        for v in n.inputs:
+            consumers.setdefault(v.name, []).append(sub)
+    for n in reversed(prog.nodes):
+        if not getattr(n, "late", False) or n.kind == "mlp" or n.layer is None:
+            continue
+        first_use = min([u for v in n.outputs for u in consumers.get(v.name, [])], default=None)
+        if first_use is None:
+            continue
+        want = _mixer_type(n)
+        target_layer = (first_use - 1) // 2 if first_use % 2 == 1 else first_use // 2 - 1
+        while target_layer > n.layer:
+            if target.layer_types:
+                t = target.layer_types[target_layer % len(target.layer_types)]
+            else:
+                t = layer_types.get(target_layer, want)
+            if t == want and target.linear_key_heads is None:
+                break
+            target_layer -= 1
+        if target_layer > n.layer:
+            mixers[n.layer].remove(n)
+            n.layer = target_layer
+            mixers.setdefault(target_layer, []).append(n)
+            layer_types[target_layer] = want
+            for v in n.outputs:
+                avail[v.name] = 2 * target_layer
 
 
 @dataclass
@@ -305,18 +352,23 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
 
     # GDN geometry: one key head per port, value heads per key head = max fields of a memory
     gdn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "gdn"]
-    group = max([len(n.fields) for n in gdn_nodes], default=1)
+    if target.linear_key_heads and target.linear_value_heads:
+        group = target.linear_value_heads // target.linear_key_heads
+    else:
+        group = min(max([len(n.fields) for n in gdn_nodes], default=1), target.max_group)
     dk = target.linear_key_dim or max([_pow2(n.slots) for n in gdn_nodes] + [8])
     dv = target.linear_value_dim or max([2 * f.width for n in gdn_nodes for f in n.fields] + [8])
-    hk = target.linear_key_heads or max([sum(_key_heads(n) for n in sched.mixers.get(L, []) if n.kind == "gdn")
+    hk = target.linear_key_heads or max([sum(_key_heads(n, group) for n in sched.mixers.get(L, []) if n.kind == "gdn")
                                          for L in range(sched.layers)] + [1])
     hv = target.linear_value_heads or hk * group
-    if hv % hk or hv // hk < group:
-        raise CompileError(f"memories need {group} value heads per key head; the target has {hv // hk}")
-    group = hv // hk
+    for L in range(sched.layers):
+        need = sum(_key_heads(n, group) for n in sched.mixers.get(L, []) if n.kind == "gdn")
+        if need > hk:
+            raise CompileError(f"layer {L} needs {need} key heads; the target has {hk}")
     for n in gdn_nodes:
-        if n.slots > dk:
-            raise CompileError(f"{n.name}: {n.slots} slots exceed the key head dimension {dk}")
+        slots = n.slots if not hasattr(n, "address_slots") else n.address_slots
+        if slots > dk:
+            raise CompileError(f"{n.name}: {slots} slots exceed the key head dimension {dk}")
         for f in n.fields:
             if 2 * f.width > dv:
                 raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
@@ -409,6 +461,20 @@ def _pow2(n: int) -> int:
     return 1 << max(3, (n - 1).bit_length())
 
 
+def key_form(addr, i: int) -> Lin:
+    """Pre-activation of key dimension i for an address variable: +L at the address, <= -L
+    elsewhere. A onehot address is read directly; a binary one through its match count."""
+    if addr.kind == "onehot":
+        return 2 * KEY_L * addr.f(i) - KEY_L if i < addr.size else Lin.const(-KEY_L)
+    n = addr.size
+    if i >> n:
+        return Lin.const(-KEY_L)
+    match = Lin()
+    for bit in range(n):
+        match = match + (addr.f(bit) if (i >> bit) & 1 else 1 - addr.f(bit))
+    return 2 * KEY_L * (match - (n - 0.5))
+
+
 def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
     group = hv // hk
     q = np.zeros((hk * dk, width))
@@ -423,62 +489,59 @@ def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
     a_log = np.full(hv, -1e4)                 # exp(A_log) = 0: no decay
     head = 0
     for node in nodes:
+        chunks = _chunks(node, group)
         for port in range(node.ports):
-            h = head
-            head += 1
+            acc_w = None if isinstance(node, Previous) or not node.writes else node.writes[0]
+            acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
             if isinstance(node, Previous):
                 # constant slot 0; the value is this channel's input `back` tokens ago
-                q[h * dk:(h + 1) * dk] = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
-                kk[h * dk:(h + 1) * dk] = q[h * dk:(h + 1) * dk]
-                w_addr = r_addr = None
+                qrows = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
+                krows = qrows
             else:
-                acc_w = node.writes[0] if node.writes else None
-                acc_r = node.reads[port] if node.reads else None
-                for i in range(dk):
-                    if acc_r is not None and i < acc_r.addr.size:
-                        q[h * dk + i] = row(2 * KEY_L * acc_r.addr.f(i) - KEY_L, 1 / s)
-                    else:
-                        q[h * dk + i] = row(Lin.const(-KEY_L), 1 / s)
-                    if acc_w is not None and i < acc_w.addr.size:
-                        kk[h * dk + i] = row(2 * KEY_L * acc_w.addr.f(i) - KEY_L, 1 / s)
-                    else:
-                        kk[h * dk + i] = row(Lin.const(-KEY_L), 1 / s)
-            for fi, fld in enumerate(node.fields):
-                vh = h * group + fi
-                base = vh * dv
-                src = node.var if isinstance(node, Previous) else (node.writes[0].value if node.writes else None)
-                for j in range(fld.width):
-                    bit = fld.lo + j
-                    if src is not None:
-                        form = VALUE_L * (2 * src.f(bit) - 1)
-                        v[base + 2 * j] = row(form, 1 / s)
-                        v[base + 2 * j + 1] = row(-1 * form, 1 / s)
-                    if isinstance(node, Previous):
-                        ch = 2 * hk * dk + base
-                        conv[ch + 2 * j, 0, :] = 0
-                        conv[ch + 2 * j + 1, 0, :] = 0
-                        conv[ch + 2 * j, 0, 3 - node.back] = 1.0
-                        conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
-                # beta: write enable of this field
-                if isinstance(node, Previous):
-                    b[vh] = row(Lin.const(BETA_L), 1 / s)
-                elif node.writes:
-                    w = node.writes[0]
-                    en = w.field_enable[fi] if w.field_enable is not None else w.enable
-                    b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
-                else:
-                    b[vh] = row(Lin.const(-BETA_L), 1 / s)
-                # read enable through the output gate; output: the positive rail of each bit
-                acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
-                zform = Lin.const(Z_ON)
-                if acc_r is not None and acc_r.enable is not None:
-                    zform = 2 * Z_ON * acc_r.enable - Z_ON
-                z[base:base + dv] = row(zform, 1 / s)
-                outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
-                if outvar is not None:
-                    on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
+                qrows = [row(key_form(acc_r.addr, i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_L), 1 / s)
+                         for i in range(dk)]
+                krows = [row(key_form(acc_w.addr, i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_L), 1 / s)
+                         for i in range(dk)]
+            for chunk in chunks:
+                h = head
+                head += 1
+                q[h * dk:(h + 1) * dk] = qrows
+                kk[h * dk:(h + 1) * dk] = krows
+                for slot, fi in enumerate(chunk):
+                    fld = node.fields[fi]
+                    vh = h * group + slot
+                    base = vh * dv
+                    src = node.var if isinstance(node, Previous) else (acc_w.value if acc_w else None)
                     for j in range(fld.width):
-                        out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
+                        bit = fld.lo + j
+                        if src is not None:
+                            form = VALUE_L * (2 * src.f(bit) - 1)
+                            v[base + 2 * j] = row(form, 1 / s)
+                            v[base + 2 * j + 1] = row(-1 * form, 1 / s)
+                        if isinstance(node, Previous):
+                            ch = 2 * hk * dk + base
+                            conv[ch + 2 * j, 0, :] = 0
+                            conv[ch + 2 * j + 1, 0, :] = 0
+                            conv[ch + 2 * j, 0, 3 - node.back] = 1.0
+                            conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
+                    # beta: write enable of this field
+                    if isinstance(node, Previous):
+                        b[vh] = row(Lin.const(BETA_L), 1 / s)
+                    elif acc_w is not None:
+                        en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
+                        b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
+                    else:
+                        b[vh] = row(Lin.const(-BETA_L), 1 / s)
+                    # read enable through the output gate; output: the positive rail of each bit
+                    zform = Lin.const(Z_ON)
+                    if acc_r is not None and acc_r.enable is not None:
+                        zform = 2 * Z_ON * acc_r.enable - Z_ON
+                    z[base:base + dv] = row(zform, 1 / s)
+                    outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
+                    if outvar is not None:
+                        on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
+                        for j in range(fld.width):
+                            out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
     sd[p + "in_proj_qkv.weight"] = np.concatenate([q, kk, v])
     sd[p + "in_proj_z.weight"] = z
     sd[p + "in_proj_b.weight"] = b

@@ -216,6 +216,7 @@ class Node:
             v.producer = self
         self.layer: int | None = None      # assigned by the scheduler
         self.min_layer = 0
+        self.late = False                  # mixer nodes: place just before the first reader
 
     def evaluate(self, env: dict, state: dict):
         raise NotImplementedError

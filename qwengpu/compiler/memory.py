@@ -73,6 +73,12 @@ class GDNMemory(Node):
     def ports(self) -> int:
         return max(1, len(self.reads))
 
+    def _check_addr(self, addr: Var, what: str):
+        """Addresses are onehot over the slots, or binary (a key from the bits' match count)."""
+        ok = (addr.kind == "onehot" and addr.size <= self.slots) or (addr.kind == "bits" and (1 << addr.size) <= self.slots)
+        if not ok:
+            raise CompileError(f"{self.name}: {what} address must be onehot or bits over <= {self.slots} slots")
+
     def _use(self, v: Var):
         self.args.append(v)
         for s in self.prog.sources(v):
@@ -84,8 +90,7 @@ class GDNMemory(Node):
         `field_enable` gives one 0/1 form per field instead (partial-word writes)."""
         if self.writes:
             raise CompileError(f"{self.name}: one write per token (a GDN head takes one key per token)")
-        if addr.kind != "onehot" or addr.size > self.slots:
-            raise CompileError(f"{self.name}: write address must be onehot over <= {self.slots} slots")
+        self._check_addr(addr, "write")
         if value.size != self.width:
             raise CompileError(f"{self.name}: value has {value.size} bits, words have {self.width}")
         if isinstance(enable, Var):
@@ -106,8 +111,7 @@ class GDNMemory(Node):
 
     def read(self, addr: Var, name: str | None = None, enable: Lin | None = None) -> Var:
         """The word at slot `addr` (after this token's write). Each read uses its own port."""
-        if addr.kind != "onehot" or addr.size > self.slots:
-            raise CompileError(f"{self.name}: read address must be onehot over <= {self.slots} slots")
+        self._check_addr(addr, "read")
         self._use(addr)
         if enable is not None:
             for n in enable.vars():
