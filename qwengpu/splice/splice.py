@@ -152,6 +152,7 @@ class _Splicer:
         self.W = compiled.layout.width
         tc = ck.hf_text_config()
         self.tc = tc
+        self.check()
         self.geo = Geometry(self.H, self.W, float(tc.rms_norm_eps))
         self.n_gpu = compiled.schedule.layers
         self.n_base = ck.num_layers
@@ -469,7 +470,6 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     sp = _Splicer(ck, compiled, out, mtp, texts)
-    sp.check()
 
     from safetensors.torch import save_file
     parts: list[tuple[str, list[str]]] = []
@@ -539,11 +539,17 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
                         tok_summary)
 
 
+#: the GPU program `build` uses when given none: "MODULE:FUNC" with FUNC(target) -> Program or
+#: Compiled (the machine sets this; $QWENGPU_PROGRAM overrides it); None = the stand-in
+DEFAULT_PROGRAM: str | None = None
+
+
 def build(base, out_dir, program=None, **kw) -> SpliceReport:
     """Compile `program` for the base's geometry and splice it in.
 
-    program: a `Program`, a callable `target -> Program` (for machines that size themselves to
-    the target), or None for the stand-in (`demo.demo_program`).
+    program: a `Program`, a `Compiled` (compiled with `target_for_base(base)`), or a callable
+    `target -> Program | Compiled` (for machines that size themselves to the target); None uses
+    DEFAULT_PROGRAM / $QWENGPU_PROGRAM, else the stand-in (`demo.demo_program`).
     """
     from ..compiler import compile_program
     from .demo import demo_program
@@ -552,13 +558,16 @@ def build(base, out_dir, program=None, **kw) -> SpliceReport:
     t0 = time.perf_counter()
     notes = []
     if program is None:
-        prog = demo_program()
-        notes.append("no GPU program given: spliced the stand-in (memory + adder) program")
-    elif callable(program) and not hasattr(program, "residual_vars"):
-        prog = program(target)
-    else:
-        prog = program
-    compiled = compile_program(prog, target)
+        spec = os.environ.get("QWENGPU_PROGRAM") or DEFAULT_PROGRAM
+        if spec:
+            from .cli import load_program
+            program = load_program(spec)
+        else:
+            program = demo_program()
+            notes.append("no GPU program given: spliced the stand-in (memory + adder) program")
+    if callable(program) and not hasattr(program, "residual_vars") and not hasattr(program, "state_dict"):
+        program = program(target)
+    compiled = program if hasattr(program, "state_dict") else compile_program(program, target)
     ct = time.perf_counter() - t0
     rep = splice(ck, compiled, out_dir, **kw)
     rep.compile_seconds = ct

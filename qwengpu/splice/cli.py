@@ -1,0 +1,96 @@
+"""Command-line subcommands of the splicer, for `qwengpu.cli` to mount:
+
+    qwengpu build --base PATH --out DIR [--program MODULE:FUNC] [--mtp widen|drop] [--overwrite]
+    qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
+    qwengpu bench-splice [--workdir DIR] [--keep] [--json]
+
+`add_parsers(subparsers)` adds them; each sets `func` to a `cmd_*` taking the parsed args and
+returning an exit status.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+
+
+def load_program(spec: str):
+    """`MODULE:FUNC` -> FUNC, a callable taking the compiler Target and returning a Program (or a
+    Compiled); a Program object named by `MODULE:NAME` is wrapped."""
+    mod, _, name = spec.partition(":")
+    if not name:
+        raise ValueError(f"--program wants MODULE:FUNC, not {spec!r}")
+    obj = getattr(importlib.import_module(mod), name)
+    if callable(obj) and not hasattr(obj, "residual_vars"):
+        return obj
+    return lambda target: obj
+
+
+def cmd_build(args) -> int:
+    from .splice import build
+    prog = load_program(args.program) if args.program else None
+    rep = build(args.base, args.out, prog, mtp=args.mtp, overwrite=args.overwrite, progress=not args.quiet)
+    if args.json:
+        print(json.dumps(rep.__dict__, default=str))
+    else:
+        print(rep.summary())
+    return 0
+
+
+def cmd_kl(args) -> int:
+    from .kl import measure_kl
+    text = open(args.text, encoding="utf-8").read() if args.text else None
+    rep = measure_kl(args.base, args.model, text, dtype=args.dtype, base_dtype=args.base_dtype,
+                     segment=args.segment, with_launch=not args.no_launch, max_tokens=args.max_tokens)
+    if args.json:
+        print(json.dumps(rep.to_json()))
+    else:
+        print(rep.summary())
+    return 0
+
+
+def cmd_bench_splice(args) -> int:
+    from .bench import bench_splice, print_figures
+    log = (lambda *a, **k: print(*a, file=sys.stderr, **k)) if args.json else print
+    f = bench_splice(args.workdir, keep=args.keep, program=args.program, prefill=args.prefill,
+                     decode=args.decode, check=not args.no_check, base_throughput=not args.no_base, log=log)
+    if args.json:
+        print(json.dumps(f, default=str))
+    else:
+        print_figures(f)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    b = sub.add_parser("build", help="splice the GPU into a local Qwen3.5 checkpoint")
+    b.add_argument("--base", required=True, help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
+    b.add_argument("--out", required=True, help="output folder")
+    b.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target (default: the machine)")
+    b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
+    b.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_build)
+
+    k = sub.add_parser("kl", help="KL(base || spliced) on a text corpus")
+    k.add_argument("--base", required=True)
+    k.add_argument("--model", required=True, help="the spliced checkpoint")
+    k.add_argument("--text", help="a UTF-8 text file (default: the shipped corpus)")
+    k.add_argument("--dtype", default="float32", help="float32 (default) or bfloat16")
+    k.add_argument("--base-dtype", default=None, help="the base's dtype (default: --dtype)")
+    k.add_argument("--segment", type=int, default=1024, help="tokens per context (default 1024)")
+    k.add_argument("--max-tokens", type=int, default=None)
+    k.add_argument("--no-launch", action="store_true", help="skip the after-a-launch measurement")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_kl)
+
+    s = sub.add_parser("bench-splice", help="build into a random Qwen3.5-2B-shaped checkpoint and measure")
+    s.add_argument("--workdir", help="where to write the checkpoints (default: a temporary folder)")
+    s.add_argument("--keep", action="store_true", help="keep the checkpoints")
+    s.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target")
+    s.add_argument("--prefill", type=int, default=256)
+    s.add_argument("--decode", type=int, default=16)
+    s.add_argument("--no-check", action="store_true", help="skip the GPU exactness check")
+    s.add_argument("--no-base", action="store_true", help="skip the base model's tokens/s")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_bench_splice)
