@@ -2,15 +2,16 @@
 
 Registers hold the same addresses the reference interpreter uses (global buffers from 0x1000,
 shared/local/const as offsets in their own spaces), so per-step register values compare directly.
-The memory unit maps (space, address) to one flat *machine address* space:
+The memory unit maps (space, address, thread) to a *machine line* (16 bytes) by selecting address
+bits -- no addition -- so a GDN key can be a linear function of the address bits:
 
-    global   identity: [GLOBAL_BASE, global_end)
-    const    const_base + address
-    shared   shared_base + address           (one block at a time)
-    local    local_base + thread * local_stride + address
+    global   lines   0..127   address 0x1000..0x17FF   (2 KiB)
+    shared   lines 128..191   address 0..0x3FF         (1 KiB, one block at a time)
+    local    lines 192..223   thread t < 16, address 0..31 (32 bytes per thread)
+    const    lines 224..255   address 0..0x1FF         (512 bytes)
 
-and a validity bitmap marks which machine bytes belong to an allocation, so out-of-bounds accesses
-fault exactly where the interpreter's do.
+A validity bitmap (one bit per machine byte) marks which bytes belong to an allocation, so an
+out-of-bounds access faults exactly where the interpreter's does.
 """
 from __future__ import annotations
 
@@ -18,14 +19,24 @@ from dataclasses import dataclass, field
 
 from qwengpu.interp.interpreter import _Program
 from qwengpu.interp.memory import global_layout
-from qwengpu.launch import LaunchSpec
+from qwengpu.launch import GLOBAL_BASE, LaunchSpec
 from qwengpu.ptx.ir import Module
 
-LINE = 16                      # bytes per memory line (one GDN key)
+from .lower import AssemblerError
 
+LINE = 16
+LINES = 256
+MEMORY_BYTES = LINE * LINES
 
-def _align(x: int, a: int) -> int:
-    return (x + a - 1) // a * a
+#: space -> (first machine line, lines, address bits used, address offset)
+REGIONS = {
+    "global": (0, 128, 11, GLOBAL_BASE),
+    "shared": (128, 64, 10, 0),
+    "local": (192, 32, 5, 0),
+    "const": (224, 32, 9, 0),
+}
+LOCAL_THREADS = 16
+LOCAL_BYTES = 32
 
 
 @dataclass
@@ -34,74 +45,75 @@ class MachineLayout:
     global_vars: dict
     global_end: int
     const_vars: dict
-    const_base: int
     const_size: int
     shared_vars: dict
-    shared_base: int
     shared_size: int
     local_vars: dict            # function -> {var: offset within the frame}
     local_size: dict            # function -> frame size
-    local_base: int
     local_stride: int
     threads: int
-    end: int
-    valid: list = field(default_factory=list)     # (machine start, machine end) ranges
+    valid: bytearray = field(default_factory=lambda: bytearray(MEMORY_BYTES))
 
-    def machine_address(self, space: str, addr: int, thread: int) -> int:
-        if space == "global":
-            return addr
-        if space == "const":
-            return self.const_base + addr
-        if space == "shared":
-            return self.shared_base + addr
+    def machine_address(self, space: str, addr: int, thread: int) -> int | None:
+        """The machine byte address, or None when the address lies outside the space's window."""
+        first, lines, bits, base = REGIONS[space]
+        off = addr - base
+        if off < 0 or off >> bits:
+            return None
         if space == "local":
-            return self.local_base + thread * self.local_stride + addr
-        raise ValueError(space)
-
-    def space_limit(self, space: str) -> int:
-        return {"const": self.const_size, "shared": self.shared_size, "local": self.local_stride}.get(space, 1 << 64)
+            if thread >= LOCAL_THREADS:
+                return None
+            return (first + 2 * thread) * LINE + off
+        return first * LINE + off
 
     def is_valid(self, maddr: int, size: int) -> bool:
-        for lo, hi in self.valid:
-            if lo <= maddr and maddr + size <= hi:
-                return True
-        return False
+        return all(self.valid[maddr + k] for k in range(size)) if maddr + size <= MEMORY_BYTES else False
+
+    @property
+    def end(self) -> int:
+        return MEMORY_BYTES
 
 
 def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> MachineLayout:
     prog = _Program(module)
     glay = global_layout(spec, module)
-    valid = []
-    for i, (a, addr) in enumerate(zip(spec.args, glay.buffer_addresses)):
+    lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
+                        len(prog.const_init), {}, 0, dict(prog.local_offsets), dict(prog.local_size), 0,
+                        spec.threads_per_block)
+    if glay.end > GLOBAL_BASE + (REGIONS["global"][1] * LINE):
+        raise AssemblerError(f"the launch needs {glay.end - GLOBAL_BASE} bytes of global memory; the "
+                             f"machine has {REGIONS['global'][1] * LINE}")
+
+    def mark(space, addr, size, thread=0):
+        m = lay.machine_address(space, addr, thread)
+        if m is None or lay.machine_address(space, addr + size - 1, thread) is None:
+            raise AssemblerError(f"{space} memory of {addr + size} bytes does not fit the machine's {space} window")
+        for k in range(size):
+            lay.valid[m + k] = 1
+
+    for a, addr in zip(spec.args, glay.buffer_addresses):
         if addr is not None and a.data.nbytes:
-            valid.append((addr, addr + a.data.nbytes))
+            mark("global", addr, a.data.nbytes)
     for name, addr in glay.var_addresses.items():
         v = module.vars[name]
         if v.size:
-            valid.append((addr, addr + v.size))
-    end = _align(max(glay.end, 0x1000), LINE)
-    const_base = end
-    const_size = len(prog.const_init)
-    if const_size:
-        valid.append((const_base, const_base + const_size))
-    end = _align(const_base + const_size, LINE)
-    shared_base = end
-    shared_size = _align(prog.static_shared, 16) + spec.shared_bytes
-    if shared_size:
-        valid.append((shared_base, shared_base + shared_size))
-    end = _align(shared_base + shared_size, LINE)
-    # local: every function's frame stacked (inlined calls use consecutive frames)
-    stride = _align(sum(prog.local_size.values()), LINE)
-    local_base = end
-    threads = spec.threads_per_block
-    if stride:
-        for t in range(threads):
-            valid.append((local_base + t * stride, local_base + (t + 1) * stride))
-    end = _align(local_base + threads * stride, LINE)
-    shared_vars = dict(prog.shared_offsets)
+            mark("global", addr, v.size)
+    if lay.const_size:
+        mark("const", 0, lay.const_size)
+    shared_size = ((prog.static_shared + 15) // 16 * 16) + spec.shared_bytes
+    lay.shared_size = shared_size
+    lay.shared_vars = dict(prog.shared_offsets)
     for name in prog.dynamic_shared:
-        shared_vars[name] = _align(prog.static_shared, 16)
-    return MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
-                         const_base, const_size, shared_vars, shared_base, shared_size,
-                         dict(prog.local_offsets), dict(prog.local_size), local_base, stride, threads, end,
-                         valid)
+        lay.shared_vars[name] = (prog.static_shared + 15) // 16 * 16
+    if shared_size:
+        mark("shared", 0, shared_size)
+    stride = sum(prog.local_size.values())
+    lay.local_stride = stride
+    if stride:
+        if stride > LOCAL_BYTES:
+            raise AssemblerError(f"the kernel needs {stride} bytes of local memory per thread; the machine has {LOCAL_BYTES}")
+        if spec.threads_per_block > LOCAL_THREADS:
+            raise AssemblerError(f"local memory is available to blocks of at most {LOCAL_THREADS} threads")
+        for t in range(spec.threads_per_block):
+            mark("local", 0, stride, t)
+    return lay

@@ -820,15 +820,27 @@ class _Lowerer:
             self.param_load(ctx, ins, a, regs, t, size)
             return
         space, lo, hi = self.address(ctx, a, info.space, ins)
+        # the machine loads 1, 2 or 4 bytes, zero-extended: wider loads are split into words,
+        # signed narrow loads extended by shifts
+        words = []
+        for k in range(len(regs)):
+            for half in range(2 if size == 8 else 1):
+                words.append((k, half, k * size + 4 * half))
+        got = {}
+        for k, half, off in words:
+            alo, ahi = (lo, hi) if off == 0 else self.add64(ctx, (lo, hi), (src(Imm(off)), src(Imm(0))))
+            d = self.new()
+            self.emit(MicroOp("mem", "LD", (d, None), extra={
+                "space": space, "width": min(size, 4), "signed": False, "addr": (alo, ahi),
+                "align": size * len(regs) if off == 0 else min(size, 4)}, ptx_pc=ctx["pc"]))
+            got[(k, half)] = src(d)
         for k, r in enumerate(regs):
-            alo, ahi = (lo, hi) if k == 0 else self.add64(ctx, (lo, hi), (src(Imm(k * size)), src(Imm(0))))
-            dlo, dhi = self.new(), (self.new() if size == 8 else None)
-            self.emit(MicroOp("mem", "LD", (dlo, dhi), extra={
-                "space": space, "width": size, "signed": t[0] == "s", "addr": (alo, ahi),
-                "align": size * len(regs), "first": k == 0}, ptx_pc=ctx["pc"]))
-            if r is not None:
-                rt = ctx["fn"].regs.get(r.name)
-                self.write(ctx, r, src(dlo), src(dhi) if dhi else None, t, ins, signed_ext=t[0] == "s")
+            if r is None:
+                continue
+            lo_v = got[(k, 0)]
+            if size < 4 and t[0] == "s":
+                lo_v = self._narrow(lo_v, 8 * size, True, ctx)
+            self.write(ctx, r, lo_v, got[(k, 1)] if size == 8 else None, t, ins, signed_ext=t[0] == "s")
 
     op_ldu = op_ld
 
@@ -877,10 +889,12 @@ class _Lowerer:
         space, lo, hi = self.address(ctx, a, info.space, ins)
         for k, o in enumerate(srcs):
             vlo, vhi = self.value(ctx, o, t, ins)
-            alo, ahi = (lo, hi) if k == 0 else self.add64(ctx, (lo, hi), (src(Imm(k * size)), src(Imm(0))))
-            self.emit(MicroOp("mem", "ST", (), extra={
-                "space": space, "width": size, "addr": (alo, ahi), "data": (vlo, vhi),
-                "align": size * len(srcs), "first": k == 0}, ptx_pc=ctx["pc"]))
+            for half, part in enumerate([vlo, vhi] if size == 8 else [vlo]):
+                off = k * size + 4 * half
+                alo, ahi = (lo, hi) if off == 0 else self.add64(ctx, (lo, hi), (src(Imm(off)), src(Imm(0))))
+                self.emit(MicroOp("mem", "ST", (), extra={
+                    "space": space, "width": min(size, 4), "addr": (alo, ahi), "data": (part, None),
+                    "align": size * len(srcs) if off == 0 else min(size, 4)}, ptx_pc=ctx["pc"]))
 
     def op_atom(self, ctx, ins, info):
         is_red = ins.op == "red"
@@ -890,6 +904,8 @@ class _Lowerer:
         if t in ("f32", "f64"):
             raise AssemblerError("floating-point atomics are not supported by the machine yet", ins)
         size = _bits(t) // 8
+        if size == 8:
+            raise AssemblerError("64-bit atomics are not supported by the machine yet", ins)
         space, lo, hi = self.address(ctx, a, info.space or "global", ins)
         b = self.value(ctx, srcs[0], t, ins)
         c = self.value(ctx, srcs[1], t, ins) if len(srcs) > 1 else (None, None)

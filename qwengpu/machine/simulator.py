@@ -1,20 +1,23 @@
-"""Token-level simulator of the machine: executes a program image exactly as the model's forward
-passes do, counting every token. It is the specification the circuits are built and tested
-against (`docs/machine.md`), and itself tested against the reference interpreter.
+"""Token-level simulator of the machine: one forward pass per call, driven by the previous token,
+exactly as the model runs. It is the specification the circuits are built against (`docs/machine.md`)
+and is itself tested against the reference interpreter.
 
-Token protocol (one generated token per forward pass):
+Tokens (every generated token is one forward pass):
 
-    EXEC(pc, mask)          run bundle `pc` for the lanes in `mask` of the current warp
-    CARRY(j, byte, lanes, v) write byte `byte` of carried register j (lanes: one lane or all
-                            active lanes) -- only bytes that change are sent
-    MEMW(byte, v)           write a byte of the word an atomic changed
-    WARP(w)                 switch to warp w      BLOCK(b)  start block b (sets %ctaid)
-    HALT                    the launch is over    FAULT(kind, lane) + address bytes
+    GO / BLOCK(b)            start block b: every present lane fresh at the entry bundle, warp 0
+    WARP(w)                  continue with warp w
+    EXEC(pc, mask)           run bundle pc for the lanes in mask of the current warp
+    CARRY(j, byte, lanes, v) write byte `byte` of the j-th register the last bundle carries:
+                             lanes = one lane, or "all" lanes of the EXEC mask (when equal)
+    MEMW(lane, byte, v)      write a byte of the memory a store/atomic of the last bundle changed
+    HALT                     the launch is over
+    FAULT(kind, lane)        a memory fault; the address is in the model's state
 
-Scheduling: the lanes of the current warp with the lowest bundle pc run together (min-pc; with
-the assembler's topological block order this reconverges at immediate post-dominators). A warp
-runs until none of its lanes can (exited or waiting at a barrier); warps then take turns in order;
-blocks run one after another.
+A pass that runs a bundle (EXEC) decides everything the following passes emit: the changed bytes
+of its carried registers (in order j, byte, then "all" or each changed lane), the changed bytes of
+memory (lane, byte), then the control token. Control: the lanes of the current warp with the
+lowest pc run next; when none can, the next warp (cyclically) that can; when none can but some
+wait at a barrier, the barrier opens; when every lane has exited, the next block or HALT.
 """
 from __future__ import annotations
 
@@ -23,14 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
-from qwengpu.launch import LaunchResult, LaunchSpec
+from qwengpu.launch import LaunchSpec
 
 from .isa import M32, alu_eval
-from .layout import LINE
+from .layout import LINE, MEMORY_BYTES
 from .schedule import Image, Source
 
 LANES = 4
-EXITED = -1
+RUN, BARRIER, EXITED = 0, 1, 2
+FAULT_KINDS = ["read", "write", "misaligned", "atomic"]
 
 
 class MachineStepLimit(ExecutionFault):
@@ -39,14 +43,14 @@ class MachineStepLimit(ExecutionFault):
 
 @dataclass
 class PassRecord:
-    """One EXEC pass and the tokens it caused."""
+    """One EXEC pass and the tokens it decided."""
     token_index: int
     block: int
     warp: int
     pc: int
     mask: int
-    tokens: list                 # token tuples emitted by this pass (EXEC first)
-    writes: dict = field(default_factory=dict)   # physical reg -> [new value per lane]
+    tokens: list
+    writes: dict = field(default_factory=dict)   # physical reg -> [value per lane] after the pass
     ptx_pcs: list = field(default_factory=list)
 
 
@@ -57,6 +61,7 @@ class SimResult:
     passes: list                  # PassRecord per EXEC
     memory: bytes
     registers: dict               # (warp, reg) -> lanes (final)
+    fault: ExecutionFault | None = None
 
     @property
     def token_count(self) -> int:
@@ -69,42 +74,48 @@ def _sx(v: int, bits: int) -> int:
 
 
 class Simulator:
-    def __init__(self, image: Image, module, spec: LaunchSpec, max_tokens: int = 2_000_000):
+    def __init__(self, image: Image, module, spec: LaunchSpec, max_tokens: int = 200_000):
         self.image = image
         self.module = module
         self.spec = spec
         self.lay = image.layout
-        self.max_tokens = max_tokens
         self.cfg = image.config
-        self.memory = bytearray(self.lay.end)
+        self.max_tokens = max_tokens
+        self.memory = bytearray(MEMORY_BYTES)
         self._init_memory()
-        nthreads = spec.threads_per_block
-        self.nwarps = (nthreads + LANES - 1) // LANES
+        self.nthreads = spec.threads_per_block
+        self.nwarps = (self.nthreads + LANES - 1) // LANES
         if self.nwarps > self.cfg.max_warps:
-            raise ExecutionFault(f"a block of {nthreads} threads needs {self.nwarps} warps; the machine "
+            raise ExecutionFault(f"a block of {self.nthreads} threads needs {self.nwarps} warps; the machine "
                                  f"runs {self.cfg.max_warps}")
-        if self.lay.end > self.cfg.memory_bytes:
-            raise ExecutionFault(f"the launch needs {self.lay.end} bytes of machine memory; the machine "
-                                 f"has {self.cfg.memory_bytes}")
+        self.nblocks = spec.blocks
         self.tokens: list = []
         self.passes: list[PassRecord] = []
+        self.regs: dict = {}
+        self.pending: list = []
 
     def _init_memory(self):
         from qwengpu.interp.interpreter import _Program
-        for a, addr in zip(self.spec.args, self.lay.buffer_addresses):
-            if addr is not None:
+        lay = self.lay
+        for a, addr in zip(self.spec.args, lay.buffer_addresses):
+            if addr is not None and a.data.nbytes:
+                m = lay.machine_address("global", addr, 0)
                 raw = a.data.tobytes()
-                self.memory[addr:addr + len(raw)] = raw
-        for name, addr in self.lay.global_vars.items():
+                self.memory[m:m + len(raw)] = raw
+        for name, addr in lay.global_vars.items():
             v = self.module.vars[name]
-            init = v.init or bytes(v.size or 0)
-            self.memory[addr:addr + len(init)] = init
+            init = bytearray(v.init or bytes(v.size or 0))
             for off, sym in v.relocs:
-                target = self.lay.global_vars.get(sym, 0)
-                self.memory[addr + off:addr + off + 8] = target.to_bytes(8, "little")
-        prog = _Program(self.module)
-        ci = prog.const_init
-        self.memory[self.lay.const_base:self.lay.const_base + len(ci)] = ci
+                init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
+            m = lay.machine_address("global", addr, 0)
+            self.memory[m:m + len(init)] = init
+        ci = _Program(self.module).const_init
+        if ci:
+            m = lay.machine_address("const", 0, 0)
+            self.memory[m:m + len(ci)] = ci
+
+    def present(self, warp: int, lane: int) -> bool:
+        return warp * LANES + lane < self.nthreads
 
     # -- specials -------------------------------------------------------------------------------------
 
@@ -112,8 +123,7 @@ class Simulator:
         tid = warp * LANES + lane
         bx, by, bz = self.spec.block
         if name.startswith("tid."):
-            x, y, z = tid % bx, (tid // bx) % by, tid // (bx * by)
-            return {"tid.x": x, "tid.y": y, "tid.z": z}[name]
+            return {"tid.x": tid % bx, "tid.y": (tid // bx) % by, "tid.z": tid // (bx * by)}[name]
         if name.startswith("ctaid."):
             return self.ctaid["xyz".index(name[-1])]
         if name == "laneid":
@@ -127,76 +137,89 @@ class Simulator:
                     "gt": full & ~((1 << (lane + 1)) - 1), "ge": full & ~((1 << lane) - 1)}[k]
         raise ExecutionFault(f"unknown special {name}")
 
-    # -- the launch -----------------------------------------------------------------------------------
+    # -- the launch: one pass per token --------------------------------------------------------------
 
     def run(self) -> SimResult:
-        gx, gy, gz = self.spec.grid
-        nthreads = self.spec.threads_per_block
-        self.regs: dict = {}
-        for b in range(gx * gy * gz):
-            self.ctaid = (b % gx, (b // gx) % gy, b // (gx * gy))
-            self.block = b
-            if b > 0:
-                self.emit(("BLOCK", b))
-            self.regs = {}
-            lane_pc = {}
-            for w in range(self.nwarps):
-                for l in range(LANES):
-                    lane_pc[(w, l)] = self.image.entry if w * LANES + l < nthreads else EXITED
-            self.lane_pc = lane_pc
-            self.at_barrier: set = set()
-            self._run_block()
-        self.emit(("HALT",))
+        self.fault = None
+        tok = ("GO",)
+        while True:
+            tok = self.step(tok)
+            self.tokens.append(tok)
+            if tok[0] in ("HALT", "FAULT"):
+                break
+            if len(self.tokens) >= self.max_tokens:
+                raise MachineStepLimit(f"token limit of {self.max_tokens} reached (a runaway loop?)",
+                                       kernel=self.image.kernel).locate()
         buffers = []
         for a, addr in zip(self.spec.args, self.lay.buffer_addresses):
             if addr is None:
                 buffers.append(None)
             else:
-                raw = bytes(self.memory[addr:addr + a.data.nbytes])
+                m = self.lay.machine_address("global", addr, 0)
+                raw = bytes(self.memory[m:m + a.data.nbytes])
                 buffers.append(np.frombuffer(raw, dtype=a.data.dtype).copy())
+        if self.fault is not None:
+            raise self.fault
         return SimResult(buffers, self.tokens, self.passes, bytes(self.memory), dict(self.regs))
 
-    def emit(self, tok):
-        self.tokens.append(tok)
-        if len(self.tokens) > self.max_tokens:
-            raise MachineStepLimit(f"token limit of {self.max_tokens} exceeded (a runaway loop?)")
+    def step(self, tok: tuple) -> tuple:
+        """Process one forward pass whose input token is `tok`; return the token it emits."""
+        kind = tok[0]
+        if kind in ("GO", "BLOCK"):
+            b = tok[1] if kind == "BLOCK" else 0
+            self.block = b
+            gx, gy, _ = self.spec.grid
+            self.ctaid = (b % gx, (b // gx) % gy, b // (gx * gy))
+            self.warp = 0
+            self.epoch = 0
+            self.lanes = {(w, l): (self.image.entry, RUN if self.present(w, l) else EXITED, 0)
+                          for w in range(self.cfg.max_warps) for l in range(LANES)}
+            return self.control()           # registers keep their values across blocks
+        if kind == "WARP":
+            self.warp = tok[1]
+            return self.control()
+        if kind == "EXEC":
+            self.pending = self.execute(tok[1], tok[2])
+        elif kind == "CARRY":
+            pass                                   # applied when the EXEC pass decided it
+        elif kind == "MEMW":
+            pass
+        else:
+            raise ExecutionFault(f"unexpected token {tok}")
+        return self.pending.pop(0)
 
-    def _runnable(self, w: int) -> list[int]:
-        return [l for l in range(LANES) if self.lane_pc[(w, l)] != EXITED and (w, l) not in self.at_barrier]
+    # -- control -------------------------------------------------------------------------------------
 
-    def _run_block(self):
-        cur = 0
-        first = True
-        while True:
-            lanes = self._runnable(cur)
-            if not lanes:
-                # next warp with runnable lanes (round robin)
-                nxt = None
-                for k in range(1, self.nwarps + 1):
-                    w = (cur + k) % self.nwarps
-                    if self._runnable(w):
-                        nxt = w
-                        break
-                if nxt is None:
-                    if self.at_barrier:
-                        self.at_barrier.clear()      # every live lane waits: release the barrier
-                        nxt = next((w for w in range(self.nwarps) if self._runnable(w)), None)
-                    if nxt is None:
-                        return
-                if nxt != cur or first:
-                    self.emit(("WARP", nxt))
-                cur = nxt
-                first = False
-                continue
-            first = False
-            pc = min(self.lane_pc[(cur, l)] for l in lanes)
-            mask = sum(1 << l for l in lanes if self.lane_pc[(cur, l)] == pc)
-            self._exec(cur, pc, mask)
+    def runnable(self, w: int, l: int) -> bool:
+        pc, st, ep = self.lanes[(w, l)]
+        return st == RUN or (st == BARRIER and ep != self.epoch)
 
-    # -- one pass ------------------------------------------------------------------------------------
+    def waiting(self, w: int, l: int) -> bool:
+        pc, st, ep = self.lanes[(w, l)]
+        return st == BARRIER and ep == self.epoch
+
+    def control(self) -> tuple:
+        """The control token after the current state: EXEC for the current warp, another warp,
+        a barrier release, the next block, or HALT."""
+        w = self.warp
+        run = [l for l in range(LANES) if self.runnable(w, l)]
+        if run:
+            pc = min(self.lanes[(w, l)][0] for l in run)
+            return ("EXEC", pc, sum(1 << l for l in run if self.lanes[(w, l)][0] == pc))
+        order = [(w + k) % self.nwarps for k in range(1, self.nwarps + 1)]
+        for w2 in order:
+            if any(self.runnable(w2, l) for l in range(LANES)):
+                return ("WARP", w2)
+        if any(self.waiting(w2, l) for w2 in range(self.nwarps) for l in range(LANES)):
+            self.epoch = (self.epoch + 1) % 16        # the barrier opens
+            return self.control()
+        if self.block + 1 < self.nblocks:
+            return ("BLOCK", self.block + 1)
+        return ("HALT",)
+
+    # -- one bundle ----------------------------------------------------------------------------------
 
     def _value(self, s: Source, warp: int, lane: int, ports, results, flags, his=None) -> int:
-        """An operand of the unit whose port lines are `ports`."""
         k = s.kind
         if k in ("port", "tport"):
             v = ports[s.index][lane]
@@ -225,26 +248,28 @@ class Simulator:
                 out.append([0] * LANES)
         return out
 
-    def _exec(self, warp: int, pc: int, mask: int):
+    def execute(self, pc: int, mask: int) -> list:
+        warp = self.warp
         b = self.image.bundles[pc]
         rec = PassRecord(len(self.tokens), self.block, warp, pc, mask, [("EXEC", pc, mask)],
                          ptx_pcs=list(b.ptx_pcs))
-        self.emit(("EXEC", pc, mask))
         lanes = [l for l in range(LANES) if mask >> l & 1]
         slot_ports = [self._port_lines(ps, warp) for ps in b.ports]
         term_ports = [list(self.regs.get((warp, r), [0] * LANES)) if r is not None else [0] * LANES
                       for r in b.term_port_regs]
-        nslots = len(b.slots)
-        results = [[0] * LANES for _ in range(nslots)]
-        his = [[0] * LANES for _ in range(nslots)]
-        flags = [[0] * LANES for _ in range(nslots)]
+        n = len(b.slots)
+        results = [[0] * LANES for _ in range(n)]
+        his = [[0] * LANES for _ in range(n)]
+        flags = [[0] * LANES for _ in range(n)]
         served = mask
+        memw = []
         for k, so in enumerate(b.slots):
             if so is None:
                 continue
             op = so.op
             ports = slot_ports[k]
-            val = lambda name, l, ports=ports, so=so: self._value(so.srcs[name], warp, l, ports, results, flags, his)
+            val = (lambda name, l, ports=ports, so=so:
+                   self._value(so.srcs[name], warp, l, ports, results, flags, his))
             if op.kind == "alu":
                 for l in lanes:
                     a = val("a", l)
@@ -253,176 +278,130 @@ class Simulator:
                     cin = {"0": 0, "1": 1}.get(op.cin)
                     if cin is None:
                         cin = val("cin", l)
-                    r, f = alu_eval(op.op, a, bb, c, cin)
-                    results[k][l] = r
-                    flags[k][l] = f
+                    results[k][l], flags[k][l] = alu_eval(op.op, a, bb, c, cin)
             elif op.kind == "mem":
-                served = self._memory(so, warp, lanes, val, results[k], his[k], rec)
+                try:
+                    served, memw = self._memory(so, warp, lanes, val, results[k])
+                except MemoryFault as e:
+                    self.fault = e.locate(kernel=self.image.kernel, block=self.block, warp=warp, pc=op.ptx_pc)
+                    tok = ("FAULT", FAULT_KINDS.index(e.kind), e.lane)
+                    rec.tokens.append(tok)
+                    self.passes.append(rec)
+                    return [tok]
             else:
                 self._xlane(so, warp, lanes, mask, val, results[k], his[k])
-        # lanes the memory unit could not serve this pass replay the bundle later; after a
-        # partial pass carries name their lanes one by one (an "all" carry means every lane of
-        # the EXEC mask)
         partial = served != mask
-        lanes = [l for l in lanes if served >> l & 1]
-        # write-back: carried registers, byte-change compressed
-        carry_tokens = []
+        done = [l for l in lanes if served >> l & 1]
+        out = []
         for j, (v, (slot, part)) in enumerate(b.carries):
             r = b.carry_regs[j]
             new = his[slot] if part else results[slot]
             old = self.regs.get((warp, r), [0] * LANES)
             for byte in range(4):
-                nb = {l: (new[l] >> (8 * byte)) & 0xFF for l in lanes}
-                ob = {l: (old[l] >> (8 * byte)) & 0xFF for l in lanes}
-                changed = [l for l in lanes if nb[l] != ob[l]]
+                nb = {l: (new[l] >> (8 * byte)) & 0xFF for l in done}
+                changed = [l for l in done if nb[l] != (old[l] >> (8 * byte)) & 0xFF]
                 if not changed:
                     continue
                 if len(set(nb.values())) == 1 and not partial:
-                    carry_tokens.append(("CARRY", j, byte, "all", nb[lanes[0]]))
+                    out.append(("CARRY", j, byte, "all", nb[done[0]]))
                 else:
-                    for l in changed:
-                        carry_tokens.append(("CARRY", j, byte, l, nb[l]))
+                    out += [("CARRY", j, byte, l, nb[l]) for l in changed]
             cur = list(old)
-            for l in lanes:
+            for l in done:
                 cur[l] = new[l]
             self.regs[(warp, r)] = cur
             rec.writes[r] = cur
-        for t in carry_tokens:
-            self.emit(t)
-        rec.tokens += carry_tokens
-        # control
+        for (l, maddr, size, new) in memw:
+            old = int.from_bytes(self.memory[maddr:maddr + size], "little")
+            for byte in range(size):
+                nb = (new >> (8 * byte)) & 0xFF
+                if nb != (old >> (8 * byte)) & 0xFF:
+                    out.append(("MEMW", l, byte, nb))
+            self.memory[maddr:maddr + size] = new.to_bytes(size, "little")
+        # next lane states
         t = b.term
-        if t[0] == "jump":
-            for l in lanes:
-                self.lane_pc[(warp, l)] = t[1]
-        elif t[0] == "branch":
-            _, want, taken, fall = t
-            for l in lanes:
+        for l in done:
+            if t[0] == "jump":
+                self.lanes[(warp, l)] = (t[1], RUN, 0)
+            elif t[0] == "branch":
                 p = self._value(b.term_src, warp, l, term_ports, results, flags, his)
-                self.lane_pc[(warp, l)] = taken if bool(p) == want else fall
-        elif t[0] == "barrier":
-            # lanes arrive one group at a time; the barrier opens when every live lane of the
-            # block waits at it (Volta-style, per thread)
-            for l in lanes:
-                self.lane_pc[(warp, l)] = t[1]
-                self.at_barrier.add((warp, l))
-        else:
-            for l in lanes:
-                self.lane_pc[(warp, l)] = EXITED
+                self.lanes[(warp, l)] = (t[2] if bool(p) == t[1] else t[3], RUN, 0)
+            elif t[0] == "barrier":
+                self.lanes[(warp, l)] = (t[1], BARRIER, self.epoch)
+            else:
+                self.lanes[(warp, l)] = (pc, EXITED, 0)
+        out.append(self.control())
+        rec.tokens += out
         self.passes.append(rec)
-
-    def _fault(self, msg, warp, pc, lane=None, address=None, cls=ExecutionFault):
-        ptx = self.image.bundles[pc].ptx_pcs
-        raise cls(msg, kernel=self.image.kernel, pc=ptx[0] if ptx else None, lane=lane, address=address,
-                  block=self.block, warp=warp).locate()
+        return out
 
     # -- memory unit ---------------------------------------------------------------------------------
 
-    def _maddr(self, space, lo, hi, warp, lane, size, kind, align) -> int:
+    def _maddr(self, space, lo, hi, warp, lane, size, kind, align=None):
         addr = (hi << 32) | lo
-        if space == "global" and hi:
-            raise MemoryFault(f"out-of-bounds global {kind} of {size} bytes at 0x{addr:x}", address=addr)
-        limit = self.lay.space_limit(space)
-        if space != "global" and addr + size > limit:
-            raise MemoryFault(f"out-of-bounds {space} {kind} of {size} bytes at 0x{addr:x} ({space} size {limit})",
-                              address=addr)
-        if addr % align if align else False:
-            raise MemoryFault(f"misaligned {space} access of {align} bytes at 0x{addr:x}", address=addr)
-        m = self.lay.machine_address(space, addr, warp * LANES + lane)
-        if not self.lay.is_valid(m, size):
-            raise MemoryFault(f"out-of-bounds {space} {kind} of {size} bytes at 0x{addr:x}", address=addr)
+        if addr % (align or size):
+            raise _fault("misaligned", f"misaligned {space} access of {size} bytes at 0x{addr:x}", lane, addr)
+        m = None if hi else self.lay.machine_address(space, lo, warp * LANES + lane)
+        if m is None or not self.lay.is_valid(m, size):
+            raise _fault(kind, f"out-of-bounds {space} {kind} of {size} bytes at 0x{addr:x}", lane, addr)
         return m
 
-    def _memory(self, so, warp, lanes, val, out, out_hi, rec):
+    def _memory(self, so, warp, lanes, val, out):
+        """Loads read; stores and atomics leave their new bytes to MEMW tokens. Returns
+        (served lanes, [(lane, machine address, size, new value)])."""
         op = so.op
         ex = op.extra
         size = ex["width"]
         space = ex["space"]
-        kind = {"LD": "read", "ST": "write", "ATOM": "read"}[op.op]
-        pc = rec.pc
+        kind = {"LD": "read", "ST": "write", "ATOM": "atomic"}[op.op]
         addrs = {}
-        for l in lanes:
+        for l in (lanes if op.op != "ATOM" else lanes[:1]):
             lo = val("addr_lo", l)
             hi = val("addr_hi", l) if "addr_hi" in so.srcs else 0
-            try:
-                align = ex.get("align", size) if ex.get("first", True) else size
-                addrs[l] = self._maddr(space, lo, hi, warp, l, size, kind, align)
-            except MemoryFault as e:
-                ptx = self.image.bundles[pc].ptx_pcs
-                raise e.locate(kernel=self.image.kernel, lane=l, block=self.block, warp=warp,
-                               pc=op.ptx_pc)
+            addrs[l] = self._maddr(space, lo, hi, warp, l, size, kind, ex.get("align", size))
         mask = sum(1 << l for l in lanes)
         if op.op == "LD":
             for l in lanes:
-                raw = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little")
-                if size < 4 and ex.get("signed"):
-                    raw = _sx(raw, 8 * size) & M32
-                out[l] = raw & M32
-                out_hi[l] = (raw >> 32) & M32
-            return mask
+                out[l] = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little") & M32
+            return mask, []
         if op.op == "ST":
-            # a store writes one memory line per pass: the first active lane's; the lanes whose
-            # bytes lie in other lines replay the bundle
-            line = addrs[lanes[0]] // LINE
-            served = [l for l in lanes if addrs[l] // LINE == line and (addrs[l] + size - 1) // LINE == line]
-            for l in served:
-                v = val("data_lo", l) | ((val("data_hi", l) << 32) if "data_hi" in so.srcs else 0)
-                self.memory[addrs[l]:addrs[l] + size] = (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-            return sum(1 << l for l in served)
-        self._atomic(so, warp, lanes[:1], val, addrs, out, out_hi, rec)
-        return 1 << lanes[0]
-
-    def _atomic(self, so, warp, lanes, val, addrs, out, out_hi, rec):
-        ex = so.op.extra
-        size = ex["width"]
+            writes = []
+            for l in lanes:
+                v = val("data_lo", l) & ((1 << (8 * size)) - 1)
+                writes.append((l, addrs[l], size, v))
+            return mask, writes
+        # an atomic serves the first active lane; the others replay the bundle
+        l = lanes[0]
         bits = 8 * size
-        mask = (1 << bits) - 1
-        # an atomic serves one lane per pass (the first active one); its new value is written to
-        # memory by the MEMW tokens that follow the pass
-        for g in [lanes]:
-            start = int.from_bytes(self.memory[addrs[g[0]]:addrs[g[0]] + size], "little")
-            for l in g:
-                self._atomic_lane(so, l, val, addrs, out, out_hi, ex, size, bits, mask)
-            final = int.from_bytes(self.memory[addrs[g[0]]:addrs[g[0]] + size], "little")
-            for byte in range(size):
-                nb, ob = (final >> (8 * byte)) & 0xFF, (start >> (8 * byte)) & 0xFF
-                if nb != ob:
-                    self.emit(("MEMW", byte, nb))
-                    rec.tokens.append(("MEMW", byte, nb))
-
-    def _atomic_lane(self, so, l, val, addrs, out, out_hi, ex, size, bits, mask):
-        if True:
-            old = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little")
-            b = val("data_lo", l) | ((val("data_hi", l) << 32) if "data_hi" in so.srcs else 0)
-            c = 0
-            if "cmp_lo" in so.srcs:
-                c = val("cmp_lo", l) | ((val("cmp_hi", l) << 32) if "cmp_hi" in so.srcs else 0)
-            o = ex["atom"]
-            s = ex.get("signed")
-            if o == "add":
-                new = (old + b) & mask
-            elif o in ("min", "max"):
-                x, y = (_sx(old, bits), _sx(b, bits)) if s else (old, b)
-                new = (old if (x <= y) == (o == "min") else b) & mask
-            elif o == "inc":
-                new = 0 if old >= b else old + 1
-            elif o == "dec":
-                new = b if (old == 0 or old > b) else old - 1
-            elif o == "and":
-                new = old & b
-            elif o == "or":
-                new = old | b
-            elif o == "xor":
-                new = old ^ b
-            elif o == "exch":
-                new = b & mask
-            elif o == "cas":
-                new = (c & mask) if old == b else old
-            else:
-                raise ExecutionFault(f"atomic {o} is not supported by the machine")
-            self.memory[addrs[l]:addrs[l] + size] = new.to_bytes(size, "little")
-            out[l] = old & M32
-            out_hi[l] = (old >> 32) & M32
+        m = (1 << bits) - 1
+        old = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little")
+        b = val("data_lo", l) & m
+        c = val("cmp_lo", l) & m if "cmp_lo" in so.srcs else 0
+        o = ex["atom"]
+        s = ex.get("signed")
+        if o == "add":
+            new = (old + b) & m
+        elif o in ("min", "max"):
+            x, y = (_sx(old, bits), _sx(b, bits)) if s else (old, b)
+            new = old if (x <= y) == (o == "min") else b
+        elif o == "inc":
+            new = 0 if old >= b else old + 1
+        elif o == "dec":
+            new = b if (old == 0 or old > b) else old - 1
+        elif o == "and":
+            new = old & b
+        elif o == "or":
+            new = old | b
+        elif o == "xor":
+            new = old ^ b
+        elif o == "exch":
+            new = b
+        elif o == "cas":
+            new = c if old == b else old
+        else:
+            raise ExecutionFault(f"atomic {o} is not supported by the machine")
+        out[l] = old & M32
+        return 1 << l, [(l, addrs[l], size, new & m)]
 
     # -- cross-lane unit --------------------------------------------------------------------------------
 
@@ -472,3 +451,9 @@ class Simulator:
                 out_hi[lane] = int(ok)
             return
         raise ExecutionFault(f"cross-lane op {op.op} is not supported by the machine")
+
+
+def _fault(kind: str, message: str, lane: int, address: int) -> MemoryFault:
+    e = MemoryFault(message, lane=lane, address=address)
+    e.kind = kind
+    return e

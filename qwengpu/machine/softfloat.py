@@ -350,15 +350,14 @@ class _B:
         """a + b + the carry flag of the op just built (must follow `flag_add`)."""
         return self.op("ADD", a, b, cin="flag")
 
-    def add64(self, a, b):
-        lo = self.op("ADD", a[0], b[0], sets_flag=True)
+    def add64(self, a, b, cin="0"):
+        """(lo, hi) + (lo, hi) (+ 1 with cin="1"); operands must be built already."""
+        lo = self.op("ADD", a[0], b[0], cin=cin, sets_flag=True)
         hi = self.op("ADD", a[1], b[1], cin="flag")
         return lo, hi
 
     def sub64(self, a, b):
-        lo = self.op("ADD", a[0], _inv(b[0]), cin="1", sets_flag=True)
-        hi = self.op("ADD", a[1], _inv(b[1]), cin="flag")
-        return lo, hi
+        return self.add64(a, (_inv(b[0]), _inv(b[1])), cin="1")
 
 
 def _run(em, build, *srcs):
@@ -700,3 +699,83 @@ def mul(em, a, b, rnd="rn", ftz=False, sat=False):
     """mul{.rnd}{.ftz}{.sat}.f32."""
     mode = _check_mode(rnd, FROUND, "mul.f32")
     return _run(em, lambda bl, a, c: _mul32(bl, a, c, mode, ftz, sat), a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# fma
+
+def _fma32(b, a, bb, c, mode, ftz, sat):
+    if ftz:
+        a, bb, c = _flush32(b, a), _flush32(b, bb), _flush32(b, c)
+    sp = a ^ bb                               # product sign (bit 31)
+    ea, eb, ec = a & F32_INF, bb & F32_INF, c & F32_INF
+    va = a << 9
+    ma = b.sel(ea, (va >> 1) | S31, va)      # leading bit 31 (raw convention for subnormals)
+    vb = (bb << 9) >> 3
+    mb = vb + b.sel(eb, 0x20000000, vb)      # leading bit 29
+    vc = c << 9
+    mc = b.sel(ec, (vc >> 1) | S31, vc)      # leading bit 31
+    ph = b.mulhu(ma, mb)                      # P = ma*mb < 2^62, value P * 2^(ea+eb-314)
+    pl = b.mul(ma, mb)
+    # c = (mc:0) * 2^g in units of P; a zero product puts c in charge (g huge)
+    eab = b.sel(b.sel(ma, mb, 0), (ea + eb) >> 23, (-(1 << 20)) & M32)
+    g = (ec >> 23) - eab + 124
+    # window: c's leading bit at 63+g, at most 62: when g >= 0 P moves right by g+1 instead
+    ng = 0 - g
+    shc = b.sel(b.lt(ng, 1), 1, ng)
+    shc = b.sel(b.ltu(63, shc), 63, shc)     # c entirely below the window -> sticky only
+    shp = b.sel(b.lt(g, 0), 0, g + 1)
+    # c placed: (ch:cl) = (mc:0) >> shc, lost bits -> sticky in bit 0
+    ch = mc >> shc
+    cl = (mc << (32 - shc)) | (mc >> (shc - 32))
+    cl = cl | b.ltu(0, mc << (64 - shc))
+    # P placed: shifted right only when c dominates, and then its low word is only sticky
+    p32 = ph | b.ltu(0, pl)
+    px = b.sel(shp, p32, ph)
+    ph2 = px >> shp
+    pl2 = b.sel(shp, b.ltu(ph2 << shp, px), pl)
+    # signed sum: T = (P ^ m) + C, m = all ones for an effective subtraction
+    m = b.sar(sp ^ c, 31)
+    tl, th = b.add64((pl2 ^ m, ph2 ^ m), (cl, ch))
+    # |P -/+ C|: add -> T;  sub -> ~T if T < 0 (P >= C) else T + 1
+    n_ = b.sar(th, 31)
+    k = m & ~n_                               # sub and C > P: result sign flips, add 1
+    rl, rh = b.add64((tl ^ n_, th ^ n_), (k >> 31, 0))
+    sign = sp ^ k
+    # normalise |R| (< 2^63) so the high word has its leading bit at 30
+    hz = b.eq(rh, 0)
+    h1 = b.sel(hz, rl >> 1, rh)
+    l1 = b.sel(hz, rl << 31, rl)
+    z = b.clz(h1) - 1
+    n = (h1 << z) | (l1 >> (32 - z))
+    n = n | b.ltu(0, l1 << z)
+    ek = (eab - 126) + shp - z - b.sel(hz, 31, 0)
+    n, ek = _denorm(b, n, ek)
+    rd = _round30(b, n, mode, sign)
+    res = _pack32(b, ek, rd, mode, sign)
+    # exact zero result
+    zero = (sp | c) & S31 if mode == "rm" else (sp & c) & S31
+    res = b.sel(rh | rl, res, zero)
+    # infinities and NaNs
+    x, y, zc = a & ABS, bb & ABS, c & ABS
+    sw = b.ltu(x, y)
+    big = b.sel(sw, y, x)
+    small = b.sel(sw, x, y)
+    pnan = b.ltu(b.sel(small, F32_INF, F32_INF - 1), big)   # NaN operand or 0 * inf
+    pinf = b.leu(F32_INF, big)
+    infs = (sp & S31) | F32_INF
+    val = b.sel(pinf, infs, c)
+    nan = pnan | b.ltu(F32_INF, zc) | b.eq(val ^ c, S31)
+    spv = b.sel(nan, F32_NAN, val)
+    res = b.sel(pinf | b.leu(F32_INF, zc), spv, res)
+    if ftz:
+        res = _ftz_out32(b, res)
+    if sat:
+        res = _sat32(b, res)
+    return res
+
+
+def fma(em, a, b, c, rnd="rn", ftz=False, sat=False):
+    """fma.rnd{.ftz}{.sat}.f32 (= mad.rnd.f32): a*b+c rounded once."""
+    mode = _check_mode(rnd, FROUND, "fma.f32")
+    return _run(em, lambda bl, a, bb, c: _fma32(bl, a, bb, c, mode, ftz, sat), a, b, c)
