@@ -191,10 +191,32 @@ class Var:
 
 @dataclass
 class Neuron:
-    """out += silu(gate) * up, added to residual features with coefficients `down`."""
+    """out += silu(gate) * up, added to residual features with coefficients `down`.
+
+    `ideal` says what the neuron is meant to compute, for the reference evaluator:
+    ("linear", form), ("step", form, t) (the first neuron of a pair carries the pair's ideal
+    [form >= t]; the second ("none",)), ("gated", cond, value), ("product", a, b) (first of a
+    pair), or ("none",)."""
     gate: Lin
     up: Lin
     down: dict                     # feature -> coefficient
+    ideal: tuple = ("none",)
+
+    def ideal_value(self, feats: dict) -> float:
+        k = self.ideal[0]
+        if k == "linear":
+            return self.ideal[1].evaluate(feats)
+        if k == "step":
+            return 1.0 if self.ideal[1].evaluate(feats) >= self.ideal[2] - 1e-9 else 0.0
+        if k == "gated":
+            c = self.ideal[1].evaluate(feats)
+            if abs(c - round(c)) > 1e-6 or round(c) not in (0, 1):
+                # a gate condition below 0 (or above 1) switches the neuron off (on) all the same
+                c = 1.0 if c >= 1 else 0.0
+            return c * self.ideal[2].evaluate(feats)
+        if k == "product":
+            return self.ideal[1].evaluate(feats) * self.ideal[2].evaluate(feats)
+        return 0.0
 
 
 class Node:
@@ -239,11 +261,39 @@ class MLPNode(Node):
 
     def evaluate(self, env, state):
         from .program import evaluate_view
+        if self.fn is None:
+            return self._evaluate_ideal(env)
         vals = self.fn(*[evaluate_view(v, env) for v in self.args])
         if len(self.outputs) == 1:
             vals = (vals,)
         for v, x in zip(self.outputs, vals):
             env[v.name] = int(x)
+
+
+    def _evaluate_ideal(self, env):
+        """Outputs from the neurons' ideal semantics (for circuits without a hand-written
+        reference): every input feature at its ideal value, every neuron at its ideal output."""
+        feats = {}
+        for v in self.inputs:
+            for i, x in enumerate(v.encode(env[v.name])):
+                feats[(v.name, i)] = x
+        acc = {}
+        for nr in self.neurons:
+            if nr.ideal[0] == "pairstep":
+                _, form, t, out = nr.ideal
+                if form.evaluate(feats) >= t - 1e-9:
+                    for f, c in out.items():
+                        acc[f] = acc.get(f, 0.0) + c
+                continue
+            y = nr.ideal_value(feats)
+            if y:
+                for f, c in nr.down.items():
+                    acc[f] = acc.get(f, 0.0) + c * y
+        for v in self.outputs:
+            vals = [acc.get((v.name, i), 0.0) for i in range(v.size)]
+            env[v.name], margin = v.decode(vals)
+            if margin < 0.49:
+                raise CompileError(f"{self.name}: {v.name} is not a clean code ({vals})")
 
 
 class EmbedNode(Node):

@@ -41,7 +41,7 @@ def _bound(prog: Program, form: Lin) -> float:
 
 
 def n_linear(form: Lin, out: dict) -> list[Neuron]:
-    return [Neuron(Lin.const(LIN_K), form / LIN_K, dict(out))]
+    return [Neuron(Lin.const(LIN_K), form / LIN_K, dict(out), ("linear", form))]
 
 
 def n_step(form: Lin, t: float, out: dict, prog: Program | None = None) -> list[Neuron]:
@@ -54,19 +54,22 @@ def n_step(form: Lin, t: float, out: dict, prog: Program | None = None) -> list[
     arg = STEP_A * (form - (t - 0.5))
     up = Lin.const(1.0)
     scale = 1.0 / (2 * STEP_C)
-    return [Neuron(arg + STEP_C, up, {k: c * scale for k, c in out.items()}),
-            Neuron(arg - STEP_C, up, {k: -c * scale for k, c in out.items()})]
+    n1 = Neuron(arg + STEP_C, up, {k: c * scale for k, c in out.items()})
+    n2 = Neuron(arg - STEP_C, up, {k: -c * scale for k, c in out.items()})
+    # ideal: the pair gives coef*[form >= t]; carried by the first neuron with unit coefficients
+    n1.ideal = ("pairstep", form, t, dict(out))
+    return [n1, n2]
 
 
 def n_gated(cond: Lin, value: Lin, out: dict) -> list[Neuron]:
-    """Adds coef*cond*value (cond a clean 0/1 form)."""
-    return [Neuron(GATE_B * cond - GATE_B / 2, value / (GATE_B / 2), dict(out))]
+    """Adds coef*cond*value (cond a clean 0/1 form; a form <= 0 also switches it off)."""
+    return [Neuron(GATE_B * cond - GATE_B / 2, value / (GATE_B / 2), dict(out), ("gated", cond, value))]
 
 
 def n_product(a: Lin, b: Lin, out: dict, a_min: float = 0.0) -> list[Neuron]:
     """Adds coef*a*b (exact while a + K stays in SiLU's linear range)."""
     k = max(PROD_K, 32.0 - a_min)
-    return [Neuron(a + k, b, dict(out)), Neuron(Lin.const(k), -1 * b, dict(out))]
+    return [Neuron(a + k, b, dict(out), ("product", a, b)), Neuron(Lin.const(k), -1 * b, dict(out))]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -125,6 +125,19 @@ class Program:
         return self.add_node(MLPNode(name, _dedup(real_inputs), outputs, neurons, fn, about, checks,
                                      args=list(inputs)))
 
+    def circuit(self, name: str, outputs: list[Var], neurons: list[Neuron], about: str = "") -> MLPNode:
+        """An MLP level given by its neurons; inputs are the variables its forms read, and the
+        reference value of each output comes from the neurons' ideal semantics."""
+        seen, inputs = set(), []
+        for nr in neurons:
+            for form in (nr.gate, nr.up):
+                for vname in sorted(form.vars()):
+                    if vname not in seen:
+                        seen.add(vname)
+                        inputs.append(self.vars[vname])
+        node = MLPNode(name, inputs, outputs, neurons, None, about)
+        return self.add_node(node)
+
     def sources(self, v: Var) -> list[Var]:
         """The residual variables a (possibly view) variable reads."""
         if isinstance(v, View):

@@ -25,9 +25,22 @@ class MachineConfig:
     rom_bundles: int = 256        # program size in bundles
     memory_bytes: int = 1 << 14   # machine memory (global + const + shared + local)
     lanes: int = 4
+    shifters: tuple | None = None     # ALU slots with a barrel shifter (None: all)
+    bitcount: tuple | None = None     # ALU slots with CLZ/POPC/BREV (None: all)
+    multipliers: tuple = ()           # ALU slots with MUL/MULHU/MULHS
 
     def slot_kinds(self) -> list[str]:
         return list(self.slots)
+
+    def supports(self, k: int, op: str) -> bool:
+        """Can the unit in slot k run micro-op `op`?"""
+        if op in ("SHL", "SHR", "SAR"):
+            return self.shifters is None or k in self.shifters
+        if op in ("CLZ", "POPC", "BREV"):
+            return self.bitcount is None or k in self.bitcount
+        if op in ("MUL", "MULHU", "MULHS"):
+            return k in self.multipliers or not self.multipliers and self.name == "compact-sim"
+        return True
 
     def describe(self) -> str:
         return (f"machine {self.name}: bundle {' > '.join(self.slots)}, {self.reg_ports} register ports, "
@@ -35,4 +48,8 @@ class MachineConfig:
                 f"{self.rom_bundles} bundles of ROM, {self.memory_bytes} bytes of memory")
 
 
-COMPACT = MachineConfig()
+#: the geometry the simulator explores freely (every ALU slot can do everything)
+SIM = MachineConfig(name="compact-sim")
+#: the built-in machine: two ALU slots, memory, two ALU slots, cross-lane unit
+COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), shifters=(0, 3), bitcount=(4,),
+                        multipliers=(3,))

@@ -127,7 +127,7 @@ class WordFormat:
                 for n in ("a", "b", "c", "cin"):
                     f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
             elif kind == MEM:
-                f += [Field("op", 2), Field("width", 2), Field("signed", 1), Field("space", 2),
+                f += [Field("op", 2), Field("width", 2), Field("align", 3), Field("signed", 1), Field("space", 2),
                       Field("atom", _bits_for(len(ATOM_OPS)))]
                 for n in MEM_SOURCES:
                     f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
@@ -185,15 +185,23 @@ class WordFormat:
             op = so.op
             if kind == ALU:
                 values[(seg, "op")] = ALU_OPCODES.index(op.op) if op.op in ALU_OPCODES else _unsupported(op)
-                for n in ("a", "b", "c"):
-                    if n in so.srcs:
-                        values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
+                srcs = dict(so.srcs)
                 cin = {"0": 0, "1": 1, "flag": 2}[op.cin]
+                if op.op in ("LTU", "LT", "LEU", "LE"):
+                    # the circuit compares through the adder's carry out: a + ~b + 1 carries iff
+                    # a >= b (LTU/LT give its complement); a + ~b carries iff a > b (LEU/LE)
+                    bs = srcs["b"]
+                    srcs["b"] = Source(bs.kind, bs.index, not bs.inv)
+                    cin = 1 if op.op in ("LTU", "LT") else 0
+                for n in ("a", "b", "c"):
+                    if n in srcs:
+                        values[(seg, n)] = _index(cfg, k, n, srcs[n])
                 values[(seg, "cin")] = cin
             elif kind == MEM:
                 ex = op.extra
                 values[(seg, "op")] = MEM_OPS.index(op.op)
                 values[(seg, "width")] = {1: 0, 2: 1, 4: 2, 8: 3}[ex["width"]]
+                values[(seg, "align")] = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}[ex.get("align", ex["width"])]
                 values[(seg, "signed")] = int(bool(ex.get("signed")))
                 values[(seg, "space")] = SPACES.index(ex["space"])
                 if op.op == "ATOM":
@@ -222,9 +230,8 @@ class WordFormat:
         if t[0] in ("jump", "barrier"):
             values[("tail", "t1")] = t[1]
         elif t[0] == "branch":
-            values[("tail", "want")] = int(t[1])
-            values[("tail", "t1")] = t[2]
-            values[("tail", "t2")] = t[3]
+            # the circuit takes t1 when the predicate is non-zero
+            values[("tail", "t1")], values[("tail", "t2")] = (t[2], t[3]) if t[1] else (t[3], t[2])
             values[("tail", "pred")] = _index(cfg, len(cfg.slots), "pred", b.term_src)
             if b.term_port_regs and b.term_port_regs[0] is not None:
                 values[("tail", "tp_en")] = 1

@@ -192,9 +192,9 @@ def _sel64(em, c, a, b) -> tuple:
 
 # the initial estimate p(x) = 1 + x * (C0 + x * (C1 + x * C2)), x = 1 - d/2^32, a one-sided
 # (p <= 1/(1 - x)) fit with relative error below 2^-7.5; Q-format constants
-_RC2 = 0xBAD17638          # c2 * 2^30
-_RC1 = 0x3FBF1A54          # c1 * 2^31
-_RC0 = 0x8000195B          # c0 * 2^31
+_RC2 = 0xBACDB891          # c2 * 2^30
+_RC1 = 0x3FC094FF          # c1 * 2^31
+_RC0 = 0x80006148          # c0 * 2^31
 
 
 def _recip32(em: Emitter, d) -> Src:

@@ -173,6 +173,8 @@ class _Packer:
         for k in range(floor + 1, len(self.cfg.slots)):
             if self.cfg.slots[k] != kind or b.slots[k] is not None:
                 continue
+            if kind == ALU and not self.cfg.supports(k, op.op):
+                continue
             if op.cin == "flag" and k != flag_slot + 1 and any(
                     self.cfg.slots[x] == ALU for x in range(flag_slot + 1, k)):
                 pass

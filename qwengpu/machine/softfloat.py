@@ -711,20 +711,23 @@ def _fma32(b, a, bb, c, mode, ftz, sat):
     ea, eb, ec = a & F32_INF, bb & F32_INF, c & F32_INF
     va = a << 9
     ma = b.sel(ea, (va >> 1) | S31, va)      # leading bit 31 (raw convention for subnormals)
-    vb = (bb << 9) >> 3
-    mb = vb + b.sel(eb, 0x20000000, vb)      # leading bit 29
+    vb = (bb << 9) >> 5
+    mb = vb + b.sel(eb, 0x08000000, vb)      # leading bit 27
     vc = c << 9
     mc = b.sel(ec, (vc >> 1) | S31, vc)      # leading bit 31
-    ph = b.mulhu(ma, mb)                      # P = ma*mb < 2^62, value P * 2^(ea+eb-314)
+    ph = b.mulhu(ma, mb)                      # P = ma*mb < 2^60, value P * 2^(ea+eb-312)
     pl = b.mul(ma, mb)
-    # c = (mc:0) * 2^g in units of P; a zero product puts c in charge (g huge)
+    # c = (mc:0) * 2^-ng in units of P; a zero product puts c in charge (ng very negative)
+    ecs = ec >> 23
     eab = b.sel(b.sel(ma, mb, 0), (ea + eb) >> 23, (-(1 << 20)) & M32)
-    g = (ec >> 23) - eab + 124
-    # window: c's leading bit at 63+g, at most 62: when g >= 0 P moves right by g+1 instead
-    ng = 0 - g
-    shc = b.sel(b.lt(ng, 1), 1, ng)
-    shc = b.sel(b.ltu(63, shc), 63, shc)     # c entirely below the window -> sticky only
-    shp = b.sel(b.lt(g, 0), 0, g + 1)
+    ng = (eab - ecs) - 122
+    # 64-bit window: P's leading bit at 58 or 59, c's at 63-ng. c may sit at most at 61 (the
+    # sum stays below 2^63); when c would be higher it goes to 61 and P moves right by 2-ng,
+    # and c then exceeds P by two binades at least (no deep cancellation, so P's low word is
+    # only a sticky bit: it lies entirely below c's last bit)
+    shc2 = b.sel(b.lt(ng, 2), 2, ng)
+    shp = shc2 - ng
+    shc = b.sel(b.ltu(63, shc2), 63, shc2)   # c entirely below the window -> sticky only
     # c placed: (ch:cl) = (mc:0) >> shc, lost bits -> sticky in bit 0
     ch = mc >> shc
     cl = (mc << (32 - shc)) | (mc >> (shc - 32))
@@ -740,22 +743,24 @@ def _fma32(b, a, bb, c, mode, ftz, sat):
     # |P -/+ C|: add -> T;  sub -> ~T if T < 0 (P >= C) else T + 1
     n_ = b.sar(th, 31)
     k = m & ~n_                               # sub and C > P: result sign flips, add 1
-    rl, rh = b.add64((tl ^ n_, th ^ n_), (k >> 31, 0))
+    rl, rh = b.add64((tl ^ n_, th ^ n_), (~k, ~k), cin="1")
     sign = sp ^ k
     # normalise |R| (< 2^63) so the high word has its leading bit at 30
     hz = b.eq(rh, 0)
     h1 = b.sel(hz, rl >> 1, rh)
     l1 = b.sel(hz, rl << 31, rl)
-    z = b.clz(h1) - 1
+    zc = b.clz(h1)
+    z = zc - 1
     n = (h1 << z) | (l1 >> (32 - z))
     n = n | b.ltu(0, l1 << z)
-    ek = (eab - 126) + shp - z - b.sel(hz, 31, 0)
+    # ek = biased exponent - 1 = ea+eb-124 + shp - (z + 31*hz) = ecs-2 + shc2 - (z + 31*hz)
+    ek = (ecs + shc2) - (zc + b.sel(hz, 32, 1))
     n, ek = _denorm(b, n, ek)
     rd = _round30(b, n, mode, sign)
     res = _pack32(b, ek, rd, mode, sign)
-    # exact zero result
+    # exact zero result (R = 0 iff h1 = 0: a nonzero R is at least 2)
     zero = (sp | c) & S31 if mode == "rm" else (sp & c) & S31
-    res = b.sel(rh | rl, res, zero)
+    res = b.sel(h1, res, zero)
     # infinities and NaNs
     x, y, zc = a & ABS, bb & ABS, c & ABS
     sw = b.ltu(x, y)
