@@ -18,16 +18,7 @@ from __future__ import annotations
 from .emit import Emitter, Recorder
 from .isa import M32, Imm, Src, alu_eval, src
 
-__all__ = [
-    "div_u32", "div_s32", "rem_u32", "rem_s32", "divrem_u32", "divrem_s32",
-    "div_u64", "div_s64", "rem_u64", "rem_s64", "divrem_u64", "divrem_s64",
-    "mulhi_u64", "mulhi_s64", "mullo_u64",
-    "shl64", "shr64", "sar64",
-    "bfe_u32", "bfe_s32", "bfe_u64", "bfe_s64", "bfi_b32", "bfi_b64",
-    "prmt", "shf", "bfind", "sad",
-    "min64", "max64", "abs64", "neg64", "clz64", "popc64", "brev64",
-    "COST",
-]
+__all__ = ["div_u32", "div_s32", "rem_u32", "rem_s32", "divrem_u32", "divrem_s32"]
 
 # ---------------------------------------------------------------------------------------------
 # emission helpers: constant folding and trivial identities
