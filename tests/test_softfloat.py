@@ -392,3 +392,42 @@ def test_arith2_hyp(a, b, name, mode, ftz, sat):
     fn, ref, _ = ARITH2[name]
     got = built(fn, 2, rnd=mode, ftz=ftz, sat=sat).run1(a, b)[0]
     assert got == one(ref, a, b, rnd=mode, ftz=ftz, sat=sat), (name, mode, hex(a), hex(b))
+
+
+def gen_f32_triples(n):
+    """fma operands: random, products cancelled by c (exactly and nearly), c at every binade
+    around the product, special values."""
+    a, b = gen_f32_pairs(n, "mul")
+    m = len(a)
+    c = gen_f32(m)[:m]
+    with np.errstate(all="ignore"):
+        p = (a.astype(np.uint32).view(np.float32).astype(np.float64)
+             * b.astype(np.uint32).view(np.float32).astype(np.float64))
+        pc = p.astype(np.float32).view(np.uint32).astype(np.uint64)
+    sel = RNG.integers(0, 4, m)
+    near = (pc ^ U(0x80000000)) + RNG.integers(0, 3, m).astype(np.uint64)
+    c2 = np.where(sel == 0, pc ^ U(0x80000000), np.where(sel == 1, near, np.where(sel == 2, pc, c)))
+    k = RNG.integers(-40, 40, m)
+    ep = ((pc >> U(23)) & U(0xFF)).astype(np.int64)
+    c3 = _f32(RNG.integers(0, 2, m), np.clip(ep + k, 0, 254).astype(np.uint64), _u(m) & U(0x7FFFFF))
+    sp = np.array(F32_SPECIAL[::3], dtype=np.uint64)
+    A, B, C = np.meshgrid(sp, sp, sp)
+    return (np.concatenate([a, a, a, a, A.ravel()]), np.concatenate([b, b, b, b, B.ravel()]),
+            np.concatenate([c, c2, c3, RNG.permutation(c), C.ravel()]))
+
+
+@pytest.mark.parametrize("sat", [False, True])
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_fma_bulk(mode, ftz, sat):
+    a, b, c = gen_f32_triples(BULK // 4)
+    compare_bulk(built(sf.fma, 3, rnd=mode, ftz=ftz, sat=sat),
+                 lambda a, b, c: F.ffma(a, b, c, rnd=mode, ftz=ftz, sat=sat), [a, b, c],
+                 f"fma.{mode} ftz={ftz} sat={sat}")
+
+
+@HYP
+@given(f32_word(), f32_word(), f32_word(), st.sampled_from(MODES), st.booleans(), st.booleans())
+def test_fma_hyp(a, b, c, mode, ftz, sat):
+    got = built(sf.fma, 3, rnd=mode, ftz=ftz, sat=sat).run1(a, b, c)[0]
+    assert got == one(F.ffma, a, b, c, rnd=mode, ftz=ftz, sat=sat), (mode, hex(a), hex(b), hex(c))

@@ -758,9 +758,9 @@ def _fma32(b, a, bb, c, mode, ftz, sat):
     n, ek = _denorm(b, n, ek)
     rd = _round30(b, n, mode, sign)
     res = _pack32(b, ek, rd, mode, sign)
-    # exact zero result (R = 0 iff h1 = 0: a nonzero R is at least 2)
+    # exact zero result (R may be a lone sticky bit: a tiny P squashed next to c = 0)
     zero = (sp | c) & S31 if mode == "rm" else (sp & c) & S31
-    res = b.sel(h1, res, zero)
+    res = b.sel(rh | rl, res, zero)
     # infinities and NaNs
     x, y, zc = a & ABS, bb & ABS, c & ABS
     sw = b.ltu(x, y)
