@@ -244,8 +244,8 @@ def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, o
         return Layout(dims, max((k + 7) // 8 * 8, min_width), born, {}, set())
     keep = set(keep or ())
     for r in prog.rules:
-        for v, _ in r.conditions:
-            keep |= {s.name for s in prog.sources(v)}
+        for c in r.conditions:
+            keep |= {s.name for s in prog.sources(c[0])}
     last: dict = {}
     for n in prog.nodes:
         if n.layer is None:
@@ -567,13 +567,13 @@ def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_fina
         t = rule.token.id
         ruled.add(t)
         form = Lin()
-        for var, val in rule.conditions:
+        for var, val, weight in rule.conditions:
             enc = var.encode(val)
             if var.kind == "bits":
                 for i, bit in enumerate(enc):
-                    form = form + (2 * var.f(i) - 1 if bit else 1 - 2 * var.f(i))
+                    form = form + weight * (2 * var.f(i) - 1 if bit else 1 - 2 * var.f(i))
             elif var.kind == "onehot":
-                form = form + (2 * var.f(val) - 1)
+                form = form + weight * (2 * var.f(val) - 1)
             else:
                 raise CompileError("output rules read bits or onehot variables")
         W[t] = _row(form, lay, width) * (LOGIT_SCALE / s_final)

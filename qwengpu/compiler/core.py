@@ -210,9 +210,9 @@ class Neuron:
             return 1.0 if self.ideal[1].evaluate(feats) >= self.ideal[2] - 1e-9 else 0.0
         if k == "gated":
             c = self.ideal[1].evaluate(feats)
-            if abs(c - round(c)) > 1e-6 or round(c) not in (0, 1):
-                # a gate condition below 0 (or above 1) switches the neuron off (on) all the same
-                c = 1.0 if c >= 1 else 0.0
+            if c > 1 + 1e-6:
+                raise CompileError(f"a gated neuron's condition reached {c} (> 1): the gate would scale its value")
+            c = 1.0 if c > 1 - 1e-6 else 0.0        # conditions <= 0 switch the neuron off
             return c * self.ideal[2].evaluate(feats)
         if k == "product":
             return self.ideal[1].evaluate(feats) * self.ideal[2].evaluate(feats)

@@ -101,12 +101,16 @@ class Program:
         return t
 
     def emit_when(self, token: Token | str, conditions: list):
-        """The model emits `token` when all (var, value) conditions hold. Rules must be exclusive."""
+        """The model emits `token` when all (var, value[, weight]) conditions hold. Rules must be
+        exclusive; a weight scales a condition's share of the logit (default 1)."""
         if isinstance(token, str):
             token = self.token_by_text[token]
-        for v, val in conditions:
+        conds = []
+        for c in conditions:
+            v, val = c[0], c[1]
             v.encode(val)
-        self.rules.append(OutputRule(token, list(conditions)))
+            conds.append((v, val, c[2] if len(c) > 2 else 1.0))
+        self.rules.append(OutputRule(token, conds))
 
     # -- nodes ---------------------------------------------------------------------------------------
 
@@ -124,6 +128,26 @@ class Program:
             real_inputs += self.sources(v)
         return self.add_node(MLPNode(name, _dedup(real_inputs), outputs, neurons, fn, about, checks,
                                      args=list(inputs)))
+
+    def linview(self, name: str, forms: list[Lin], kind: str = "bits") -> View:
+        """A view whose bits are linear forms of residual features; its reference value comes
+        from evaluating the forms on the sources' ideal features."""
+        names = sorted({n for f in forms for n in f.vars()})
+        sources = [self.vars[n] for n in names]
+
+        def fn(*vals):
+            feats = {}
+            for v, x in zip(sources, vals):
+                for i, y in enumerate(v.encode(x)):
+                    feats[(v.name, i)] = y
+            out = 0
+            for i, f in enumerate(forms):
+                y = f.evaluate(feats)
+                if abs(y - round(y)) > 1e-6 or round(y) not in (0, 1):
+                    raise CompileError(f"view {name} bit {i} is not a clean bit ({y})")
+                out |= int(round(y)) << i
+            return out
+        return self.view(name, kind, list(forms), fn, sources)
 
     def circuit(self, name: str, outputs: list[Var], neurons: list[Neuron], about: str = "") -> MLPNode:
         """An MLP level given by its neurons; inputs are the variables its forms read, and the

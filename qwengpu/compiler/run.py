@@ -35,7 +35,7 @@ def emitted(prog: Program, env: dict) -> str | None:
     if not prog.rules:
         return None
     hits = [r.token.text for r in prog.rules
-            if all(evaluate_view(v, env) == val for v, val in r.conditions)]
+            if all(evaluate_view(c[0], env) == c[1] for c in r.conditions)]
     if len(hits) != 1:
         raise CompileError(f"output rules must select exactly one token; {len(hits)} hold: {hits}")
     return hits[0]
