@@ -431,3 +431,63 @@ def test_fma_bulk(mode, ftz, sat):
 def test_fma_hyp(a, b, c, mode, ftz, sat):
     got = built(sf.fma, 3, rnd=mode, ftz=ftz, sat=sat).run1(a, b, c)[0]
     assert got == one(F.ffma, a, b, c, rnd=mode, ftz=ftz, sat=sat), (mode, hex(a), hex(b), hex(c))
+
+
+# ---------------------------------------------------------------------------------------------
+# div / rcp / sqrt: the integer approximations are proved by exhaustion, the rest by testing
+
+ALL_SIG = ((np.arange(1 << 23, dtype=np.uint64) | U(1 << 23)) << U(8))   # every normalised m
+
+
+def test_recip32_exhaustive():
+    """For every divisor significand m: R <= 2^63/m and 2^63 - R*m < 2^35 (relative error
+    < 2^-28), so the quotient estimate is floor(q) or floor(q) - 1 for q < 2^26."""
+    bt = Built(lambda em, m: sf._run(em, lambda b, m: sf._recip32(b, m), m), 1)
+    r = bt.run(ALL_SIG)[0]
+    prod = r * ALL_SIG                                   # < 2^64: exact in uint64
+    assert not np.any(prod > U(1 << 63))
+    assert int((U(1 << 63) - prod).max()) < 1 << 35
+
+
+@pytest.mark.parametrize("par", [0, 1])
+def test_isqrt26_exhaustive(par):
+    """For every significand m and both exponent parities: S0 in {S-1, S}, S = floor(sqrt(X)),
+    X = m * 2^(19+par), and the radicand word is X mod 2^32."""
+    bt = Built(lambda em, m: sf._run(em, lambda b, m: sf._isqrt26(b, m, par), m), 1)
+    s0, xw = bt.run(ALL_SIG)
+    x = (ALL_SIG >> U(8)) << U(27 + par)                  # < 2^52: exact in float64
+    s = np.floor(np.sqrt(x.astype(np.float64))).astype(np.uint64)
+    s -= (s * s > x).astype(np.uint64)
+    s += ((s + U(1)) * (s + U(1)) <= x).astype(np.uint64)
+    assert np.all((s0 == s) | (s0 + U(1) == s))
+    assert np.all(xw == (x & MASK))
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_div_rcp_bulk(mode, ftz):
+    a, b = gen_f32_pairs(BULK // 2, "div")
+    compare_bulk(built(sf.div, 2, rnd=mode, ftz=ftz), lambda a, b: F.fdiv(a, b, rnd=mode, ftz=ftz),
+                 [a, b], f"div.{mode} ftz={ftz}")
+    x = gen_f32(BULK)
+    compare_bulk(built(sf.rcp, 1, rnd=mode, ftz=ftz), lambda x: F.frcp(x, rnd=mode, ftz=ftz),
+                 [x], f"rcp.{mode} ftz={ftz}")
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_sqrt_bulk(mode, ftz):
+    x = gen_f32(BULK)
+    x = np.concatenate([x, x & U(0x7FFFFFFF),                        # mostly non-negative
+                        _f32(0, RNG.integers(0, 255, BULK), _u(BULK) & U(0x7FFFFF))])
+    compare_bulk(built(sf.sqrt, 1, rnd=mode, ftz=ftz), lambda x: F.fsqrt(x, rnd=mode, ftz=ftz),
+                 [x], f"sqrt.{mode} ftz={ftz}")
+
+
+@HYP
+@given(f32_word(), f32_word(), st.sampled_from(MODES), st.booleans())
+def test_div_rcp_sqrt_hyp(a, b, mode, ftz):
+    assert built(sf.div, 2, rnd=mode, ftz=ftz).run1(a, b)[0] == one(F.fdiv, a, b, rnd=mode, ftz=ftz)
+    assert built(sf.rcp, 1, rnd=mode, ftz=ftz).run1(b)[0] == one(F.frcp, b, rnd=mode, ftz=ftz)
+    a &= 0x7FFFFFFF
+    assert built(sf.sqrt, 1, rnd=mode, ftz=ftz).run1(a)[0] == one(F.fsqrt, a, rnd=mode, ftz=ftz)

@@ -542,15 +542,16 @@ def _neg_flag(b, sign):
     return sign & S31
 
 
-def _round30(b, n, mode, sign):
-    """n >> 7 rounded per `mode` (n's bit 0 is a sticky bit). `sign`: bit 31 = result sign."""
+def _round30(b, n, mode, sign, inexact=False):
+    """n >> 7 rounded per `mode` (n's bit 0 is a sticky bit). `sign`: bit 31 = result sign.
+    inexact=True: the value is known to lie strictly above n (never exactly on it)."""
     if mode == "rz":
         return n >> 7
     if mode == "rn":
         # round half to even: (n + 0x3F + L) >> 7, L = bit 7 of n (taken through the carry flag)
         t = n << 24
         b.flag_add(t, t)
-        return b.add_cin(n, 0x3F) >> 7
+        return b.add_cin(n, 0x40 if inexact else 0x3F) >> 7
     # directed: add 0x7F when rounding away from zero
     away = b.sar(sign, 31) if mode == "rm" else b.sar(~sign, 31)
     return (n + (away >> 25)) >> 7
@@ -784,3 +785,145 @@ def fma(em, a, b, c, rnd="rn", ftz=False, sat=False):
     """fma.rnd{.ftz}{.sat}.f32 (= mad.rnd.f32): a*b+c rounded once."""
     mode = _check_mode(rnd, FROUND, "fma.f32")
     return _run(em, lambda bl, a, bb, c: _fma32(bl, a, bb, c, mode, ftz, sat), a, b, c)
+
+
+# ---------------------------------------------------------------------------------------------
+# div / rcp
+
+def _unpack_norm32(b, x, e23):
+    """Normalised significand (leading bit at 31; 0 for a zero) and biased exponent (below 1
+    for a subnormal) of a finite x: value = m * 2^(e - 158)."""
+    v = x << 9
+    u = b.sel(e23, (v >> 1) | S31, v)        # a subnormal: exponent 0, significand doubled
+    z = b.clz(u)
+    return u << z, (e23 >> 23) - z, z
+
+
+# linear seed for 2^63/m: (c0 - 2x) * 2^31 with x = m/2^32, c0 = sqrt(48) - 4 (error < 7.2%)
+_RCP_C0 = int((48 ** 0.5 - 4) * 2 ** 31) & M32
+
+
+def _recip32(b, m):
+    """R <= 2^63/m (m in [2^31, 2^32)), relative error < 2^-29.2: a linear seed, one Newton step
+    y*(2 - x*y) and two y + y*(1 - x*y), every rounding downwards. Checked exhaustively for all
+    2^23 significands (tests/test_softfloat.py::test_recip32_exhaustive)."""
+    r = b.sub(_RCP_C0, m)
+    p = b.mulhu(m, r)
+    r = b.mulhu(r, ~p) << 1                  # ~p = 2^32 - 1 - p <= (2 - x*y) * 2^31
+    for _ in range(2):
+        p = b.mulhu(m, r)
+        r = r + b.mulhu(r, (~p) << 1)        # (~p) << 1 = 2^32 - 2 - 2p <= (1 - x*y) * 2^32
+    return r
+
+
+def _special_div32(b, a, c, sign):
+    """(is_special, value) for a/c when an operand is zero, infinite or NaN."""
+    x, y = a & ABS, c & ABS
+    gt = b.ltu(y, x)
+    big = b.sel(gt, x, y)
+    small = b.sel(gt, y, x)
+    sp = b.leu(b.sel(small, F32_INF, 0), big)     # a zero, or an infinity/NaN
+    # given sp: 0/0, inf/inf and NaNs give NaN (x == y or a NaN); else x > y: inf, x < y: 0
+    nan = b.eq(x, y) | b.ltu(F32_INF, big)
+    return sp, b.sel(nan, F32_NAN, b.sel(gt, sign | F32_INF, sign))
+
+
+def _div32(b, a, c, mode, ftz):
+    if ftz:
+        a, c = _flush32(b, a), _flush32(b, c)
+    sign = (a ^ c) & S31
+    ea23, ec23 = a & F32_INF, c & F32_INF
+    ma, ea, _ = _unpack_norm32(b, a, ea23)
+    mc, ec, _ = _unpack_norm32(b, c, ec23)
+    # quotient: A' = ma * 2^u in [mc, 2 mc); Q = floor(A' * 2^25 / mc) in [2^25, 2^26)
+    u = b.ltu(ma, mc)
+    r = _recip32(b, mc)
+    q0 = b.mulhu(ma >> (6 - u), r)           # Q - 1 <= q0 <= Q (r's error < 2^-29, Q < 2^26)
+    d24 = mc >> 8
+    rem = (ma << (u + 17)) - b.mul(q0, d24)  # exact: A'*2^25 - q0*d in [0, 2d)
+    up = b.leu(d24, rem)
+    q = q0 + up
+    sticky = b.ltu(b.sel(up, d24, 0), rem)
+    n = (q << 5) | sticky
+    ek = (ea - ec) - u + 126
+    n, ek = _denorm(b, n, ek)
+    rd = _round30(b, n, mode, sign)
+    res = _pack32(b, ek, rd, mode, sign)
+    sp, sv = _special_div32(b, a, c, sign)
+    res = b.sel(sp, sv, res)
+    if ftz:
+        res = _ftz_out32(b, res)
+    return res
+
+
+def div(em, a, b, rnd="rn", ftz=False):
+    """div.rnd{.ftz}.f32 (IEEE, correctly rounded: rn rz rm rp)."""
+    mode = _check_mode(rnd, FROUND, "div.f32")
+    return _run(em, lambda bl, a, c: _div32(bl, a, c, mode, ftz), a, b)
+
+
+def rcp(em, a, rnd="rn", ftz=False):
+    """rcp.rnd{.ftz}.f32: correctly rounded 1/a."""
+    mode = _check_mode(rnd, FROUND, "rcp.f32")
+    return _run(em, lambda bl, a: _div32(bl, F32_ONE, a, mode, ftz), a)
+
+
+# ---------------------------------------------------------------------------------------------
+# sqrt
+
+# quadratic seed for 1/sqrt(x), x in [1/2, 1): c0 - x*(k1 - c2*x) (relative error < 2^-8.2)
+_RSQ_C2 = int(0.83542149 * 2 ** 31)
+_RSQ_K1 = int(2.06613124 * 2 ** 31) & M32
+_RSQ_K0 = int(2.23390533 * 2 ** 31) & M32
+_RSQRT_HALF = int(2 ** 32 / 2 ** 0.5)          # floor(2^32 / sqrt 2)
+
+
+def _rsqrt32(b, m):
+    """Y <= 2^31/sqrt(m/2^32) for m in [2^31, 2^32): quadratic seed and two Newton steps
+    y*(3 - x*y^2)/2, every rounding downwards (checked exhaustively in the tests)."""
+    y = b.sub(_RSQ_K0, b.mulhu(m, b.sub(_RSQ_K1, b.mulhu(m, _RSQ_C2))))
+    for _ in range(2):
+        p = b.mulhu(m, b.mulhu(y, y))          # x*y^2 * 2^30 (rounded down twice)
+        y = b.mulhu(y, ~p + 0xBFFFFFFF) << 1   # 1.5*2^31 - p - 2 <= (3 - x*y^2)/2 * 2^31
+    return y
+
+
+def _isqrt26(b, m, par):
+    """(S0, radicand mod 2^32): S0 = S or S - 1, S = floor(sqrt(m*2^(19+par))) in [2^25, 2^26)
+    for a normalised m (leading bit 31)."""
+    y = _rsqrt32(b, m)
+    g = b.mulhu(m, y)                          # sqrt(m/2^32) * 2^31
+    s0 = b.sel(par, g, b.mulhu(g, _RSQRT_HALF)) >> 5
+    return s0, m << (par + 19)
+
+
+def _sqrt32(b, a, mode, ftz):
+    if ftz:
+        a = _flush32(b, a)
+    ea23 = a & F32_INF
+    m, ea, _ = _unpack_norm32(b, a, ea23)
+    par = ~ea & 1                              # radicand m * 2^par: even total exponent
+    s0, x = _isqrt26(b, m, par)
+    rem = x - b.mul(s0, s0)                    # exact, in [0, 2(2S+1))
+    t = s0 << 1
+    up = b.ltu(t, rem)                         # (S0+1)^2 <= radicand
+    s = s0 + up
+    n = s << 5
+    if mode == "rp":                           # (rm = rz for a non-negative result)
+        n = n | b.ltu(b.sel(up, t | 1, 0), rem)
+    # rn: a square root is never exactly halfway between two floats (the square of a 25-bit
+    # odd significand has more than 24 bits), so the round bit alone decides: rounding as if
+    # sticky were set is exact. rz needs no sticky at all.
+    ek = (ea + 125) >> 1
+    rd = _round30(b, n, mode, 0, inexact=True)
+    res = (ek << 23) + rd
+    # +-0 -> itself, +inf -> +inf, anything else special (negative, NaN) -> NaN
+    sp = b.leu(0x7F7FFFFF, a - 1)
+    keep = b.eq(a << 1, 0) | b.eq(a, F32_INF)
+    return b.sel(sp, b.sel(keep, a, F32_NAN), res)
+
+
+def sqrt(em, a, rnd="rn", ftz=False):
+    """sqrt.rnd{.ftz}.f32 (IEEE, correctly rounded)."""
+    mode = _check_mode(rnd, FROUND, "sqrt.f32")
+    return _run(em, lambda b, a: _sqrt32(b, a, mode, ftz), a)
