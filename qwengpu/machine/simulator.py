@@ -178,6 +178,9 @@ class Simulator:
         if kind == "WARP":
             self.warp = tok[1]
             return self.control()
+        if kind == "RELEASE":
+            self.epoch = tok[1]                 # the barrier opens: waiting lanes may run
+            return self.control()
         if kind == "EXEC":
             self.pending = self.execute(tok[1], tok[2])
         elif kind == "CARRY":
@@ -211,8 +214,7 @@ class Simulator:
             if any(self.runnable(w2, l) for l in range(LANES)):
                 return ("WARP", w2)
         if any(self.waiting(w2, l) for w2 in range(self.nwarps) for l in range(LANES)):
-            self.epoch = (self.epoch + 1) % 16        # the barrier opens
-            return self.control()
+            return ("RELEASE", (self.epoch + 1) % 16)  # every live lane waits: the barrier opens
         if self.block + 1 < self.nblocks:
             return ("BLOCK", self.block + 1)
         return ("HALT",)
@@ -271,7 +273,7 @@ class Simulator:
             val = (lambda name, l, ports=ports, so=so:
                    self._value(so.srcs[name], warp, l, ports, results, flags, his))
             if op.kind == "alu":
-                for l in lanes:
+                for l in range(LANES):          # the units compute every lane; passes commit active ones
                     a = val("a", l)
                     bb = val("b", l) if "b" in so.srcs else 0
                     c = val("c", l) if "c" in so.srcs else 0
