@@ -244,35 +244,50 @@ class _Splicer:
     def gpu_rows(self, key: str):
         return self.csd[key][:self.g].double()
 
+    def _wide_dtype(self, rows, dt, tol: float = 0.0):
+        """`dt` when it holds the GPU rows (float64) exactly (or, with `tol`, to within that
+        relative error: the compiler's own fp32 rounding of values meant to be round), else fp32."""
+        torch = _torch()
+        if dt in (torch.float32, torch.float64):
+            return dt
+        cand = rows.to(dt).to(torch.float64)
+        err = ((cand - rows).abs() / rows.abs().clamp_min(1e-300)).max() if rows.numel() else 0.0
+        return dt if float(err) <= tol else torch.float32
+
     def embed(self, t) -> dict:
+        """[V + g, W]: text rows (ALPHA * e, indicator, 0), GPU rows (the compiled embedding).
+        Built in the storage dtype (no float64 copy of the matrix)."""
         torch = _torch()
         g, W, H, V = self.geo, self.W, self.H, self.V
-        out = {}
-        e = torch.zeros((V + self.g, W), dtype=torch.float64)
-        e[:V, :H] = t.double() * g.alpha
+        rows = self.gpu_rows("model.embed_tokens.weight")
+        dt = self._wide_dtype(rows, t.dtype)
+        e = torch.zeros((V + self.g, W), dtype=dt)
+        e[:V, :H] = t.to(dt) * g.alpha if dt == t.dtype else t.double().mul(g.alpha).to(dt)
         for k, c in enumerate(g.indicator):
             e[:V, g.ind + k] = c
-        e[V:] = self.gpu_rows("model.embed_tokens.weight")
-        out[self.P + "embed_tokens.weight"] = _store(e, t.dtype)
+        e[V:] = rows.to(dt)
+        out = {self.P + "embed_tokens.weight": e}
         if self.ck.tied:
             out.update(self.lm_head(t))
         return out
 
     def lm_head(self, t) -> dict:
+        """[V + g, W]: base rows (the base's, reading the anchor with a large negative weight),
+        GPU rows (the compiled unembedding rescaled for the final norm's GPU-dim scale, reading
+        the indicator with a large negative weight)."""
         torch = _torch()
         g, W, H, V = self.geo, self.W, self.H, self.V
-        dt = t.dtype
-        m = torch.zeros((V + self.g, W), dtype=torch.float64)
-        m[:V, :H] = t.double()
-        m[:V, g.anchor] = _round_to(g.base_logit_weight(), dt)
-        # GPU rows: the compiled unembedding, rescaled for the final norm's GPU-dim scale
         u = self.gpu_rows("lm_head.weight") / g.final_gpu_scale()
         switch = u[:, g.anchor].abs() * ANCHOR >= 1e3           # "never" logits of unruled tokens
-        u[switch, g.anchor] = torch.tensor([_round_to(float(x), dt) for x in u[switch, g.anchor]],
+        u[switch, g.anchor] = torch.tensor([_round_to(float(x), t.dtype) for x in u[switch, g.anchor]],
                                            dtype=torch.float64)
-        m[V:] = u
-        m[V:, g.ind] = _round_to(g.gpu_logit_weight(), dt)
-        return {"lm_head.weight": _store(m, dt)}
+        u[:, g.ind] = _round_to(g.gpu_logit_weight(), t.dtype)
+        dt = self._wide_dtype(u, t.dtype, tol=2.0 ** -20)      # multiples of the logit scale, up to fp32 noise
+        m = torch.zeros((V + self.g, W), dtype=dt)
+        m[:V, :H] = t.to(dt)
+        m[:V, g.anchor] = _round_to(g.base_logit_weight(), dt)
+        m[V:] = u.to(dt)
+        return {"lm_head.weight": m}
 
     def final_norm(self, t) -> dict:
         torch = _torch()
@@ -343,29 +358,32 @@ class _Splicer:
             return self.mtp(name, t)
         raise SpliceError(f"unexpected tensor {name}: the splicer does not know how to keep it consistent")
 
-    def gpu_layers(self) -> dict:
-        """The compiled GPU's decoder layers, renamed into the stack, plus their text switches."""
+    def gpu_layers(self):
+        """The compiled GPU's decoder layers, renamed into the stack, plus their text switches:
+        yields {name: tensor} one layer at a time (only patched tensors are copied)."""
         g = self.geo
-        out = {}
         types = self.c.schedule.layer_types
-        for key, v in self.csd.items():
-            if not key.startswith("model.layers."):
-                continue
-            rest = key[len("model."):]
-            t = v.clone()
-            L = int(_LAYER.match(rest).group(1))
-            sub = _LAYER.match(rest).group(2)
-            if types[L] == "linear_attention" and sub == "linear_attn.in_proj_b.weight":
-                t[:, g.ind] = g.indicator_off_weight()           # text: beta = 0 (no write)
-            if types[L] == "full_attention" and sub == "self_attn.q_proj.weight":
-                hd = self.head_dim
-                for h in range(self.n_heads):                     # text: output gate = 0
-                    t[h * 2 * hd + hd:(h + 1) * 2 * hd, g.ind] = g.indicator_off_weight()
-            out[self.P + rest] = t.contiguous()
-        for L, typ in enumerate(types):
-            if typ == "full_attention":
+        hd = self.head_dim
+        for L in range(self.n_gpu):
+            pre = f"model.layers.{L}."
+            out = {}
+            for key, v in self.csd.items():
+                if not key.startswith(pre):
+                    continue
+                sub = key[len(pre):]
+                t = v
+                if types[L] == "linear_attention" and sub == "linear_attn.in_proj_b.weight":
+                    t = v.clone()
+                    t[:, g.ind] = g.indicator_off_weight()           # text: beta = 0 (no write)
+                if types[L] == "full_attention" and sub in ("self_attn.q_proj.weight", "self_attn.k_proj.weight"):
+                    t = v.clone()
+                    if sub == "self_attn.q_proj.weight":
+                        for h in range(self.n_heads):                 # text: output gate = 0
+                            t[h * 2 * hd + hd:(h + 1) * 2 * hd, g.ind] = g.indicator_off_weight()
+                out[f"{self.P}layers.{L}.{sub}"] = t
+            if types[L] == "full_attention":
                 self._exclude_text_keys(out, f"{self.P}layers.{L}.self_attn.", L)
-        return out
+            yield out
 
     def _exclude_text_keys(self, sd: dict, p: str, L: int):
         """Make text positions invisible to the GPU's attention heads (score -1e6): in each used
@@ -444,14 +462,15 @@ def _layout_json(compiled) -> dict:
 
 def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp: str = "widen",
            sample_launch: list[str] | None = None, special_tokens: bool = False, overwrite: bool = False,
-           progress: bool = True) -> SpliceReport:
+           max_shard_bytes: int = 1 << 30, progress: bool = True) -> SpliceReport:
     """Splice `compiled` (compiled with `target_for_base(base)`) into the checkpoint at `base`
     and write the result to `out_dir`.
 
     token_texts: the tokenizer strings of the GPU tokens (default: the program's token texts;
     they must not already be tokens of the base). mtp: "widen" (keep the MTP head, widened
     consistently) or "drop". sample_launch: a GPU token sequence (program texts) recorded in
-    qwengpu.json for measurements (default: the program's first tokens).
+    qwengpu.json for measurements (default: the program's first tokens). Output shards are cut
+    at `max_shard_bytes` (a single larger tensor gets a shard of its own).
     """
     from tqdm.auto import tqdm
     from .tokenizer import copy_side_files, extend_tokenizer
@@ -486,20 +505,28 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
         total_bytes += sum(v.numel() * v.element_size() for v in tensors.values())
         parts.append((tmp, list(tensors)))
+        tensors.clear()
 
-    gpu = sp.gpu_layers()
-    bar.update(len(gpu))
-    write_part(gpu)
-    del gpu
+    def nbytes(ts: dict) -> int:
+        return sum(v.numel() * v.element_size() for v in ts.values())
+
+    pending: dict = {}
+    for layer in sp.gpu_layers():
+        if pending and nbytes(pending) + nbytes(layer) > max_shard_bytes:
+            write_part(pending)
+        pending.update(layer)
+        bar.update(len(layer))
+    write_part(pending)                 # the GPU layers' shards come first
     for shard in ck.shards:
         bar.set_postfix_str(shard)
-        tensors = {}
         with ck.open(shard) as f:
             for name in ck.names_in(shard):
-                tensors.update(sp.transform(name, f.get_tensor(name)))
+                for k, v in sp.transform(name, f.get_tensor(name)).items():
+                    if pending and nbytes(pending) + v.numel() * v.element_size() > max_shard_bytes:
+                        write_part(pending)
+                    pending[k] = v
                 bar.update(1)
-        write_part(tensors)
-        del tensors
+    write_part(pending)
     bar.close()
     n = len(parts)
     for i, (tmp, names) in enumerate(parts):
