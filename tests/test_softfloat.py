@@ -491,3 +491,171 @@ def test_div_rcp_sqrt_hyp(a, b, mode, ftz):
     assert built(sf.rcp, 1, rnd=mode, ftz=ftz).run1(b)[0] == one(F.frcp, b, rnd=mode, ftz=ftz)
     a &= 0x7FFFFFFF
     assert built(sf.sqrt, 1, rnd=mode, ftz=ftz).run1(a)[0] == one(F.fsqrt, a, rnd=mode, ftz=ftz)
+
+
+# =============================================================================================
+# conversions
+
+INT_EDGES = [0, 1, 2, 3, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0xFFFFFF, 0x1000000, 0x1000001,
+             0x1000002, 0x1000003, 0x7FFFFFBF, 0x7FFFFFC0, 0x7FFFFFFF, 0x80000000, 0x80000001,
+             0xFFFFFF7F, 0xFFFFFF80, 0xFFFFFFFF]
+
+
+def gen_ints32(n):
+    v = np.concatenate([_u(n), _u(n) >> RNG.integers(0, 32, n).astype(np.uint64),
+                        np.array(INT_EDGES, dtype=np.uint64)])
+    return np.concatenate([v, (U(0) - v) & MASK])
+
+
+def gen_ints64(n):
+    lo = np.concatenate([_u(n), _u(n), np.zeros(64, dtype=np.uint64), np.full(64, M32, dtype=np.uint64)])
+    hi = np.concatenate([_u(n), _u(n) >> RNG.integers(0, 33, n).astype(np.uint64),
+                         U(1) << np.arange(64, dtype=np.uint64) % U(32),
+                         (U(1) << np.arange(64, dtype=np.uint64) % U(32)) - U(1)])
+    v = lo | (hi << U(32))
+    v = np.concatenate([v, (U(0) - v), np.array([0, 1 << 63, (1 << 63) - 1, (1 << 64) - 1,
+                                                  (1 << 63) + 1], dtype=np.uint64)])
+    return v
+
+
+def gen_f32_for_int(n):
+    """f32 values near integers, halves, and the 2^k thresholds of every integer type."""
+    ints = np.concatenate([RNG.integers(-2**40, 2**40, n), RNG.integers(-300, 300, n),
+                           np.array([2**k + d for k in range(66) for d in (-1, 0, 1)]
+                                    + [-(2**k) + d for k in range(66) for d in (-1, 0, 1)])])
+    fl = ints.astype(np.float32)
+    parts = [gen_f32(n), fl, fl * np.float32(0.5), fl * np.float32(0.25) + np.float32(0.5),
+             np.nextafter(fl, np.float32(np.inf)), np.nextafter(fl, np.float32(-np.inf))]
+    return np.concatenate([p.view(np.uint32).astype(np.uint64) if p.dtype == np.float32 else p
+                           for p in parts])
+
+
+def _split(w):
+    return (w & MASK, w >> U(32))
+
+
+INT_DSTS = ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64")
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("irnd", IMODES)
+@pytest.mark.parametrize("dst", INT_DSTS)
+def test_cvt_f32_to_int(dst, irnd, ftz):
+    x = gen_f32_for_int(BULK // 4)
+    bt = Built(lambda em, a: sf.cvt(em, (a,), dst, "f32", rnd=irnd, ftz=ftz), 1)
+    ref = (lambda a: _split(F.cvt(a, dst, "f32", rnd=irnd, ftz=ftz))) if dst.endswith("64") else \
+        (lambda a: F.cvt(a, dst, "f32", rnd=irnd, ftz=ftz))
+    compare_bulk(bt, ref, [x], f"cvt.{irnd}.{dst}.f32 ftz={ftz}")
+
+
+@pytest.mark.parametrize("sat", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("src", INT_DSTS)
+def test_cvt_int_to_f32(src, mode, sat):
+    if src.endswith("64"):
+        v = gen_ints64(BULK // 4)
+        bt = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f32", src, rnd=mode, sat=sat), 2)
+        compare_bulk(bt, lambda lo, hi: F.cvt(lo | (hi << U(32)), "f32", src, rnd=mode, sat=sat),
+                     list(_split(v)), f"cvt.{mode}.f32.{src}")
+    else:
+        v = gen_ints32(BULK // 4)
+        bt = Built(lambda em, a: sf.cvt(em, (a,), "f32", src, rnd=mode, sat=sat), 1)
+        compare_bulk(bt, lambda a: F.cvt(a, "f32", src, rnd=mode, sat=sat), [v],
+                     f"cvt.{mode}.f32.{src}")
+
+
+@pytest.mark.parametrize("sat", [False, True])
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("irnd", (None,) + IMODES)
+def test_cvt_f32_f32(irnd, ftz, sat):
+    x = gen_f32_for_int(BULK // 4)
+    bt = Built(lambda em, a: sf.cvt(em, (a,), "f32", "f32", rnd=irnd, ftz=ftz, sat=sat), 1)
+    compare_bulk(bt, lambda a: F.cvt(a, "f32", "f32", rnd=irnd, ftz=ftz, sat=sat), [x],
+                 f"cvt.{irnd}.f32.f32 ftz={ftz} sat={sat}")
+
+
+def gen_f64_near_f32(n):
+    x = gen_f32(n)
+    with np.errstate(all="ignore"):
+        base = x.astype(np.uint32).view(np.float32).astype(np.float64).view(np.uint64)
+        rnd = (RNG.standard_normal(n) * 2.0 ** RNG.integers(-170, 170, n)).view(np.uint64)
+    return np.concatenate([_u(n) | (_u(n) << U(32)), rnd, base, base + U(1 << 28),
+                           base + U((1 << 28) - 1), base + U((1 << 28) + 1), base | U(1 << 28),
+                           base + U(1), base - U(1),
+                           np.array([0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000,
+                                     0x7FF8000000000000, 0x7FF0000000000001, 1,
+                                     0x000FFFFFFFFFFFFF, 0x47EFFFFFE0000000, 0x47EFFFFFF0000000,
+                                     0x47EFFFFFEFFFFFFF, 0x3690000000000000, 0x36A0000000000000,
+                                     0x36A0000000000001, 0x369FFFFFFFFFFFFF], dtype=np.uint64)])
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_cvt_f32_to_f64(ftz):
+    bt = Built(lambda em, a: sf.cvt(em, (a,), "f64", "f32", ftz=ftz), 1)
+    compare_bulk(bt, lambda a: _split(F.cvt(a, "f64", "f32", ftz=ftz)), [gen_f32(BULK)],
+                 f"cvt.f64.f32 ftz={ftz}")
+
+
+@pytest.mark.parametrize("sat", [False, True])
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_cvt_f64_to_f32(mode, ftz, sat):
+    d = gen_f64_near_f32(BULK // 4)
+    bt = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f32", "f64", rnd=mode, ftz=ftz, sat=sat), 2)
+    compare_bulk(bt, lambda lo, hi: F.cvt(lo | (hi << U(32)), "f32", "f64", rnd=mode, ftz=ftz, sat=sat),
+                 list(_split(d)), f"cvt.{mode}.f32.f64 ftz={ftz} sat={sat}")
+
+
+@pytest.mark.parametrize("sat", [False, True])
+@pytest.mark.parametrize("ftz", [False, True])
+def test_cvt_f16_to_f32_exhaustive(ftz, sat):
+    h = np.concatenate([np.arange(65536, dtype=np.uint64), _u(1000)])    # + garbage above
+    bt = Built(lambda em, a: sf.cvt(em, (a,), "f32", "f16", ftz=ftz, sat=sat), 1)
+    compare_bulk(bt, lambda a: F.cvt(a, "f32", "f16", ftz=ftz, sat=sat), [h], "cvt.f32.f16")
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_cvt_f32_to_f16(mode, ftz):
+    every = np.arange(65536, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    near = every.astype(np.float32).view(np.uint32).astype(np.uint64)
+    n = BULK
+    x = np.concatenate([gen_f32(n), near, near + U(1 << 12), near - U(1 << 12), near + U(1),
+                        near - U(1), near + U(1 << 13),
+                        _f32(RNG.integers(0, 2, n), RNG.integers(90, 150, n), _u(n) & U(0x7FFFFF))])
+    bt = Built(lambda em, a: sf.cvt(em, (a,), "f16", "f32", rnd=mode, ftz=ftz), 1)
+    compare_bulk(bt, lambda a: F.cvt(a, "f16", "f32", rnd=mode, ftz=ftz), [x & MASK],
+                 f"cvt.{mode}.f16.f32 ftz={ftz}")
+
+
+@HYP
+@given(f32_word(), st.sampled_from(INT_DSTS), st.sampled_from(IMODES), st.integers(0, 2**64 - 1),
+       st.sampled_from(MODES))
+def test_cvt_hyp(x, dst, irnd, v, mode):
+    bt = built(_cvt_f2i, 1, dst, irnd)
+    want = one(lambda a: F.cvt(a, dst, "f32", rnd=irnd), x)
+    got = bt.run1(x)
+    assert (got[0] | (got[1] << 32) if len(got) == 2 else got[0]) == want
+    bt = built(_cvt_i2f, 2, dst, mode)
+    want = one(lambda a: F.cvt(a, "f32", dst, rnd=mode), v)
+    assert bt.run1(v & M32, v >> 32)[0] == want
+    d = built(_cvt_f2d, 1).run1(x)
+    assert d[0] | (d[1] << 32) == one(lambda a: F.cvt(a, "f64", "f32"), x)
+    assert built(_cvt_d2f, 2, mode).run1(v & M32, v >> 32)[0] == \
+        one(lambda a: F.cvt(a, "f32", "f64", rnd=mode), v)
+
+
+def _cvt_f2i(em, dst, irnd, a):
+    return sf.cvt(em, (a,), dst, "f32", rnd=irnd)
+
+
+def _cvt_i2f(em, src, mode, lo, hi):
+    return sf.cvt(em, (lo, hi) if src.endswith("64") else (lo,), "f32", src, rnd=mode)
+
+
+def _cvt_f2d(em, a):
+    return sf.cvt(em, (a,), "f64", "f32")
+
+
+def _cvt_d2f(em, mode, lo, hi):
+    return sf.cvt(em, (lo, hi), "f32", "f64", rnd=mode)

@@ -542,35 +542,37 @@ def _neg_flag(b, sign):
     return sign & S31
 
 
-def _round30(b, n, mode, sign, inexact=False):
-    """n >> 7 rounded per `mode` (n's bit 0 is a sticky bit). `sign`: bit 31 = result sign.
-    inexact=True: the value is known to lie strictly above n (never exactly on it)."""
+def _round30(b, n, mode, sign, inexact=False, sh=7):
+    """n >> sh rounded per `mode` (n < 2^31; n's bit 0 is a sticky bit). `sign`: bit 31 = result
+    sign. inexact=True: the value is known to lie strictly above n (never exactly on it)."""
     if mode == "rz":
-        return n >> 7
+        return n >> sh
     if mode == "rn":
-        # round half to even: (n + 0x3F + L) >> 7, L = bit 7 of n (taken through the carry flag)
-        t = n << 24
+        # round half to even: (n + half - 1 + L) >> sh, L = bit sh of n (through the carry flag)
+        t = n << (31 - sh)
         b.flag_add(t, t)
-        return b.add_cin(n, 0x40 if inexact else 0x3F) >> 7
-    # directed: add 0x7F when rounding away from zero
+        return b.add_cin(n, (1 << (sh - 1)) - (0 if inexact else 1)) >> sh
+    # directed: add 2^sh - 1 when rounding away from zero
     away = b.sar(sign, 31) if mode == "rm" else b.sar(~sign, 31)
-    return (n + (away >> 25)) >> 7
+    return (n + (away >> (32 - sh))) >> sh
 
 
-def _pack32(b, ek, rd, mode, sign):
-    """(ek << 23) + rd with overflow to infinity or the largest finite value, plus the sign.
-    Needs ek <= 254 (the result overflows iff ek == 254 or the rounding carries into 255)."""
-    p = (ek << 23) + rd
-    ov = b.leu(F32_INF, p)
+def _pack32(b, ek, rd, mode, sign, mbits=23, inf=F32_INF, sbit=S31):
+    """(ek << mbits) + rd with overflow to infinity or the largest finite value, plus the sign
+    (bit 31 of `sign`, placed at `sbit`). Needs (ek << mbits) + rd < 2^32."""
+    p = (ek << mbits) + rd
+    ov = b.leu(inf, p)
     if mode == "rn":
-        ovv = F32_INF
+        ovv = inf
     elif mode == "rz":
-        ovv = F32_MAX
+        ovv = inf - 1
     else:
         neg = sign >> 31
-        ovv = b.sub(F32_INF, neg) if mode == "rp" else F32_MAX + neg
+        ovv = b.sub(inf, neg) if mode == "rp" else (inf - 1) + neg
     p = b.sel(ov, ovv, p)
-    return p | (sign & S31)
+    if sbit == S31:
+        return p | (sign & S31)
+    return p | ((sign >> 31) << (sbit.bit_length() - 1))
 
 
 def _denorm(b, n, ek):
@@ -927,3 +929,301 @@ def sqrt(em, a, rnd="rn", ftz=False):
     """sqrt.rnd{.ftz}.f32 (IEEE, correctly rounded)."""
     mode = _check_mode(rnd, FROUND, "sqrt.f32")
     return _run(em, lambda b, a: _sqrt32(b, a, mode, ftz), a)
+
+
+# =============================================================================================
+# conversions
+
+INT_TYPES = {}
+for _w in (8, 16, 32, 64):
+    INT_TYPES[f"u{_w}"] = (_w, False)
+    INT_TYPES[f"b{_w}"] = (_w, False)
+    INT_TYPES[f"s{_w}"] = (_w, True)
+FLOAT_TYPES = ("f16", "f32", "f64")
+
+
+def _f32_to_int(b, x, dw, signed, irnd):
+    """cvt.irnd.{s,u}dw.f32: round to an integer, clamp to the destination range; NaN -> 0
+    (1 << 63 for a 64-bit destination). Returns a tuple of words."""
+    x2 = x << 1
+    e = x2 >> 24
+    m = (x << 8) | S31                        # a subnormal keeps a (wrong) hidden bit: it is
+    sh = 158 - e                              # still below 1/2 and rounds like any tiny value
+    if dw == 64:
+        lo = (m << (e - 158)) | (m >> sh)     # m * 2^(e-158): integer part (64 bits)
+        hi = m >> (190 - e)
+    else:
+        lo, hi = m >> sh, None
+    # rounding: frac = the bits below the integer part, left-aligned (0 once x >= 2^31)
+    if irnd == "rni":
+        frac = m << (e - 126)
+        lo = lo + b.ltu(S31, frac + (lo & 1))  # frac has 8 trailing zeros: no wrap
+    elif irnd in ("rpi", "rmi"):
+        # only x of the rounding direction's sign, nonzero and below 2^31 can move
+        if irnd == "rpi":
+            cond = b.ltu(x - 1, 0x4F000000 - 1) if dw == 64 else b.lt(0, x)
+        else:
+            cond = b.ltu(x - 0x80000001, 0x4F000000 - 1) if dw == 64 else b.ltu(S31, x)
+        mm = b.sel(cond, m, 0)
+        lo = lo + b.ltu((m >> sh) << sh, mm)
+    s = b.sar(x, 31)
+    if dw == 64:
+        if signed:
+            nan = b.ltu(0xFF000000, x2)
+            s = b.sel(nan, M32, s)            # NaN -> -2^63, like a negative overflow
+            lo, hi = b.add64((lo ^ s, hi ^ s), (~s, ~s), cin="1")
+            ov = b.leu(190 << 24, x2)
+            return b.sel(ov, ~s, lo), b.sel(ov, 0x7FFFFFFF ^ s, hi)
+        neg = b.ltu(F32_INF, x)               # negative or +NaN
+        ov = b.leu(191 << 24, x2)
+        lo = b.sel(ov, M32, lo)
+        hi = b.sel(ov, M32, hi)
+        nanh = b.sel(b.ltu(0xFF000000, x2), S31, 0)
+        return b.sel(neg, 0, lo), b.sel(neg, nanh, hi)
+    if signed:
+        r = (lo ^ s) - s
+        r = b.sel(b.leu(158 << 24, x2), 0x7FFFFFFF ^ s, r)
+        r = b.sel(b.ltu(0xFF000000, x2), 0, r)
+        if dw < 32:
+            lim = (1 << (dw - 1)) - 1
+            r = b.sel(b.lt(lim, r), lim, r)
+            r = b.sel(b.lt(r, -lim - 1), (-lim - 1) & M32, r)
+            r = r & ((1 << dw) - 1)
+        return (r,)
+    r = b.sel(b.leu(159 << 24, x2), M32, lo)
+    r = b.sel(b.ltu(F32_INF, x), 0, r)        # negative (rounds to <= 0) or NaN
+    if dw < 32:
+        r = b.sel(b.ltu((1 << dw) - 1, r), (1 << dw) - 1, r)
+    return (r,)
+
+
+def _norm_pair(b, lo, hi):
+    """A nonzero 64-bit magnitude as (n, k): n = its top bits with the leading one at bit 30
+    and a sticky bit 0, k = its number of bits (value = n * 2^(k - 31) up to the sticky)."""
+    hz = b.eq(hi, 0)
+    h1 = b.sel(hz, lo, hi)
+    l1 = b.sel(hz, 0, lo)
+    zc = b.clz(h1)
+    n = (h1 << zc) | (l1 >> (32 - zc))
+    j = n | b.ltu(0, l1 << zc)
+    return (j >> 1) | (j & 1), b.sub(b.sel(hz, 32, 64), zc)
+
+
+def _int_to_f32(b, parts, sw, signed, mode):
+    """cvt.rnd.f32.{s,u}sw: exact integer -> f32 rounded per mode (never overflows)."""
+    x = parts[0]
+    if sw < 32:
+        x = b.sar(x << (32 - sw), 32 - sw) if signed else x & ((1 << sw) - 1)
+    if sw == 64:
+        lo, hi = x, parts[1]
+        if signed:
+            s = b.sar(hi, 31)
+            lo, hi = b.add64((lo ^ s, hi ^ s), (~s, ~s), cin="1")
+            sign = s
+        else:
+            sign = 0
+        n, k = _norm_pair(b, lo, hi)
+        nz = lo | hi
+    else:
+        if signed:
+            s = b.sar(x, 31)
+            mag = (x ^ s) - s
+            sign = s
+        else:
+            mag, sign = x, 0
+        z = b.clz(mag)
+        n31 = mag << z
+        n = (n31 >> 1) | (n31 & 1)
+        k = 32 - z
+        nz = mag
+    # value = n * 2^(k - 31); n's leading bit 30 -> biased exponent k + 126, ek = k + 125
+    rd = _round30(b, n, mode, sign)
+    res = ((k + 125) << 23) + rd
+    if not isinstance(sign, int):
+        res = res | (sign & S31)
+    return b.sel(nz, res, 0)
+
+
+def _rint32(b, x, irnd):
+    """cvt.irnd.f32.f32: round to an integral value (keeps the sign of zero); NaN -> canonical."""
+    ax = x & ABS
+    e = ax >> 23
+    low = M32 >> (e - 118)                    # the fraction bits below the units bit (e >= 127)
+    if irnd == "rzi":
+        r = x & ~low
+    elif irnd == "rni":
+        t = (x >> 1) << (e - 118)             # bit 31 = the units bit (0 once x is integral)
+        half = low >> 1
+        b.flag_add(t, t)
+        r = b.add_cin(x, half) & ~low         # + half - 1 + units bit: ties to even
+    else:
+        away = b.sar(x, 31) if irnd == "rmi" else b.sar(~x, 31)
+        r = (x + (low & away)) & ~low
+    # |x| < 1: +-0 or +-1
+    if irnd == "rni":
+        one = b.ltu(0x3F000000, ax)
+    elif irnd == "rzi":
+        one = 0
+    elif irnd == "rpi":
+        one = b.lt(0, x)
+    else:
+        one = b.ltu(S31, x)
+    small = (x & S31) | b.sel(one, F32_ONE, 0)
+    r = b.sel(b.ltu(ax, F32_ONE), small, r)
+    return b.sel(b.ltu(F32_INF, ax), F32_NAN, r)
+
+
+def _f32_to_f64(b, x):
+    """cvt.f64.f32: exact; a NaN keeps its sign and payload (shifted), not quieted."""
+    a = x & ABS
+    e = a >> 23
+    # subnormal: normalise to a pattern with exponent field 1 - k (possibly negative)
+    k = b.clz(a) - 8
+    sub = (a << k) - (k << 23)
+    p = b.sel(e, a, sub)
+    bias = b.sel(b.leu(F32_INF, a), (2047 - 255) << 20, (1023 - 127) << 20)
+    hi = (b.sar(p, 3) + bias) | (x & S31)
+    lo = p << 29
+    return b.sel(a, lo, 0), b.sel(a, hi, x & S31)
+
+
+def _f64_to_f32(b, lo, hi, mode):
+    """cvt.rnd.f32.f64."""
+    ah = hi & ABS
+    e = ah >> 20
+    n = ((hi << 10) & 0x3FFFFC00) | 0x40000000 | (lo >> 22)
+    n = n | b.ltu(0, lo << 10)
+    ek = e - 897
+    ek = b.sel(b.lt(ek, 256), ek, 256)       # keep (ek << 23) from wrapping
+    n, ek = _denorm(b, n, ek)
+    rd = _round30(b, n, mode, hi)
+    res = _pack32(b, ek, rd, mode, hi)
+    res = b.sel(ah | lo, res, hi & S31)      # +-0 (an f64 subnormal is a tiny nonzero)
+    # inf / NaN
+    nan = b.ltu(0x7FF00000, ah | b.ltu(0, lo))
+    spv = b.sel(nan, F32_NAN, (hi & S31) | F32_INF)
+    return b.sel(b.leu(0x7FF00000, ah), spv, res)
+
+
+def _f16_to_f32(b, x):
+    """cvt.f32.f16: exact; a NaN gives the canonical f32 NaN."""
+    h = x << 16                               # drop anything above bit 15
+    a = (h << 1) >> 17                        # |x| as 15 bits
+    e = a >> 10
+    k = b.clz(a) - 21                         # subnormal: normalise to bit 10
+    sub = (a << k) - (k << 10)
+    p = b.sel(e, a, sub)
+    r = ((b.sar(p << 16, 3) + ((127 - 15) << 23)) | (h & S31))
+    r = b.sel(a, r, h & S31)
+    inf = b.leu(0x7C00, a)
+    spv = b.sel(b.eq(a, 0x7C00), (h & S31) | F32_INF, F32_NAN)
+    return b.sel(inf, spv, r)
+
+
+def _f32_to_f16(b, x, mode):
+    """cvt.rnd.f16.f32: the f16 bits in the low half, zero above."""
+    ax = x & ABS
+    e = ax >> 23
+    n = ((x << 7) & 0x3FFFFF80) | 0x40000000
+    ek = e - 113
+    ek = b.sel(b.lt(ek, 32), ek, 32)
+    n, ek = _denorm(b, n, ek)
+    rd = _round30(b, n, mode, x, sh=20)
+    res = _pack32(b, ek, rd, mode, x, mbits=10, inf=0x7C00, sbit=0x8000)
+    sg = (x >> 16) & 0x8000
+    res = b.sel(ax, res, sg)
+    spv = b.sel(b.ltu(F32_INF, ax), 0x7FFF, sg | 0x7C00)
+    return b.sel(b.leu(F32_INF, ax), spv, res)
+
+
+def _ftz_in(b, x, t):
+    return _flush32(b, x) if t == "f32" else x
+
+
+def cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False):
+    """cvt{.rnd}{.ftz}{.sat}.dst.src -> tuple of Src (one word, or (lo, hi) for 64-bit types).
+
+    a_parts: the source as a tuple of words ((lo, hi) for 64-bit types; an f16 or a narrow
+    integer in the low bits of one word -- garbage above its width is ignored). A result
+    narrower than 32 bits comes zero-extended (the caller sign-extends a signed one).
+    Supported: f32 <-> {s,u,b}{8,16,32,64}, f32 -> f32 (rni rzi rmi rpi, or none with
+    .ftz/.sat), f32 <-> f64, f16 <-> f32, f64 <-> integers, f64 -> f64 (rni ...).
+    """
+    d = str(dst_type).lstrip(".").lower()
+    s = str(src_type).lstrip(".").lower()
+    r = None if rnd is None else str(rnd).lstrip(".").lower()
+    parts = tuple(a_parts) if isinstance(a_parts, (tuple, list)) else (a_parts,)
+    name = f"cvt.{r}.{d}.{s}"
+
+    def run(build, n):
+        return _run(em, lambda bl, *xs: build(bl, *xs), *parts[:n])
+
+    if d in INT_TYPES and s == "f32":
+        if r not in IROUND:
+            raise SoftFloatError(f"{name}: float -> int needs rni/rzi/rmi/rpi")
+        dw, dsg = INT_TYPES[d]
+
+        def build(bl, x):
+            return _f32_to_int(bl, _ftz_in(bl, x, "f32") if ftz else x, dw, dsg, r)
+        out = run(build, 1)
+        return out if isinstance(out, tuple) else (out,)
+    if s in INT_TYPES and d == "f32":
+        if r not in FROUND:
+            raise SoftFloatError(f"{name}: int -> float needs rn/rz/rm/rp")
+        sw, ssg = INT_TYPES[s]
+
+        def build(bl, *xs):
+            res = _int_to_f32(bl, xs, sw, ssg, r)
+            # (an integer never gives a subnormal: .ftz has nothing to do)
+            return _sat32(bl, res) if sat else res
+        return (run(build, 2 if sw == 64 else 1),)
+    if d == "f32" and s == "f32":
+        if r is not None and r not in IROUND:
+            raise SoftFloatError(f"{name}: same-size float cvt only takes rni/rzi/rmi/rpi")
+
+        def build(bl, x):
+            if ftz:
+                x = _flush32(bl, x)
+            if r is not None:
+                x = _rint32(bl, x, r)
+            elif ftz:
+                x = bl.sel(_isnan32(bl, x), F32_NAN, x)
+            return _sat32(bl, x) if sat else x
+        return (run(build, 1),)
+    if d == "f64" and s == "f32":
+        if r is not None:
+            raise SoftFloatError(f"{name}: widening float cvt takes no rounding modifier")
+        if sat:
+            raise SoftFloatError(f"{name}: .sat on an f64 result is not supported here")
+        return run(lambda bl, x: _f32_to_f64(bl, _flush32(bl, x) if ftz else x), 1)
+    if d == "f32" and s == "f64":
+        if r not in FROUND:
+            raise SoftFloatError(f"{name}: narrowing float cvt needs rn/rz/rm/rp")
+
+        def build(bl, lo, hi):
+            res = _f64_to_f32(bl, lo, hi, r)
+            if ftz:
+                res = _ftz_out32(bl, res)
+            return _sat32(bl, res) if sat else res
+        return (run(build, 2),)
+    if d == "f32" and s == "f16":
+        if r is not None:
+            raise SoftFloatError(f"{name}: widening float cvt takes no rounding modifier")
+
+        def build(bl, x):
+            res = _f16_to_f32(bl, x)
+            if ftz:
+                res = _ftz_out32(bl, res)
+            return _sat32(bl, res) if sat else res
+        return (run(build, 1),)
+    if d == "f16" and s == "f32":
+        if r not in FROUND:
+            raise SoftFloatError(f"{name}: narrowing float cvt needs rn/rz/rm/rp")
+        if sat:
+            raise SoftFloatError(f"{name}: .sat with an f16 result is not supported here")
+        return (run(lambda bl, x: _f32_to_f16(bl, _flush32(bl, x) if ftz else x, r), 1),)
+    return _cvt64(em, parts, d, s, r, sat, ftz, name)
+
+
+def _cvt64(em, parts, d, s, r, sat, ftz, name):
+    raise SoftFloatError(f"{name}: conversion not supported by softfloat")
