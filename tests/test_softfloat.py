@@ -659,3 +659,144 @@ def _cvt_f2d(em, a):
 
 def _cvt_d2f(em, mode, lo, hi):
     return sf.cvt(em, (lo, hi), "f32", "f64", rnd=mode)
+
+
+# =============================================================================================
+# f64 (operands and results as (lo, hi) word pairs)
+
+SP64 = [0, 1, 2, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x0010000000000001, 0x7FEFFFFFFFFFFFFF,
+        0x7FF0000000000000, 0x7FF0000000000001, 0x7FF8000000000000, 0x7FFFFFFFFFFFFFFF,
+        0x7FF00000FFFFFFFF, 0x7FF0000100000000, 0x3FF0000000000000, 0x3FF0000000000001,
+        0x3FEFFFFFFFFFFFFF, 0x4330000000000000, 0x433FFFFFFFFFFFFF, 0x43E0000000000000,
+        0x41E0000000000000, 0x41DFFFFFFFC00000, 0x41DFFFFFFFFFFFFF, 0x41EFFFFFFFFFFFFF,
+        0x41F0000000000000, 0x3FE0000000000000, 0x3FE0000000000001, 0x0000000100000000,
+        0x00000000FFFFFFFF, 0x3CA0000000000000, 0x3C90000000000000, 0x7FE0000000000000]
+SP64 = SP64 + [x | (1 << 63) for x in SP64]
+
+
+def f64_word():
+    return st.one_of(st.integers(0, 2**64 - 1), st.sampled_from(SP64),
+                     st.builds(lambda e, f, s: (s << 63) | (e << 52) | f, st.integers(0, 2047),
+                               st.sampled_from([0, 1, 2, (1 << 52) - 1, 1 << 51, (1 << 51) - 1,
+                                                0xFFFFFFFF, 1 << 32]), st.integers(0, 1)))
+
+
+def gen_f64(n):
+    e = RNG.integers(0, 2048, n).astype(np.uint64)
+    s = RNG.integers(0, 2, n).astype(np.uint64)
+    fr = (_u(n) | (_u(n) << U(32))) & U((1 << 52) - 1)
+    short = fr & ~((U(1) << RNG.integers(0, 52, n).astype(np.uint64)) - U(1))
+    return np.concatenate([gen_f64_near_f32(n), (s << U(63)) | (e << U(52)) | fr,
+                           (s << U(63)) | (e << U(52)) | short, np.array(SP64, dtype=np.uint64)])
+
+
+def gen_f64_pairs(n):
+    a = gen_f64(n)
+    b = RNG.permutation(gen_f64(n))[:len(a)]
+    A, B = np.meshgrid(np.array(SP64, dtype=np.uint64), np.array(SP64, dtype=np.uint64))
+    near = a ^ (_u(len(a)) & U(0x8000000F))
+    return np.concatenate([a, A.ravel(), a, a]), np.concatenate([b, B.ravel(), near, a ^ U(1 << 63)])
+
+
+def _pair_fn(fn, *args, n=1, **kw):
+    """Built routine over n f64 operands passed as 2n words."""
+    def call(em, *w):
+        return fn(em, *args, *[(w[2 * i], w[2 * i + 1]) for i in range(n)], **kw)
+    return Built(call, 2 * n)
+
+
+def _w2(ref):
+    return lambda *ws: _split(ref(*[ws[2 * i] | (ws[2 * i + 1] << U(32)) for i in range(len(ws) // 2)]))
+
+
+@pytest.mark.parametrize("name", ["abs64", "neg64"])
+def test_abs_neg64(name):
+    ref = F.fabs if name == "abs64" else F.fneg
+    compare_bulk(_pair_fn(getattr(sf, name)), _w2(lambda a: ref(a, width=64)),
+                 list(_split(gen_f64(BULK))), name)
+
+
+def test_copysign64():
+    a, b = gen_f64_pairs(BULK // 4)
+    compare_bulk(_pair_fn(sf.copysign64, n=2), _w2(lambda a, b: F.fcopysign(a, b, width=64)),
+                 [*_split(a), *_split(b)], "copysign64")
+
+
+@pytest.mark.parametrize("op", sf.COMPARE_OPS)
+def test_compare64(op):
+    a, b = gen_f64_pairs(BULK // 4)
+    compare_bulk(_pair_fn(sf.compare64, op, n=2),
+                 lambda al, ah, bl, bh: F.fcompare(op, al | (ah << U(32)), bl | (bh << U(32)),
+                                                   width=64).astype(np.uint64),
+                 [*_split(a), *_split(b)], f"setp.{op}.f64")
+
+
+@pytest.mark.parametrize("op", sf.TESTP_OPS)
+def test_testp64(op):
+    compare_bulk(_pair_fn(sf.testp64, op), lambda lo, hi: F.ftestp(op, lo | (hi << U(32)),
+                                                                  width=64).astype(np.uint64),
+                 list(_split(gen_f64(BULK))), f"testp.{op}.f64")
+
+
+@pytest.mark.parametrize("name", ["min64", "max64"])
+def test_minmax64(name):
+    a, b = gen_f64_pairs(BULK // 4)
+    ref = F.fmin if name == "min64" else F.fmax
+    compare_bulk(_pair_fn(getattr(sf, name), n=2), _w2(lambda a, b: ref(a, b, width=64)),
+                 [*_split(a), *_split(b)], name)
+
+
+def gen_f64_for_int(n):
+    ints = np.concatenate([RNG.integers(-2**62, 2**62, n), RNG.integers(-3000, 3000, n),
+                           np.array([float(2**k + d) for k in range(64) for d in (-1, 0, 1)]
+                                    + [float(-(2**k) + d) for k in range(64) for d in (-1, 0, 1)]
+                                    ).astype(np.int64)])
+    fl = ints.astype(np.float64)
+    with np.errstate(all="ignore"):
+        return np.concatenate([gen_f64(n), fl.view(np.uint64), (fl * 0.5).view(np.uint64),
+                               (fl * 0.25 + 0.5).view(np.uint64),
+                               np.nextafter(fl, np.inf).view(np.uint64),
+                               np.nextafter(fl, -np.inf).view(np.uint64)])
+
+
+@pytest.mark.parametrize("irnd", IMODES)
+@pytest.mark.parametrize("dst", INT_DSTS)
+def test_cvt_f64_to_int(dst, irnd):
+    x = gen_f64_for_int(BULK // 4)
+    bt = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), dst, "f64", rnd=irnd), 2)
+    if dst.endswith("64"):
+        ref = _w2(lambda a: F.cvt(a, dst, "f64", rnd=irnd))
+    else:
+        def ref(lo, hi):
+            return F.cvt(lo | (hi << U(32)), dst, "f64", rnd=irnd)
+    compare_bulk(bt, ref, list(_split(x)), f"cvt.{irnd}.{dst}.f64")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("src", INT_DSTS)
+def test_cvt_int_to_f64(src, mode):
+    if src.endswith("64"):
+        v = gen_ints64(BULK // 4)
+        bt = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f64", src, rnd=mode), 2)
+        compare_bulk(bt, _w2(lambda a: F.cvt(a, "f64", src, rnd=mode)), list(_split(v)),
+                     f"cvt.{mode}.f64.{src}")
+    else:
+        v = gen_ints32(BULK // 4)
+        bt = Built(lambda em, a: sf.cvt(em, (a,), "f64", src, rnd=mode), 1)
+        compare_bulk(bt, lambda a: _split(F.cvt(a, "f64", src, rnd=mode)), [v],
+                     f"cvt.{mode}.f64.{src}")
+
+
+@HYP
+@given(f64_word(), f64_word(), st.sampled_from(sf.COMPARE_OPS), st.sampled_from(INT_DSTS),
+       st.sampled_from(IMODES))
+def test_f64_misc_hyp(a, b, op, dst, irnd):
+    w = [a & M32, a >> 32, b & M32, b >> 32]
+    assert _pair_fn(sf.compare64, op, n=2).run1(*w)[0] == \
+        one(lambda x, y: F.fcompare(op, x, y, width=64), a, b)
+    for name, ref in (("min64", F.fmin), ("max64", F.fmax)):
+        lo, hi = _pair_fn(getattr(sf, name), n=2).run1(*w)
+        assert lo | (hi << 32) == one(lambda x, y: ref(x, y, width=64), a, b)
+    got = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), dst, "f64", rnd=irnd), 2).run1(*w[:2])
+    assert (got[0] | (got[1] << 32) if len(got) == 2 else got[0]) == \
+        one(lambda x: F.cvt(x, dst, "f64", rnd=irnd), a)

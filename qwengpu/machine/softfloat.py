@@ -1226,4 +1226,307 @@ def cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False):
 
 
 def _cvt64(em, parts, d, s, r, sat, ftz, name):
+    if ftz or sat:
+        raise SoftFloatError(f"{name}: .ftz/.sat need an f32 side")
+    if d in INT_TYPES and s == "f64":
+        if r not in IROUND:
+            raise SoftFloatError(f"{name}: float -> int needs rni/rzi/rmi/rpi")
+        dw, dsg = INT_TYPES[d]
+        out = _run(em, lambda b, lo, hi: _f64_to_int(b, lo, hi, dw, dsg, r), *parts[:2])
+        return out if isinstance(out, tuple) else (out,)
+    if s in INT_TYPES and d == "f64":
+        if r not in FROUND:
+            raise SoftFloatError(f"{name}: int -> float needs rn/rz/rm/rp")
+        sw, ssg = INT_TYPES[s]
+        return _run(em, lambda b, *xs: _int_to_f64(b, xs, sw, ssg, r), *parts[:2 if sw == 64 else 1])
     raise SoftFloatError(f"{name}: conversion not supported by softfloat")
+
+
+# =============================================================================================
+# f64 on (lo, hi) pairs. NaN operands propagate unchanged (the first NaN operand), a NaN made
+# by an invalid operation is F64_CANONICAL_NAN = 0xFFF8000000000000; no .ftz/.sat.
+
+F64_INF_HI = 0x7FF00000
+
+
+def _isnan64(b, lo, hi):
+    """0/1: (lo, hi) is a NaN."""
+    return b.ltu(F64_INF_HI, (hi & ABS) | b.ltu(0, lo))
+
+
+def _run64(em, build, *pairs):
+    """Routine on f64 operands given as (lo, hi) pairs; returns one pair or one word."""
+    flat = [x for p in pairs for x in p]
+
+    def wrapped(b, *xs):
+        ps = [(xs[2 * i], xs[2 * i + 1]) for i in range(len(pairs))]
+        return build(b, *ps)
+    return _run(em, wrapped, *flat)
+
+
+def abs64(em, a):
+    """abs.f64: clear the sign; a NaN passes through unchanged."""
+    def build(b, a):
+        lo, hi = a
+        return lo, b.sel(_isnan64(b, lo, hi), hi, hi & ABS)
+    return _run64(em, build, a)
+
+
+def neg64(em, a):
+    """neg.f64: flip the sign; a NaN passes through unchanged."""
+    def build(b, a):
+        lo, hi = a
+        return lo, b.sel(_isnan64(b, lo, hi), hi, hi ^ S31)
+    return _run64(em, build, a)
+
+
+def copysign64(em, a, b):
+    """copysign.f64 d, a, b: the sign of a with the rest of b."""
+    return _run64(em, lambda bl, a, c: (c[0], c[1] ^ ((a[1] ^ c[1]) & S31)), a, b)
+
+
+def _ukey64(b, lo, hi):
+    """64-bit unsigned order key: finite and infinite values in order on [0, (0xFFE00000, 0)]
+    with -0 == +0; NaNs above (like _ukey for f32, the magnitude offset by the infinity)."""
+    s = b.sar(hi, 31)
+    # positive: x + inf;  negative: inf - |x|  ==  (~x + 1) + inf - 2^63 (mod 2^64)
+    th = (hi ^ s) + (0x7FF00000 ^ (s & S31))
+    tl = lo ^ s
+    return b.add64((tl, th), (~s, ~s), cin="1")
+
+
+def _ltu64(b, a, c):
+    return b.ltu(a[1], c[1]) | (b.eq(a[1], c[1]) & b.ltu(a[0], c[0]))
+
+
+def _leu64(b, a, c):
+    return b.ltu(a[1], c[1]) | (b.eq(a[1], c[1]) & b.leu(a[0], c[0]))
+
+
+def _eq64(b, a, c):
+    return b.eq(a[1], c[1]) & b.eq(a[0], c[0])
+
+
+def _compare64(b, op, a, c):
+    op = str(op).lstrip(".").lower()
+    if op not in COMPARE_OPS:
+        raise SoftFloatError(f"setp: unknown comparison {op!r}")
+    if op in ("num", "nan"):
+        n = _isnan64(b, *a) | _isnan64(b, *c)
+        return n if op == "nan" else b.not01(n)
+    ka, kc = _ukey64(b, *a), _ukey64(b, *c)
+
+    def ok(k):                                # k <= (0xFFE00000, 0): not a NaN
+        return b.ltu(k[1], 0xFFE00000 + b.eq(k[0], 0))
+
+    def bad(k):
+        return b.not01(ok(k))
+    if op == "eq":
+        return _eq64(b, ka, kc) & ok(ka)
+    if op == "ne":
+        return b.sel(_eq64(b, ka, kc), 0, ok(kc)) & ok(ka)
+    if op == "lt":
+        return _ltu64(b, ka, kc) & ok(kc)
+    if op == "le":
+        return _leu64(b, ka, kc) & ok(kc)
+    if op == "gt":
+        return _ltu64(b, kc, ka) & ok(ka)
+    if op == "ge":
+        return _leu64(b, kc, ka) & ok(ka)
+    if op == "equ":
+        return b.sel(_eq64(b, ka, kc), 1, bad(ka) | bad(kc))
+    if op == "neu":
+        return b.sel(_eq64(b, ka, kc), bad(ka), 1)
+    if op == "ltu":
+        return _ltu64(b, ka, kc) | bad(ka)
+    if op == "leu":
+        return _leu64(b, ka, kc) | bad(ka)
+    if op == "gtu":
+        return _ltu64(b, kc, ka) | bad(kc)
+    return _leu64(b, kc, ka) | bad(kc)           # geu
+
+
+def compare64(em, op, a, b):
+    """setp.op.f64 on (lo, hi) pairs -> 0/1."""
+    return _run64(em, lambda bl, a, c: _compare64(bl, op, a, c), a, b)
+
+
+def _testp64(b, op, lo, hi):
+    op = str(op).lstrip(".").lower()
+    h2 = hi << 1
+    if op == "finite":
+        return b.ltu(h2, 0xFFE00000)
+    if op == "infinite":
+        return b.eq(h2, 0xFFE00000) & b.eq(lo, 0)
+    if op == "number":
+        return b.ltu(h2, 0xFFE00000 + b.eq(lo, 0))
+    if op == "notanumber":
+        return b.ltu(0xFFE00000, h2 | b.ltu(0, lo))
+    if op == "subnormal":
+        return b.ltu(h2, 0x00200000) & b.ltu(0, h2 | lo)
+    if op == "normal":
+        return b.sel(h2 | lo, b.ltu(h2 - 0x00200000, 0xFFC00000), 1)
+    raise SoftFloatError(f"testp: unknown property {op!r}")
+
+
+def testp64(em, op, a):
+    """testp.op.f64 -> 0/1."""
+    return _run64(em, lambda b, a: _testp64(b, op, *a), a)
+
+
+def _minmax64(b, a, c, is_max):
+    def okey(lo, hi):                          # ones'-complement order key: -0 < +0
+        s = b.sar(hi, 31)
+        return lo ^ s, hi ^ (s | S31)
+    ka, kc = okey(*a), okey(*c)
+    pick_a = _ltu64(b, kc, ka) if is_max else _ltu64(b, ka, kc)
+    lo = b.sel(pick_a, a[0], c[0])
+    hi = b.sel(pick_a, a[1], c[1])
+    na, nc = _isnan64(b, *a), _isnan64(b, *c)
+    lo, hi = b.sel(na, c[0], lo), b.sel(na, c[1], hi)
+    return b.sel(nc, a[0], lo), b.sel(nc, a[1], hi)       # both NaN: a
+
+
+def min64(em, a, b):
+    """min.f64 (-0 < +0; one NaN -> the other; two NaNs -> a)."""
+    return _run64(em, lambda bl, a, c: _minmax64(bl, a, c, False), a, b)
+
+
+def max64(em, a, b):
+    """max.f64."""
+    return _run64(em, lambda bl, a, c: _minmax64(bl, a, c, True), a, b)
+
+
+def _round_pack64(b, sh, sl, x, ek, mode, sign):
+    """f64 rounding and packing. (sh:sl) = the significand truncated to 53 bits (hidden bit at
+    bit 20 of sh, or below for a subnormal), x = the bits below (bit 31 = round bit, the rest
+    sticky, jammed), ek = biased exponent - 1 >= 0 with (ek << 20) + sh < 2^32; sign in bit 31.
+    Overflow gives infinity or the largest finite value per mode."""
+    if mode == "rz":
+        up = 0
+    elif mode == "rn":
+        up = b.ltu(S31, x | (sl & 1))         # x > 1/2, or = 1/2 and odd
+    else:
+        neg = sign >> 31
+        up = b.ltu(0, x) & (neg if mode == "rm" else b.not01(neg))
+    rl, rh = b.add64((sl, sh), (up, 0))
+    ph = (ek << 20) + rh
+    ov = b.leu(F64_INF_HI, ph)
+    if mode == "rn":
+        ovh, ovl = F64_INF_HI, 0
+    elif mode == "rz":
+        ovh, ovl = F64_INF_HI - 1, M32
+    else:
+        neg = sign >> 31
+        inf = b.not01(neg) if mode == "rp" else neg        # 1: overflow to infinity
+        ovh = b.sub(F64_INF_HI, b.not01(inf))
+        ovl = b.sub(0, b.not01(inf))
+    ph = b.sel(ov, ovh, ph)
+    rl = b.sel(ov, ovl, rl)
+    return rl, ph | (sign & S31)
+
+
+def _f64_sig_top(b, lo, hi):
+    """The significand of a normal f64 with its leading bit at bit 31 of the first word:
+    (Mh, Ml) = (1.f) * 2^63 as two words (hidden bit forced)."""
+    return (hi << 11) | S31 | (lo >> 21), lo << 11
+
+
+def _f64_to_int(b, lo, hi, dw, signed, irnd):
+    """cvt.irnd.{s,u}dw.f64: round, clamp; NaN -> 1 << (dw - 1)."""
+    h2 = hi << 1
+    e = h2 >> 21
+    mh, ml = _f64_sig_top(b, lo, hi)          # value = M * 2^(e - 1086)
+    nan = _isnan64(b, lo, hi)
+    if irnd in ("rpi", "rmi"):
+        nz = hi | b.ltu(0, lo)
+        cond = b.lt(0, nz) if irnd == "rpi" else b.ltu(S31, nz)   # nonzero, rounding direction
+    if dw == 64:
+        s = 1086 - e
+        ql = (ml >> s) | (mh << (32 - s)) | (mh >> (s - 32))
+        qh = mh >> s
+        fw = (mh << (64 - s)) | (ml >> (s - 32)) | (ml << (32 - s))   # fraction, left-aligned
+        st = b.ltu(0, ml << (64 - s))
+        if irnd == "rni":
+            up = b.ltu(S31, fw | st | (ql & 1))
+        elif irnd in ("rpi", "rmi"):
+            up = b.ltu(0, fw | st | b.ltu(64, s)) & cond      # s > 64: 0 < |x| < 1/2
+        else:
+            up = 0
+        ql, qh = b.add64((ql, qh), (up, 0))
+        sg = b.sar(hi, 31)
+        if signed:
+            sg = b.sel(nan, M32, sg)          # NaN -> -2^63, like a negative overflow
+            ql, qh = b.add64((ql ^ sg, qh ^ sg), (~sg, ~sg), cin="1")
+            ov = b.leu(1086 << 21, h2)
+            return b.sel(ov, ~sg, ql), b.sel(ov, 0x7FFFFFFF ^ sg, qh)
+        ov = b.leu(1087 << 21, h2)
+        ql, qh = b.sel(ov, M32, ql), b.sel(ov, M32, qh)
+        ql, qh = b.sel(b.lt(hi, 0), 0, ql), b.sel(b.lt(hi, 0), 0, qh)
+        return b.sel(nan, 0, ql), b.sel(nan, S31, qh)
+    sh = 1054 - e
+    q0 = mh >> sh
+    q = q0
+    if irnd == "rni":
+        fw = (mh << (e - 1022)) | (ml >> sh)
+        st = b.ltu(0, ml << (e - 1022))
+        q = q0 + b.ltu(S31, fw | st | (q0 & 1))
+    elif irnd in ("rpi", "rmi"):
+        inexact = b.ltu((q0 << sh), mh) | b.ltu(0, ml)
+        q = q0 + (inexact & cond)
+    sg = b.sar(hi, 31)
+    if signed:
+        sg = b.sel(nan, M32, sg)
+        r = (q ^ sg) - sg
+        ov = b.leu(1054 << 21, h2)
+        if irnd != "rzi":                     # just below 2^31, rounded up to it
+            ov = ov | b.lt(r & ~sg, 0)
+        r = b.sel(ov, 0x7FFFFFFF ^ sg, r)
+        if dw < 32:
+            lim = (1 << (dw - 1)) - 1
+            r = b.sel(b.lt(lim, r), lim, r)
+            r = b.sel(b.lt(r, -lim - 1), (-lim - 1) & M32, r)
+            r = r & ((1 << dw) - 1)
+        return (r,)
+    ov = b.leu(1055 << 21, h2)
+    if irnd != "rzi":                         # just below 2^32, rounded up to it (wraps to 0)
+        ov = ov | b.ltu(q, q0)
+    r = b.sel(ov, M32, q)
+    r = b.sel(b.lt(hi, 0), 0, r)
+    if dw < 32:
+        r = b.sel(b.ltu((1 << dw) - 1, r), (1 << dw) - 1, r)
+    return (b.sel(nan, 1 << (dw - 1), r),)
+
+
+def _int_to_f64(b, parts, sw, signed, mode):
+    """cvt.rnd.f64.{s,u}sw: exact for 32-bit sources, rounded for 64-bit ones."""
+    x = parts[0]
+    if sw < 32:
+        x = b.sar(x << (32 - sw), 32 - sw) if signed else x & ((1 << sw) - 1)
+    if sw < 64:
+        if signed:
+            s = b.sar(x, 31)
+            mag = (x ^ s) - s
+        else:
+            mag, s = x, 0
+        z = b.clz(mag)
+        n = mag << z                          # leading bit 31 -> f64 hidden bit (hi bit 20)
+        hi = ((n >> 11) + ((1053 - z) << 20)) | (s & S31)
+        return b.sel(mag, n << 21, 0), b.sel(mag, hi, 0)
+    lo, hi = x, parts[1]
+    if signed:
+        s = b.sar(hi, 31)
+        lo, hi = b.add64((lo ^ s, hi ^ s), (~s, ~s), cin="1")
+    else:
+        s = 0
+    hz = b.eq(hi, 0)
+    h1 = b.sel(hz, lo, hi)
+    l1 = b.sel(hz, 0, lo)
+    zc = b.clz(h1)
+    nh = (h1 << zc) | (l1 >> (32 - zc))       # leading bit 31
+    nl = l1 << zc
+    k = b.sub(b.sel(hz, 32, 64), zc)          # number of bits
+    sh, sl, gx = nh >> 11, (nl >> 11) | (nh << 21), nl << 21
+    rl, rh = _round_pack64(b, sh, sl, gx, k + 1021, mode, s)
+    nz = lo | hi
+    return b.sel(nz, rl, 0), b.sel(nz, rh, 0)
