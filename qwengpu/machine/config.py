@@ -51,5 +51,5 @@ class MachineConfig:
 #: the geometry the simulator explores freely (every ALU slot can do everything)
 SIM = MachineConfig(name="compact-sim")
 #: the built-in machine: two ALU slots, memory, two ALU slots, cross-lane unit
-COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), shifters=(0, 3), bitcount=(4,),
+COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), registers=32, shifters=(0, 3), bitcount=(4,),
                         multipliers=(3,))

@@ -81,8 +81,7 @@ class Simulator:
         self.lay = image.layout
         self.cfg = image.config
         self.max_tokens = max_tokens
-        self.memory = bytearray(MEMORY_BYTES)
-        self._init_memory()
+        self.memory = initial_memory(image, module, spec)
         self.nthreads = spec.threads_per_block
         self.nwarps = (self.nthreads + LANES - 1) // LANES
         if self.nwarps > self.cfg.max_warps:
@@ -93,26 +92,6 @@ class Simulator:
         self.passes: list[PassRecord] = []
         self.regs: dict = {}
         self.pending: list = []
-
-    def _init_memory(self):
-        from qwengpu.interp.interpreter import _Program
-        lay = self.lay
-        for a, addr in zip(self.spec.args, lay.buffer_addresses):
-            if addr is not None and a.data.nbytes:
-                m = lay.machine_address("global", addr, 0)
-                raw = a.data.tobytes()
-                self.memory[m:m + len(raw)] = raw
-        for name, addr in lay.global_vars.items():
-            v = self.module.vars[name]
-            init = bytearray(v.init or bytes(v.size or 0))
-            for off, sym in v.relocs:
-                init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
-            m = lay.machine_address("global", addr, 0)
-            self.memory[m:m + len(init)] = init
-        ci = _Program(self.module).const_init
-        if ci:
-            m = lay.machine_address("const", 0, 0)
-            self.memory[m:m + len(ci)] = ci
 
     def present(self, warp: int, lane: int) -> bool:
         return warp * LANES + lane < self.nthreads
@@ -150,14 +129,7 @@ class Simulator:
             if len(self.tokens) >= self.max_tokens:
                 raise MachineStepLimit(f"token limit of {self.max_tokens} reached (a runaway loop?)",
                                        kernel=self.image.kernel).locate()
-        buffers = []
-        for a, addr in zip(self.spec.args, self.lay.buffer_addresses):
-            if addr is None:
-                buffers.append(None)
-            else:
-                m = self.lay.machine_address("global", addr, 0)
-                raw = bytes(self.memory[m:m + a.data.nbytes])
-                buffers.append(np.frombuffer(raw, dtype=a.data.dtype).copy())
+        buffers = read_buffers(self.image, self.spec, self.memory)
         if self.fault is not None:
             raise self.fault
         return SimResult(buffers, self.tokens, self.passes, bytes(self.memory), dict(self.regs))
@@ -454,6 +426,43 @@ class Simulator:
             return
         raise ExecutionFault(f"cross-lane op {op.op} is not supported by the machine")
 
+
+
+def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
+    """The machine memory at launch: argument buffers, initialised globals, constants."""
+    from qwengpu.interp.interpreter import _Program
+    lay = image.layout
+    memory = bytearray(MEMORY_BYTES)
+    for a, addr in zip(spec.args, lay.buffer_addresses):
+        if addr is not None and a.data.nbytes:
+            m = lay.machine_address("global", addr, 0)
+            raw = a.data.tobytes()
+            memory[m:m + len(raw)] = raw
+    for name, addr in lay.global_vars.items():
+        v = module.vars[name]
+        init = bytearray(v.init or bytes(v.size or 0))
+        for off, sym in v.relocs:
+            init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
+        m = lay.machine_address("global", addr, 0)
+        memory[m:m + len(init)] = init
+    ci = _Program(module).const_init
+    if ci:
+        m = lay.machine_address("const", 0, 0)
+        memory[m:m + len(ci)] = ci
+    return memory
+
+
+def read_buffers(image: Image, spec: LaunchSpec, memory) -> list:
+    """The argument buffers as the launch left them in machine memory."""
+    buffers = []
+    for a, addr in zip(spec.args, image.layout.buffer_addresses):
+        if addr is None:
+            buffers.append(None)
+        else:
+            m = image.layout.machine_address("global", addr, 0)
+            raw = bytes(memory[m:m + a.data.nbytes])
+            buffers.append(np.frombuffer(raw, dtype=a.data.dtype).copy())
+    return buffers
 
 def _fault(kind: str, message: str, lane: int, address: int) -> MemoryFault:
     e = MemoryFault(message, lane=lane, address=address)

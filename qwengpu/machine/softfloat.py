@@ -1530,3 +1530,82 @@ def _int_to_f64(b, parts, sw, signed, mode):
     rl, rh = _round_pack64(b, sh, sl, gx, k + 1021, mode, s)
     nz = lo | hi
     return b.sel(nz, rl, 0), b.sel(nz, rh, 0)
+
+
+F64_CNAN = (0, F64_NAN_HI)                   # 0xFFF8000000000000
+
+
+def _sig64(b, lo, h, e):
+    """Significand of |x| (h = high word without the sign, e = its exponent field) with the
+    hidden bit at bit 61 (bit 29 of the high word) and 9 guard bits; subnormal: no hidden bit
+    (its exponent counts as 1)."""
+    return (lo << 9), ((h << 12) >> 3) | (lo >> 23) | b.sel(e, 0x20000000, 0)
+
+
+def _shr64_jam(b, lo, hi, d):
+    """(lo, hi) >> d for any d >= 0 with the lost bits jammed into bit 0 (hi < 2^31)."""
+    d = b.sel(b.ltu(63, d), 63, d)
+    big = b.ltu(31, d)
+    h0 = b.sel(big, 0, hi)
+    l0 = b.sel(big, hi, lo)
+    s0 = b.sel(big, lo, 0)
+    k = d & 31
+    th = h0 >> k
+    tl = (l0 >> k) | (h0 << (32 - k))
+    lost = (l0 << (32 - k)) | s0
+    return tl | b.ltu(0, lost), th
+
+
+def _add64(b, a, c, mode, negate=False):
+    al, ah = a
+    cl, ch0 = c
+    ch = ch0 ^ S31 if negate else ch0
+    aa, ca = ah & ABS, ch & ABS
+    sw = _ltu64(b, (al, aa), (cl, ca))       # |a| < |c|: x is the larger magnitude
+    xl, xh = b.sel(sw, cl, al), b.sel(sw, ca, aa)
+    yl, yh = b.sel(sw, al, cl), b.sel(sw, aa, ca)
+    xs = b.sel(sw, ch, ah)
+    ex, ey = xh >> 20, yh >> 20
+    exe, eye = b.sel(ex, ex, 1), b.sel(ey, ey, 1)
+    mxl, mxh = _sig64(b, xl, xh, ex)
+    myl, myh = _sig64(b, yl, yh, ey)
+    tl, th = _shr64_jam(b, myl, myh, exe - eye)
+    # effective subtraction: r = ~(~mx + t)
+    m = b.sar(ah ^ ch, 31)
+    rl, rh = b.add64((mxl ^ m, mxh ^ m), (tl, th))
+    rl, rh = rl ^ m, rh ^ m
+    # r < 2^63: normalise to bit 62, stopping at the subnormal boundary (ek = exe - k >= 0)
+    z = b.sel(rh, b.clz(rh), b.clz(rl) + 32) - 1
+    k = b.sel(b.ltu(z, exe), z, exe)
+    nh = (rh << k) | (rl >> (32 - k)) | (rl << (k - 32))
+    nl = rl << k
+    sh, sl, gx = nh >> 10, (nl >> 10) | (nh << 22), nl << 22
+    ek = exe - k
+    lo, hi = _round_pack64(b, sh, sl, gx, ek, mode, xs)
+    # exact zero
+    zs = (ah | ch) & S31 if mode == "rm" else (ah & ch) & S31
+    nz = rh | rl
+    lo, hi = b.sel(nz, lo, 0), b.sel(nz, hi, zs)
+    # infinities: x is inf or NaN; inf - inf (r == 0) -> canonical NaN
+    sp = b.leu(F64_INF_HI, xh)
+    lo = b.sel(sp, b.sel(nz, xl, 0), lo)
+    hi = b.sel(sp, b.sel(nz, xs, F64_NAN_HI), hi)
+    # NaN operands propagate (the first one, c un-negated)
+    na = b.ltu(F64_INF_HI, aa | b.ltu(0, al))
+    nc = b.ltu(F64_INF_HI, (ch0 & ABS) | b.ltu(0, cl))
+    nn = na | nc
+    lo = b.sel(nn, b.sel(na, al, cl), lo)
+    hi = b.sel(nn, b.sel(na, ah, ch0), hi)
+    return lo, hi
+
+
+def add64(em, a, b, rnd="rn"):
+    """add{.rnd}.f64 on (lo, hi) pairs."""
+    mode = _check_mode(rnd, FROUND, "add.f64")
+    return _run64(em, lambda bl, a, c: _add64(bl, a, c, mode), a, b)
+
+
+def sub64(em, a, b, rnd="rn"):
+    """sub{.rnd}.f64: a - b (a NaN b is returned un-negated)."""
+    mode = _check_mode(rnd, FROUND, "sub.f64")
+    return _run64(em, lambda bl, a, c: _add64(bl, a, c, mode, negate=True), a, b)

@@ -1,0 +1,98 @@
+"""The launch prompt: the tokens that load a program image and a launch into the machine's state.
+
+    <at s0 0> <w 0 1f> <w 3 02> ...     ROM: one AT per bundle segment, one W per non-zero byte
+    <at mem 3> <w 0 05> ... <w 16 ff>   memory lines: data bytes, then the validity bits
+    <at ltab 0> <w 0 00> ...            per warp: thread ids of its lanes, present lanes
+    <at btab 1> <w 0 01> ...            per block: ctaid
+    <at conf 0> <w 0 ..> ...            last block, entry bundle, threads per block
+    <go>                                the launch starts; every token after it is generated
+
+Unwritten state reads as zero, so zero bytes are skipped.
+"""
+from __future__ import annotations
+
+from qwengpu.launch import LaunchSpec
+
+from .format import BLOCK_BITS, LANES, PC_BITS, REG_BITS, WARP_BITS, WordFormat
+from .layout import LINE, LINES
+from .lower import AssemblerError
+from .schedule import Image
+from .simulator import initial_memory
+
+
+def check_fits(image: Image, spec: LaunchSpec):
+    """A clear error when the launch exceeds what the compiled machine holds."""
+    if len(image.bundles) > 1 << PC_BITS:
+        raise AssemblerError(f"the program needs {len(image.bundles)} bundles; the machine's ROM holds {1 << PC_BITS}")
+    if image.nregs > 1 << REG_BITS:
+        raise AssemblerError(f"the program needs {image.nregs} registers per warp; the machine has {1 << REG_BITS}")
+    if spec.blocks > 1 << BLOCK_BITS:
+        raise AssemblerError(f"the launch has {spec.blocks} blocks; the machine runs at most {1 << BLOCK_BITS}")
+    if spec.threads_per_block > LANES << WARP_BITS:
+        raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
+                             f"{1 << WARP_BITS} warps of {LANES} lanes")
+    for d, name in zip(spec.block + spec.grid, ("block.x", "block.y", "block.z", "grid.x", "grid.y", "grid.z")):
+        if d > 1 << 16:
+            raise AssemblerError(f"{name} = {d} does not fit the machine's 16-bit ids")
+
+
+def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
+    check_fits(image, spec)
+    fmt = WordFormat(image.config)
+    out: list[str] = []
+
+    def put(space: str, addr: int, data: bytes):
+        ws = [f"<w {f} {v:02x}>" for f, v in enumerate(data) if v]
+        if ws:
+            out.append(f"<at {space} {addr}>")
+            out.extend(ws)
+
+    for b in image.bundles:
+        word = fmt.encode(b)
+        for seg in fmt.segments:
+            put(seg.name, b.index, word[seg.first_byte:seg.first_byte + seg.nbytes])
+    memory = initial_memory(image, module, spec)
+    valid = image.layout.valid
+    for line in range(LINES):
+        data = bytes(memory[line * LINE:(line + 1) * LINE])
+        bits = sum(valid[line * LINE + i] << i for i in range(LINE))
+        put("mem", line, data + bits.to_bytes(2, "little"))
+    bx, by, bz = spec.block
+    n = spec.threads_per_block
+    for w in range((n + LANES - 1) // LANES):
+        row = bytearray()
+        present = 0
+        for l in range(LANES):
+            t = w * LANES + l
+            ids = (t % bx, (t // bx) % by, t // (bx * by)) if t < n else (0, 0, 0)
+            for v in ids:
+                row += v.to_bytes(2, "little")
+            present |= (t < n) << l
+        put("ltab", w, bytes(row) + bytes([present]))
+    gx, gy, gz = spec.grid
+    for blk in range(spec.blocks):
+        ids = (blk % gx, (blk // gx) % gy, blk // (gx * gy))
+        put("btab", blk, b"".join(v.to_bytes(2, "little") for v in ids))
+    put("conf", 0, bytes([spec.blocks - 1, image.entry, n]))
+    out.append("<go>")
+    return out
+
+
+def token_text(tok: tuple) -> str:
+    """The vocabulary string of a simulator token."""
+    kind = tok[0]
+    if kind == "EXEC":
+        return f"<exec {tok[1]} {tok[2]:04b}>"
+    if kind == "CARRY":
+        return f"<carry {tok[1]} {tok[2]} {tok[3]} {tok[4]:02x}>"
+    if kind == "MEMW":
+        return f"<memw {tok[1]} {tok[2]} {tok[3]:02x}>"
+    if kind in ("WARP", "BLOCK", "RELEASE"):
+        return f"<{kind.lower()} {tok[1]}>"
+    if kind == "HALT":
+        return "<halt>"
+    if kind == "GO":
+        return "<go>"
+    if kind == "FAULT":
+        return f"<fault {tok[1]} {tok[2]}>"
+    raise ValueError(f"not a machine token: {tok}")
