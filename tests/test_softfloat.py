@@ -800,3 +800,50 @@ def test_f64_misc_hyp(a, b, op, dst, irnd):
     got = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), dst, "f64", rnd=irnd), 2).run1(*w[:2])
     assert (got[0] | (got[1] << 32) if len(got) == 2 else got[0]) == \
         one(lambda x: F.cvt(x, dst, "f64", rnd=irnd), a)
+
+
+def gen_f64_arith(n, kind):
+    a, b = gen_f64_pairs(n)
+    x = gen_f64(n)
+    m = len(x)
+    sgn = lambda: RNG.integers(0, 2, m).astype(np.uint64) << U(63)
+    frac = lambda: (_u(m) | (_u(m) << U(32))) & U((1 << 52) - 1)
+    ex = (x >> U(52)) & U(0x7FF)
+    if kind == "add":
+        d = RNG.integers(0, 70, m).astype(np.uint64)
+        y = sgn() | (np.where(ex > d, ex - d, U(0)) << U(52)) | frac()
+        canc = (x ^ U(1 << 63)) ^ (frac() & ((U(1) << RNG.integers(0, 53, m).astype(np.uint64)) - U(1)))
+        tie = sgn() | (np.where(ex > 53, ex - 53, U(0)) << U(52)) | \
+            np.array([0, 1, (1 << 52) - 1], dtype=np.uint64)[RNG.integers(0, 3, m)]
+        return np.concatenate([a, x, x, x]), np.concatenate([b, y, canc, tie])
+    short = lambda: frac() & ~((U(1) << RNG.integers(0, 53, m).astype(np.uint64)) - U(1))
+    ea = RNG.integers(0, 2047, m)
+    target = RNG.choice([1, -51, -52, -53, 2046, 2047, 0, 2, -20], m)
+    eb = np.clip(target - ea + 1023 + RNG.integers(-2, 3, m), 0, 2046)
+    p = sgn() | (ea.astype(np.uint64) << U(52)) | short()
+    q = sgn() | (eb.astype(np.uint64) << U(52)) | short()
+    sub = sgn() | (frac() >> RNG.integers(0, 52, m).astype(np.uint64))
+    big = sgn() | (RNG.integers(900, 2047, m).astype(np.uint64) << U(52)) | frac()
+    return np.concatenate([a, p, sub]), np.concatenate([b, q, big])
+
+
+ARITH64 = {"add64": (sf.add64, F.fadd, "add"), "sub64": (sf.sub64, F.fsub, "add"),
+           "mul64": (sf.mul64, F.fmul, "mul")}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(ARITH64))
+def test_arith64_bulk(name, mode):
+    fn, ref, kind = ARITH64[name]
+    a, b = gen_f64_arith(BULK // 4, kind)
+    compare_bulk(_pair_fn(fn, n=2, rnd=mode), _w2(lambda a, b: ref(a, b, width=64, rnd=mode)),
+                 [*_split(a), *_split(b)], f"{name}.{mode}")
+
+
+@HYP
+@given(f64_word(), f64_word(), st.sampled_from(list(ARITH64)), st.sampled_from(MODES))
+def test_arith64_hyp(a, b, name, mode):
+    fn, ref, _ = ARITH64[name]
+    lo, hi = _pair_fn(fn, n=2, rnd=mode).run1(a & M32, a >> 32, b & M32, b >> 32)
+    assert lo | (hi << 32) == one(lambda x, y: ref(x, y, width=64, rnd=mode), a, b), \
+        (name, mode, hex(a), hex(b))

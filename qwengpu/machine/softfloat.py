@@ -1609,3 +1609,73 @@ def sub64(em, a, b, rnd="rn"):
     """sub{.rnd}.f64: a - b (a NaN b is returned un-negated)."""
     mode = _check_mode(rnd, FROUND, "sub.f64")
     return _run64(em, lambda bl, a, c: _add64(bl, a, c, mode, negate=True), a, b)
+
+
+def _shl64(b, lo, hi, k):
+    """(lo, hi) << k for 0 <= k < 64."""
+    return lo << k, (hi << k) | (lo >> (32 - k)) | (lo << (k - 32))
+
+
+def _unpack_norm64(b, lo, hi):
+    """Finite nonzero f64 -> (ml, mh, e): the significand normalised with its leading bit at
+    bit 52 (bit 20 of mh) and the exponent (below 1 for a subnormal): value = m * 2^(e-1075).
+    Returns also the exponent field."""
+    ex = (hi << 1) >> 21
+    h0 = (hi & 0xFFFFF) | b.sel(ex, 0x100000, 0)
+    z = b.sel(h0, b.clz(h0), b.clz(lo) + 32) - 11          # 0 for a normal number
+    ml, mh = _shl64(b, lo, h0, z)
+    return ml, mh, b.sel(ex, ex, 1) - z, ex
+
+
+def _finish64(b, nl, nh, ek, mode, sign):
+    """n = (nl, nh): significand with its leading bit at 62 (or lower, denormalised) and 10
+    bits below the last kept one, sticky in bit 0; ek = biased exponent - 1 (may be < 0 or
+    very large). Denormalise, round, pack."""
+    ekc = ek & ~b.sar(ek, 31)
+    ekc = b.sel(b.lt(ekc, 2047), ekc, 2047)              # overflows anyway
+    nl, nh = _shr64_jam(b, nl, nh, ekc - ek)
+    sh, sl, gx = nh >> 10, (nl >> 10) | (nh << 22), nl << 22
+    return _round_pack64(b, sh, sl, gx, ekc, mode, sign)
+
+
+def _mul64(b, a, c, mode):
+    al, ah = a
+    cl, ch = c
+    sign = ah ^ ch
+    xl, xh, ex, fa = _unpack_norm64(b, al, ah)
+    yl, yh, ey, fc = _unpack_norm64(b, cl, ch)
+    # 106-bit product of two 53-bit significands (high words < 2^21)
+    hh_l, hh_h = b.mul(xh, yh), b.mulhu(xh, yh)
+    hl_l, hl_h = b.mul(xh, yl), b.mulhu(xh, yl)
+    lh_l, lh_h = b.mul(xl, yh), b.mulhu(xl, yh)
+    ll_l, ll_h = b.mul(xl, yl), b.mulhu(xl, yl)
+    m_l, m_h = b.add64((hl_l, hl_h), (lh_l, lh_h))        # < 2^54
+    w1, t = b.add64((ll_h, m_h), (m_l, 0))
+    w2, w3 = b.add64((hh_l, hh_h), (t, 0))                # P = w3:w2:w1:ll_l, 2^104 <= P < 2^106
+    cc = w3 >> 9                                          # leading bit 105
+    u = 10 + cc
+    v = 22 - cc
+    nh = (w3 << v) | (w2 >> u)
+    nl = (w2 << v) | (w1 >> u)
+    nl = nl | b.ltu(0, (w1 << v) | ll_l)
+    ek = (ex + ey + cc) - 1024
+    lo, hi = _finish64(b, nl, nh, ek, mode, sign)
+    # zeros, infinities, NaNs
+    aa, ca = ah & ABS, ch & ABS
+    nz = b.sel(aa | al, ca | cl, 0)                       # both nonzero
+    lo, hi = b.sel(nz, lo, 0), b.sel(nz, hi, sign & S31)
+    inf = b.leu(F64_INF_HI, aa) | b.leu(F64_INF_HI, ca)
+    lo = b.sel(inf, 0, lo)
+    hi = b.sel(inf, b.sel(nz, (sign & S31) | F64_INF_HI, F64_NAN_HI), hi)
+    na = b.ltu(F64_INF_HI, aa | b.ltu(0, al))
+    nc = b.ltu(F64_INF_HI, ca | b.ltu(0, cl))
+    nn = na | nc
+    lo = b.sel(nn, b.sel(na, al, cl), lo)
+    hi = b.sel(nn, b.sel(na, ah, ch), hi)
+    return lo, hi
+
+
+def mul64(em, a, b, rnd="rn"):
+    """mul{.rnd}.f64 on (lo, hi) pairs."""
+    mode = _check_mode(rnd, FROUND, "mul.f64")
+    return _run64(em, lambda bl, a, c: _mul64(bl, a, c, mode), a, b)
