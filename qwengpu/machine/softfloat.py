@@ -1679,3 +1679,75 @@ def mul64(em, a, b, rnd="rn"):
     """mul{.rnd}.f64 on (lo, hi) pairs."""
     mode = _check_mode(rnd, FROUND, "mul.f64")
     return _run64(em, lambda bl, a, c: _mul64(bl, a, c, mode), a, b)
+
+
+# =============================================================================================
+# micro-op counts
+
+def _cost_table():
+    from .emit import Recorder
+
+    def count(build, nin):
+        rec = Recorder()
+        em = rec.emitter()
+        ins = [rec.input() for _ in range(nin)]
+        build(em, *ins)
+        return len(rec.ops)
+
+    t = {}
+    one = {"abs": abs, "neg": neg, "sqrt": sqrt, "rcp": rcp}
+    for name, fn in one.items():
+        t[name] = count(fn, 1)
+    for name, fn in {"add": add, "sub": sub, "mul": mul, "div": div, "min": min, "max": max,
+                     "copysign": copysign}.items():
+        t[name] = count(fn, 2)
+    t["fma"] = count(fma, 3)
+    for op in COMPARE_OPS:
+        t[f"compare.{op}"] = count(lambda em, a, c, op=op: compare(em, op, a, c), 2)
+    for op in TESTP_OPS:
+        t[f"testp.{op}"] = count(lambda em, a, op=op: testp(em, op, a), 1)
+    cvts = [("s32", "f32", "rzi"), ("s32", "f32", "rni"), ("u32", "f32", "rzi"),
+            ("s64", "f32", "rzi"), ("u64", "f32", "rzi"), ("f32", "s32", "rn"),
+            ("f32", "u32", "rn"), ("f32", "s64", "rn"), ("f32", "u64", "rn"),
+            ("f32", "f32", "rni"), ("f32", "f32", "rzi"), ("f32", "f32", "rmi"),
+            ("f64", "f32", None), ("f32", "f64", "rn"), ("f32", "f16", None),
+            ("f16", "f32", "rn"), ("s32", "f64", "rzi"), ("s32", "f64", "rni"),
+            ("s64", "f64", "rzi"), ("f64", "s32", "rn"), ("f64", "u32", "rn"),
+            ("f64", "s64", "rn"), ("f64", "u64", "rn")]
+    for d, s, r in cvts:
+        nin = 2 if s in ("f64", "s64", "u64") else 1
+        t[f"cvt.{r + '.' if r else ''}{d}.{s}"] = count(
+            lambda em, *x, d=d, s=s, r=r: cvt(em, x, d, s, rnd=r), nin)
+    for name, fn in {"abs64": abs64, "neg64": neg64}.items():
+        t[name] = count(lambda em, lo, hi, fn=fn: fn(em, (lo, hi)), 2)
+    for name, fn in {"add64": add64, "sub64": sub64, "mul64": mul64, "min64": min64,
+                     "max64": max64, "copysign64": copysign64}.items():
+        t[name] = count(lambda em, a, b_, c, d, fn=fn: fn(em, (a, b_), (c, d)), 4)
+    for op in COMPARE_OPS:
+        t[f"compare64.{op}"] = count(
+            lambda em, a, b_, c, d, op=op: compare64(em, op, (a, b_), (c, d)), 4)
+    for op in TESTP_OPS:
+        t[f"testp64.{op}"] = count(lambda em, lo, hi, op=op: testp64(em, op, (lo, hi)), 2)
+    for name in ("div64", "fma64", "rcp64", "sqrt64"):
+        fn = globals().get(name)
+        if fn is not None:
+            nin = {"div64": 4, "fma64": 6, "rcp64": 2, "sqrt64": 2}[name]
+
+            def call(em, *w, fn=fn, nin=nin):
+                return fn(em, *[(w[2 * i], w[2 * i + 1]) for i in range(nin // 2)])
+            t[name] = count(call, nin)
+    return t
+
+
+_COST = None
+
+
+def __getattr__(name):
+    """COST: routine -> micro-ops with the default modifiers (rn, no .ftz/.sat), built on first
+    use with a Recorder."""
+    global _COST
+    if name == "COST":
+        if _COST is None:
+            _COST = _cost_table()
+        return _COST
+    raise AttributeError(name)
