@@ -225,12 +225,12 @@ def _sel64(em, c, a, b) -> tuple:
 # ---------------------------------------------------------------------------------------------
 # 32-bit division
 #
-# d = b << clz(b) is the normalised divisor (2^31 <= d < 2^32). _recip32 returns y with
-# Yc = 2^32 + y approximating T = 2^64 / d from below:  T - 8 < Yc - 1 <= T, and
-# T - 2 <= Yc - 1 at d = 2^31, T - 4 <= Yc - 1 at d = 3*2^30 (proved in docs/intcode.md:
-# the bound of the Newton step, checked exhaustively over all 2^31 values of d), and
-# Yc <= T + 1.
-# The quotient estimate q0 = floor(a * Yc / 2^(64 - s)) then satisfies q - 1 <= q0 <= q.
+# d = b << clz(b) is the normalised divisor (2^31 <= d < 2^32), k = 32 - clz(b) the length of b
+# and T = 2^64 / d = 2^(32+k) / b. _recip32 returns y with Yc = 2^32 + y in T - 6 < Yc < T + 1
+# for every d (checked exhaustively, tests/test_intcode.py), Yc = T - 2 at d = 2^31 and
+# Yc >= T - 4/3 at d = 3 * 2^30. With m = floor(Yc / 2) the estimate
+# q0 = floor(a m / 2^(31 + k)) satisfies q - 1 <= q0 <= q (docs/intcode.md), so one
+# conditional +1 finishes.
 
 # the initial estimate p(x) = 1 + x * (C0 + x * (C1 + x * C2)), x = 1 - d/2^32, a one-sided
 # (p <= 1/(1 - x)) fit with relative error below 2^-7.5; Q-format constants
@@ -406,7 +406,7 @@ def _urem64_k(em, a, d: int) -> tuple:
 
 @_routine
 def div_u32(em: Emitter, a, b) -> Src:
-    """a / b (unsigned; x / 0 = 0xFFFFFFFF); 28 ops, 0-5 for an immediate b."""
+    """a / b (unsigned; x / 0 = 0xFFFFFFFF); 27 ops, 0-5 for an immediate b."""
     kb = _const(b)
     if kb is not None:
         return src(Imm(M32)) if kb == 0 else _udiv32_k(em, a, kb)
@@ -416,7 +416,7 @@ def div_u32(em: Emitter, a, b) -> Src:
 
 @_routine
 def rem_u32(em: Emitter, a, b) -> Src:
-    """a % b (unsigned; x % 0 = x); 28 ops, 0-7 for an immediate b."""
+    """a % b (unsigned; x % 0 = x); 27 ops, 0-7 for an immediate b."""
     kb = _const(b)
     if kb is not None:
         if kb == 0:
@@ -430,7 +430,7 @@ def rem_u32(em: Emitter, a, b) -> Src:
 
 @_routine
 def divrem_u32(em: Emitter, a, b) -> tuple:
-    """(a / b, a % b); 30 ops."""
+    """(a / b, a % b); 29 ops."""
     if _const(b) is not None:
         return div_u32(em, a, b), rem_u32(em, a, b)
     q0, r0, c = _udiv32(em, a, b)
@@ -451,7 +451,7 @@ def _cneg(em, x, m) -> Src:
 
 @_routine
 def div_s32(em: Emitter, a, b) -> Src:
-    """a / b (signed, truncating; x / 0 = -1, INT_MIN / -1 = INT_MIN); 37 ops, 0-5 for an
+    """a / b (signed, truncating; x / 0 = -1, INT_MIN / -1 = INT_MIN); 36 ops, 0-5 for an
     immediate b."""
     kb = _const(b)
     if kb is not None:
@@ -465,7 +465,7 @@ def div_s32(em: Emitter, a, b) -> Src:
 
 @_routine
 def rem_s32(em: Emitter, a, b) -> Src:
-    """a % b (signed, the sign of a; x % 0 = x, INT_MIN % -1 = 0); 36 ops, 0-7 for an
+    """a % b (signed, the sign of a; x % 0 = x, INT_MIN % -1 = 0); 35 ops, 0-7 for an
     immediate b."""
     kb = _const(b)
     if kb is not None:
@@ -478,7 +478,7 @@ def rem_s32(em: Emitter, a, b) -> Src:
 
 @_routine
 def divrem_s32(em: Emitter, a, b) -> tuple:
-    """(a / b, a % b) signed; 39 ops."""
+    """(a / b, a % b) signed; 40 ops."""
     if _const(b) is not None:
         return div_s32(em, a, b), rem_s32(em, a, b)
     ua, sa = _abs32(em, a)
@@ -539,14 +539,14 @@ def mulhi_s64(em: Emitter, a, b) -> tuple:
 # The quotient is found as two digits. The high digit is nonzero only when b1 == 0: it is
 # a1 / b0, done by the 32-bit scheme (D1 = b0 << s1 is then its normalised divisor). The rest,
 # n = (a1 % b0 or a1, a0), divided by b has a quotient below 2^32 in both cases; its estimate
-# uses a 64-bit reciprocal Z ~ 2^127 / D from one Newton step on the 32-bit one, with a slack of
-# 2^32 units where one unit suffices, then one correction.
+# uses a 64-bit reciprocal Z ~ 2^127 / D from one Newton step on the 32-bit one, whose error
+# (below 76 units) is far inside the 2^32 units the estimate tolerates, then one correction.
 
 
 def _nr64(em, D, y) -> tuple:
-    """Yc = 2^64 + Y, Y = (lo, hi), approximating 2^128 / D from below (error < 2^9); 16 ops.
+    """Yc = 2^64 + Y, Y = (lo, hi), with 2^128/D - 75 < Yc <= 2^128/D; 16 ops.
 
-    With Y1 = 2^32 + y (~2^64 / D1) and e = 1 - D Y1 / 2^96 (signed, |e| < 2^-28):
+    With Y1 = 2^32 + y (~2^64 / D1) and e = 1 - D Y1 / 2^96 (signed, |e| < 6 * 2^-32):
     S = D + D1 y + floor(D0 y / 2^32) = 2^64 (1 - e) - frac, so ~S = 2^64 e rounded down;
     Y = y 2^32 + e + floor(y e / 2^32) with y e = y e_hi (signed high word) + y e_lo.
     """
@@ -605,7 +605,7 @@ def _r64(em, b, r, c) -> tuple:
 
 @_routine
 def div_u64(em: Emitter, a, b) -> tuple:
-    """a / b (unsigned; x / 0 = all ones); 93 ops, about 4-30 for an immediate b."""
+    """a / b (unsigned; x / 0 = all ones); 92 ops, 0-27 for an immediate b."""
     kb = _k64(b)
     if kb is not None:
         return (src(Imm(M32)), src(Imm(M32))) if kb == 0 else _udiv64_k(em, a, kb)
@@ -615,7 +615,7 @@ def div_u64(em: Emitter, a, b) -> tuple:
 
 @_routine
 def rem_u64(em: Emitter, a, b) -> tuple:
-    """a % b (unsigned; x % 0 = x); 91 ops."""
+    """a % b (unsigned; x % 0 = x); 90 ops, 0-33 for an immediate b."""
     kb = _k64(b)
     if kb is not None:
         return _p(a) if kb == 0 else _urem64_k(em, a, kb)
@@ -625,7 +625,7 @@ def rem_u64(em: Emitter, a, b) -> tuple:
 
 @_routine
 def divrem_u64(em: Emitter, a, b) -> tuple:
-    """(a / b, a % b); 97 ops."""
+    """(a / b, a % b); 96 ops."""
     if _k64(b) is not None:
         return div_u64(em, a, b), rem_u64(em, a, b)
     qh, q0, r, c = _udiv64(em, a, b)
@@ -657,7 +657,8 @@ def _sdiv64_k(em, a, d: int) -> tuple:
 
 @_routine
 def div_s64(em: Emitter, a, b) -> tuple:
-    """a / b (signed, truncating; x / 0 = -1, INT64_MIN / -1 = INT64_MIN); 108 ops."""
+    """a / b (signed, truncating; x / 0 = -1, INT64_MIN / -1 = INT64_MIN); 107 ops, 0-36 for an
+    immediate b."""
     kb = _k64(b)
     if kb is not None:
         return (src(Imm(M32)), src(Imm(M32))) if kb == 0 else _sdiv64_k(em, a, kb)
@@ -671,7 +672,7 @@ def div_s64(em: Emitter, a, b) -> tuple:
 
 @_routine
 def rem_s64(em: Emitter, a, b) -> tuple:
-    """a % b (signed, the sign of a; x % 0 = x); 105 ops."""
+    """a % b (signed, the sign of a; x % 0 = x); 104 ops, 0-42 for an immediate b."""
     kb = _k64(b)
     if kb is not None:
         if kb == 0:
@@ -687,7 +688,7 @@ def rem_s64(em: Emitter, a, b) -> tuple:
 
 @_routine
 def divrem_s64(em: Emitter, a, b) -> tuple:
-    """(a / b, a % b) signed; 112 ops."""
+    """(a / b, a % b) signed; 115 ops."""
     if _k64(b) is not None:
         return div_s64(em, a, b), rem_s64(em, a, b)
     ua, sa = _abs64(em, a)
@@ -819,9 +820,21 @@ def sad(em: Emitter, a, b, c, signed: bool = False):
 # bit fields (position and length: their low 8 bits count, as in alu.bfe / alu.bfi)
 
 
+def _bfe32_k(em, a, p: int, ln: int, signed: bool) -> Src:
+    """Immediate position and length: 0-2 ops."""
+    p, ln = p & 0xFF, ln & 0xFF
+    if ln == 0:
+        return src(Imm(0))
+    if p + ln >= 32:
+        return _op(em, "SAR" if signed else "SHR", a, min(p, 31) if signed else p)
+    return _op(em, "SAR" if signed else "SHR", _op(em, "SHL", a, 32 - p - ln), 32 - ln)
+
+
 @_routine
 def bfe_u32(em: Emitter, a, pos, length) -> Src:
     """(a >> pos) & ((1 << len) - 1), shifts past 31 giving 0 and lengths past 31 all ones; 5 ops."""
+    if _const(pos) is not None and _const(length) is not None:
+        return _bfe32_k(em, a, _const(pos), _const(length), False)
     p = _op(em, "AND", pos, 0xFF)
     ln = _op(em, "AND", length, 0xFF)
     return _op(em, "AND", _op(em, "SHR", a, p), _inv(_op(em, "SHL", M32, ln)))
@@ -832,6 +845,8 @@ def bfe_s32(em: Emitter, a, pos, length) -> Src:
     """The field sign-extended: x = a >> pos (arithmetic) already carries the right sign bits
     beyond a's msb; below 32 bits it is sign-extended from bit len - 1. len = 0 gives 0 by
     itself (shifts by 32); 8 ops."""
+    if _const(pos) is not None and _const(length) is not None:
+        return _bfe32_k(em, a, _const(pos), _const(length), True)
     x = _op(em, "SAR", a, _op(em, "AND", pos, 0xFF))
     m = _op(em, "ADD", _inv(_op(em, "AND", length, 0xFF)), 33)      # 32 - len
     ext = _op(em, "SAR", _op(em, "SHL", x, m), m)
