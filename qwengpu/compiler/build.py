@@ -42,6 +42,7 @@ class Target:
     inert_mixer: str = "full_attention"      # mixer type of layers whose mixer does nothing
     reuse: bool = True                       # erase dead variables and reuse their residual features
     max_group: int = 16                      # value heads per key head, when sized to fit
+    mlp_budget: int | None = None            # soft MLP width: spread circuits over layers to stay under it
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -125,10 +126,15 @@ def schedule(prog: Program, target: Target) -> Schedule:
                 layer += 1
             layer = max(layer, node.min_layer)
             n = len(node.neurons)
-            while target.intermediate and mlp_load.get(layer, 0) + n > target.intermediate:
-                if n > target.intermediate:
+            cap = target.intermediate or target.mlp_budget
+            while cap and mlp_load.get(layer, 0) + n > cap:
+                if n > cap:
+                    if not target.intermediate:
+                        break                   # a soft budget: an oversized circuit gets a layer of its own
                     raise CompileError(f"{node.name} needs {n} neurons; the target's MLP has "
                                        f"{target.intermediate}")
+                if not mlp_load.get(layer, 0) and target.mlp_budget and not target.intermediate:
+                    break
                 layer += 1
             mlp.setdefault(layer, []).append(node)
             mlp_load[layer] = mlp_load.get(layer, 0) + n
