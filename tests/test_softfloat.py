@@ -847,3 +847,33 @@ def test_arith64_hyp(a, b, name, mode):
     lo, hi = _pair_fn(fn, n=2, rnd=mode).run1(a & M32, a >> 32, b & M32, b >> 32)
     assert lo | (hi << 32) == one(lambda x, y: ref(x, y, width=64, rnd=mode), a, b), \
         (name, mode, hex(a), hex(b))
+
+
+def gen_f64_div(n):
+    a, b = gen_f64_arith(n, "mul")
+    bb = gen_f64(n)[:n]
+    qq = (RNG.integers(0, 2, n).astype(np.uint64) << U(63)) | \
+        (RNG.integers(1000, 1050, n).astype(np.uint64) << U(52)) | \
+        (((_u(n) | (_u(n) << U(32))) & U((1 << 52) - 1))
+         & ~((U(1) << RNG.integers(20, 53, n).astype(np.uint64)) - U(1)))
+    with np.errstate(all="ignore"):
+        aa = (bb.view(np.float64) * qq.view(np.float64)).view(np.uint64)   # exact-ish quotients
+    return np.concatenate([a, aa, aa + U(1), aa - U(1)]), np.concatenate([b, bb, bb, bb])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_div64_bulk(mode):
+    a, b = gen_f64_div(BULK // 4)
+    compare_bulk(_pair_fn(sf.div64, n=2, rnd=mode), _w2(lambda a, b: F.fdiv(a, b, width=64, rnd=mode)),
+                 [*_split(a), *_split(b)], f"div64.{mode}")
+    x = gen_f64(BULK // 4)
+    compare_bulk(_pair_fn(sf.rcp64, rnd=mode), _w2(lambda a: F.frcp(a, width=64, rnd=mode)),
+                 list(_split(x)), f"rcp64.{mode}")
+
+
+@HYP
+@given(f64_word(), f64_word(), st.sampled_from(MODES))
+def test_div64_hyp(a, b, mode):
+    lo, hi = _pair_fn(sf.div64, n=2, rnd=mode).run1(a & M32, a >> 32, b & M32, b >> 32)
+    assert lo | (hi << 32) == one(lambda x, y: F.fdiv(x, y, width=64, rnd=mode), a, b), \
+        (mode, hex(a), hex(b))

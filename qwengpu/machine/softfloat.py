@@ -1613,7 +1613,8 @@ def sub64(em, a, b, rnd="rn"):
 
 def _shl64(b, lo, hi, k):
     """(lo, hi) << k for 0 <= k < 64."""
-    return lo << k, (hi << k) | (lo >> (32 - k)) | (lo << (k - 32))
+    shl = lambda x, y: b.op("SHL", x, y)            # machine semantics for constants too
+    return shl(lo, k), shl(hi, k) | b.op("SHR", lo, b.sub(32, k)) | shl(lo, b.sub(k, 32))
 
 
 def _unpack_norm64(b, lo, hi):
@@ -1751,3 +1752,84 @@ def __getattr__(name):
             _COST = _cost_table()
         return _COST
     raise AttributeError(name)
+
+
+def _mulq64(b, q, lo, hi):
+    """q * (lo, hi) mod 2^64 for a 32-bit q."""
+    return b.mul(q, lo), b.mulhu(q, lo) + b.mul(q, hi)
+
+
+def _shl64c(b, lo, hi, k):
+    """(lo, hi) << k mod 2^64, constant 0 < k < 32."""
+    return lo << k, (hi << k) | (lo >> (32 - k))
+
+
+def _special_div64(b, a, c, sign, res):
+    """Zeros, infinities and NaNs of a / c, over the finite result `res`."""
+    al, ah = a
+    cl, ch = c
+    aa, ca = ah & ABS, ch & ABS
+    az = b.eq(aa | al, 0)
+    cz = b.eq(ca | cl, 0)
+    ai = b.leu(F64_INF_HI, aa)
+    ci = b.leu(F64_INF_HI, ca)
+    # inf/x or x/0 -> inf; 0/x or x/inf -> 0; 0/0, inf/inf -> NaN
+    inf = ai | cz
+    zero = az | ci
+    lo = b.sel(inf | zero, 0, res[0])
+    hi = b.sel(inf, (sign & S31) | F64_INF_HI, b.sel(zero, sign & S31, res[1]))
+    inv = (az & cz) | (ai & ci)
+    lo, hi = b.sel(inv, 0, lo), b.sel(inv, F64_NAN_HI, hi)
+    na = b.ltu(F64_INF_HI, aa | b.ltu(0, al))
+    nc = b.ltu(F64_INF_HI, ca | b.ltu(0, cl))
+    nn = na | nc
+    return b.sel(nn, b.sel(na, al, cl), lo), b.sel(nn, b.sel(na, ah, ch), hi)
+
+
+def _div64(b, a, c, mode):
+    al, ah = a
+    cl, ch = c
+    sign = ah ^ ch
+    xl, xh, ea, _ = _unpack_norm64(b, al, ah)           # A: leading bit 52
+    yl, yh, ec, _ = _unpack_norm64(b, cl, ch)           # B
+    x2l, x2h = _shl64c(b, xl, xh, 1)                    # A2 = 2A in [2^53, 2^54)
+    d = (yh << 11) | (yl >> 21)                          # top 32 bits of B
+    r = _recip32(b, d) - 2                               # <= 2^63/(d+1) <= 2^84/B
+    # digit 1: q1 = floor(A2 * 2^26 / B) in [2^26, 2^28); estimate from the top 32 bits of A2
+    q = b.mulhu((x2h << 10) | (x2l >> 22), r) >> 4       # q1 - 1 <= q <= q1
+    tl, th = _shl64c(b, x2l, x2h, 26)
+    pl, ph = _mulq64(b, q, yl, yh)
+    rl, rh = b.sub64((tl, th), (pl, ph))                 # exact, in [0, 2B)
+    up = _leu64(b, (yl, yh), (rl, rh))
+    q1 = q + up
+    rl, rh = b.sub64((rl, rh), (b.sel(up, yl, 0), b.sel(up, yh, 0)))
+    # digit 2: q2 = floor(r1 * 2^27 / B) in [0, 2^27)
+    q = b.mulhu((rh << 10) | (rl >> 22), r) >> 3         # q2 - 1 <= q <= q2
+    tl, th = _shl64c(b, rl, rh, 27)
+    pl, ph = _mulq64(b, q, yl, yh)
+    rl, rh = b.sub64((tl, th), (pl, ph))
+    up = _leu64(b, (yl, yh), (rl, rh))
+    q2 = q + up
+    sticky = _ltu64(b, (b.sel(up, yl, 0), b.sel(up, yh, 0)), (rl, rh))
+    # Q = q1 * 2^27 + q2 in [2^53, 2^55): to n with the leading bit at 62
+    ql, qh = (q1 << 27) | q2, q1 >> 5
+    top = qh >> 22                                       # Q >= 2^54
+    s = 9 - top
+    nh = (qh << s) | (ql >> (32 - s))
+    nl = (ql << s) | sticky
+    # value = Q * 2^(ea - ec - 54) ; n = Q * 2^s  -> ek = ea - ec + 1022 - 53 + 62 - ... :
+    ek = (ea - ec) + (1022 - 1) + top
+    res = _finish64(b, nl, nh, ek, mode, sign)
+    return _special_div64(b, a, c, sign, res)
+
+
+def div64(em, a, b, rnd="rn"):
+    """div.rnd.f64 on (lo, hi) pairs (IEEE, correctly rounded)."""
+    mode = _check_mode(rnd, FROUND, "div.f64")
+    return _run64(em, lambda bl, a, c: _div64(bl, a, c, mode), a, b)
+
+
+def rcp64(em, a, rnd="rn"):
+    """rcp.rnd.f64: correctly rounded 1/a."""
+    mode = _check_mode(rnd, FROUND, "rcp.f64")
+    return _run64(em, lambda bl, a: _div64(bl, (0, 0x3FF00000), a, mode), a)
