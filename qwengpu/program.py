@@ -10,7 +10,7 @@ from .ptx.ir import Module
 from .ptx.isa import validate_module
 from .ptx.parser import parse_ptx
 
-ENGINES = ("interp",)
+ENGINES = ("interp", "sim", "model")
 
 
 def _looks_like_ptx(text: str) -> bool:
@@ -36,7 +36,10 @@ def load_program(program) -> Module:
 def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
         max_steps: int | None = None, trace: bool = False, **options) -> LaunchResult:
     """Run one launch of `program` (see `load_program`) with `launch` (a `LaunchSpec`, a dict in
-    the CLI's JSON format, a JSON string or a path) on `engine`."""
+    the CLI's JSON format, a JSON string or a path) on `engine`: "interp" (the reference
+    interpreter), "sim" (the machine's token-level simulator) or "model" (the model's forward
+    passes; options: machine, check_prefill, progress, device, on_token). `max_steps` bounds
+    interpreter steps, or generated tokens on the machine."""
     module = load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
     if engine == "interp":
@@ -44,4 +47,10 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
         if options:
             raise TypeError(f"unexpected options for the interpreter: {', '.join(options)}")
         return interpret(module, spec, kernel=kernel, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
+    if engine == "sim":
+        from .machine.runtime import DEFAULT_MAX_TOKENS, run_on_simulator
+        return run_on_simulator(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS, **options)
+    if engine == "model":
+        from .machine.runtime import DEFAULT_MAX_TOKENS, run_on_model
+        return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS, **options)
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")

@@ -322,10 +322,70 @@ class Compiled:
     def token_id(self, text: str) -> int:
         return self.program.token_by_text[text].id
 
+    def placement(self, memory) -> "MemoryPlacement":
+        """Where a `GDNMemory` lives in the model: its layer and, for its first port, the value
+        head of each field (see `decode_memory`)."""
+        L = memory.layer
+        hk = self.config.linear_num_key_heads
+        group = self.config.linear_num_value_heads // hk
+        head = 0
+        for node in self.schedule.mixers.get(L, []):
+            if node is memory:
+                chunks = _chunks(node, group)
+                heads = {}
+                for c, chunk in enumerate(chunks):
+                    for slot, fi in enumerate(chunk):
+                        heads[fi] = (head + c) * group + slot
+                fields = [(heads[fi], f.lo, f.width) for fi, f in enumerate(node.fields)]
+                return MemoryPlacement(memory.name, L, fields, memory.slots)
+            if node.kind == "gdn":
+                head += _key_heads(node, group)
+        raise CompileError(f"{memory.name} is not a memory of layer {L}")
+
     def decode(self, hidden_row, var) -> tuple[int, float]:
         """(value, margin) of a residual variable from one residual-stream vector."""
         idx = [self.layout.dims[(var.name, i)] for i in range(var.size)]
         return var.decode([float(hidden_row[i]) for i in idx])
+
+
+@dataclass
+class MemoryPlacement:
+    """A word memory's place in the model: GDN layer, (value head, first bit, width) per field."""
+    name: str
+    layer: int
+    fields: list
+    slots: int
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "layer": self.layer, "fields": [list(f) for f in self.fields], "slots": self.slots}
+
+    @staticmethod
+    def from_json(d: dict) -> "MemoryPlacement":
+        return MemoryPlacement(d["name"], d["layer"], [tuple(f) for f in d["fields"]], d["slots"])
+
+
+def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, float]:
+    """({slot: word} of the written slots, code margin) of a memory, from its layer's recurrent
+    state [value heads, key dim, value dim]. A bit reads as the circuits read it: its 1-rail against
+    half the rail level (an unwritten field holds only ~1e-16 crosstalk and reads 0); the margin is
+    the smallest distance of a 1-rail from that threshold."""
+    import numpy as np
+    st = np.asarray(state, dtype=np.float64)
+    half = VALUE_L / 2
+    out = {}
+    margin = float("inf")
+    for s in (range(placement.slots) if slots is None else slots):
+        word, peak = 0, 0.0
+        for head, lo, width in placement.fields:
+            rails = st[head, s, 0:2 * width]
+            peak = max(peak, float(np.abs(rails).max()))
+            one = rails[0::2]
+            for j in np.nonzero(one > half)[0]:
+                word |= 1 << (lo + int(j))
+            margin = min(margin, float(np.abs(one - half).min()))
+        if peak > VALUE_L / 4:
+            out[s] = word
+    return out, margin
 
 
 def _inv_freq(config):

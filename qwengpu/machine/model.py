@@ -1,0 +1,184 @@
+"""The built machine: the hardware circuits compiled into a stock Qwen3.5 checkpoint, cached on disk.
+
+    machine = load_machine()                 # the built-in COMPACT machine (built once, then cached)
+    machine.model                            # a transformers Qwen3_5ForCausalLM
+    machine.token_id("<go>"), machine.text(id)
+    machine.memory_state(cache)              # the machine memory, decoded from a GDN state
+
+A build writes `save_pretrained` files plus `qwengpu_machine.json` (the vocabulary and where the
+machine's memories live in the model, for decoding). The cache key hashes the sources of the
+circuits and the compiler, so a changed circuit is never served from a stale cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import COMPACT, MachineConfig
+from .format import LANES, REG_BITS, WARP_BITS
+from .layout import LINE, LINES
+
+MACHINE_FILE = "qwengpu_machine.json"
+#: memories the runtime and the lab decode from the model's state
+DECODED = ["mem", "pa", "ctl", "reg.emit"]
+
+
+def _source_hash(config: MachineConfig, target_kw: dict) -> str:
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256(repr((config, sorted(target_kw.items()))).encode())
+    files = sorted((here.parent / "compiler").glob("*.py")) + [here / n for n in
+                                                                ("hardware.py", "format.py", "config.py", "layout.py")]
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("QWENGPU_CACHE", Path.home() / ".cache" / "qwengpu"))
+
+
+#: the default soft MLP budget of a build (spreads wide circuits over layers)
+MLP_BUDGET = 4000
+
+
+@dataclass
+class Machine:
+    config: MachineConfig
+    path: Path
+    tokens: list                       # token texts by id
+    placements: dict                   # memory name -> MemoryPlacement
+    report: dict = field(default_factory=dict)
+    _model: object = None
+    _ids: dict | None = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            import torch
+            from transformers import AutoModelForCausalLM
+            self._model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
+            self._model.eval()
+        return self._model
+
+    def token_id(self, text: str) -> int:
+        if self._ids is None:
+            self._ids = {t: i for i, t in enumerate(self.tokens)}
+        try:
+            return self._ids[text]
+        except KeyError:
+            raise ValueError(f"{text!r} is not a token of machine {self.config.name}") from None
+
+    def text(self, token_id: int) -> str:
+        return self.tokens[token_id]
+
+    # -- decoding the model's state ------------------------------------------------------------------
+
+    def state_of(self, cache, name: str):
+        from qwengpu.compiler.build import decode_memory
+        pl = self.placements[name]
+        s = cache.get_recurrent_state(pl.layer)
+        return decode_memory(s[0].detach().float().cpu().numpy(), pl)
+
+    def memory_image(self, cache) -> tuple[bytearray, float]:
+        """The machine memory (LINES x LINE bytes) held in the model's state, and its code margin."""
+        words, margin = self.state_of(cache, "mem")
+        mem = bytearray(LINES * LINE)
+        for line, w in words.items():
+            mem[line * LINE:(line + 1) * LINE] = (w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little")
+        return mem, margin
+
+    def pending_addresses(self, cache) -> list[int]:
+        words, _ = self.state_of(cache, "pa")
+        w = words.get(0, 0)
+        return [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
+
+    def registers(self, cache) -> dict:
+        """{(warp, physical register): [value per lane]} of every written register."""
+        words, _ = self.state_of(cache, "reg.emit")
+        out = {}
+        for slot, w in words.items():
+            warp, reg = slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS
+            out[(warp, reg)] = [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
+        return out
+
+
+def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
+    from dataclasses import asdict
+    names = {m.name: m for m in hw.p.memories}
+    meta = {
+        "config": asdict(config),
+        "tokens": [t.text for t in hw.p.tokens],
+        "placements": {n: compiled.placement(names[n]).to_json() for n in DECODED if n in names},
+        "report": report,
+    }
+    (path / MACHINE_FILE).write_text(json.dumps(meta))
+
+
+def open_machine(path) -> Machine:
+    from qwengpu.compiler.build import MemoryPlacement
+    path = Path(path)
+    meta = json.loads((path / MACHINE_FILE).read_text())
+    cfg = dict(meta["config"])
+    for k in ("slots", "shifters", "bitcount", "multipliers"):
+        if cfg.get(k) is not None:
+            cfg[k] = tuple(cfg[k])
+    return Machine(MachineConfig(**cfg), path, meta["tokens"],
+                   {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}))
+
+
+def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, **target_kw) -> Machine:
+    """Compile the machine's circuits into a checkpoint at `path` (default: the cache)."""
+    import torch
+
+    from qwengpu.compiler import Target, compile_program
+
+    from .hardware import Hardware
+    target_kw.setdefault("mlp_budget", MLP_BUDGET)
+    path = Path(path) if path is not None else cache_root() / f"{config.name}-{_source_hash(config, target_kw)}"
+    steps = ["circuits", "compile", "save"]
+    bar = _bar(len(steps), f"building machine {config.name}", progress)
+    hw = Hardware(config)
+    bar.update(1)
+    compiled = compile_program(hw.p, Target(**target_kw))
+    bar.update(1)
+    model = compiled.model()
+    tmp = path.with_name(path.name + ".partial")
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(tmp)
+    report = {k: v for k, v in compiled.report.items() if isinstance(v, (int, float, str))}
+    report.update(layers=compiled.config.num_hidden_layers, hidden=compiled.config.hidden_size,
+                  intermediate=compiled.config.intermediate_size, vocab=compiled.config.vocab_size,
+                  parameters=sum(p.numel() for p in model.parameters()))
+    _save_meta(tmp, config, compiled, hw, report)
+    if path.exists():
+        import shutil
+        shutil.rmtree(path)
+    tmp.rename(path)
+    bar.update(1)
+    bar.close()
+    m = open_machine(path)
+    m._model = model
+    return m
+
+
+def load_machine(config: MachineConfig = COMPACT, path=None, build: bool = True, progress: bool = True,
+                 **target_kw) -> Machine:
+    """The built machine for `config` from `path` or the cache, building it when missing."""
+    if path is not None and (Path(path) / MACHINE_FILE).exists():
+        return open_machine(path)
+    kw = dict(target_kw)
+    kw.setdefault("mlp_budget", MLP_BUDGET)
+    p = Path(path) if path is not None else cache_root() / f"{config.name}-{_source_hash(config, kw)}"
+    if (p / MACHINE_FILE).exists():
+        return open_machine(p)
+    if not build:
+        raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")
+    return build_machine(config, p, progress=progress, **kw)
+
+
+def _bar(total, desc, enabled):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, disable=not enabled)

@@ -1,0 +1,145 @@
+"""Run a launch on the machine: the token simulator, or the model's own forward passes.
+
+    assemble -> prompt tokens -> forward passes (one generated token each) -> decode the results
+
+On the model the prompt goes through the chunked prefill path, every generated token through the
+cached one-token decode path (`check_prefill` then re-runs the whole sequence through the chunked
+path and checks it predicts the same tokens). Results are read from the model's state: the global
+memory from the memory layer's GDN state, a fault's address from the pending-address memory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qwengpu.interp.memory import ExecutionFault, MemoryFault
+from qwengpu.launch import LaunchResult, LaunchSpec
+
+from .assembler import assemble
+from .config import COMPACT, MachineConfig
+from .prompt import prompt_tokens, token_text
+from .simulator import FAULT_KINDS, MachineStepLimit, Simulator, read_buffers
+
+DEFAULT_MAX_TOKENS = 100_000
+FINAL = ("<halt>",)
+
+
+@dataclass
+class TokenStream:
+    prompt: list
+    generated: list = field(default_factory=list)
+    gaps: list = field(default_factory=list)        # logit gap (winner - runner-up) per generated token
+
+    @property
+    def min_gap(self) -> float | None:
+        return min(self.gaps) if self.gaps else None
+
+
+def _lane_instructions(image, tokens) -> int:
+    n = 0
+    for t in tokens:
+        if t.startswith("<exec "):
+            pc, mask = t[6:-1].split()
+            n += len(image.bundles[int(pc)].ptx_pcs) * mask.count("1")
+    return n
+
+
+def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig = COMPACT,
+                     max_tokens: int = DEFAULT_MAX_TOKENS) -> LaunchResult:
+    img = assemble(module, spec, kernel, config)
+    res = Simulator(img, module, spec, max_tokens=max_tokens).run()
+    texts = [token_text(t) for t in res.tokens]
+    return LaunchResult(img.kernel, "sim", res.buffers, steps=len(res.passes), tokens=len(texts),
+                        lane_instructions=_lane_instructions(img, texts),
+                        extra={"prompt": prompt_tokens(img, module, spec), "generated": texts, "image": img})
+
+
+def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 check_prefill: bool = False, progress: bool = True, device: str = "cpu",
+                 on_token=None) -> LaunchResult:
+    """Run the launch through the model's forward passes. `on_token(index, text, cache)` is called
+    after every generated token's pass (the lab records states with it)."""
+    import torch
+    from transformers import DynamicCache
+
+    from .model import load_machine
+    machine = machine or load_machine(COMPACT, progress=progress)
+    img = assemble(module, spec, kernel, machine.config)
+    prompt = prompt_tokens(img, module, spec)
+    model = machine.model.to(device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    stream = TokenStream(prompt)
+    cache = DynamicCache(config=model.config)
+    from tqdm.auto import tqdm
+    bar = tqdm(desc=f"{img.kernel} on the model", unit="tok", disable=not progress)
+    with torch.no_grad():
+        ids = torch.tensor([[machine.token_id(t) for t in prompt]], device=device)
+        out = model(input_ids=ids, past_key_values=cache, use_cache=True)
+        while True:
+            row = out.logits[0, -1].float()
+            top = torch.topk(row, 2)
+            tok = int(top.indices[0])
+            text = machine.text(tok)
+            stream.generated.append(text)
+            stream.gaps.append(float(top.values[0] - top.values[1]))
+            bar.update(1)
+            if on_token is not None:
+                on_token(len(stream.generated) - 1, text, cache)
+            if text in FINAL or text.startswith("<fault"):
+                break
+            if len(stream.generated) >= max_tokens:
+                bar.close()
+                raise MachineStepLimit(f"token limit of {max_tokens} reached (a runaway loop?)", kernel=img.kernel).locate()
+            out = model(input_ids=torch.tensor([[tok]], device=device), past_key_values=cache, use_cache=True)
+    bar.close()
+    memory, margin = machine.memory_image(cache)
+    extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
+             "memory_margin": margin, "image": img}
+    last = stream.generated[-1]
+    if last.startswith("<fault"):
+        raise _model_fault(img, stream.generated, last, machine.pending_addresses(cache))
+    if check_prefill:
+        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(model, machine, prompt, stream.generated, device)
+        if not extra["prefill_exact"]:
+            raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
+    return LaunchResult(img.kernel, "model", read_buffers(img, spec, memory), steps=sum(
+        t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
+        lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
+
+
+def _check_prefill(model, machine, prompt, generated, device):
+    import torch
+    ids = [machine.token_id(t) for t in prompt + generated]
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids], device=device)).logits[0].float()
+    n = len(prompt)
+    pred = logits[n - 1:n - 1 + len(generated)]
+    top = torch.topk(pred, 2, dim=-1)
+    want = torch.tensor(ids[n:], device=device)
+    exact = bool((top.indices[:, 0] == want).all())
+    return exact, float((top.values[:, 0] - top.values[:, 1]).min())
+
+
+def _model_fault(img, generated, last, pending) -> MemoryFault:
+    """The fault a FAULT token reports, with the address read from the model's state."""
+    kind_i, lane = (int(x) for x in last[len("<fault "):-1].split())
+    kind = FAULT_KINDS[kind_i]
+    pc = block = warp = 0
+    for t in generated:
+        if t.startswith("<exec "):
+            pc = int(t[6:-1].split()[0])
+        elif t.startswith("<block "):
+            block, warp = int(t[7:-1]), 0
+        elif t.startswith("<warp "):
+            warp = int(t[6:-1])
+    b = img.bundles[pc]
+    op = next(so.op for so in b.slots if so is not None and so.op.kind == "mem")
+    space, size = op.extra["space"], op.extra["width"]
+    addr = pending[lane]
+    if kind == "misaligned":
+        msg = f"misaligned {space} access of {size} bytes at 0x{addr:x}"
+    else:
+        msg = f"out-of-bounds {space} {kind} of {size} bytes at 0x{addr:x}"
+    e = MemoryFault(msg, lane=lane, address=addr)
+    e.kind = kind
+    return e.locate(kernel=img.kernel, block=block, warp=warp, pc=op.ptx_pc)
