@@ -951,56 +951,95 @@ def _bytes_mask(bs) -> int:
     return sum(0xFF << (8 * i) for i in bs)
 
 
+def _prmt_parts(sels, choice: int) -> list:
+    """Parts (kind, word, arg, result bytes, top) for one assignment of the plain bytes: bit k
+    of `choice` set = the k-th plain byte comes from a replicated byte instead of a shift."""
+    plain = [i for i, (_, sg) in enumerate(sels) if not sg]
+    parts: dict = {}
+    for k, i in enumerate(plain):
+        s = sels[i][0]
+        w, j = s >> 2, s & 3
+        key = ("rep", w, j) if choice >> k & 1 else ("sh", w, 8 * (i - j))
+        parts.setdefault(key, []).append(i)
+    for i, (s, sg) in enumerate(sels):
+        if sg:
+            parts.setdefault(("sgn", s >> 2, s & 3), []).append(i)
+    out = [(k, w, x, tuple(sorted(bs)), None) for (k, w, x), bs in parts.items()]
+    # a shifted group whose top byte is followed, up to byte 3, by that byte's sign fills is
+    # one sign extension: (w << (24 - 8 j)) >> (24 - 8 i) (arithmetic)
+    for sg in [p for p in out if p[0] == "sgn"]:
+        top = sg[3][0] - 1
+        if top < 0 or sg[3] != tuple(range(top + 1, 4)):
+            continue
+        for sh in out:
+            if sh[0] == "sh" and sh[1] == sg[1] and sh[3][-1] == top and top - sh[2] // 8 == sg[2]:
+                out.remove(sg)
+                out.remove(sh)
+                out.append(("ext", sh[1], sh[2], sh[3] + sg[3], top))
+                break
+    return out
+
+
+def _prmt_live(kind, x, top) -> tuple:
+    """Result bytes a part can leave nonzero before its AND."""
+    if kind == "sh":
+        return tuple(i for i in range(4) if 0 <= i - x // 8 <= 3)
+    if kind == "ext":
+        return tuple(i for i in range(4) if i > top or i - x // 8 >= 0)
+    return (0, 1, 2, 3)
+
+
+def _prmt_cost(parts) -> int | None:
+    cost = len(parts) - 1
+    for kind, w, x, bs, top in parts:
+        if kind == "rep":
+            if len(bs) < 2:
+                return None
+            cost += (x > 0) + (x < 3) + 1
+            continue
+        if kind == "sh":
+            cost += x != 0
+        elif kind == "ext":
+            cost += (top - x // 8 < 3) + 1
+        else:
+            cost += (x < 3) + 1
+        cost += bs != _prmt_live(kind, x, top)
+    return cost
+
+
 def _prmt_plan(sels) -> list:
     """The cheapest way to assemble a constant permutation: each result byte comes from a
     shifted copy of its word (bytes moved by the same distance share one shift), a replicated
-    byte (one MUL spreads a byte to several places), or a sign fill (SAR 31); parts are ORed."""
-    plain = [i for i, (_, sg) in enumerate(sels) if not sg]
+    byte (one MUL spreads a byte to several places), a sign fill (SAR 31), or a sign extension
+    (SHL, SAR); parts are ORed. Every assignment of the plain bytes is costed."""
+    n = sum(1 for _, sg in sels if not sg)
     best = None
-    for choice in range(1 << len(plain)):
-        parts = {}
-        for k, i in enumerate(plain):
-            s = sels[i][0]
-            w, j = s >> 2, s & 3
-            key = ("rep", w, j) if choice >> k & 1 else ("sh", w, 8 * (i - j))
-            parts.setdefault(key, []).append(i)
-        for i, (s, sg) in enumerate(sels):
-            if sg:
-                parts.setdefault(("sgn", s >> 2, s & 3), []).append(i)
-        cost = len(parts) - 1
-        ok = True
-        for (kind, w, x), bs in parts.items():
-            if kind == "sh":
-                live = [i for i in range(4) if 0 <= i - x // 8 <= 3]
-                cost += (x != 0) + (sorted(bs) != live)
-            elif kind == "rep":
-                if len(bs) < 2:
-                    ok = False
-                cost += (x > 0) + (x < 3) + 1
-            else:
-                cost += (x < 3) + 1 + (len(bs) < 4)
-        if ok and (best is None or cost < best[0]):
-            best = (cost, sorted(parts.items()))
+    for choice in range(1 << n):
+        parts = _prmt_parts(sels, choice)
+        cost = _prmt_cost(parts)
+        if cost is not None and (best is None or cost < best[0]):
+            best = (cost, sorted(parts, key=repr))
     return best[1]
 
 
 def _prmt_const(em, a, b, sels) -> Src:
     words = (src(a), src(b))
     out = None
-    for (kind, w, x), bs in _prmt_plan(sels):
+    for kind, w, x, bs, top in _prmt_plan(sels):
         v = words[w]
-        if kind == "sh":
-            v = _op(em, "SHL", v, x) if x >= 0 else _op(em, "SHR", v, -x)
-            if sorted(bs) != [i for i in range(4) if 0 <= i - x // 8 <= 3]:
-                v = _op(em, "AND", v, _bytes_mask(bs))
-        elif kind == "rep":
+        if kind == "rep":
             v = _op(em, "SHR", v, 8 * x)
             if x < 3:
                 v = _op(em, "AND", v, 0xFF)
             v = _op(em, "MUL", v, sum(1 << (8 * i) for i in bs))
         else:
-            v = _op(em, "SAR", _op(em, "SHL", v, 24 - 8 * x), 31)
-            if len(bs) < 4:
+            if kind == "sh":
+                v = _op(em, "SHL", v, x) if x >= 0 else _op(em, "SHR", v, -x)
+            elif kind == "ext":
+                v = _op(em, "SAR", _op(em, "SHL", v, 24 - 8 * (top - x // 8)), 24 - 8 * top)
+            else:
+                v = _op(em, "SAR", _op(em, "SHL", v, 24 - 8 * x), 31)
+            if bs != _prmt_live(kind, x, top):
                 v = _op(em, "AND", v, _bytes_mask(bs))
         out = v if out is None else _op(em, "OR", out, v)
     return out
