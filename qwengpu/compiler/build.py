@@ -309,7 +309,7 @@ class Compiled:
         with torch.device("meta"):
             m = Qwen3_5ForCausalLM(self.config)
         m = m.to_empty(device="cpu")
-        missing, unexpected = m.load_state_dict(self.state_dict, strict=False)
+        missing, unexpected = m.load_state_dict(self.state_dict, strict=False, assign=True)
         missing = [k for k in missing if not k.endswith("inv_freq")]
         if missing or unexpected:
             raise CompileError(f"weights do not match the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
@@ -467,7 +467,7 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
         return r * scale
 
     # embeddings: anchor + input values
-    emb = np.zeros((vocab, width))
+    emb = np.zeros((vocab, width), dtype=f32)
     for t in prog.tokens:
         emb[t.id, lay.dims[ANCHOR_FEATURE]] = ANCHOR
         for vname, val in t.values.items():
@@ -481,9 +481,9 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
         sd[p + "input_layernorm.weight"] = np.zeros(width)
         sd[p + "post_attention_layernorm.weight"] = np.zeros(width)
         # MLP
-        gate = np.zeros((inter, width))
-        up = np.zeros((inter, width))
-        down = np.zeros((width, inter))
+        gate = np.zeros((inter, width), dtype=f32)
+        up = np.zeros((inter, width), dtype=f32)
+        down = np.zeros((width, inter), dtype=f32)
         k = 0
         neurons = [nr for node in sched.mlp.get(L, []) for nr in node.neurons]
         for var in erase_at.get(L, []):
@@ -504,7 +504,9 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
             _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s, lay)
     sd["model.norm.weight"] = np.zeros(width)
     sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s)
-    state = {k: torch.tensor(np.asarray(v, dtype=f32)) for k, v in sd.items()}
+    state = {}
+    for k in list(sd):                      # float32 tensors sharing the arrays' memory
+        state[k] = torch.from_numpy(np.ascontiguousarray(sd.pop(k), dtype=f32))
     attn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "attn"]
     report = {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
               "intermediate": inter, "linear_heads": (hk, hv, dk, dv), "vocab": vocab,
@@ -543,15 +545,15 @@ def key_form(addr, i: int) -> Lin:
 
 def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
     group = hv // hk
-    q = np.zeros((hk * dk, width))
-    kk = np.zeros((hk * dk, width))
-    v = np.zeros((hv * dv, width))
-    z = np.zeros((hv * dv, width))
+    q = np.zeros((hk * dk, width), dtype=np.float32)
+    kk = np.zeros((hk * dk, width), dtype=np.float32)
+    v = np.zeros((hv * dv, width), dtype=np.float32)
+    z = np.zeros((hv * dv, width), dtype=np.float32)
     b = np.zeros((hv, width))
     a = np.zeros((hv, width))
     conv = np.zeros((2 * hk * dk + hv * dv, 1, 4))
     conv[:, 0, 3] = 1.0                       # identity on the current token
-    out = np.zeros((width, hv * dv))
+    out = np.zeros((width, hv * dv), dtype=np.float32)
     a_log = np.full(hv, -1e4)                 # exp(A_log) = 0: no decay
     head = 0
     for node in nodes:
@@ -627,7 +629,7 @@ def _emit_attention(sd, p, nodes, config, width, row, s, lay):
 def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_final: float) -> np.ndarray:
     """Logits: each rule scores +1 per matching bit / onehot value, -1 per mismatching bit; a
     token without a rule scores very low. The winner's logit is the number of conditions' bits."""
-    W = np.zeros((vocab, width))
+    W = np.zeros((vocab, width), dtype=np.float32)
     ruled = set()
     for rule in prog.rules:
         t = rule.token.id
