@@ -877,3 +877,58 @@ def test_div64_hyp(a, b, mode):
     lo, hi = _pair_fn(sf.div64, n=2, rnd=mode).run1(a & M32, a >> 32, b & M32, b >> 32)
     assert lo | (hi << 32) == one(lambda x, y: F.fdiv(x, y, width=64, rnd=mode), a, b), \
         (mode, hex(a), hex(b))
+
+
+def gen_f64_sqrt(n):
+    x = gen_f64(n)
+    r = (RNG.integers(900, 1150, n).astype(np.uint64) << U(52)) | \
+        (((_u(n) | (_u(n) << U(32))) & U((1 << 52) - 1))
+         & ~((U(1) << RNG.integers(20, 53, n).astype(np.uint64)) - U(1)))
+    with np.errstate(all="ignore"):
+        sq = (r.view(np.float64) ** 2).view(np.uint64)                  # exact squares
+    return np.concatenate([x, x & U((1 << 63) - 1), sq, sq + U(1), sq - U(1)])
+
+
+def gen_f64_triples(n):
+    a, b = gen_f64_arith(n, "mul")
+    m = len(a)
+    c = gen_f64(m)[:m]
+    with np.errstate(all="ignore"):
+        p = (a.view(np.float64) * b.view(np.float64)).view(np.uint64)
+    sel = RNG.integers(0, 4, m)
+    near = (p ^ U(1 << 63)) + RNG.integers(0, 3, m).astype(np.uint64)
+    c2 = np.where(sel == 0, p ^ U(1 << 63), np.where(sel == 1, near, np.where(sel == 2, p, c)))
+    ep = ((p >> U(52)) & U(0x7FF)).astype(np.int64)
+    c3 = (RNG.integers(0, 2, m).astype(np.uint64) << U(63)) | \
+        (np.clip(ep + RNG.integers(-120, 120, m), 0, 2046).astype(np.uint64) << U(52)) | \
+        ((_u(m) | (_u(m) << U(32))) & U((1 << 52) - 1))
+    sp = np.array(SP64[::4], dtype=np.uint64)
+    A, B, C = np.meshgrid(sp, sp, sp)
+    return (np.concatenate([a, a, a, a, A.ravel()]), np.concatenate([b, b, b, b, B.ravel()]),
+            np.concatenate([c, c2, c3, RNG.permutation(c), C.ravel()]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sqrt64_bulk(mode):
+    x = gen_f64_sqrt(BULK // 4)
+    compare_bulk(_pair_fn(sf.sqrt64, rnd=mode), _w2(lambda a: F.fsqrt(a, width=64, rnd=mode)),
+                 list(_split(x)), f"sqrt64.{mode}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fma64_bulk(mode):
+    a, b, c = gen_f64_triples(BULK // 8)
+    compare_bulk(_pair_fn(sf.fma64, n=3, rnd=mode),
+                 _w2(lambda a, b, c: F.ffma(a, b, c, width=64, rnd=mode)),
+                 [*_split(a), *_split(b), *_split(c)], f"fma64.{mode}")
+
+
+@HYP
+@given(f64_word(), f64_word(), f64_word(), st.sampled_from(MODES))
+def test_fma64_sqrt64_hyp(a, b, c, mode):
+    w = [a & M32, a >> 32, b & M32, b >> 32, c & M32, c >> 32]
+    lo, hi = _pair_fn(sf.fma64, n=3, rnd=mode).run1(*w)
+    assert lo | (hi << 32) == one(lambda x, y, z: F.ffma(x, y, z, width=64, rnd=mode), a, b, c), \
+        (mode, hex(a), hex(b), hex(c))
+    lo, hi = _pair_fn(sf.sqrt64, rnd=mode).run1(*w[:2])
+    assert lo | (hi << 32) == one(lambda x: F.fsqrt(x, width=64, rnd=mode), a)

@@ -1833,3 +1833,162 @@ def rcp64(em, a, rnd="rn"):
     """rcp.rnd.f64: correctly rounded 1/a."""
     mode = _check_mode(rnd, FROUND, "rcp.f64")
     return _run64(em, lambda bl, a: _div64(bl, (0, 0x3FF00000), a, mode), a)
+
+
+def _sqrt64(b, a, mode):
+    al, ah = a
+    ml, mh, e, _ = _unpack_norm64(b, al, ah)             # M: leading bit 52
+    par = ~e & 1                                         # Z = M * 2^(2+par): even exponent
+    k = par + 2
+    zl = ml << k
+    zh = (mh << k) | (ml >> (32 - k))                    # Z in [2^54, 2^56)
+    zw = (zh << 8) | (zl >> 24)                          # Z >> 24
+    y = _rsqrt32(b, (mh << 11) | (ml >> 21)) - 1         # <= 2^31 / sqrt(M / 2^53)
+    yz = b.sel(par, y >> 1, b.mulhu(y, 0xB504F333))      # <= 2^30 / sqrt(Z / 2^56)
+    # digit 1: s1 = floor(sqrt(Z)) in [2^27, 2^28), remainder r1 = Z - s1^2 in [0, 2 s1]
+    s = b.mulhu(zw, yz) >> 2                             # s1 - 1 <= s <= s1
+    r1 = zl - b.mul(s, s)                                # exact: the true value is < 2^30
+    t = s << 1
+    up = b.ltu(t, r1)
+    s1 = s + up
+    r1 = b.sel(up, r1 + ~t, r1)                          # r1 - (2s + 1)
+    # digit 2: S = s1 * 2^27 + s2 = floor(sqrt(Z * 2^54)); s2 - 1 <= v <= s2 (see docs)
+    v = b.mulhu(r1, yz)
+    sl, sh = (s1 << 27) | v, s1 >> 5
+    # exact remainder X - S0^2 (mod 2^64; the true value is in [0, 2(2S+1)))
+    pl = b.mul(sl, sl)
+    ph = b.mulhu(sl, sl) + (b.mul(sl, sh) << 1)
+    rl, rh = b.sub64((0, zl << 22), (pl, ph))
+    tl, th = sl << 1, (sh << 1) | (sl >> 31)             # 2 S0
+    up = _ltu64(b, (tl, th), (rl, rh))
+    sl, sh = b.add64((sl, sh), (up, 0))                  # S in [2^54, 2^55)
+    # S = 53 significand bits + 2 more; the rest (the remainder) is the sticky bit
+    if mode == "rp":
+        sticky = _ltu64(b, (b.sel(up, tl | 1, 0), b.sel(up, th, 0)), (rl, rh))
+    else:
+        sticky = 1          # rn: a square root is never exactly halfway (rz = rm: unused)
+    gx = (sl << 30) | sticky
+    sig_l, sig_h = (sl >> 2) | (sh << 30), sh >> 2
+    ek = (e + 1021) >> 1
+    lo, hi = _round_pack64(b, sig_h, sig_l, gx, ek, mode, 0)
+    # +-0 and NaN -> themselves, +inf -> +inf, other negatives -> canonical NaN
+    aa = ah & ABS
+    nan = b.ltu(F64_INF_HI, aa | b.ltu(0, al))
+    keep = nan | b.eq(aa | al, 0) | (b.eq(ah, F64_INF_HI) & b.eq(al, 0))
+    neg = b.lt(ah, 0)
+    lo = b.sel(keep, al, b.sel(neg, 0, lo))
+    hi = b.sel(keep, ah, b.sel(neg, F64_NAN_HI, hi))
+    return lo, hi
+
+
+def sqrt64(em, a, rnd="rn"):
+    """sqrt.rnd.f64 on a (lo, hi) pair (IEEE, correctly rounded)."""
+    mode = _check_mode(rnd, FROUND, "sqrt.f64")
+    return _run64(em, lambda bl, a: _sqrt64(bl, a, mode), a)
+
+
+def _raw64(b, lo, hi):
+    """Raw significand (hidden bit only if normal; leading bit <= 52) and exponent max(e, 1)."""
+    ex = (hi << 1) >> 21
+    return lo, (hi & 0xFFFFF) | b.sel(ex, 0x100000, 0), b.sel(ex, ex, 1)
+
+
+def _mul53(b, xl, xh, yl, yh):
+    """4-word product of two 2-word significands whose middle partial products sum below 2^64."""
+    hh_l, hh_h = b.mul(xh, yh), b.mulhu(xh, yh)
+    m_l, m_h = b.add64((b.mul(xh, yl), b.mulhu(xh, yl)), (b.mul(xl, yh), b.mulhu(xl, yh)))
+    ll_l, ll_h = b.mul(xl, yl), b.mulhu(xl, yl)
+    w1, t = b.add64((ll_h, m_h), (m_l, 0))
+    w2, w3 = b.add64((hh_l, hh_h), (t, 0))
+    return ll_l, w1, w2, w3
+
+
+def _fma64(b, a, bb, c, mode):
+    al, ah = a
+    bl, bh = bb
+    cl, ch = c
+    sp = ah ^ bh                                          # product sign (bit 31)
+    xl, xh, ea = _raw64(b, al, ah)
+    yl, yh, eb = _raw64(b, bl, bh)
+    zl, zh, ec = _raw64(b, cl, ch)
+    # P = (A << 9) * (B << 8): exact, below 2^123, lowest possible bit 17
+    p0, p1, p2, p3 = _mul53(b, *_shl64c(b, xl, xh, 9), *_shl64c(b, yl, yh, 8))
+    # window (128 bits, unit 2^(ea+eb-2167)): c's leading bit would be at 1144+ec-ea-eb; it may
+    # be at most at 124 (the sum stays below 2^126). Higher: c at 124, P moves right by g
+    # (then c > 4P: P's two low words lie below c's last bit and the rounding point).
+    eab = b.sel(b.sel(xl | xh, yl | yh, 0), ea + eb, (-(1 << 20)) & M32)   # zero P: c rules
+    g = (ec - eab) + 1020
+    r = b.sel(b.lt(g, 0), 0 - g, 0)                       # c's right shift from bit 124
+    sh_p = r + g                                          # P's right shift
+    # c at 124, shifted right by r (any amount) into 4 words, sticky in bit 0
+    c3, c2 = (zh << 8) | (zl >> 24), zl << 8
+    rc = b.sel(b.ltu(127, r), 127, r)                    # beyond: c is a sticky bit only
+    k = rc & 31
+    q = rc >> 5
+    y3 = c3 >> k
+    y2 = (c2 >> k) | (c3 << (32 - k))
+    y1 = c2 << (32 - k)
+    q1, q2, q3 = b.eq(q, 1), b.eq(q, 2), b.eq(q, 3)
+    w3 = b.sel(q, 0, y3)
+    w2 = b.sel(q, b.sel(q1, y3, 0), y2)
+    w1 = b.sel(q, b.sel(q1, y2, b.sel(q2, y3, 0)), y1)
+    w0 = b.sel(q1, y1, b.sel(q2, y2, b.sel(q3, y3, 0)))
+    w0 = w0 | b.ltu(0, b.sel(q2, y1, b.sel(q3, y2 | y1, 0)))
+    # P placed: shifted only when c dominates, its low words then a sticky bit
+    px = b.sel(sh_p, p2 | b.ltu(0, p1 | p0), p2)
+    p2, p3 = _shr64_jam(b, px, p3, sh_p)
+    p1, p0 = b.sel(sh_p, 0, p1), b.sel(sh_p, 0, p0)
+    # signed sum T = (P ^ m) + C over four words
+    m = b.sar(sp ^ ch, 31)
+    x0, x1, x2, x3 = p0 ^ m, p1 ^ m, p2 ^ m, p3 ^ m
+    s0, s1 = b.add64((x0, x1), (w0, w1))
+    cy = _ltu64(b, (s0, s1), (x0, x1))
+    s2, s3 = b.add64((x2, x3), (w2, w3))
+    s2, s3 = b.add64((s2, s3), (cy, 0))
+    # |R| = (T ^ n) - k  (k = m & ~n: subtraction with C > P; the sign flips)
+    n_ = b.sar(s3, 31)
+    kk = m & ~n_
+    t0, t1 = b.add64((s0 ^ n_, s1 ^ n_), (kk & 1, 0))
+    cy = kk & b.eq(t0 | t1, 0) & 1                       # the +1 carried out of the low half
+    t2, t3 = b.add64((s2 ^ n_, s3 ^ n_), (cy, 0))
+    sign = sp ^ kk
+    nz = t0 | t1 | t2 | t3
+    # normalise: word shifts (64, then 32), CLZ, top 64 bits + sticky, halve to bit 62
+    z64 = b.eq(t3 | t2, 0)
+    t3, t2, t1, t0 = b.sel(z64, t1, t3), b.sel(z64, t0, t2), b.sel(z64, 0, t1), b.sel(z64, 0, t0)
+    z32 = b.eq(t3, 0)
+    t3, t2, t1, t0 = b.sel(z32, t2, t3), b.sel(z32, t1, t2), b.sel(z32, t0, t1), b.sel(z32, 0, t0)
+    z = b.clz(t3)
+    nh = (t3 << z) | (t2 >> (32 - z))
+    nl = (t2 << z) | (t1 >> (32 - z))
+    st = nl | b.ltu(0, (t1 << z) | t0)
+    nl, nh = (st >> 1) | (nh << 31) | (st & 1), nh >> 1
+    ek = (ec + r) + 2 - z - b.sel(z64, 64, 0) - b.sel(z32, 32, 0)
+    lo, hi = _finish64(b, nl, nh, ek, mode, sign)
+    # exact zero: +0 (-0 in rm) unless both addends are -0-like
+    zs = (sp | ch) & S31 if mode == "rm" else (sp & ch) & S31
+    lo, hi = b.sel(nz, lo, 0), b.sel(nz, hi, zs)
+    # infinities and NaNs
+    aa, ba, ca = ah & ABS, bh & ABS, ch & ABS
+    pinf = b.leu(F64_INF_HI, aa) | b.leu(F64_INF_HI, ba)
+    cinf = b.leu(F64_INF_HI, ca)
+    infs = (sp & S31) | F64_INF_HI
+    vlo, vhi = b.sel(pinf, 0, cl), b.sel(pinf, infs, ch)
+    zero_ab = b.eq(aa | al, 0) | b.eq(ba | bl, 0)
+    invalid = (pinf & zero_ab) | (pinf & b.eq(ch, infs ^ S31) & b.eq(cl, 0))
+    vlo, vhi = b.sel(invalid, 0, vlo), b.sel(invalid, F64_NAN_HI, vhi)
+    spc = pinf | cinf
+    lo, hi = b.sel(spc, vlo, lo), b.sel(spc, vhi, hi)
+    na = b.ltu(F64_INF_HI, aa | b.ltu(0, al))
+    nb = b.ltu(F64_INF_HI, ba | b.ltu(0, bl))
+    nc = b.ltu(F64_INF_HI, ca | b.ltu(0, cl))
+    nlo = b.sel(na, al, b.sel(nb, bl, cl))
+    nhi = b.sel(na, ah, b.sel(nb, bh, ch))
+    nn = na | nb | nc
+    return b.sel(nn, nlo, lo), b.sel(nn, nhi, hi)
+
+
+def fma64(em, a, b, c, rnd="rn"):
+    """fma.rnd.f64 on (lo, hi) pairs: a*b+c rounded once."""
+    mode = _check_mode(rnd, FROUND, "fma.f64")
+    return _run64(em, lambda bl, a, bb, c: _fma64(bl, a, bb, c, mode), a, b, c)
