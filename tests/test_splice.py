@@ -282,3 +282,26 @@ def test_cli_subcommands(text_case, tmp_path, capsys):
     assert a.func(a) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["text"]["max"] <= 1e-6 and rep["after_launch"]["tokens"] > 0
+
+
+def test_tokenizer_extension_keeps_transformers_records_consistent(text_case, tmp_path):
+    """Official tokenizer_config.json files list added tokens in `added_tokens_decoder`; the new
+    tokens are recorded there too, and the reloaded tokenizer agrees with tokenizer.json."""
+    import shutil
+    from transformers import AutoTokenizer
+    from qwengpu.splice.tokenizer import extend_tokenizer
+    base = text_case[0]
+    for f in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(base / f, tmp_path / f)
+    tc = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    tc["added_tokens_decoder"] = {"0": {"content": "<|endoftext|>", "lstrip": False, "normalized": False,
+                                        "rstrip": False, "single_word": False, "special": True}}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(tc))
+    summary = extend_tokenizer(tmp_path, ["<|a|>", "<|b|>"], V)
+    assert summary["reserved"] == V - summary["base_entries"]
+    dec = json.loads((tmp_path / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+    assert dec[str(V)]["content"] == "<|a|>" and dec[str(V + 1)]["content"] == "<|b|>"
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert tok.convert_tokens_to_ids(["<|a|>", "<|b|>"]) == [V, V + 1] and len(tok) == V + 2
+    with pytest.raises(ValueError, match="already in the base tokenizer"):
+        extend_tokenizer(tmp_path, ["<|a|>"], V + 2)

@@ -91,8 +91,10 @@ def _dtype(d):
 
 def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32", base_dtype=None,
                segment: int = 1024, prefix: int = 48, launch: list[str] | None = None, with_launch: bool = True,
-               max_tokens: int | None = None, baseline: bool = True, progress: bool = False) -> KLReport:
-    """KL(base || spliced) on `text` (default: the shipped corpus); see the module doc."""
+               max_tokens: int | None = None, baseline: bool = True, ids: list[int] | None = None,
+               progress: bool = False) -> KLReport:
+    """KL(base || spliced) on `text` (default: the shipped corpus), or on token `ids` when given;
+    see the module doc."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from .fixtures import corpus_text
@@ -100,12 +102,16 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
     t0 = time.perf_counter()
     dt = _dtype(dtype)
     bdt = _dtype(base_dtype) or dt
-    text = corpus_text() if text is None else text
+    if text is None and ids is None:
+        text = corpus_text()
     meta = read_meta(model_dir) if (Path(model_dir) / META).exists() else None
     notes = []
-    tok_base = AutoTokenizer.from_pretrained(str(base_dir))
-    ids = tok_base(text).input_ids
-    if (Path(model_dir) / "tokenizer.json").exists():
+    given = ids is not None
+    if given:
+        ids = list(ids)
+    else:
+        ids = AutoTokenizer.from_pretrained(str(base_dir))(text).input_ids
+    if not given and (Path(model_dir) / "tokenizer.json").exists():
         ids2 = AutoTokenizer.from_pretrained(str(model_dir))(text).input_ids
         if ids2 != ids:
             notes.append("the spliced tokenizer encodes the text differently from the base's")

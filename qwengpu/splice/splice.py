@@ -10,8 +10,9 @@ describing the splice (geometry, GPU token ids, the compiled layout for decoding
 stock transformers (`AutoModelForCausalLM`, and `AutoModelForImageTextToText` for the multimodal
 layout). The arithmetic that keeps text and GPU apart is in `geometry`.
 
-Weights stream shard by shard: one base tensor is read, transformed and added to the current
-output shard, which is written before the next base shard is opened. Base tensors keep their
+Weights stream: one base tensor at a time is read, transformed and added to the current output
+part, which is written once it reaches `max_shard_bytes`; the GPU layers go first, one layer at a
+time. Base tensors keep their
 dtype (their values are copied, zero-padded or scaled by a power of two: exact in bf16); the
 rescaled norm weights, the GPU layers and anything whose new values a narrower dtype cannot hold
 exactly are stored in fp32. config.json says float32, so a plain `from_pretrained` loads the exact
@@ -147,7 +148,6 @@ class _Splicer:
         torch = _torch()
         self.ck = ck
         self.c = compiled
-        self.out = out
         self.H = ck.hidden
         self.W = compiled.layout.width
         tc = ck.hf_text_config()
@@ -165,7 +165,6 @@ class _Splicer:
         self.head_dim = int(tc.head_dim)
         self.n_heads = int(tc.num_attention_heads)
         self.mtp_mode = self._mtp_plan(mtp)
-        self.tensors_done = 0
 
     # -- checks ------------------------------------------------------------------------------------
 
