@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from qwengpu.interp import floats as F
@@ -436,7 +438,9 @@ def test_fma_hyp(a, b, c, mode, ftz, sat):
 # ---------------------------------------------------------------------------------------------
 # div / rcp / sqrt: the integer approximations are proved by exhaustion, the rest by testing
 
-ALL_SIG = ((np.arange(1 << 23, dtype=np.uint64) | U(1 << 23)) << U(8))   # every normalised m
+# every normalised 24-bit significand (every 8th at the default scale: the full sweep runs with
+# QWENGPU_SOFTFLOAT_SCALE >= 2)
+ALL_SIG = ((np.arange(0, 1 << 23, 1 if SCALE > 1 else 8, dtype=np.uint64) | U(1 << 23)) << U(8))
 
 
 def test_recip32_exhaustive():
@@ -653,6 +657,10 @@ def _cvt_i2f(em, src, mode, lo, hi):
     return sf.cvt(em, (lo, hi) if src.endswith("64") else (lo,), "f32", src, rnd=mode)
 
 
+def _cvt_d2i(em, dst, irnd, lo, hi):
+    return sf.cvt(em, (lo, hi), dst, "f64", rnd=irnd)
+
+
 def _cvt_f2d(em, a):
     return sf.cvt(em, (a,), "f64", "f32")
 
@@ -699,10 +707,13 @@ def gen_f64_pairs(n):
 
 
 def _pair_fn(fn, *args, n=1, **kw):
-    """Built routine over n f64 operands passed as 2n words."""
-    def call(em, *w):
-        return fn(em, *args, *[(w[2 * i], w[2 * i + 1]) for i in range(n)], **kw)
-    return Built(call, 2 * n)
+    """Built routine over n f64 operands passed as 2n words (cached)."""
+    key = ("pair", fn, args, n, tuple(sorted(kw.items())))
+    if key not in _CACHE:
+        def call(em, *w):
+            return fn(em, *args, *[(w[2 * i], w[2 * i + 1]) for i in range(n)], **kw)
+        _CACHE[key] = Built(call, 2 * n)
+    return _CACHE[key]
 
 
 def _w2(ref):
@@ -797,7 +808,7 @@ def test_f64_misc_hyp(a, b, op, dst, irnd):
     for name, ref in (("min64", F.fmin), ("max64", F.fmax)):
         lo, hi = _pair_fn(getattr(sf, name), n=2).run1(*w)
         assert lo | (hi << 32) == one(lambda x, y: ref(x, y, width=64), a, b)
-    got = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), dst, "f64", rnd=irnd), 2).run1(*w[:2])
+    got = built(_cvt_d2i, 2, dst, irnd).run1(*w[:2])
     assert (got[0] | (got[1] << 32) if len(got) == 2 else got[0]) == \
         one(lambda x: F.cvt(x, dst, "f64", rnd=irnd), a)
 
@@ -902,7 +913,7 @@ def gen_f64_triples(n):
     c3 = (RNG.integers(0, 2, m).astype(np.uint64) << U(63)) | \
         (np.clip(ep + RNG.integers(-120, 120, m), 0, 2046).astype(np.uint64) << U(52)) | \
         ((_u(m) | (_u(m) << U(32))) & U((1 << 52) - 1))
-    sp = np.array(SP64[::4], dtype=np.uint64)
+    sp = np.array(SP64[::7], dtype=np.uint64)
     A, B, C = np.meshgrid(sp, sp, sp)
     return (np.concatenate([a, a, a, a, A.ravel()]), np.concatenate([b, b, b, b, B.ravel()]),
             np.concatenate([c, c2, c3, RNG.permutation(c), C.ravel()]))
@@ -917,7 +928,7 @@ def test_sqrt64_bulk(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fma64_bulk(mode):
-    a, b, c = gen_f64_triples(BULK // 8)
+    a, b, c = gen_f64_triples(BULK // 16)
     compare_bulk(_pair_fn(sf.fma64, n=3, rnd=mode),
                  _w2(lambda a, b, c: F.ffma(a, b, c, width=64, rnd=mode)),
                  [*_split(a), *_split(b), *_split(c)], f"fma64.{mode}")

@@ -508,6 +508,12 @@ def testp(em, op, a):
 def _minmax32(b, a, c, is_max, ftz, nan, fmt_nan=F32_NAN, inf2=0xFF000000):
     if ftz:
         a, c = _flush32(b, a), _flush32(b, c)
+    if not is_max and not nan and fmt_nan == F32_NAN:
+        # min: a NaN becomes the canonical NaN, the largest pattern as a signed int, which the
+        # order below never picks over a number (and two NaNs give the canonical one)
+        a = b.sel(b.ltu(inf2, a << 1), F32_NAN, a)
+        c = b.sel(b.ltu(inf2, c << 1), F32_NAN, c)
+        return b.sel(b.lt(a, c) ^ b.lt(a & c, 0), a, c)
     # non-NaN order: signed-int order, reversed when both are negative (-0 < +0 falls out)
     lt = b.lt(c, a) if is_max else b.lt(a, c)
     both_neg = b.lt(a & c, 0)
@@ -1033,7 +1039,8 @@ def _int_to_f32(b, parts, sw, signed, mode):
             mag, sign = x, 0
         z = b.clz(mag)
         n31 = mag << z
-        n = (n31 >> 1) | (n31 & 1)
+        # bit 0 of n31 can only be set when z == 0, i.e. mag >= 2^31: u32 only (s32: 2^31 even)
+        n = (n31 >> 1) | (n31 & 1) if not signed else n31 >> 1
         k = 32 - z
         nz = mag
     # value = n * 2^(k - 31); n's leading bit 30 -> biased exponent k + 126, ek = k + 125
