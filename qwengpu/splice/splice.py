@@ -339,6 +339,8 @@ class _Splicer:
 
     def transform(self, name: str, t) -> dict:
         P = self.P
+        if name.endswith("rotary_emb.inv_freq"):        # a buffer some old saves include: recomputed
+            return {}
         if name.startswith(P) and not name.startswith("model.visual."):
             rest = name[len(P):]
             m = _LAYER.match(rest)
