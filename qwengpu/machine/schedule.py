@@ -221,13 +221,15 @@ class _Packer:
                 need(v)
         return out + group
 
-    def place_group(self, b: Bundle, group: list[MicroOp]) -> bool:
+    def place_group(self, b: Bundle, group: list[MicroOp], live: set | None = None) -> bool:
+        """Place `group` in `b`; with `live` (the registers live after the group), only if the bundle
+        then carries at most `carry_slots` of its writes."""
         expanded = self._with_remat(b, group)
-        if len(expanded) > len(group) and self._place(b, expanded):
+        if len(expanded) > len(group) and self._place(b, expanded, live):
             return True
-        return self._place(b, group)
+        return self._place(b, group, live)
 
-    def _place(self, b: Bundle, group: list[MicroOp]) -> bool:
+    def _place(self, b: Bundle, group: list[MicroOp], live: set | None = None) -> bool:
         saved = (list(b.slots), [list(p) for p in b.slot_ports], dict(b.writes), list(b.ptx_pcs))
         flag_slot = None
         for op in group:
@@ -236,23 +238,38 @@ class _Packer:
                 return False
             if op.sets_flag:
                 flag_slot = b.writes[op.dst[0]][0]
+        if live is not None and sum(v in live for v in b.writes) > self.cfg.carry_slots:
+            b.slots, b.slot_ports, b.writes, b.ptx_pcs = saved
+            return False
         return True
 
-    def pack_block(self, blk: Block) -> list[Bundle]:
+    def pack_block(self, blk: Block, live_out: set = frozenset()) -> list[Bundle]:
+        """Bundles of one block; `live_out`: the registers live after it (read by later blocks).
+
+        A bundle is closed before it would carry more registers than the machine writes back per
+        pass: a register it writes counts when a later op of the block (or a later block) reads it
+        before it is written again."""
         out = []
         b = self.new_bundle(blk.label)
         out.append(b)
         ops = blk.ops
+        pred = blk.term[1].value if blk.term[0] == "branch" else None
+        after = _live_after(ops, set(live_out) | ({pred} if isinstance(pred, VReg) else set()))
         i = 0
         while i < len(ops):
             # a carry-flag producer and its consumer are placed together (the flag lives one pass)
             group = [ops[i]]
             if ops[i].sets_flag and i + 1 < len(ops) and ops[i + 1].cin == "flag":
                 group.append(ops[i + 1])
-            if not self.place_group(b, group):
+            live = after[i + len(group) - 1]
+            if i + len(group) == len(ops) and pred is not None and pred not in live_out:
+                live = live - {pred}      # the terminator reads it from this bundle's unit
+            if not self.place_group(b, group, live):
                 b = self.new_bundle(blk.label + "+")
                 out.append(b)
-                placed = self.place_group(b, group)
+                # an empty bundle takes the group whatever it carries (few registers: at most the
+                # group's own results, which the final check counts)
+                placed = self.place_group(b, group, live) or self.place_group(b, group)
                 if not placed and len(group) == 1 and group[0].op == "SEL":
                     # three register operands but two ports: copy the condition first
                     sel = group[0]
@@ -273,6 +290,58 @@ class _Packer:
                 src_ = Source("tport", src_.index, src_.inv)
             b.term_src = src_
         return out
+
+
+def _live_after(ops: list[MicroOp], live_out: set) -> list[set]:
+    """For each op of a block, the registers live right after it."""
+    out = [set()] * len(ops)
+    live = set(live_out)
+    for i in range(len(ops) - 1, -1, -1):
+        out[i] = set(live)
+        op = ops[i]
+        if op.guard is None:
+            live -= set(op.writes())
+        live |= set(op.reads())
+    return out
+
+
+def _block_live_out(blocks: list[Block]) -> dict:
+    """{label: registers live at the end of the block} (block-level liveness)."""
+    use, kill = {}, {}
+    for blk in blocks:
+        u, k = set(), set()
+        for op in blk.ops:
+            u |= {r for r in op.reads() if r not in k}
+            if op.guard is None:
+                k |= set(op.writes())
+        if blk.term[0] == "branch" and isinstance(blk.term[1].value, VReg) and blk.term[1].value not in k:
+            u.add(blk.term[1].value)
+        use[blk.label], kill[blk.label] = u, k
+    succ = {blk.label: _block_succs(blk) for blk in blocks}
+    live_in = {blk.label: set() for blk in blocks}
+    live_out = {blk.label: set() for blk in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for blk in reversed(blocks):
+            lab = blk.label
+            o = set()
+            for s in succ[lab]:
+                o |= live_in.get(s, set())
+            i = use[lab] | (o - kill[lab])
+            if o != live_out[lab] or i != live_in[lab]:
+                live_out[lab], live_in[lab] = o, i
+                changed = True
+    return live_out
+
+
+def _block_succs(b: Block) -> list[str]:
+    t = b.term
+    if t[0] in ("jump", "barrier"):
+        return [t[1]]
+    if t[0] == "branch":
+        return [t[3], t[4]]
+    return []
 
 
 def _thread_jumps(prog: MicroProgram) -> MicroProgram:
@@ -363,10 +432,11 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     prog = _thread_jumps(prog)
     blocks = _order_blocks(prog)
     packer = _Packer(cfg, _rematerializable(prog), prog.nregs + 1)
+    live_out = _block_live_out(blocks)
     first_of: dict[str, int] = {}
     block_bundles: list[tuple[Block, list[Bundle]]] = []
     for blk in blocks:
-        bs = packer.pack_block(blk)
+        bs = packer.pack_block(blk, live_out[blk.label])
         first_of[blk.label] = bs[0].index
         block_bundles.append((blk, bs))
     bundles = packer.bundles
