@@ -129,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output")
     c.add_argument("--arch", default="sm_75")
     c.set_defaults(func=cmd_compile)
+
+    from .splice.cli import add_parsers as add_splice_parsers
+    add_splice_parsers(sub)          # build, kl, bench-splice
     return p
 
 

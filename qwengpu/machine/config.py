@@ -53,3 +53,6 @@ SIM = MachineConfig(name="compact-sim")
 #: the built-in machine: two ALU slots, memory, two ALU slots, cross-lane unit
 COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), registers=32, shifters=(0, 3), bitcount=(4,),
                         multipliers=(3,))
+
+#: configurations by name (`qwengpu build --config NAME`)
+CONFIGS = {c.name: c for c in (SIM, COMPACT)}

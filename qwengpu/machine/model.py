@@ -22,6 +22,7 @@ from .format import LANES, REG_BITS, WARP_BITS
 from .layout import LINE, LINES
 
 MACHINE_FILE = "qwengpu_machine.json"
+FAST_FILE = "compact_engine.pt"
 #: memories the runtime and the lab decode from the model's state
 DECODED = ["mem", "pa", "ctl", "reg.emit"]
 
@@ -62,6 +63,20 @@ class Machine:
             self._model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
             self._model.eval()
         return self._model
+
+    def fast(self):
+        """The compact engine on this machine's weights (sparse copy cached next to the checkpoint)."""
+        if getattr(self, "_fast", None) is None:
+            import torch
+
+            from qwengpu.compiler.fast import FastModel
+            f = self.path / FAST_FILE
+            if f.exists():
+                self._fast = torch.load(f, weights_only=False)
+            else:
+                self._fast = FastModel(self.model)
+                torch.save(self._fast, f)
+        return self._fast
 
     def token_id(self, text: str) -> int:
         if self._ids is None:

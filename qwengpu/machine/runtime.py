@@ -53,62 +53,104 @@ def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config
                         extra={"prompt": prompt_tokens(img, module, spec), "generated": texts, "image": img})
 
 
+class StockForward:
+    """The stock transformers forward: chunked prefill of the prompt, then cached decode."""
+
+    def __init__(self, machine, device: str = "cpu"):
+        import torch
+        from transformers import DynamicCache
+        self.torch = torch
+        self.machine = machine
+        self.device = device
+        self.model = machine.model.to(device)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.state = DynamicCache(config=self.model.config)
+
+    def prefill(self, ids: list):
+        with self.torch.no_grad():
+            out = self.model(input_ids=self.torch.tensor([ids], device=self.device), past_key_values=self.state,
+                             use_cache=True)
+        return out.logits[0, -1].float()
+
+    def step(self, token: int):
+        with self.torch.no_grad():
+            out = self.model(input_ids=self.torch.tensor([[token]], device=self.device), past_key_values=self.state,
+                             use_cache=True)
+        return out.logits[0, -1].float()
+
+
+class CompactForward:
+    """The compact engine (`qwengpu.compiler.fast`): the decode path with sparse weights."""
+
+    def __init__(self, machine, device: str = "cpu"):
+        self.fast = machine.fast()
+        self.state = self.fast.new_state()
+
+    def prefill(self, ids: list):
+        for t in ids:
+            logits = self.fast.step(t, self.state)
+        return logits
+
+    def step(self, token: int):
+        return self.fast.step(token, self.state)
+
+
+FORWARDS = {"model": StockForward, "compact": CompactForward}
+
+
 def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
                  check_prefill: bool = False, progress: bool = True, device: str = "cpu",
-                 on_token=None) -> LaunchResult:
-    """Run the launch through the model's forward passes. `on_token(index, text, cache)` is called
-    after every generated token's pass (the lab records states with it)."""
+                 on_token=None, forward: str = "model") -> LaunchResult:
+    """Run the launch through the model's forward passes (`forward`: "model" = the stock
+    transformers forward, "compact" = the compact engine on the same weights). `on_token(index,
+    text, state)` is called after every generated token's pass (the lab records states with it)."""
     import torch
-    from transformers import DynamicCache
 
     from .model import load_machine
     machine = machine or load_machine(COMPACT, progress=progress)
     img = assemble(module, spec, kernel, machine.config)
     prompt = prompt_tokens(img, module, spec)
-    model = machine.model.to(device)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    fw = FORWARDS[forward](machine, device)
     stream = TokenStream(prompt)
-    cache = DynamicCache(config=model.config)
     from tqdm.auto import tqdm
-    bar = tqdm(desc=f"{img.kernel} on the model", unit="tok", disable=not progress)
-    with torch.no_grad():
-        ids = torch.tensor([[machine.token_id(t) for t in prompt]], device=device)
-        out = model(input_ids=ids, past_key_values=cache, use_cache=True)
-        while True:
-            row = out.logits[0, -1].float()
-            top = torch.topk(row, 2)
-            tok = int(top.indices[0])
-            text = machine.text(tok)
-            stream.generated.append(text)
-            stream.gaps.append(float(top.values[0] - top.values[1]))
-            bar.update(1)
-            if on_token is not None:
-                on_token(len(stream.generated) - 1, text, cache)
-            if text in FINAL or text.startswith("<fault"):
-                break
-            if len(stream.generated) >= max_tokens:
-                bar.close()
-                raise MachineStepLimit(f"token limit of {max_tokens} reached (a runaway loop?)", kernel=img.kernel).locate()
-            out = model(input_ids=torch.tensor([[tok]], device=device), past_key_values=cache, use_cache=True)
+    bar = tqdm(desc=f"{img.kernel} on the {forward}", unit="tok", disable=not progress)
+    logits = fw.prefill([machine.token_id(t) for t in prompt])
+    while True:
+        top = torch.topk(logits, 2)
+        tok = int(top.indices[0])
+        text = machine.text(tok)
+        stream.generated.append(text)
+        stream.gaps.append(float(top.values[0] - top.values[1]))
+        bar.update(1)
+        if on_token is not None:
+            on_token(len(stream.generated) - 1, text, fw.state)
+        if text in FINAL or text.startswith("<fault"):
+            break
+        if len(stream.generated) >= max_tokens:
+            bar.close()
+            raise MachineStepLimit(f"token limit of {max_tokens} reached (a runaway loop?)", kernel=img.kernel).locate()
+        logits = fw.step(tok)
     bar.close()
-    memory, margin = machine.memory_image(cache)
+    memory, margin = machine.memory_image(fw.state)
     extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
-             "memory_margin": margin, "image": img}
+             "memory_margin": margin, "image": img, "forward": forward}
     last = stream.generated[-1]
     if last.startswith("<fault"):
-        raise _model_fault(img, stream.generated, last, machine.pending_addresses(cache))
+        raise _model_fault(img, stream.generated, last, machine.pending_addresses(fw.state))
     if check_prefill:
-        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(model, machine, prompt, stream.generated, device)
+        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(machine.model, machine, prompt,
+                                                                          stream.generated, device)
         if not extra["prefill_exact"]:
             raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
-    return LaunchResult(img.kernel, "model", read_buffers(img, spec, memory), steps=sum(
-        t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
-        lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
+    return LaunchResult(img.kernel, "model" if forward == "model" else forward, read_buffers(img, spec, memory),
+                        steps=sum(t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
+                        lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
 
 
 def _check_prefill(model, machine, prompt, generated, device):
     import torch
+    model = model.to(device)
     ids = [machine.token_id(t) for t in prompt + generated]
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids], device=device)).logits[0].float()

@@ -1,5 +1,6 @@
 """Command-line subcommands of the splicer, for `qwengpu.cli` to mount:
 
+    qwengpu build [--config compact] [--out DIR]    the stand-alone machine checkpoint
     qwengpu build --base PATH --out DIR [--program MODULE:FUNC] [--mtp widen|drop] [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
     qwengpu bench-splice [--workdir DIR] [--keep] [--json]
@@ -27,6 +28,10 @@ def load_program(spec: str):
 
 
 def cmd_build(args) -> int:
+    if not args.base:
+        return cmd_build_machine(args)
+    if not args.out:
+        raise ValueError("--out is required with --base")
     from .splice import build
     prog = load_program(args.program) if args.program else None
     rep = build(args.base, args.out, prog, mtp=args.mtp, overwrite=args.overwrite, progress=not args.quiet)
@@ -34,6 +39,20 @@ def cmd_build(args) -> int:
         print(json.dumps(rep.__dict__, default=str))
     else:
         print(rep.summary())
+    return 0
+
+
+def cmd_build_machine(args) -> int:
+    """Without --base: build the stand-alone machine checkpoint (cached, or at --out)."""
+    from qwengpu.machine.config import CONFIGS
+    from qwengpu.machine.model import build_machine
+    m = build_machine(CONFIGS[args.config], path=args.out, progress=not args.quiet)
+    if args.json:
+        print(json.dumps({"path": str(m.path), **m.report}))
+    else:
+        r = m.report
+        print(f"machine {m.config.name} at {m.path}: {r['layers']} layers, hidden {r['hidden']}, MLP "
+              f"{r['intermediate']}, vocabulary {r['vocab']}, {r['parameters'] / 1e6:.0f}M parameters")
     return 0
 
 
@@ -62,9 +81,10 @@ def cmd_bench_splice(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    b = sub.add_parser("build", help="splice the GPU into a local Qwen3.5 checkpoint")
-    b.add_argument("--base", required=True, help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
-    b.add_argument("--out", required=True, help="output folder")
+    b = sub.add_parser("build", help="build the machine checkpoint; with --base, splice it into a Qwen3.5 checkpoint")
+    b.add_argument("--base", help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
+    b.add_argument("--out", help="output folder (without --base: default the cache)")
+    b.add_argument("--config", default="compact", help="machine geometry without --base (default: compact)")
     b.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target (default: the machine)")
     b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
     b.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
