@@ -303,8 +303,15 @@ class Compiled:
     state_dict: dict
     report: dict
 
+    def fast(self):
+        """The compact engine (`qwengpu.compiler.fast`) on these weights."""
+        from .fast import FastModel
+        return FastModel.from_state_dict(self.config, self.state_dict)
+
     def model(self, dtype=None):
         import torch
+        if any(v.layout != torch.strided for v in self.state_dict.values()):
+            raise CompileError("this program was compiled with dense=False (compact engine only)")
         from transformers import Qwen3_5ForCausalLM
         with torch.device("meta"):
             m = Qwen3_5ForCausalLM(self.config)
@@ -400,7 +407,20 @@ def norm_scale(width: int, eps: float) -> float:
     return 1.0 / math.sqrt(ANCHOR * ANCHOR / width + eps)
 
 
-def compile_program(prog: Program, target: Target | None = None) -> Compiled:
+class _SparseSink(dict):
+    """A state dict that stores every matrix as a sparse CSR tensor as soon as it is emitted (the
+    compact engine's build: memory for one layer's dense matrices at a time)."""
+
+    def __setitem__(self, key, value):
+        import torch
+        arr = np.asarray(value, dtype=np.float32)
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+        super().__setitem__(key, t.to_sparse_csr() if t.dim() == 2 else t)
+
+
+def compile_program(prog: Program, target: Target | None = None, dense: bool = True) -> Compiled:
+    """Compile `prog` for `target`. With dense=False the weights are kept as sparse tensors: enough
+    for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
     import torch
     from transformers import Qwen3_5TextConfig
 
@@ -457,7 +477,7 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
                          "partial_rotary_factor": target.partial_rotary_factor},
         pad_token_id=None, bos_token_id=None, eos_token_id=None,
     )
-    sd = {}
+    sd = {} if dense else _SparseSink()
     f32 = np.float32
 
     def row(form: Lin, scale: float = 1.0) -> np.ndarray:
@@ -506,11 +526,14 @@ def compile_program(prog: Program, target: Target | None = None) -> Compiled:
     sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s)
     state = {}
     for k in list(sd):                      # float32 tensors sharing the arrays' memory
-        state[k] = torch.from_numpy(np.ascontiguousarray(sd.pop(k), dtype=f32))
+        v = dict.pop(sd, k)
+        state[k] = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(v, dtype=f32))
     attn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "attn"]
     report = {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
               "intermediate": inter, "linear_heads": (hk, hv, dk, dv), "vocab": vocab,
               "parameters": int(sum(v.numel() for v in state.values())),
+              "nonzero": int(sum((v._nnz() if v.layout != torch.strided else int((v != 0).sum()))
+                                 for v in state.values())),
               "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
     compiled = Compiled(prog, target, sched, lay, config, state, report)
     if attn_nodes:

