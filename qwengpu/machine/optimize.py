@@ -58,7 +58,7 @@ def _strength(op: MicroOp) -> MicroOp:
     c = b.value.value
     if c == 0:
         return MicroOp("alu", "MOV", op.dst, src(Imm(0)), ptx_pc=op.ptx_pc)
-    if c & (c - 1):
+    if c & (c - 1) or (op.op == "MULHS" and c == 0x80000000):     # signed, that one is -2^31
         return op
     k = c.bit_length() - 1
     if op.op == "MUL":
@@ -190,6 +190,20 @@ def _term_reads(b: Block) -> list:
 _COMMUTATIVE = {"ADD", "AND", "OR", "XOR", "EQ", "MUL", "MULHU", "MULHS"}
 
 
+def _swappable(op: MicroOp) -> bool:
+    """May a and b trade places? (ADD is commutative whatever its carry-in.)"""
+    return op.op in _COMMUTATIVE and (op.cin == "0" or op.op == "ADD")
+
+
+def _before(out: list, op: MicroOp, fix: MicroOp):
+    """Append `fix`, an op preparing an operand of `op`, to `out`; for a carry consumer, in front
+    of its producer instead, so that the pair stays adjacent."""
+    if op.cin == "flag" and out and out[-1].sets_flag and not set(fix.reads()) & set(out[-1].writes()):
+        out.insert(len(out) - 1, fix)
+    else:
+        out.append(fix)
+
+
 def _legalize_specials(prog: MicroProgram):
     """The machine's units read special values (tid, ctaid, ...) only as an ALU's first operand:
     swap commutative operands, else copy the special into a register first."""
@@ -203,7 +217,7 @@ def _legalize_specials(prog: MicroProgram):
         out = []
         for op in b.ops:
             if op.kind == "alu" and op.b is not None and isinstance(op.b.value, Special) and \
-                    op.op in _COMMUTATIVE and not isinstance(op.a.value, Special) and not op.b.inv and op.cin == "0":
+                    _swappable(op) and not isinstance(op.a.value, Special) and not op.b.inv:
                 op.a, op.b = op.b, op.a
             fixes = {}
 
@@ -214,7 +228,7 @@ def _legalize_specials(prog: MicroProgram):
                     return s
                 if s.value not in fixes:
                     t = fresh()
-                    out.append(MicroOp("alu", "MOV", (t,), src(s.value), ptx_pc=op.ptx_pc))
+                    _before(out, op, MicroOp("alu", "MOV", (t,), src(s.value), ptx_pc=op.ptx_pc))
                     fixes[s.value] = t
                 return Src(fixes[s.value], s.inv)
 
@@ -248,13 +262,13 @@ def _legalize_inversions(prog: MicroProgram):
                 if s is None or not s.inv or isinstance(s.value, Imm):
                     return s
                 t = fresh()
-                out.append(MicroOp("alu", "XOR", (t,), Src(s.value), Src(Imm(0), True), ptx_pc=op.ptx_pc))
+                _before(out, op, MicroOp("alu", "XOR", (t,), Src(s.value), Src(Imm(0), True), ptx_pc=op.ptx_pc))
                 return src(t)
             if op.kind == "alu":
                 if op.op == "MOV" and op.a.inv and not isinstance(op.a.value, Imm):
                     op = MicroOp("alu", "XOR", op.dst, Src(op.a.value), Src(Imm(0), True), ptx_pc=op.ptx_pc)
                 elif op.a is not None and op.a.inv and not isinstance(op.a.value, Imm):
-                    if op.op in _COMMUTATIVE and op.b is not None and not op.b.inv and op.cin == "0":
+                    if _swappable(op) and op.b is not None and not op.b.inv:
                         op.a, op.b = op.b, op.a
                     else:
                         op.a = materialise(op.a)
