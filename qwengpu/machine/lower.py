@@ -13,7 +13,17 @@ from qwengpu.launch import LaunchSpec
 from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm as PImm, Instr, Label, Module,
                             Neg, Pair, Reg, Special as PSpecial, Sym, Vec)
 
+from . import intcode as ic
+from .emit import Emitter
 from .isa import M32, Imm, MicroOp, Special, Src, VReg, alu, src
+
+#: div/rem by (op, signedness letter, width): narrower types are extended to 32 bits first
+_DIVREM = {("div", "u", 32): ic.div_u32, ("div", "s", 32): ic.div_s32,
+           ("rem", "u", 32): ic.rem_u32, ("rem", "s", 32): ic.rem_s32,
+           ("div", "u", 64): ic.div_u64, ("div", "s", 64): ic.div_s64,
+           ("rem", "u", 64): ic.rem_u64, ("rem", "s", 64): ic.rem_s64}
+#: bfe by (signedness letter, width)
+_BFE = {("u", 32): ic.bfe_u32, ("s", 32): ic.bfe_s32, ("u", 64): ic.bfe_u64, ("s", 64): ic.bfe_s64}
 
 
 class AssemblerError(ValueError):
@@ -303,6 +313,9 @@ class _Lowerer:
         """Truncate/extend a 32-bit value to a w-bit type's canonical register contents."""
         if w >= 32:
             return s
+        if isinstance(s.value, Imm):              # immediates stay immediates (routines fold them)
+            v = (~s.value.value if s.inv else s.value.value) & ((1 << w) - 1)
+            return src(Imm(v - (1 << w) if signed and v >> (w - 1) else v))
         r = self.new()
         if signed:
             t = self.new()
@@ -318,146 +331,161 @@ class _Lowerer:
             lo = self._narrow(lo, w, False, ctx)
         self.write(ctx, ins.operands[0], lo, hi, t, ins)
 
+    # Most integer instructions are routines of `intcode` (straight-line micro-op sequences, exact
+    # for every input, folding immediate operands): `ints` reads the operands, `put` writes the
+    # result, and `em` hands the routine an Emitter appending to the current block.
+
+    def em(self, ctx) -> Emitter:
+        return Emitter(self.new, self.cur.ops, ctx["pc"])
+
+    def ints(self, ctx, ins, t: str, *idx, extend: bool = True) -> list:
+        """Operands `idx` of `ins` read as integer type t: (lo, hi) pairs for 64-bit types, else a
+        32-bit Src, extended from a narrower type's width by its signedness (`extend=False`: left
+        as they are, for operations whose low bits depend only on the operands' low bits)."""
+        w, out = _bits(t), []
+        for k in idx:
+            lo, hi = self.value(ctx, ins.operands[k], t, ins)
+            out.append((lo, hi) if w == 64 else self._narrow(lo, w, t[0] == "s", ctx) if extend else lo)
+        return out
+
+    def u32(self, ctx, ins, *idx) -> list:
+        """Operands `idx` read as u32 (shift amounts, bit positions and lengths, selectors)."""
+        return [self.value(ctx, ins.operands[k], "u32", ins)[0] for k in idx]
+
+    def put(self, ctx, ins, t: str, r):
+        """Write a result (a Src, or a (lo, hi) pair for 64-bit types) as type t."""
+        if isinstance(r, tuple):
+            self.write(ctx, ins.operands[0], r[0], r[1], t, ins)
+        else:
+            self._result(ctx, ins, t, r)
+
     def add64(self, ctx, a: tuple, b: tuple, sub: bool = False) -> tuple:
-        lo, hi = self.new(), self.new()
-        pc = ctx["pc"]
-        self.emit(alu("ADD", lo, a[0], src(b[0], sub), cin="1" if sub else "0", sets_flag=True, ptx_pc=pc))
-        self.emit(alu("ADD", hi, a[1], src(b[1], sub), cin="flag", ptx_pc=pc))
-        return src(lo), src(hi)
+        return (ic.sub64 if sub else ic.add64)(self.em(ctx), a, b)
 
     def op_add(self, ctx, ins, info):
         t = info.type
         w = _bits(t)
-        if "cc" in info.flags or ins.op in ("addc",):
-            raise AssemblerError("carry-chain arithmetic (.cc) is not supported by the machine yet", ins)
-        if info.sat:
-            raise AssemblerError("add.sat is not supported by the machine yet", ins)
-        if w == 64:
-            a = self.value(ctx, ins.operands[1], t, ins)
-            b = self.value(ctx, ins.operands[2], t, ins)
-            lo, hi = self.add64(ctx, a, b, sub=ins.op == "sub")
-            self.write(ctx, ins.operands[0], lo, hi, t, ins)
-            return
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        b, _ = self.value(ctx, ins.operands[2], t, ins)
-        r = self.new()
         sub = ins.op == "sub"
-        self.emit(alu("ADD", r, a, src(b, sub), cin="1" if sub else "0", ptx_pc=ctx["pc"]))
-        self._result(ctx, ins, t, src(r))
+        if "cc" in info.flags:
+            raise AssemblerError("carry-chain arithmetic (.cc) is not supported by the machine yet", ins)
+        if info.sat and t != "s32":
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        a, b = self.ints(ctx, ins, t, 1, 2, extend=False)
+        if w == 64:
+            self.put(ctx, ins, t, self.add64(ctx, a, b, sub))
+            return
+        em = self.em(ctx)
+        r = em.alu("ADD", a, src(b, sub), cin="1" if sub else "0")
+        if info.sat:
+            # signed overflow: a and b (a and ~b) agree in sign and r does not; then the result
+            # saturates towards a's sign
+            x = em.alu("AND", em.alu("XOR", a, r), em.alu("XOR", src(b, sub), r))
+            sat = em.alu("XOR", em.alu("SAR", a, 31), 0x7FFFFFFF)
+            r = em.alu("SEL", sat, r, em.alu("SHR", x, 31))
+        self.put(ctx, ins, t, r)
 
     op_sub = op_add
 
     def op_neg(self, ctx, ins, info):
         t = info.type
-        if _bits(t) == 64:
-            a = self.value(ctx, ins.operands[1], t, ins)
-            lo, hi = self.add64(ctx, (src(Imm(0)), src(Imm(0))), a, sub=True)
-            self.write(ctx, ins.operands[0], lo, hi, t, ins)
-            return
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        r = self.new()
-        self.emit(alu("ADD", r, 0, src(a, True), cin="1", ptx_pc=ctx["pc"]))
-        self._result(ctx, ins, t, src(r))
+        a, = self.ints(ctx, ins, t, 1, extend=False)
+        em = self.em(ctx)
+        self.put(ctx, ins, t, ic.neg64(em, a) if _bits(t) == 64 else em.alu("ADD", 0, src(a, True), cin="1"))
 
     def op_abs(self, ctx, ins, info):
         t = info.type
+        a, = self.ints(ctx, ins, t, 1)
         if _bits(t) == 64:
-            raise AssemblerError("64-bit abs is not supported by the machine yet", ins)
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        a = self._narrow(a, _bits(t), True, ctx)
-        n, s, r = self.new(), self.new(), self.new()
-        pc = ctx["pc"]
-        self.emit(alu("ADD", n, 0, src(a, True), cin="1", ptx_pc=pc))
-        self.emit(alu("LT", s, a, 0, ptx_pc=pc))
-        self.emit(alu("SEL", r, src(n), a, src(s), ptx_pc=pc))
-        self._result(ctx, ins, t, src(r))
+            self.put(ctx, ins, t, ic.abs64(self.em(ctx), a))
+            return
+        em = self.em(ctx)
+        self.put(ctx, ins, t, em.alu("SEL", em.alu("ADD", 0, src(a, True), cin="1"), a, em.alu("LT", a, 0)))
+
+    def product(self, ctx, ins, t: str, mode: str, a, b):
+        """mul.{lo,hi,wide} of operands read by `ints`: a Src, or a (lo, hi) pair for 64-bit
+        results (mul.wide.{u,s}32 and 64-bit types)."""
+        w, signed, em = _bits(t), t[0] == "s", self.em(ctx)
+        if w == 64:
+            if mode == "wide":
+                raise AssemblerError(f"`{ins.opcode}` is not a PTX instruction", ins)
+            if mode == "lo":
+                return ic.mullo_u64(em, a, b)
+            return (ic.mulhi_s64 if signed else ic.mulhi_u64)(em, a, b)
+        hi_op = "MULHS" if signed else "MULHU"
+        if w == 32:
+            if mode == "lo":
+                return em.alu("MUL", a, b)
+            if mode == "hi":
+                return em.alu(hi_op, a, b)
+            return em.alu("MUL", a, b), em.alu(hi_op, a, b)
+        p = em.alu("MUL", a, b)                    # narrow operands, extended: exact in 32 bits
+        if mode == "hi":
+            return em.alu("SAR" if signed else "SHR", p, w)
+        return p
+
+    @staticmethod
+    def _product_type(t: str, mode: str) -> str:
+        return t[0] + str(2 * _bits(t)) if mode == "wide" else t
 
     def op_mul(self, ctx, ins, info):
-        t = info.type
-        w = _bits(t)
-        pc = ctx["pc"]
-        if info.mode == "wide":
-            if w == 16:
-                a, _ = self.value(ctx, ins.operands[1], t, ins)
-                b, _ = self.value(ctx, ins.operands[2], t, ins)
-                a = self._narrow(a, 16, t[0] == "s", ctx)
-                b = self._narrow(b, 16, t[0] == "s", ctx)
-                r = self.new()
-                self.emit(alu("MUL", r, a, b, ptx_pc=pc))
-                self.write(ctx, ins.operands[0], src(r), None, "b32", ins)
-                return
-            a, _ = self.value(ctx, ins.operands[1], t, ins)
-            b, _ = self.value(ctx, ins.operands[2], t, ins)
-            lo, hi = self.new(), self.new()
-            self.emit(alu("MUL", lo, a, b, ptx_pc=pc))
-            self.emit(alu("MULHS" if t[0] == "s" else "MULHU", hi, a, b, ptx_pc=pc))
-            self.write(ctx, ins.operands[0], src(lo), src(hi), t[0] + "64", ins)
-            return
-        if w == 64:
-            a = self.value(ctx, ins.operands[1], t, ins)
-            b = self.value(ctx, ins.operands[2], t, ins)
-            if info.mode != "lo":
-                raise AssemblerError("64-bit mul.hi is not supported by the machine yet", ins)
-            lo, h1, h2, h3, h4, hi = (self.new() for _ in range(6))
-            self.emit(alu("MUL", lo, a[0], b[0], ptx_pc=pc))
-            self.emit(alu("MULHU", h1, a[0], b[0], ptx_pc=pc))
-            self.emit(alu("MUL", h2, a[0], b[1], ptx_pc=pc))
-            self.emit(alu("MUL", h3, a[1], b[0], ptx_pc=pc))
-            self.emit(alu("ADD", h4, src(h1), src(h2), ptx_pc=pc))
-            self.emit(alu("ADD", hi, src(h4), src(h3), ptx_pc=pc))
-            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
-            return
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        b, _ = self.value(ctx, ins.operands[2], t, ins)
-        r = self.new()
-        if info.mode == "lo":
-            self.emit(alu("MUL", r, a, b, ptx_pc=pc))
-        else:
-            if w != 32:
-                raise AssemblerError("16-bit mul.hi is not supported by the machine yet", ins)
-            self.emit(alu("MULHS" if t[0] == "s" else "MULHU", r, a, b, ptx_pc=pc))
-        self._result(ctx, ins, t, src(r))
+        t, mode = info.type, info.mode or "lo"
+        a, b = self.ints(ctx, ins, t, 1, 2, extend=mode != "lo")
+        self.put(ctx, ins, self._product_type(t, mode), self.product(ctx, ins, t, mode, a, b))
 
     def op_mad(self, ctx, ins, info):
-        t = info.type
-        pc = ctx["pc"]
-        if info.mode == "wide":
-            a, _ = self.value(ctx, ins.operands[1], t, ins)
-            b, _ = self.value(ctx, ins.operands[2], t, ins)
-            c = self.value(ctx, ins.operands[3], t[0] + "64", ins)
-            lo, hi = self.new(), self.new()
-            self.emit(alu("MUL", lo, a, b, ptx_pc=pc))
-            self.emit(alu("MULHS" if t[0] == "s" else "MULHU", hi, a, b, ptx_pc=pc))
-            rlo, rhi = self.add64(ctx, (src(lo), src(hi)), c)
-            self.write(ctx, ins.operands[0], rlo, rhi, t[0] + "64", ins)
-            return
-        if _bits(t) == 64 or info.mode != "lo":
+        t, mode = info.type, info.mode or "lo"
+        if info.sat or "cc" in info.flags:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        b, _ = self.value(ctx, ins.operands[2], t, ins)
-        c, _ = self.value(ctx, ins.operands[3], t, ins)
-        p, r = self.new(), self.new()
-        self.emit(alu("MUL", p, a, b, ptx_pc=pc))
-        self.emit(alu("ADD", r, src(p), c, ptx_pc=pc))
-        self._result(ctx, ins, t, src(r))
+        rt = self._product_type(t, mode)
+        a, b = self.ints(ctx, ins, t, 1, 2, extend=mode != "lo")
+        c, = self.ints(ctx, ins, rt, 3, extend=False)
+        p = self.product(ctx, ins, t, mode, a, b)
+        self.put(ctx, ins, rt, self.add64(ctx, p, c) if _bits(rt) == 64 else self.em(ctx).alu("ADD", p, c))
+
+    def op_mul24(self, ctx, ins, info):
+        """mul24/mad24: the product of the low 24 bits (sign-extended for .s32); .lo: its low 32
+        bits, .hi: bits 47..16."""
+        t, mode = info.type, info.mode or "lo"
+        a, b = self.ints(ctx, ins, t, 1, 2)
+        a, b = self._narrow(a, 24, t[0] == "s", ctx), self._narrow(b, 24, t[0] == "s", ctx)
+        em = self.em(ctx)
+        r = em.alu("MUL", a, b)
+        if mode == "hi":
+            h = em.alu("MULHS" if t[0] == "s" else "MULHU", a, b)
+            r = em.alu("OR", em.alu("SHR", r, 16), em.alu("SHL", h, 16))
+        if ins.op == "mad24":
+            if info.sat:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+            r = em.alu("ADD", r, self.ints(ctx, ins, t, 3)[0])
+        self.put(ctx, ins, t, r)
+
+    op_mad24 = op_mul24
+
+    def op_div(self, ctx, ins, info):
+        t = info.type
+        fn = _DIVREM.get((ins.op, t[0], min(64, max(32, _bits(t)))))
+        if fn is None:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        a, b = self.ints(ctx, ins, t, 1, 2)
+        self.put(ctx, ins, t, fn(self.em(ctx), a, b))
+
+    op_rem = op_div
+
+    def op_sad(self, ctx, ins, info):
+        t = info.type
+        a, b, c = self.ints(ctx, ins, t, 1, 2, 3)
+        self.put(ctx, ins, t, ic.sad(self.em(ctx), a, b, c, signed=t[0] == "s"))
 
     def op_min(self, ctx, ins, info):
         t = info.type
-        if _bits(t) == 64:
-            raise AssemblerError("64-bit min/max are not supported by the machine yet", ins)
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        b, _ = self.value(ctx, ins.operands[2], t, ins)
         signed = t[0] == "s"
-        w = _bits(t)
-        a, b = self._narrow(a, w, signed, ctx), self._narrow(b, w, signed, ctx)
-        c, r = self.new(), self.new()
-        pc = ctx["pc"]
-        self.emit(alu("LT" if signed else "LTU", c, a, b, ptx_pc=pc))
-        if ins.op == "min":
-            self.emit(alu("SEL", r, a, b, src(c), ptx_pc=pc))
-        else:
-            self.emit(alu("SEL", r, b, a, src(c), ptx_pc=pc))
-        self._result(ctx, ins, t, src(r))
+        a, b = self.ints(ctx, ins, t, 1, 2)
+        em = self.em(ctx)
+        if _bits(t) == 64:
+            self.put(ctx, ins, t, (ic.min64 if ins.op == "min" else ic.max64)(em, a, b, signed))
+            return
+        lt = em.alu("LT" if signed else "LTU", a, b)
+        self.put(ctx, ins, t, em.alu("SEL", a, b, lt) if ins.op == "min" else em.alu("SEL", b, a, lt))
 
     op_max = op_min
 
@@ -495,112 +523,101 @@ class _Lowerer:
         self._result(ctx, ins, t, src(a, True))
 
     def op_cnot(self, ctx, ins, info):
-        a, _ = self.value(ctx, ins.operands[1], info.type, ins)
-        r = self.new()
-        self.emit(alu("EQ", r, a, 0, ptx_pc=ctx["pc"]))
-        self._result(ctx, ins, info.type, src(r))
+        t = info.type
+        a, = self.ints(ctx, ins, t, 1)
+        em = self.em(ctx)
+        if _bits(t) == 64:
+            self.put(ctx, ins, t, (em.alu("EQ", em.alu("OR", a[0], a[1]), 0), src(Imm(0))))
+            return
+        self.put(ctx, ins, t, em.alu("EQ", a, 0))
 
     def op_shl(self, ctx, ins, info):
         t = info.type
         w = _bits(t)
-        pc = ctx["pc"]
-        a_op, n_op = ins.operands[1], ins.operands[2]
+        signed = ins.op == "shr" and t[0] == "s"
+        a, = self.ints(ctx, ins, t, 1, extend=ins.op == "shr")    # shr shifts in the type's bits only
+        n, = self.u32(ctx, ins, 2)
+        em = self.em(ctx)
         if w == 64:
-            a = self.value(ctx, a_op, t, ins)
-            if not isinstance(n_op, PImm):
-                raise AssemblerError("64-bit shifts by a register amount are not supported by the machine yet", ins)
-            k = n_op.value & M32
-            lo, hi = self.shift64_const(ctx, a, k, ins.op, t[0] == "s")
-            self.write(ctx, ins.operands[0], lo, hi, t, ins)
+            fn = ic.shl64 if ins.op == "shl" else ic.sar64 if signed else ic.shr64
+            self.put(ctx, ins, t, fn(em, a, n))
             return
-        a, _ = self.value(ctx, a_op, t, ins)
-        n, _ = self.value(ctx, n_op, "u32", ins)
-        signed = t[0] == "s"
-        if ins.op == "shr" and w < 32:
-            a = self._narrow(a, w, signed, ctx)
-        r = self.new()
-        opname = "SHL" if ins.op == "shl" else ("SAR" if signed else "SHR")
-        if w < 32 and ins.op == "shl":
-            pass
-        self.emit(alu(opname, r, a, n, ptx_pc=pc))
-        if w < 32 and opname != "SHL":
-            # counts >= w: 0 (or all sign bits) — the 32-bit shift already gives that once a is
-            # sign/zero-extended, except SHR/SAR by w..31, which give the same bits anyway
-            pass
-        self._result(ctx, ins, t, src(r))
+        # 32-bit shifts give 0 (or the sign) for amounts past 31, which is right for narrower
+        # types too once their value is extended
+        self.put(ctx, ins, t, em.alu("SHL" if ins.op == "shl" else "SAR" if signed else "SHR", a, n))
 
     op_shr = op_shl
 
-    def shift64_const(self, ctx, a: tuple, k: int, op: str, signed: bool):
-        pc = ctx["pc"]
-        lo, hi = self.new(), self.new()
-        if k == 0:
-            return a
-        if op == "shl":
-            if k >= 64:
-                return src(Imm(0)), src(Imm(0))
-            if k >= 32:
-                self.emit(alu("SHL", hi, a[0], k - 32, ptx_pc=pc))
-                return src(Imm(0)), src(hi)
-            t1, t2 = self.new(), self.new()
-            self.emit(alu("SHL", lo, a[0], k, ptx_pc=pc))
-            self.emit(alu("SHL", t1, a[1], k, ptx_pc=pc))
-            self.emit(alu("SHR", t2, a[0], 32 - k, ptx_pc=pc))
-            self.emit(alu("OR", hi, src(t1), src(t2), ptx_pc=pc))
-            return src(lo), src(hi)
-        sh = "SAR" if signed else "SHR"
-        if k >= 64:
-            if signed:
-                self.emit(alu("SAR", hi, a[1], 31, ptx_pc=pc))
-                return src(hi), src(hi)
-            return src(Imm(0)), src(Imm(0))
-        if k >= 32:
-            self.emit(alu(sh, lo, a[1], k - 32, ptx_pc=pc))
-            if signed:
-                self.emit(alu("SAR", hi, a[1], 31, ptx_pc=pc))
-                return src(lo), src(hi)
-            return src(lo), src(Imm(0))
-        t1, t2 = self.new(), self.new()
-        self.emit(alu("SHR", t1, a[0], k, ptx_pc=pc))
-        self.emit(alu("SHL", t2, a[1], 32 - k, ptx_pc=pc))
-        self.emit(alu("OR", lo, src(t1), src(t2), ptx_pc=pc))
-        self.emit(alu(sh, hi, a[1], k, ptx_pc=pc))
-        return src(lo), src(hi)
+    def op_shf(self, ctx, ins, info):
+        a, b, n = self.u32(ctx, ins, 1, 2, 3)
+        self.put(ctx, ins, "b32", ic.shf(self.em(ctx), a, b, n, left=info.mode == "l",
+                                          clamp="clamp" in info.flags))
 
     def op_popc(self, ctx, ins, info):
         t = info.type
-        name = {"popc": "POPC", "clz": "CLZ", "brev": "BREV"}[ins.op]
+        a, = self.ints(ctx, ins, t, 1)
+        em = self.em(ctx)
         if _bits(t) == 64:
-            a = self.value(ctx, ins.operands[1], t, ins)
-            pc = ctx["pc"]
-            if name == "POPC":
-                x, y, r = self.new(), self.new(), self.new()
-                self.emit(alu("POPC", x, a[0], ptx_pc=pc))
-                self.emit(alu("POPC", y, a[1], ptx_pc=pc))
-                self.emit(alu("ADD", r, src(x), src(y), ptx_pc=pc))
-                self.write(ctx, ins.operands[0], src(r), None, "u32", ins)
-                return
-            if name == "CLZ":
-                x, y, z, c, r = (self.new() for _ in range(5))
-                self.emit(alu("CLZ", x, a[1], ptx_pc=pc))
-                self.emit(alu("CLZ", y, a[0], ptx_pc=pc))
-                self.emit(alu("ADD", z, src(y), 32, ptx_pc=pc))
-                self.emit(alu("EQ", c, a[1], 0, ptx_pc=pc))
-                self.emit(alu("SEL", r, src(z), src(x), src(c), ptx_pc=pc))
-                self.write(ctx, ins.operands[0], src(r), None, "u32", ins)
-                return
-            lo, hi = self.new(), self.new()
-            self.emit(alu("BREV", lo, a[1], ptx_pc=pc))
-            self.emit(alu("BREV", hi, a[0], ptx_pc=pc))
-            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
+            fn = {"popc": ic.popc64, "clz": ic.clz64, "brev": ic.brev64}[ins.op]
+            self.put(ctx, ins, t if ins.op == "brev" else "u32", fn(em, a))
             return
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        r = self.new()
-        self.emit(alu(name, r, a, ptx_pc=ctx["pc"]))
-        self.write(ctx, ins.operands[0], src(r), None, "u32" if name != "BREV" else t, ins)
+        r = em.alu({"popc": "POPC", "clz": "CLZ", "brev": "BREV"}[ins.op], a)
+        self.put(ctx, ins, t if ins.op == "brev" else "u32", r)
 
     op_clz = op_popc
     op_brev = op_popc
+
+    def op_bfind(self, ctx, ins, info):
+        t = info.type
+        a, = self.ints(ctx, ins, t, 1)
+        self.put(ctx, ins, "u32", ic.bfind(self.em(ctx), a, width=_bits(t), signed=t[0] == "s",
+                                            shiftamt="shiftamt" in info.flags))
+
+    def op_bfe(self, ctx, ins, info):
+        t = info.type
+        fn = _BFE.get((t[0], _bits(t)))
+        if fn is None:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        a, = self.ints(ctx, ins, t, 1)
+        pos, length = self.u32(ctx, ins, 2, 3)
+        self.put(ctx, ins, t, fn(self.em(ctx), a, pos, length))
+
+    def op_bfi(self, ctx, ins, info):
+        t = info.type
+        if _bits(t) not in (32, 64):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        a, b = self.ints(ctx, ins, t, 1, 2)
+        pos, length = self.u32(ctx, ins, 3, 4)
+        fn = ic.bfi_b64 if _bits(t) == 64 else ic.bfi_b32
+        self.put(ctx, ins, t, fn(self.em(ctx), a, b, pos, length))
+
+    def op_prmt(self, ctx, ins, info):
+        if info.mode not in ic.PRMT_MODES:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        a, b, c = self.u32(ctx, ins, 1, 2, 3)
+        self.put(ctx, ins, "b32", ic.prmt(self.em(ctx), a, b, c, mode=info.mode))
+
+    def op_lop3(self, ctx, ins, info):
+        a, b, c, lut = self.u32(ctx, ins, 1, 2, 3, 4)
+        if not isinstance(lut.value, Imm):
+            raise AssemblerError("lop3 needs an immediate truth table", ins)
+        self.put(ctx, ins, "b32", _lop3(self.em(ctx), a, b, c, (~lut.value.value if lut.inv else lut.value.value) & 0xFF))
+
+    def op_dp4a(self, ctx, ins, info):
+        """dp4a/dp2a: c + the products of a's bytes (dp2a: halfwords) and b's bytes, each extended
+        by its operand's signedness (the sum modulo 2^32 does not depend on c's)."""
+        a, b, c = self.u32(ctx, ins, 1, 2, 3)
+        em = self.em(ctx)
+        aw = 8 if ins.op == "dp4a" else 16
+        boff = 2 if ins.op == "dp2a" and info.mode == "hi" else 0
+        acc = c
+        for i in range(32 // aw):
+            x = _field(em, a, aw * i, aw, info.type == "s32")
+            y = _field(em, b, 8 * (i + boff), 8, info.src_type == "s32")
+            acc = em.alu("ADD", acc, em.alu("MUL", x, y))
+        self.put(ctx, ins, "b32", acc)
+
+    op_dp2a = op_dp4a
 
     # -- compare / select ------------------------------------------------------------------------------
 
@@ -697,22 +714,21 @@ class _Lowerer:
         self.write(ctx, ins.operands[0], src(m), None, info.type, ins)
 
     def op_selp(self, ctx, ins, info):
+        """selp d, a, b, p (p ? a : b) and slct d, a, b, c (c >= 0 ? a : b, c an s32)."""
         t = info.type
-        c, _ = self.value(ctx, ins.operands[3], "pred", ins)
-        pc = ctx["pc"]
-        if _bits(t) == 64:
-            a = self.value(ctx, ins.operands[1], t, ins)
-            b = self.value(ctx, ins.operands[2], t, ins)
-            lo, hi = self.new(), self.new()
-            self.emit(alu("SEL", lo, a[0], b[0], c, ptx_pc=pc))
-            self.emit(alu("SEL", hi, a[1], b[1], c, ptx_pc=pc))
-            self.write(ctx, ins.operands[0], src(lo), src(hi), t, ins)
-            return
-        a, _ = self.value(ctx, ins.operands[1], t, ins)
-        b, _ = self.value(ctx, ins.operands[2], t, ins)
-        r = self.new()
-        self.emit(alu("SEL", r, a, b, c, ptx_pc=pc))
-        self.write(ctx, ins.operands[0], src(r), None, t, ins)
+        em = self.em(ctx)
+        if ins.op == "selp":
+            c, _ = self.value(ctx, ins.operands[3], "pred", ins)
+        elif info.src_type == "s32":
+            c = em.alu("LE", 0, self.u32(ctx, ins, 3)[0])
+        else:
+            raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine yet", ins)
+        a = self.value(ctx, ins.operands[1], t, ins)
+        b = self.value(ctx, ins.operands[2], t, ins)
+        hi = em.alu("SEL", a[1], b[1], c) if _bits(t) == 64 else None
+        self.write(ctx, ins.operands[0], em.alu("SEL", a[0], b[0], c), hi, t, ins)
+
+    op_slct = op_selp
 
     # -- moves and conversions -------------------------------------------------------------------------
 
@@ -1022,6 +1038,45 @@ class _Lowerer:
         r = self.new()
         self.emit(MicroOp("xlane", "ACTIVEMASK", (r,), ptx_pc=ctx["pc"]))
         self.write(ctx, ins.operands[0], src(r), None, "b32", ins)
+
+
+def _field(em: Emitter, x: Src, pos: int, width: int, signed: bool) -> Src:
+    """Bits [pos, pos + width) of x, zero- or sign-extended (immediate position and width)."""
+    if signed:
+        return em.alu("SAR", em.alu("SHL", x, 32 - pos - width), 32 - width) if pos + width < 32 else \
+            em.alu("SAR", x, pos)
+    if pos + width == 32:
+        return em.alu("SHR", x, pos)
+    return em.alu("AND", em.alu("SHR", x, pos) if pos else x, (1 << width) - 1)
+
+
+def _lop2(em: Emitter, b: Src, c: Src, t: int) -> Src:
+    """The bitwise function of (b, c) with truth table t (bit 2b + c): one op or none."""
+    if t & 8:                                      # f(1, 1) = 1: the complement of one below
+        return src(_lop2(em, b, c, t ^ 0xF), True)
+    if t == 0:
+        return src(Imm(0))
+    return {0b0001: lambda: src(em.alu("OR", b, c), True), 0b0010: lambda: em.alu("AND", c, src(b, True)),
+            0b0011: lambda: src(b, True), 0b0100: lambda: em.alu("AND", b, src(c, True)),
+            0b0101: lambda: src(c, True), 0b0110: lambda: em.alu("XOR", b, c),
+            0b0111: lambda: src(em.alu("AND", b, c), True)}[t]()
+
+
+def _lop3(em: Emitter, a: Src, b: Src, c: Src, lut: int) -> Src:
+    """lop3: the bitwise function of (a, b, c) with truth table `lut` (bit 4a + 2b + c), as
+    g0 ^ (g1 & a) with g0 = f(0, b, c) and g1 = f(0, b, c) ^ f(1, b, c): at most 4 ops."""
+    g0 = _lop2(em, b, c, lut & 0xF)
+    g1 = _lop2(em, b, c, (lut ^ (lut >> 4)) & 0xF)
+    if isinstance(g1.value, Imm):
+        k = ~g1.value.value if g1.inv else g1.value.value
+        if k & M32 == 0:
+            return g0
+        t = a                                      # g1 all ones
+    else:
+        t = em.alu("AND", g1, a)
+    if isinstance(g0.value, Imm):
+        return src(t, bool((~g0.value.value if g0.inv else g0.value.value) & 1))
+    return em.alu("XOR", g0, t)
 
 
 def lower(module: Module, spec: LaunchSpec, kernel: Function, layout) -> MicroProgram:
