@@ -295,6 +295,47 @@ def test_lop3_every_truth_table():
         assert np.array_equal(want, got), f"lop3 tables {first:#x}..{first + 7:#x}"
 
 
+def check_body(body: list[str], n_in: int, n_out: int, inputs: list[list[int]]):
+    """A kernel loading u32 inputs into %r1..%r{n_in}, running `body`, storing %r20.. (n_out
+    words per thread); interpreter and simulator must agree."""
+    n = len(inputs[0])
+    lines = [".reg .pred %p<4>;", ".reg .b32 %r<32>;", ".reg .b64 %rd<24>;", "mov.u32 %r0, %tid.x;",
+             "cvt.u64.u32 %rd0, %r0;", "and.b32 %r9, %r0, 1;", "setp.eq.u32 %p1, %r9, 1;"]
+    for k in range(n_in):
+        lines += [f"ld.param.u64 %rd{k + 1}, [in{k}];", f"mad.lo.u64 %rd{k + 1}, %rd0, 4, %rd{k + 1};",
+                  f"ld.global.u32 %r{k + 1}, [%rd{k + 1}];"]
+    lines += body + ["ld.param.u64 %rd20, [out];", f"mad.lo.u64 %rd20, %rd0, {4 * n_out}, %rd20;"]
+    lines += [f"st.global.u32 [%rd20+{4 * j}], %r{20 + j};" for j in range(n_out)] + ["ret;"]
+    params = ", ".join([f".param .u64 in{k}" for k in range(n_in)] + [".param .u64 out"])
+    ptx = f"{HEADER}.visible .entry k({params})\n{{\n" + "\n".join(lines) + "\n}\n"
+    spec = {"grid": 1, "block": n, "args": [{"buffer": "uint32", "data": v} for v in inputs] +
+            [{"buffer": "uint32", "size": n * n_out}]}
+    want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
+    assert np.array_equal(want, got), "\n".join(body)
+
+
+CHAINS = {
+    "add96": ["add.cc.u32 %r20, %r1, %r4;", "addc.cc.u32 %r21, %r2, %r5;", "addc.cc.s32 %r22, %r3, %r6;",
+              "addc.u32 %r23, 0, 0;"],
+    "sub96": ["sub.cc.u32 %r20, %r1, %r4;", "subc.cc.u32 %r21, %r2, %r5;", "subc.cc.u32 %r22, %r3, %r6;",
+              "subc.u32 %r23, 0, 0;"],
+    "mad64": ["mad.lo.cc.u32 %r20, %r1, %r4, %r3;", "madc.hi.u32 %r21, %r1, %r4, %r6;",
+              "mad.hi.cc.u32 %r22, %r2, %r5, %r3;", "addc.u32 %r23, %r6, 7;"],
+    "guarded": ["add.cc.u32 %r20, %r1, %r4;", "@%p1 addc.cc.u32 %r21, %r2, %r5;", "mov.u32 %r22, 0;",
+                "@!%p1 sub.cc.u32 %r22, %r3, %r6;", "addc.u32 %r23, %r1, 0;"],
+    "mad_sat": ["mad.hi.sat.s32 %r20, %r1, %r4, %r2;", "mad.lo.sat.s32 %r21, %r1, %r4, %r5;",
+                "add.sat.s32 %r22, %r3, %r6;", "sub.sat.s32 %r23, %r3, %r6;"],
+}
+
+
+@pytest.mark.parametrize("name", list(CHAINS))
+@examples(4)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_carry_chains(name, seed):
+    rng = np.random.default_rng(seed)
+    check_body(CHAINS[name], 6, 4, [values(rng, 32, 32) for _ in range(6)])
+
+
 def test_mul_hi_s32_by_int_min():
     """MULHS by 0x80000000 (= -2^31) is not a shift (strength reduction must leave it)."""
     check("mul.hi.s32", "s32", ["s32", "imm:0x80000000"], [values(np.random.default_rng(1), 32, 64)])
@@ -302,8 +343,8 @@ def test_mul_hi_s32_by_int_min():
 
 
 def test_unsupported_constructs_name_the_line():
-    ptx = kernel("add.cc.u32", "u32", ["u32", "u32"])
-    spec = {"grid": 1, "block": 32, "args": [{"buffer": "uint32", "size": 32}] * 2 + [{"buffer": "uint32", "size": 32}]}
+    ptx = kernel("add.cc.u64", "u64", ["u64", "u64"])
+    spec = {"grid": 1, "block": 32, "args": [{"buffer": "uint64", "size": 32}] * 3}
     with pytest.raises(AssemblerError, match=r"line \d+: .*not supported by the machine yet"):
         run(ptx, spec, engine="sim")
 

@@ -216,6 +216,7 @@ class _Lowerer:
                "ret_label": None, "ret_vars": {}, "local_base": 0, "prefix": ""}
         entry = "entry"
         self.start(entry)
+        ctx["entry_block"] = self.cur
         self.lower_function(ctx)
         if self.cur is not None:
             self.end(("exit",))
@@ -365,9 +366,10 @@ class _Lowerer:
     def op_add(self, ctx, ins, info):
         t = info.type
         w = _bits(t)
-        sub = ins.op == "sub"
-        if "cc" in info.flags:
-            raise AssemblerError("carry-chain arithmetic (.cc) is not supported by the machine yet", ins)
+        sub = ins.op in ("sub", "subc")
+        if "cc" in info.flags or ins.op in ("addc", "subc"):
+            self.carry_chain(ctx, ins, info, *self.ints(ctx, ins, t, 1, 2), sub)
+            return
         if info.sat and t != "s32":
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
         a, b = self.ints(ctx, ins, t, 1, 2, extend=False)
@@ -375,14 +377,31 @@ class _Lowerer:
             self.put(ctx, ins, t, self.add64(ctx, a, b, sub))
             return
         em = self.em(ctx)
-        r = em.alu("ADD", a, src(b, sub), cin="1" if sub else "0")
-        if info.sat:
-            # signed overflow: a and b (a and ~b) agree in sign and r does not; then the result
-            # saturates towards a's sign
-            x = em.alu("AND", em.alu("XOR", a, r), em.alu("XOR", src(b, sub), r))
-            sat = em.alu("XOR", em.alu("SAR", a, 31), 0x7FFFFFFF)
-            r = em.alu("SEL", sat, r, em.alu("SHR", x, 31))
-        self.put(ctx, ins, t, r)
+        self.put(ctx, ins, t, _sat_add(em, a, b, sub) if info.sat else em.alu("ADD", a, src(b, sub), cin=str(int(sub))))
+
+    op_addc = op_subc = op_add
+
+    def cc(self, ctx) -> VReg:
+        """The carry flag of the PTX carry chains (add.cc, addc, ...): a 0/1 register per function,
+        0 on entry (as in the interpreter)."""
+        if ctx.get("cc") is None:
+            ctx["cc"] = self.new("%cc")
+            ctx["entry_block"].ops.insert(0, alu("MOV", ctx["cc"], 0, ptx_pc=ctx["pc"]))
+        return ctx["cc"]
+
+    def carry_chain(self, ctx, ins, info, x, y, sub: bool):
+        """x + y (x - y) plus (minus) the carry flag for addc/subc/madc, the carry (borrow) out
+        into the flag for .cc; 32-bit only."""
+        if info.type not in ("u32", "s32"):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        em = self.em(ctx)
+        cin = src(self.cc(ctx)) if ins.op in ("addc", "subc", "madc") else src(Imm(0))
+        # as 64-bit sums of zero-extended words: the high word collects the carries (or -borrows)
+        r, k = (ic.sub64 if sub else ic.add64)(em, (x, src(Imm(0))), (y, src(Imm(0))))
+        r, k = (ic.sub64 if sub else ic.add64)(em, (r, k), (cin, src(Imm(0))))
+        if "cc" in info.flags:
+            self.emit(alu("AND", self.cc(ctx), k, 1, ptx_pc=ctx["pc"]))
+        self.put(ctx, ins, info.type, r)
 
     op_sub = op_add
 
@@ -434,13 +453,22 @@ class _Lowerer:
 
     def op_mad(self, ctx, ins, info):
         t, mode = info.type, info.mode or "lo"
-        if info.sat or "cc" in info.flags:
+        if info.sat and (t != "s32" or mode == "wide"):
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
         rt = self._product_type(t, mode)
         a, b = self.ints(ctx, ins, t, 1, 2, extend=mode != "lo")
         c, = self.ints(ctx, ins, rt, 3, extend=False)
         p = self.product(ctx, ins, t, mode, a, b)
-        self.put(ctx, ins, rt, self.add64(ctx, p, c) if _bits(rt) == 64 else self.em(ctx).alu("ADD", p, c))
+        if "cc" in info.flags or ins.op == "madc":
+            if mode == "wide":
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+            self.carry_chain(ctx, ins, info, p, c, False)
+            return
+        em = self.em(ctx)
+        self.put(ctx, ins, rt, self.add64(ctx, p, c) if _bits(rt) == 64 else
+                 _sat_add(em, p, c, False) if info.sat else em.alu("ADD", p, c))
+
+    op_madc = op_mad
 
     def op_mul24(self, ctx, ins, info):
         """mul24/mad24: the product of the low 24 bits (sign-extended for .s32); .lo: its low 32
@@ -1003,6 +1031,7 @@ class _Lowerer:
         self.label_counter += 1
         self.end(("jump", sub["prefix"] + "entry"))
         self.start(sub["prefix"] + "entry")
+        sub["entry_block"] = self.cur
         self.lower_function(sub)
         self.start(ret_label)
         for r_sym, p in zip(rets, callee.returns):
@@ -1038,6 +1067,15 @@ class _Lowerer:
         r = self.new()
         self.emit(MicroOp("xlane", "ACTIVEMASK", (r,), ptx_pc=ctx["pc"]))
         self.write(ctx, ins.operands[0], src(r), None, "b32", ins)
+
+
+def _sat_add(em: Emitter, a: Src, b: Src, sub: bool) -> Src:
+    """a + b (a - b) clamped to the signed 32-bit range: on overflow a and b (a and ~b) agree in
+    sign and the sum does not, and the result saturates towards a's sign; 8 ops."""
+    b = src(b, sub)
+    r = em.alu("ADD", a, b, cin=str(int(sub)))
+    over = em.alu("SHR", em.alu("AND", em.alu("XOR", a, r), em.alu("XOR", b, r)), 31)
+    return em.alu("SEL", em.alu("XOR", em.alu("SAR", a, 31), 0x7FFFFFFF), r, over)
 
 
 def _field(em: Emitter, x: Src, pos: int, width: int, signed: bool) -> Src:
