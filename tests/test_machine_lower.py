@@ -27,7 +27,7 @@ from qwengpu.verify import compare_buffers
 
 SCALE = float(os.environ.get("MACHINE_LOWER_SCALE", "1"))
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
-REG = {16: "%rs", 32: "%r", 64: "%rd"}
+REG = {8: "%rs", 16: "%rs", 32: "%r", 64: "%rd"}
 GLOBAL_BYTES = 2048                       # the built-in machine's global memory
 
 
@@ -190,6 +190,10 @@ FAMILIES = [
     *[(f"dp4a.{x}.{y}", "u32", T("u32", "u32", "u32"), "vvv") for x in ("u32", "s32") for y in ("u32", "s32")],
     ("dp2a.lo.s32.u32", "s32", T("s32", "u32", "s32"), "vvv"), ("dp2a.hi.u32.s32", "u32", T("u32", "s32", "u32"), "vvv"),
     ("slct.b32.s32", "b32", T("b32", "b32", "s32"), "vvv"), ("slct.u64.s32", "u64", T("u64", "u64", "s32"), "vvv"),
+    # saturating integer conversions
+    *[(f"cvt.sat.{d}.{s}", d, T(s), "v") for d, s in [
+        ("u8", "s32"), ("s8", "u16"), ("s16", "s32"), ("u16", "s64"), ("s32", "u32"), ("u32", "s32"), ("s32", "s64"),
+        ("u32", "u64"), ("s32", "u64"), ("u64", "s64"), ("s64", "u64"), ("u64", "s16"), ("s8", "s64"), ("u16", "u32")]],
 ]
 
 

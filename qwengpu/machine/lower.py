@@ -806,8 +806,6 @@ class _Lowerer:
         dt, st = info.type, info.src_type
         if dt in ("f32", "f64", "f16") or st in ("f32", "f64", "f16"):
             raise AssemblerError("floating-point conversions are not supported by the machine yet", ins)
-        if info.sat:
-            raise AssemblerError("cvt.sat is not supported by the machine yet", ins)
         sw, dw = _bits(st), _bits(dt)
         signed = st[0] == "s"
         if sw == 64:
@@ -816,6 +814,8 @@ class _Lowerer:
             lo, _ = self.value(ctx, ins.operands[1], st, ins)
             lo = self._narrow(lo, sw, signed, ctx)
             hi = None
+        if info.sat:
+            lo, hi = self.saturate(ctx, (lo, hi), sw, signed, dt)
         if dw == 64:
             if sw == 64:
                 self.write(ctx, ins.operands[0], lo, hi, dt, ins)
@@ -829,6 +829,29 @@ class _Lowerer:
             return
         out = self._narrow(lo, dw, dt[0] == "s", ctx) if dw < 32 else lo
         self.write(ctx, ins.operands[0], out, None, dt, ins)
+
+    def saturate(self, ctx, v: tuple, sw: int, signed: bool, dt: str) -> tuple:
+        """cvt.sat between integer types: v, a (lo, hi) pair (hi None below 64 bits) of a source of
+        width sw, clamped to dt's range (only the bounds inside the source's range cost ops)."""
+        dw = _bits(dt)
+        dlo, dhi = (-(1 << (dw - 1)), (1 << (dw - 1)) - 1) if dt[0] == "s" else (0, (1 << dw) - 1)
+        slo, shi = (-(1 << (sw - 1)), (1 << (sw - 1)) - 1) if signed else (0, (1 << sw) - 1)
+        em = self.em(ctx)
+        if v[1] is None:
+            x, lt = v[0], "LT" if signed else "LTU"
+            if dhi < shi:
+                x = em.alu("SEL", dhi & M32, x, em.alu(lt, dhi & M32, x))
+            if dlo > slo:
+                x = em.alu("SEL", dlo & M32, x, em.alu(lt, x, dlo & M32))
+            return x, None
+
+        def pair(k):
+            return src(Imm(k & M32)), src(Imm((k >> 32) & M32))
+        if dhi < shi:
+            v = ic.min64(em, v, pair(dhi), signed)
+        if dlo > slo:
+            v = ic.max64(em, v, pair(dlo), signed)
+        return v
 
     def op_cvta(self, ctx, ins, info):
         if info.space != "global":
