@@ -422,7 +422,7 @@ def gen_f32_triples(n):
 @pytest.mark.parametrize("ftz", [False, True])
 @pytest.mark.parametrize("mode", MODES)
 def test_fma_bulk(mode, ftz, sat):
-    a, b, c = gen_f32_triples(BULK // 4)
+    a, b, c = gen_f32_triples(BULK // (4 if not (ftz or sat) else 16))
     compare_bulk(built(sf.fma, 3, rnd=mode, ftz=ftz, sat=sat),
                  lambda a, b, c: F.ffma(a, b, c, rnd=mode, ftz=ftz, sat=sat), [a, b, c],
                  f"fma.{mode} ftz={ftz} sat={sat}")
@@ -621,7 +621,10 @@ def test_cvt_f16_to_f32_exhaustive(ftz, sat):
 @pytest.mark.parametrize("ftz", [False, True])
 @pytest.mark.parametrize("mode", MODES)
 def test_cvt_f32_to_f16(mode, ftz):
-    every = np.arange(65536, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    every = np.arange(65536, dtype=np.uint64)           # every f16 (a sample at the default scale)
+    if SCALE == 1:
+        every = RNG.permutation(every)[:8192]
+    every = every.astype(np.uint16).view(np.float16)
     near = every.astype(np.float32).view(np.uint32).astype(np.uint64)
     n = BULK
     x = np.concatenate([gen_f32(n), near, near + U(1 << 12), near - U(1 << 12), near + U(1),
@@ -846,7 +849,7 @@ ARITH64 = {"add64": (sf.add64, F.fadd, "add"), "sub64": (sf.sub64, F.fsub, "add"
 @pytest.mark.parametrize("name", list(ARITH64))
 def test_arith64_bulk(name, mode):
     fn, ref, kind = ARITH64[name]
-    a, b = gen_f64_arith(BULK // 4, kind)
+    a, b = gen_f64_arith(BULK // 8, kind)
     compare_bulk(_pair_fn(fn, n=2, rnd=mode), _w2(lambda a, b: ref(a, b, width=64, rnd=mode)),
                  [*_split(a), *_split(b)], f"{name}.{mode}")
 
@@ -874,7 +877,7 @@ def gen_f64_div(n):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_div64_bulk(mode):
-    a, b = gen_f64_div(BULK // 4)
+    a, b = gen_f64_div(BULK // 8)
     compare_bulk(_pair_fn(sf.div64, n=2, rnd=mode), _w2(lambda a, b: F.fdiv(a, b, width=64, rnd=mode)),
                  [*_split(a), *_split(b)], f"div64.{mode}")
     x = gen_f64(BULK // 4)
@@ -928,7 +931,7 @@ def test_sqrt64_bulk(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fma64_bulk(mode):
-    a, b, c = gen_f64_triples(BULK // 16)
+    a, b, c = gen_f64_triples(BULK // 32)
     compare_bulk(_pair_fn(sf.fma64, n=3, rnd=mode),
                  _w2(lambda a, b, c: F.ffma(a, b, c, width=64, rnd=mode)),
                  [*_split(a), *_split(b), *_split(c)], f"fma64.{mode}")
@@ -943,3 +946,33 @@ def test_fma64_sqrt64_hyp(a, b, c, mode):
         (mode, hex(a), hex(b), hex(c))
     lo, hi = _pair_fn(sf.sqrt64, rnd=mode).run1(*w[:2])
     assert lo | (hi << 32) == one(lambda x: F.fsqrt(x, width=64, rnd=mode), a)
+
+
+# The f64 routines feed the 32-bit estimators arbitrary normalised words (not only 24-bit
+# significands). Both were swept once over all 2^31 such inputs (docs/softfloat.md: recip32
+# never above 2^63/m, 2^63 - R m < 2^33.82; rsqrt32 never above, relative error < 2^-28.75);
+# every run re-checks a random sample and the edges against those bounds.
+
+def _wide_words(n):
+    edges = np.array([1 << 31, (1 << 31) + 1, (1 << 32) - 1, (1 << 32) - 2, 0xB504F333,
+                      0xB504F334, 0xC0000000, 0xAAAAAAAA], dtype=np.uint64)
+    return np.concatenate([edges, (_u(n) | U(1 << 31))])
+
+
+def test_recip32_wide_sample():
+    m = _wide_words(200000 * SCALE)
+    bt = Built(lambda em, x: sf._run(em, lambda b, x: sf._recip32(b, x), x), 1)
+    prod = bt.run(m)[0] * m
+    assert not np.any(prod > U(1 << 63))
+    assert float((U(1 << 63) - prod).max()) < 2.0 ** 33.82
+
+
+def test_rsqrt32_wide_sample():
+    m = _wide_words(200000 * SCALE)
+    bt = Built(lambda em, x: sf._run(em, lambda b, x: sf._rsqrt32(b, x), x), 1)
+    y = bt.run(m)[0]
+    lhs = y.astype(np.float64) ** 2 * m.astype(np.float64)
+    rel = 1 - np.sqrt(lhs / 2.0 ** 94)
+    assert rel.max() < 2.0 ** -28.75
+    close = np.flatnonzero(rel < 1e-12)                       # exact check where it matters
+    assert all(int(y[i]) ** 2 * int(m[i]) <= 1 << 94 for i in close)

@@ -1851,16 +1851,19 @@ def _sqrt64(b, a, mode):
     zh = (mh << k) | (ml >> (32 - k))                    # Z in [2^54, 2^56)
     zw = (zh << 8) | (zl >> 24)                          # Z >> 24
     y = _rsqrt32(b, (mh << 11) | (ml >> 21)) - 1         # <= 2^31 / sqrt(M / 2^53)
-    yz = b.sel(par, y >> 1, b.mulhu(y, 0xB504F333))      # <= 2^30 / sqrt(Z / 2^56)
+    # yz <= 2^31 / sqrt(Z / 2^56) (relative error < 2^-28.75 + 2 * 2^-31 < 2^-28.19)
+    yz = b.sel(par, y, y + b.mulhu(y, 0x6A09E667))       # (sqrt 2 - 1) * 2^32
     # digit 1: s1 = floor(sqrt(Z)) in [2^27, 2^28), remainder r1 = Z - s1^2 in [0, 2 s1]
-    s = b.mulhu(zw, yz) >> 2                             # s1 - 1 <= s <= s1
-    r1 = zl - b.mul(s, s)                                # exact: the true value is < 2^30
-    t = s << 1
-    up = b.ltu(t, r1)
-    s1 = s + up
-    r1 = b.sel(up, r1 + ~t, r1)                          # r1 - (2s + 1)
+    s = b.mulhu(zw, yz) >> 3                             # s1 - 2 <= s <= s1
+    r1 = zl - b.mul(s, s)                                # exact: the true value is < 2^31
+    for _ in range(2):
+        t = s << 1
+        up = b.ltu(t, r1)
+        s = s + up
+        r1 = b.sel(up, r1 + ~t, r1)                      # r1 - (2s + 1)
+    s1 = s
     # digit 2: S = s1 * 2^27 + s2 = floor(sqrt(Z * 2^54)); s2 - 1 <= v <= s2 (see docs)
-    v = b.mulhu(r1, yz)
+    v = b.mulhu(r1, yz) >> 1
     sl, sh = (s1 << 27) | v, s1 >> 5
     # exact remainder X - S0^2 (mod 2^64; the true value is in [0, 2(2S+1)))
     pl = b.mul(sl, sl)
