@@ -95,8 +95,18 @@ def veval(ops, ins, outs, arrays):
         x = np.full(n, v.value, dtype=np.uint64) if isinstance(v, Imm) else env.get(v, zero)
         return (~x & MASK) if s.inv else x
 
-    for op in ops:
+    last = {}                                   # free each value after its last use
+    for i, op in enumerate(ops):
+        for x in (op.a, op.b, op.c):
+            if x is not None:
+                last[x.value] = i
+    keep = {o.value for o in outs}
+    for i, op in enumerate(ops):
         a, b, c = val(op.a), val(op.b), val(op.c)
+        for x in (op.a, op.b, op.c):
+            if x is not None and last.get(x.value) == i and x.value not in keep \
+                    and x.value in env and not any(x.value is s.value for s in ins):
+                del env[x.value]
         cin = {"0": U(0), "1": U(1)}.get(op.cin, flag)
         o = op.op
         f = zero
