@@ -628,9 +628,10 @@ def test_cvt_f16_to_f32_exhaustive(ftz, sat):
     compare_bulk(bt, lambda a: F.cvt(a, "f32", "f16", ftz=ftz, sat=sat), [h], "cvt.f32.f16")
 
 
+@pytest.mark.parametrize("sat", [False, True])
 @pytest.mark.parametrize("ftz", [False, True])
 @pytest.mark.parametrize("mode", MODES)
-def test_cvt_f32_to_f16(mode, ftz):
+def test_cvt_f32_to_f16(mode, ftz, sat):
     every = np.arange(65536, dtype=np.uint64)           # every f16 (a sample at the default scale)
     if SCALE == 1:
         every = RNG.permutation(every)[:8192]
@@ -640,9 +641,11 @@ def test_cvt_f32_to_f16(mode, ftz):
     x = np.concatenate([gen_f32(n), near, near + U(1 << 12), near - U(1 << 12), near + U(1),
                         near - U(1), near + U(1 << 13),
                         _f32(RNG.integers(0, 2, n), RNG.integers(90, 150, n), _u(n) & U(0x7FFFFF))])
-    bt = Built(lambda em, a: sf.cvt(em, (a,), "f16", "f32", rnd=mode, ftz=ftz), 1)
-    compare_bulk(bt, lambda a: F.cvt(a, "f16", "f32", rnd=mode, ftz=ftz), [x & MASK],
-                 f"cvt.{mode}.f16.f32 ftz={ftz}")
+    if sat:
+        x = x[::4]
+    bt = Built(lambda em, a: sf.cvt(em, (a,), "f16", "f32", rnd=mode, ftz=ftz, sat=sat), 1)
+    compare_bulk(bt, lambda a: F.cvt(a, "f16", "f32", rnd=mode, ftz=ftz, sat=sat), [x & MASK],
+                 f"cvt.{mode}.f16.f32 ftz={ftz} sat={sat}")
 
 
 @HYP

@@ -8,9 +8,26 @@ semantics in `qwengpu.interp.floats` for every input: NaNs (f32 results use the 
 .sat. docs/softfloat.md has the algorithms, the correctness arguments and the micro-op counts
 (`COST`).
 
+API (every routine returns Src results; f64 operands and results are (lo, hi) pairs):
+
+    f32:  add/sub/mul(em, a, b, rnd="rn", ftz=False, sat=False)
+          fma(em, a, b, c, rnd="rn", ftz=False, sat=False)
+          div(em, a, b, rnd="rn", ftz=False), rcp(em, a, rnd="rn", ftz=False)
+          sqrt(em, a, rnd="rn", ftz=False)
+          min/max(em, a, b, ftz=False, nan=False), abs/neg(em, a, ftz=False), copysign(em, a, b)
+          compare(em, op, a, b, ftz=False) -> 0/1 (op in COMPARE_OPS), testp(em, op, a) -> 0/1
+    cvt:  cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False) -> tuple
+    f64:  add64/sub64/mul64/div64(em, a, b, rnd="rn"), fma64(em, a, b, c, rnd="rn"),
+          rcp64/sqrt64(em, a, rnd="rn"), min64/max64(em, a, b), abs64/neg64(em, a),
+          copysign64(em, a, b), compare64(em, op, a, b), testp64(em, op, a)
+    COST: routine -> micro-op count with the default modifiers (built on first access)
+
+Unsupported combinations raise SoftFloatError (a ValueError).
+
 Routines are built with a small builder (`_B`) that folds constants, drops identities, shares
 common subexpressions and removes dead micro-ops before anything reaches the emitter, so the
-mode-generic code below costs only what a mode really needs.
+mode-generic code below costs only what a mode really needs. Carry-flag pairs stay adjacent and
+are never chained.
 """
 from __future__ import annotations
 
@@ -390,10 +407,11 @@ def _isnan32(b, x):
     return b.ltu(0xFF000000, x << 1)
 
 
-def _sat32(b, r):
-    """.sat: clamp to [+0, 1]; NaN and negative numbers (-0 too) give +0."""
-    r1 = b.sel(b.ltu(F32_ONE, r), F32_ONE, r)
-    return b.sel(b.ltu(F32_INF, r), 0, r1)
+def _sat32(b, r, one=F32_ONE, inf=F32_INF):
+    """.sat: clamp to [+0, 1]; NaN and negative numbers (-0 too) give +0 (f16: one=0x3C00,
+    inf=0x7C00 on the low half)."""
+    r1 = b.sel(b.ltu(one, r), one, r)
+    return b.sel(b.ltu(inf, r), 0, r1)
 
 
 def _abs32(b, a, ftz=False):
@@ -542,11 +560,6 @@ def max(em, a, b, ftz=False, nan=False):   # noqa: A001 - PTX name
 #     packed = (ek << 23) + (n >> 7 rounded)
 # (the leading bit adds the missing 1 to the exponent field; a rounding carry out of the
 # significand moves into the exponent by itself, subnormal -> normal included).
-
-def _neg_flag(b, sign):
-    """A word that is nonzero iff the result is negative (sign: a word with the sign in bit 31)."""
-    return sign & S31
-
 
 def _round30(b, n, mode, sign, inexact=False, sh=7):
     """n >> sh rounded per `mode` (n < 2^31; n's bit 0 is a sticky bit). `sign`: bit 31 = result
@@ -1143,10 +1156,6 @@ def _f32_to_f16(b, x, mode):
     return b.sel(b.leu(F32_INF, ax), spv, res)
 
 
-def _ftz_in(b, x, t):
-    return _flush32(b, x) if t == "f32" else x
-
-
 def cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False):
     """cvt{.rnd}{.ftz}{.sat}.dst.src -> tuple of Src (one word, or (lo, hi) for 64-bit types).
 
@@ -1171,7 +1180,7 @@ def cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False):
         dw, dsg = INT_TYPES[d]
 
         def build(bl, x):
-            return _f32_to_int(bl, _ftz_in(bl, x, "f32") if ftz else x, dw, dsg, r)
+            return _f32_to_int(bl, _flush32(bl, x) if ftz else x, dw, dsg, r)
         out = run(build, 1)
         return out if isinstance(out, tuple) else (out,)
     if s in INT_TYPES and d == "f32":
@@ -1226,9 +1235,11 @@ def cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False):
     if d == "f16" and s == "f32":
         if r not in FROUND:
             raise SoftFloatError(f"{name}: narrowing float cvt needs rn/rz/rm/rp")
-        if sat:
-            raise SoftFloatError(f"{name}: .sat with an f16 result is not supported here")
-        return (run(lambda bl, x: _f32_to_f16(bl, _flush32(bl, x) if ftz else x, r), 1),)
+
+        def build(bl, x):
+            res = _f32_to_f16(bl, _flush32(bl, x) if ftz else x, r)
+            return _sat32(bl, res, 0x3C00, 0x7C00) if sat else res
+        return (run(build, 1),)
     return _cvt64(em, parts, d, s, r, sat, ftz, name)
 
 
