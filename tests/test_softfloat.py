@@ -989,3 +989,45 @@ def test_rsqrt32_wide_sample():
     assert rel.max() < 2.0 ** -28.75
     close = np.flatnonzero(rel < 1e-12)                       # exact check where it matters
     assert all(int(y[i]) ** 2 * int(m[i]) <= 1 << 94 for i in close)
+
+
+# =============================================================================================
+# machine-level cost: only an ALU op's second operand is inverted for free (the legaliser swaps
+# commutative ops or inserts an XOR), so the sequences keep inversions there and never return
+# an inverted result -- COST is then the real number of micro-ops.
+
+_SWAPPABLE = {"ADD", "AND", "OR", "XOR", "MUL", "MULHU", "MULHS", "EQ"}
+
+
+def _hidden_fixups(bt):
+    n = 0
+    for op in bt.rec.ops:
+        inv = [s is not None and s.inv and not isinstance(s.value, Imm) for s in (op.a, op.b, op.c)]
+        if op.op == "MOV" and inv[0]:
+            n += 1
+        elif inv[0] and not (op.op in _SWAPPABLE and not inv[1]):
+            n += 1
+        if inv[2] and op.op != "SEL":
+            n += 1
+    return n + sum(1 for o in bt.outs if o.inv and not isinstance(o.value, Imm))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_hidden_inversion_fixups(mode):
+    routines = [built(sf.add, 2, rnd=mode), built(sf.sub, 2, rnd=mode, ftz=True),
+                built(sf.mul, 2, rnd=mode, sat=True), built(sf.fma, 3, rnd=mode),
+                built(sf.div, 2, rnd=mode), built(sf.rcp, 1, rnd=mode), built(sf.sqrt, 1, rnd=mode),
+                _pair_fn(sf.add64, n=2, rnd=mode), _pair_fn(sf.mul64, n=2, rnd=mode),
+                _pair_fn(sf.div64, n=2, rnd=mode), _pair_fn(sf.sqrt64, rnd=mode),
+                _pair_fn(sf.fma64, n=3, rnd=mode),
+                Built(lambda em, a: sf.cvt(em, (a,), "f16", "f32", rnd=mode), 1),
+                Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f32", "f64", rnd=mode), 2),
+                Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f32", "s64", rnd=mode), 2)]
+    irnd = "r" + mode[1] + "i"
+    routines += [Built(lambda em, a, d=d: sf.cvt(em, (a,), d, "f32", rnd=irnd), 1) for d in INT_DSTS]
+    routines += [Built(lambda em, lo, hi, d=d: sf.cvt(em, (lo, hi), d, "f64", rnd=irnd), 2)
+                 for d in INT_DSTS]
+    routines += [Built(lambda em, a: sf.cvt(em, (a,), "f32", "f32", rnd=irnd), 1)]
+    routines += [built(sf.compare, 2, op) for op in sf.COMPARE_OPS]
+    routines += [built(sf.min, 2), built(sf.max, 2), built(sf.abs, 1), built(sf.neg, 1)]
+    assert [_hidden_fixups(bt) for bt in routines] == [0] * len(routines)

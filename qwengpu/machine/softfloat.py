@@ -187,7 +187,9 @@ class _B:
             assert prev is not None and prev[5], "a flag consumer must follow its producer"
         if op in _COMMUTATIVE and not (isinstance(a, int) and isinstance(b, int)):
             ka, kb = self._k(a), self._k(b)
-            if ka > kb:
+            # canonical order (for sharing); an inverted operand goes second (free there)
+            if (ka > kb and not (isinstance(b, V) and b.inv and not (isinstance(a, V) and a.inv))) \
+                    or (isinstance(a, V) and a.inv and not (isinstance(b, V) and b.inv)):
                 a, b = b, a
         key = (op, self._k(a), self._k(b), self._k(c), cin)
         if cin != "flag" and not sets_flag and key in self.cse:
@@ -265,11 +267,16 @@ class _B:
                 return a
             if a == 0 or (isinstance(b, int) and b >= 32):
                 return 0
+            if op == "SHL" and isinstance(a, V) and a.inv and isinstance(b, int):
+                # only the second operand is inverted for free on the machine
+                return self.op("MUL", a, 1 << b)
         elif op == "SAR":
             if b == 0:
                 return a
             if isinstance(b, int) and b > 31:
                 return self.op("SAR", a, 31)
+            if isinstance(a, V) and a.inv:
+                return ~self.op("SAR", ~a, b)            # sar(~x) == ~sar(x)
         elif op == "SEL":
             if isinstance(c, int):
                 return a if c else b
@@ -572,8 +579,8 @@ def _round30(b, n, mode, sign, inexact=False, sh=7):
         b.flag_add(t, t)
         return b.add_cin(n, (1 << (sh - 1)) - (0 if inexact else 1)) >> sh
     # directed: add 2^sh - 1 when rounding away from zero
-    away = b.sar(sign, 31) if mode == "rm" else b.sar(~sign, 31)
-    return (n + (away >> (32 - sh))) >> sh
+    away = b.sar(sign, 31) if mode == "rm" else ~b.sar(sign, 31)
+    return (n + (away & ((1 << sh) - 1))) >> sh
 
 
 def _pack32(b, ek, rd, mode, sign, mbits=23, inf=F32_INF, sbit=S31):
@@ -991,8 +998,8 @@ def _f32_to_int(b, x, dw, signed, irnd):
             nan = b.ltu(0xFF000000, x2)
             s = b.sel(nan, M32, s)            # NaN -> -2^63, like a negative overflow
             lo, hi = b.add64((lo ^ s, hi ^ s), (~s, ~s), cin="1")
-            ov = b.leu(190 << 24, x2)
-            return b.sel(ov, ~s, lo), b.sel(ov, 0x7FFFFFFF ^ s, hi)
+            fits = b.ltu(x2, 190 << 24)
+            return b.sel(fits, lo, ~s), b.sel(fits, hi, 0x7FFFFFFF ^ s)
         neg = b.ltu(F32_INF, x)               # negative or +NaN
         ov = b.leu(191 << 24, x2)
         lo = b.sel(ov, M32, lo)
@@ -1476,8 +1483,8 @@ def _f64_to_int(b, lo, hi, dw, signed, irnd):
         if signed:
             sg = b.sel(nan, M32, sg)          # NaN -> -2^63, like a negative overflow
             ql, qh = b.add64((ql ^ sg, qh ^ sg), (~sg, ~sg), cin="1")
-            ov = b.leu(1086 << 21, h2)
-            return b.sel(ov, ~sg, ql), b.sel(ov, 0x7FFFFFFF ^ sg, qh)
+            fits = b.ltu(h2, 1086 << 21)
+            return b.sel(fits, ql, ~sg), b.sel(fits, qh, 0x7FFFFFFF ^ sg)
         ov = b.leu(1087 << 21, h2)
         ql, qh = b.sel(ov, M32, ql), b.sel(ov, M32, qh)
         ql, qh = b.sel(b.lt(hi, 0), 0, ql), b.sel(b.lt(hi, 0), 0, qh)
