@@ -18,15 +18,40 @@ from dataclasses import dataclass, field
 import torch
 
 
-def _sparse(w: torch.Tensor):
-    if w.layout == torch.sparse_csr:
-        return w
-    w = w.detach().float()
-    return w.to_sparse_csr() if w.dim() == 2 else w
+class SparseMatrix:
+    """A matrix as (row, column, value) triples; y = W x by one gather and one scatter-add."""
+
+    def __init__(self, w: torch.Tensor):
+        w = w.detach()
+        if w.layout == torch.sparse_csr:
+            crow, cols, vals = w.crow_indices(), w.col_indices(), w.values()
+            rows = torch.repeat_interleave(torch.arange(w.shape[0]), crow[1:] - crow[:-1])
+        else:
+            rows, cols = torch.nonzero(w, as_tuple=True)
+            vals = w[rows, cols]
+        self.shape = tuple(w.shape)
+        self.rows, self.cols, self.vals = rows.long(), cols.long(), vals.float()
+
+    @property
+    def nnz(self) -> int:
+        return int(self.vals.numel())
+
+    def row(self, i: int) -> torch.Tensor:
+        out = torch.zeros(self.shape[1])
+        m = self.rows == i
+        out[self.cols[m]] = self.vals[m]
+        return out
+
+    def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(self.shape[0]).index_add_(0, self.rows, self.vals * x[self.cols])
+
+
+def _sparse(w):
+    return w if isinstance(w, SparseMatrix) or w.dim() != 2 else SparseMatrix(w)
 
 
 def _mv(w, x):
-    return (w @ x.unsqueeze(1)).squeeze(1)
+    return w @ x
 
 
 @dataclass
@@ -88,7 +113,11 @@ class FastModel:
         self.config = cfg
         self.eps = cfg.rms_norm_eps
         w = lambda k: sd[k].to_dense().float() if sd[k].layout != torch.strided else sd[k].detach().float()
-        self.embed = _sparse(sd["model.embed_tokens.weight"])        # rows read one token at a time
+        emb = _sparse(sd["model.embed_tokens.weight"])               # rows read one token at a time
+        order = torch.argsort(emb.rows, stable=True)
+        self.embed_rows = emb.rows[order]
+        self.embed_cols, self.embed_vals = emb.cols[order], emb.vals[order]
+        self.embed_start = torch.searchsorted(self.embed_rows, torch.arange(cfg.vocab_size + 1))
         self.width = cfg.hidden_size
         self.final_norm = w("model.norm.weight")
         self.lm_head = _sparse(sd["lm_head.weight"])
@@ -113,6 +142,7 @@ class FastModel:
             else:
                 o = sd[p + "self_attn.o_proj.weight"]
                 nz = o._nnz() if o.layout != torch.strided else int((o != 0).sum())
+                nz = int((o.values() != 0).sum()) if o.layout != torch.strided else nz
                 if nz:
                     raise NotImplementedError(f"layer {L} attends (non-zero output projection); the compact "
                                               "engine runs inert attention layers only")
@@ -154,12 +184,14 @@ class FastModel:
         q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)
         k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + 1e-6)
         q = q / (g.dk ** 0.5)
-        S = state.recurrent[L] * decay.exp()[:, None, None]
-        kv_mem = (S * k.unsqueeze(-1)).sum(dim=-2)
+        S = state.recurrent[L]
+        if bool((decay != 0).any()):
+            S = S * decay.exp()[:, None, None]
+        kv_mem = torch.bmm(k.unsqueeze(1), S).squeeze(1)                       # [hv, dv]
         delta = (v - kv_mem) * beta.unsqueeze(-1)
-        S = S + k.unsqueeze(-1) * delta.unsqueeze(-2)
+        S.baddbmm_(k.unsqueeze(-1), delta.unsqueeze(1))                           # in place: no copy
         state.recurrent[L] = S
-        o = (S * q.unsqueeze(-1)).sum(dim=-2)                                # [hv, dv]
+        o = torch.bmm(q.unsqueeze(1), S).squeeze(1)                            # [hv, dv]
         o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + self.eps)
         o = g.norm_w * o * torch.nn.functional.silu(z)
         return _mv(g.out, o.reshape(-1))
@@ -168,10 +200,9 @@ class FastModel:
     def step(self, token_id: int, state: FastState, hidden_hook=None) -> torch.Tensor:
         """One forward pass for one token; returns the logits. `hidden_hook(sublayer, h)` sees the
         residual after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP)."""
-        crow = self.embed.crow_indices()
-        lo, hi = int(crow[token_id]), int(crow[token_id + 1])
+        lo, hi = int(self.embed_start[token_id]), int(self.embed_start[token_id + 1])
         h = torch.zeros(self.width)
-        h[self.embed.col_indices()[lo:hi]] = self.embed.values()[lo:hi]
+        h[self.embed_cols[lo:hi]] = self.embed_vals[lo:hi]
         for L, lay in enumerate(self.layers):
             if lay.gdn is not None:
                 h = h + self._gdn(lay.gdn, self._norm(h, lay.in_norm), L, state)

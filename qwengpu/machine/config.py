@@ -54,5 +54,10 @@ SIM = MachineConfig(name="compact-sim")
 COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), registers=32, shifters=(0, 3), bitcount=(4,),
                         multipliers=(3,))
 
+#: the smallest machine that runs ordinary kernels (tests build it): one ALU slot with every
+#: capability, the memory unit, two carries per pass
+TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2, shifters=(0,), bitcount=(0,),
+                     multipliers=(0,))
+
 #: configurations by name (`qwengpu build --config NAME`)
-CONFIGS = {c.name: c for c in (SIM, COMPACT)}
+CONFIGS = {c.name: c for c in (SIM, COMPACT, TINY)}

@@ -22,7 +22,7 @@ from .format import LANES, REG_BITS, WARP_BITS
 from .layout import LINE, LINES
 
 MACHINE_FILE = "qwengpu_machine.json"
-FAST_FILE = "compact_engine.pt"
+FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
 #: memories the runtime and the lab decode from the model's state
 DECODED = ["mem", "pa", "ctl", "reg.emit"]
 
@@ -30,7 +30,7 @@ DECODED = ["mem", "pa", "ctl", "reg.emit"]
 def _source_hash(config: MachineConfig, target_kw: dict) -> str:
     here = Path(__file__).resolve().parent
     h = hashlib.sha256(repr((config, sorted(target_kw.items()))).encode())
-    files = sorted((here.parent / "compiler").glob("*.py")) + [here / n for n in
+    files = sorted(f for f in (here.parent / "compiler").glob("*.py") if f.name != "fast.py") + [here / n for n in
                                                                 ("hardware.py", "format.py", "config.py", "layout.py")]
     for f in files:
         h.update(f.read_bytes())
@@ -48,7 +48,7 @@ MLP_BUDGET = 4000
 @dataclass
 class Machine:
     config: MachineConfig
-    path: Path
+    path: Path | None                  # None: built in memory (`compile_machine`)
     tokens: list                       # token texts by id
     placements: dict                   # memory name -> MemoryPlacement
     report: dict = field(default_factory=dict)
@@ -58,6 +58,8 @@ class Machine:
     @property
     def model(self):
         if self._model is None:
+            if self.path is None:
+                raise ValueError("this machine was built with dense=False: the compact engine only")
             import torch
             from transformers import AutoModelForCausalLM
             self._model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
@@ -70,8 +72,12 @@ class Machine:
             import torch
 
             from qwengpu.compiler.fast import FastModel
-            f = self.path / FAST_FILE
-            if f.exists():
+            import qwengpu.compiler.fast as fast_module
+            tag = hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8]
+            f = self.path / FAST_FILE.format(tag) if self.path is not None else None
+            if f is None:
+                self._fast = FastModel(self.model)
+            elif f.exists():
                 self._fast = torch.load(f, weights_only=False)
             else:
                 self._fast = FastModel(self.model)
@@ -120,11 +126,38 @@ class Machine:
         return out
 
 
+def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **target_kw) -> Machine:
+    """Build a machine in memory (nothing written): `dense=False` keeps sparse weights, enough for
+    the compact engine; `dense=True` also gives the stock transformers model."""
+    from qwengpu.compiler import Target, compile_program
+
+    from .hardware import Hardware
+    target_kw.setdefault("mlp_budget", MLP_BUDGET)
+    hw = Hardware(config)
+    compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
+    names = {m.name: m for m in hw.p.memories}
+    m = Machine(config, None, [t.text for t in hw.p.tokens],
+                {n: compiled.placement(names[n]) for n in DECODED if n in names}, _report(compiled))
+    m._fast = compiled.fast() if not dense else None
+    if dense:
+        m._model = compiled.model()
+    m.compiled = compiled
+    return m
+
+
+def _report(compiled) -> dict:
+    r = compiled.report
+    out = {k: r[k] for k in ("layers", "width", "intermediate", "vocab", "parameters", "nonzero") if k in r}
+    out["hidden"] = compiled.config.hidden_size
+    return out
+
+
 def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
     from dataclasses import asdict
     names = {m.name: m for m in hw.p.memories}
     meta = {
         "config": asdict(config),
+        "source_hash": _source_hash(config, {}),
         "tokens": [t.text for t in hw.p.tokens],
         "placements": {n: compiled.placement(names[n]).to_json() for n in DECODED if n in names},
         "report": report,
@@ -140,7 +173,11 @@ def open_machine(path) -> Machine:
     for k in ("slots", "shifters", "bitcount", "multipliers"):
         if cfg.get(k) is not None:
             cfg[k] = tuple(cfg[k])
-    return Machine(MachineConfig(**cfg), path, meta["tokens"],
+    config = MachineConfig(**cfg)
+    if meta.get("source_hash") != _source_hash(config, {}):
+        raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
+                         f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")
+    return Machine(config, path, meta["tokens"],
                    {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}))
 
 
@@ -163,10 +200,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     tmp = path.with_name(path.name + ".partial")
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(tmp)
-    report = {k: v for k, v in compiled.report.items() if isinstance(v, (int, float, str))}
-    report.update(layers=compiled.config.num_hidden_layers, hidden=compiled.config.hidden_size,
-                  intermediate=compiled.config.intermediate_size, vocab=compiled.config.vocab_size,
-                  parameters=sum(p.numel() for p in model.parameters()))
+    report = _report(compiled)
     _save_meta(tmp, config, compiled, hw, report)
     if path.exists():
         import shutil

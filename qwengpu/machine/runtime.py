@@ -67,6 +67,12 @@ class StockForward:
         torch.backends.cudnn.allow_tf32 = False
         self.state = DynamicCache(config=self.model.config)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
     def prefill(self, ids: list):
         with self.torch.no_grad():
             out = self.model(input_ids=self.torch.tensor([ids], device=self.device), past_key_values=self.state,
@@ -84,8 +90,19 @@ class CompactForward:
     """The compact engine (`qwengpu.compiler.fast`): the decode path with sparse weights."""
 
     def __init__(self, machine, device: str = "cpu"):
+        import torch
+        self.torch = torch
         self.fast = machine.fast()
         self.state = self.fast.new_state()
+        self.threads = torch.get_num_threads()
+
+    def __enter__(self):
+        # its operations are tiny: one thread beats a contended pool by ~20x
+        self.torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        self.torch.set_num_threads(self.threads)
 
     def prefill(self, ids: list):
         for t in ids:
@@ -105,15 +122,33 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     """Run the launch through the model's forward passes (`forward`: "model" = the stock
     transformers forward, "compact" = the compact engine on the same weights). `on_token(index,
     text, state)` is called after every generated token's pass (the lab records states with it)."""
-    import torch
 
     from .model import load_machine
     machine = machine or load_machine(COMPACT, progress=progress)
     img = assemble(module, spec, kernel, machine.config)
     prompt = prompt_tokens(img, module, spec)
-    fw = FORWARDS[forward](machine, device)
-    stream = TokenStream(prompt)
+    with FORWARDS[forward](machine, device) as fw:
+        stream = _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward)
+    memory, margin = machine.memory_image(fw.state)
+    extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
+             "memory_margin": margin, "image": img, "forward": forward}
+    last = stream.generated[-1]
+    if last.startswith("<fault"):
+        raise _model_fault(img, stream.generated, last, machine.pending_addresses(fw.state))
+    if check_prefill:
+        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(machine.model, machine, prompt,
+                                                                          stream.generated, device)
+        if not extra["prefill_exact"]:
+            raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
+    return LaunchResult(img.kernel, "model" if forward == "model" else forward, read_buffers(img, spec, memory),
+                        steps=sum(t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
+                        lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
+
+
+def _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward) -> TokenStream:
+    import torch
     from tqdm.auto import tqdm
+    stream = TokenStream(prompt)
     bar = tqdm(desc=f"{img.kernel} on the {forward}", unit="tok", disable=not progress)
     logits = fw.prefill([machine.token_id(t) for t in prompt])
     while True:
@@ -132,20 +167,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
             raise MachineStepLimit(f"token limit of {max_tokens} reached (a runaway loop?)", kernel=img.kernel).locate()
         logits = fw.step(tok)
     bar.close()
-    memory, margin = machine.memory_image(fw.state)
-    extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
-             "memory_margin": margin, "image": img, "forward": forward}
-    last = stream.generated[-1]
-    if last.startswith("<fault"):
-        raise _model_fault(img, stream.generated, last, machine.pending_addresses(fw.state))
-    if check_prefill:
-        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(machine.model, machine, prompt,
-                                                                          stream.generated, device)
-        if not extra["prefill_exact"]:
-            raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
-    return LaunchResult(img.kernel, "model" if forward == "model" else forward, read_buffers(img, spec, memory),
-                        steps=sum(t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
-                        lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
+    return stream
 
 
 def _check_prefill(model, machine, prompt, generated, device):
