@@ -210,6 +210,9 @@ def compare_bulk(bt, ref, arrays, what):
     """Vectorised run vs reference; a failure names the first bad inputs. Every 97th lane is
     also run through Recorder.evaluate."""
     got = bt.run(*arrays)
+    if os.environ.get("QWENGPU_SOFTFLOAT_COUNT"):          # soak bookkeeping: lanes checked
+        with open(os.environ["QWENGPU_SOFTFLOAT_COUNT"], "a") as fh:
+            fh.write(f"{len(arrays[0])}\n")
     want = ref(*arrays)
     if not isinstance(want, tuple):
         want = (want,)
