@@ -310,7 +310,7 @@ class Compiled:
 
     def model(self, dtype=None):
         import torch
-        if any(v.layout != torch.strided for v in self.state_dict.values()):
+        if any(not isinstance(v, torch.Tensor) for v in self.state_dict.values()):
             raise CompileError("this program was compiled with dense=False (compact engine only)")
         from transformers import Qwen3_5ForCausalLM
         with torch.device("meta"):
@@ -413,9 +413,10 @@ class _SparseSink(dict):
 
     def __setitem__(self, key, value):
         import torch
-        arr = np.asarray(value, dtype=np.float32)
-        t = torch.from_numpy(np.ascontiguousarray(arr))
-        super().__setitem__(key, t.to_sparse_csr() if t.dim() == 2 else t)
+
+        from .fast import SparseMatrix
+        t = torch.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32)))
+        super().__setitem__(key, SparseMatrix(t) if t.dim() == 2 else t)
 
 
 def compile_program(prog: Program, target: Target | None = None, dense: bool = True) -> Compiled:
@@ -527,12 +528,12 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     state = {}
     for k in list(sd):                      # float32 tensors sharing the arrays' memory
         v = dict.pop(sd, k)
-        state[k] = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(v, dtype=f32))
+        state[k] = v if not isinstance(v, np.ndarray) else torch.from_numpy(np.ascontiguousarray(v, dtype=f32))
     attn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "attn"]
     report = {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
               "intermediate": inter, "linear_heads": (hk, hv, dk, dv), "vocab": vocab,
-              "parameters": int(sum(v.numel() for v in state.values())),
-              "nonzero": int(sum((v._nnz() if v.layout != torch.strided else int((v != 0).sum()))
+              "parameters": int(sum(math.prod(v.shape) for v in state.values())),
+              "nonzero": int(sum(v.nnz if not isinstance(v, torch.Tensor) else int((v != 0).sum())
                                  for v in state.values())),
               "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
     compiled = Compiled(prog, target, sched, lay, config, state, report)

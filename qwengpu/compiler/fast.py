@@ -23,12 +23,8 @@ class SparseMatrix:
 
     def __init__(self, w: torch.Tensor):
         w = w.detach()
-        if w.layout == torch.sparse_csr:
-            crow, cols, vals = w.crow_indices(), w.col_indices(), w.values()
-            rows = torch.repeat_interleave(torch.arange(w.shape[0]), crow[1:] - crow[:-1])
-        else:
-            rows, cols = torch.nonzero(w, as_tuple=True)
-            vals = w[rows, cols]
+        rows, cols = torch.nonzero(w, as_tuple=True)
+        vals = w[rows, cols]
         self.shape = tuple(w.shape)
         self.rows, self.cols, self.vals = rows.long(), cols.long(), vals.float()
 
@@ -43,7 +39,10 @@ class SparseMatrix:
         return out
 
     def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(self.shape[0]).index_add_(0, self.rows, self.vals * x[self.cols])
+        """W x for a vector x, or (W X^T)^T for positions X [T, in] -> [T, out]."""
+        if x.dim() == 1:
+            return torch.zeros(self.shape[0]).index_add_(0, self.rows, self.vals * x[self.cols])
+        return torch.zeros(x.shape[0], self.shape[0]).index_add_(1, self.rows, x[:, self.cols] * self.vals)
 
 
 def _sparse(w):
@@ -112,7 +111,7 @@ class FastModel:
     def _load(self, cfg, sd: dict):
         self.config = cfg
         self.eps = cfg.rms_norm_eps
-        w = lambda k: sd[k].to_dense().float() if sd[k].layout != torch.strided else sd[k].detach().float()
+        w = lambda k: sd[k].detach().float()
         emb = _sparse(sd["model.embed_tokens.weight"])               # rows read one token at a time
         order = torch.argsort(emb.rows, stable=True)
         self.embed_rows = emb.rows[order]
@@ -140,9 +139,7 @@ class FastModel:
                                w(q + "norm.weight"), cfg.linear_num_key_heads, hv, cfg.linear_key_head_dim,
                                cfg.linear_value_head_dim, bool((conv != ident).any()))
             else:
-                o = sd[p + "self_attn.o_proj.weight"]
-                nz = o._nnz() if o.layout != torch.strided else int((o != 0).sum())
-                nz = int((o.values() != 0).sum()) if o.layout != torch.strided else nz
+                nz = _sparse(sd[p + "self_attn.o_proj.weight"]).nnz
                 if nz:
                     raise NotImplementedError(f"layer {L} attends (non-zero output projection); the compact "
                                               "engine runs inert attention layers only")
@@ -161,56 +158,71 @@ class FastModel:
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + w)
 
     def _gdn(self, g: _GDN, x, L: int, state: FastState):
-        qkv = _mv(g.qkv, x)
-        z = _mv(g.z, x).reshape(g.hv, g.dv)
-        b = _mv(g.b, x)
-        a = _mv(g.a, x)
-        window = torch.cat([state.conv[L], qkv.unsqueeze(1)], dim=1)          # [channels, kernel]
-        state.conv[L] = window[:, 1:]
+        """The GDN mixer on positions x [T, width] (projections batched, the recurrence in order)."""
+        T = x.shape[0]
+        qkv = g.qkv @ x                                                        # [T, channels]
+        z = (g.z @ x).reshape(T, g.hv, g.dv)
+        b = g.b @ x
+        a = g.a @ x
+        window = torch.cat([state.conv[L], qkv.t()], dim=1)                    # [channels, 3 + T]
+        K = g.conv.shape[1]
+        state.conv[L] = window[:, -(K - 1):].clone()
         if g.taps:
-            mixed = (window * g.conv).sum(-1)
+            mixed = sum(window[:, j:j + T] * g.conv[:, j:j + 1] for j in range(K)).t()
         else:
             mixed = qkv * g.conv[:, -1]
         mixed = torch.nn.functional.silu(mixed)
         kd = g.hk * g.dk
-        q = mixed[:kd].reshape(g.hk, g.dk)
-        k = mixed[kd:2 * kd].reshape(g.hk, g.dk)
-        v = mixed[2 * kd:].reshape(g.hv, g.dv)
+        q = mixed[:, :kd].reshape(T, g.hk, g.dk)
+        k = mixed[:, kd:2 * kd].reshape(T, g.hk, g.dk)
+        v = mixed[:, 2 * kd:].reshape(T, g.hv, g.dv)
         beta = b.sigmoid()
-        decay = -g.a_log.exp() * torch.nn.functional.softplus(a + g.dt_bias)
+        decay = -g.a_log.exp() * torch.nn.functional.softplus(a + g.dt_bias)   # [T, hv]
         if g.hv != g.hk:
-            q = q.repeat_interleave(g.hv // g.hk, dim=0)
-            k = k.repeat_interleave(g.hv // g.hk, dim=0)
+            q = q.repeat_interleave(g.hv // g.hk, dim=1)
+            k = k.repeat_interleave(g.hv // g.hk, dim=1)
         q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)
         k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + 1e-6)
         q = q / (g.dk ** 0.5)
         S = state.recurrent[L]
-        if bool((decay != 0).any()):
-            S = S * decay.exp()[:, None, None]
-        kv_mem = torch.bmm(k.unsqueeze(1), S).squeeze(1)                       # [hv, dv]
-        delta = (v - kv_mem) * beta.unsqueeze(-1)
-        S.baddbmm_(k.unsqueeze(-1), delta.unsqueeze(1))                           # in place: no copy
+        decays = bool((decay != 0).any())
+        o = torch.empty(T, g.hv, g.dv)
+        for t in range(T):
+            if decays:
+                S = S * decay[t].exp()[:, None, None]
+            kt = k[t]
+            kv_mem = torch.bmm(kt.unsqueeze(1), S).squeeze(1)                   # [hv, dv]
+            delta = (v[t] - kv_mem) * beta[t].unsqueeze(-1)
+            S.baddbmm_(kt.unsqueeze(-1), delta.unsqueeze(1))                    # in place: no copy
+            o[t] = torch.bmm(q[t].unsqueeze(1), S).squeeze(1)
         state.recurrent[L] = S
-        o = torch.bmm(q.unsqueeze(1), S).squeeze(1)                            # [hv, dv]
         o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + self.eps)
         o = g.norm_w * o * torch.nn.functional.silu(z)
-        return _mv(g.out, o.reshape(-1))
+        return g.out @ o.reshape(T, -1)
 
     @torch.no_grad()
-    def step(self, token_id: int, state: FastState, hidden_hook=None) -> torch.Tensor:
-        """One forward pass for one token; returns the logits. `hidden_hook(sublayer, h)` sees the
-        residual after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP)."""
-        lo, hi = int(self.embed_start[token_id]), int(self.embed_start[token_id + 1])
-        h = torch.zeros(self.width)
-        h[self.embed_cols[lo:hi]] = self.embed_vals[lo:hi]
+    def forward(self, token_ids: list, state: FastState, hidden_hook=None) -> torch.Tensor:
+        """Forward passes for consecutive tokens (layer by layer, the recurrences in token order);
+        returns the last token's logits. `hidden_hook(sublayer, h)` sees the residual [T, width]
+        after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP)."""
+        T = len(token_ids)
+        h = torch.zeros(T, self.width)
+        for t, tok in enumerate(token_ids):
+            lo, hi = int(self.embed_start[tok]), int(self.embed_start[tok + 1])
+            h[t, self.embed_cols[lo:hi]] = self.embed_vals[lo:hi]
         for L, lay in enumerate(self.layers):
             if lay.gdn is not None:
                 h = h + self._gdn(lay.gdn, self._norm(h, lay.in_norm), L, state)
             if hidden_hook is not None:
                 hidden_hook(2 * L, h)
-            x = self._norm(h, lay.post_norm)
-            h = h + _mv(lay.down, torch.nn.functional.silu(_mv(lay.gate, x)) * _mv(lay.up, x))
+            if lay.down.nnz:
+                x = self._norm(h, lay.post_norm)
+                h = h + lay.down @ (torch.nn.functional.silu(lay.gate @ x) * (lay.up @ x))
             if hidden_hook is not None:
                 hidden_hook(2 * L + 1, h)
-        state.length += 1
-        return _mv(self.lm_head, self._norm(h, self.final_norm))
+        state.length += T
+        return self.lm_head @ self._norm(h[-1:], self.final_norm)[0]
+
+    def step(self, token_id: int, state: FastState, hidden_hook=None) -> torch.Tensor:
+        """One forward pass for one token (the decode path); returns its logits."""
+        return self.forward([token_id], state, hidden_hook)

@@ -377,7 +377,11 @@ class Hardware:
         cin = [self.bits(f"cin.{k}.{l}", 1) for l in range(LANES)]
         neurons = self.mux(k, "a", sel["a"], opts["a"], ports, a)
         neurons += self.mux(k, "b", sel["b"], opts["b"], ports, b)
-        neurons += self.mux(k, "c", sel["c"], opts["c"], ports, c, nbits=1)
+        for oi, opt in enumerate(opts["c"]):         # SEL's condition: the source is non-zero
+            for l in range(LANES):
+                forms = self.source_forms(k, opt, l, ports)
+                if forms is not None:
+                    neurons += n_step(64 * sel["c"].f(oi) + sum(forms, Lin()), 65, {c[l].feature(0): 1})
         for oi, o in enumerate(opts["cin"]):
             for l in range(LANES):
                 if o == ("1",):
@@ -1401,3 +1405,30 @@ class Hardware:
             elif name == "FAULT":
                 _, fk, l = key
                 p.emit_when(tok, [kw("FAULT"), (B, l), (C, fk)])
+
+
+def reference_tokens(hw: Hardware, prompt: list, max_tokens: int = 10_000) -> list:
+    """The tokens the circuits generate after `prompt`, from their reference semantics (every
+    neuron at its ideal value, exact Python, no model): the oracle for what the weights compute."""
+    from qwengpu.compiler.build import _topo
+    from qwengpu.compiler.run import emitted
+    order = _topo(hw.p)
+    state: dict = {}
+
+    def step(text):
+        env = {"@token": hw.p.token_by_text[text]}
+        for node in order:
+            node.evaluate(env, state)
+        return env
+
+    for t in prompt[:-1]:
+        step(t)
+    env = step(prompt[-1])
+    out = []
+    while len(out) < max_tokens:
+        tok = emitted(hw.p, env)
+        out.append(tok)
+        if tok == "<halt>" or tok.startswith("<fault"):
+            break
+        env = step(tok)
+    return out

@@ -104,9 +104,9 @@ class CompactForward:
     def __exit__(self, *exc):
         self.torch.set_num_threads(self.threads)
 
-    def prefill(self, ids: list):
-        for t in ids:
-            logits = self.fast.step(t, self.state)
+    def prefill(self, ids: list, chunk: int = 256):
+        for i in range(0, len(ids), chunk):
+            logits = self.fast.forward(ids[i:i + chunk], self.state)
         return logits
 
     def step(self, token: int):

@@ -1,0 +1,153 @@
+"""The machine in the model: the circuits' reference semantics, the stock transformers forward
+(decode and chunked-prefill paths) and the compact engine, each against the token simulator and the
+kernels' oracles.
+
+The built-in COMPACT machine is compiled once (sparse weights) for the compact engine; the stock
+forward runs on the small TINY machine (same circuits, one ALU slot), built, saved and reloaded.
+Set QWENGPU_FULL_SUITE=1 to run every kernel on the compact engine (~30 min on 2 cores); by default
+a set of kernels that exercises every unit and control path runs.
+"""
+import os
+
+import pytest
+
+from ptxkit import kernel
+from qwengpu import load_program, run, suite
+from qwengpu.interp.memory import MemoryFault
+from qwengpu.machine.assembler import assemble
+from qwengpu.machine.config import COMPACT, TINY
+from qwengpu.machine.hardware import Hardware, reference_tokens
+from qwengpu.machine.model import build_machine, compile_machine, open_machine
+from qwengpu.machine.prompt import prompt_tokens
+from qwengpu.machine.simulator import MachineStepLimit
+from qwengpu.verify import compare_buffers
+
+#: kernels covering every unit (ALU ops, multiplier, memory widths and spaces, atomics, cross-lane)
+#: and every control path (divergence, barriers, several warps and blocks)
+CI_KERNELS = ["dot", "vote", "shfl_up_down", "shared_reduce", "nested_divergence", "atomic_exch_cas",
+              "int8_int16", "bit_count", "atomic_inc_dec", "grid_2d", "break_continue", "transpose_shared",
+              "last_block_reduce", "local_array", "switch_sparse", "collatz"]
+
+
+def _machine_kernels():
+    out = []
+    for k in suite.kernels():
+        try:
+            assemble(load_program(k.ptx()), k.spec(), config=COMPACT)
+        except Exception:
+            continue
+        out.append(k.name)
+    return out
+
+
+SUITE = _machine_kernels() if os.environ.get("QWENGPU_FULL_SUITE") else CI_KERNELS
+
+
+@pytest.fixture(scope="module")
+def compact():
+    return compile_machine(COMPACT, dense=False)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("machines") / "tiny"
+    build_machine(TINY, path=path, progress=False)
+    return open_machine(path)                 # reloaded from disk: what a user gets
+
+
+def _case(name):
+    k = suite.get(name)
+    return k, load_program(k.ptx()), k.spec()
+
+
+def test_circuits_reference_semantics_match_the_simulator():
+    hw = Hardware(TINY)
+    k, m, spec = _case("dot")
+    img = assemble(m, spec, config=TINY)
+    want = run(m, spec, engine="sim", config=TINY).extra["generated"]
+    assert reference_tokens(hw, prompt_tokens(img, m, spec)) == want
+
+
+def test_stock_forward_is_exact_in_decode_and_prefill(tiny):
+    k, m, spec = _case("dot")
+    sim = run(m, spec, engine="sim", config=TINY)
+    res = run(m, spec, engine="model", machine=tiny, check_prefill=True, progress=False)
+    assert res.extra["generated"] == sim.extra["generated"]
+    assert compare_buffers(res.buffers, k.expected(), nan_equal=True) is None
+    assert res.buffers[2][0] == 32
+    assert res.extra["prefill_exact"]
+    assert res.extra["min_logit_gap"] > 8 and res.extra["prefill_min_gap"] > 8
+    assert res.extra["memory_margin"] > 8
+
+
+def test_saved_machine_runs_with_stock_generate(tiny):
+    import torch
+    from transformers import AutoModelForCausalLM
+    k, m, spec = _case("dot")
+    img = assemble(m, spec, config=TINY)
+    prompt = prompt_tokens(img, m, spec)
+    want = run(m, spec, engine="sim", config=TINY).extra["generated"][:8]
+    model = AutoModelForCausalLM.from_pretrained(tiny.path, dtype=torch.float32)
+    ids = torch.tensor([[tiny.token_id(t) for t in prompt]])
+    out = model.generate(ids, max_new_tokens=len(want), do_sample=False)
+    assert [tiny.text(int(t)) for t in out[0, ids.shape[1]:]] == want
+
+
+def test_compact_engine_agrees_with_the_stock_forward(tiny):
+    """Same logits (to fp32 rounding) at every generated position of a launch."""
+    import torch
+    k, m, spec = _case("dot")
+    res = run(m, spec, engine="compact", machine=tiny, progress=False)
+    ids = [tiny.token_id(t) for t in res.extra["prompt"] + res.extra["generated"]]
+    with torch.no_grad():
+        stock = tiny.model(input_ids=torch.tensor([ids])).logits[0]
+    fast = tiny.fast()
+    st = fast.new_state()
+    n = len(res.extra["prompt"])
+    fast.forward(ids[:n - 1], st)
+    diffs = []
+    for i in range(n - 1, len(ids)):
+        logits = fast.step(ids[i], st)
+        diffs.append(float((logits - stock[i]).abs().max()))
+    assert max(diffs) < 1e-2
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_compact_engine_runs_the_suite_exactly(compact, name):
+    k, m, spec = _case(name)
+    sim = run(m, spec, engine="sim")
+    res = run(m, spec, engine="compact", machine=compact, progress=False)
+    assert res.extra["generated"] == sim.extra["generated"]
+    assert compare_buffers(res.buffers, k.expected(), nan_equal=True) is None
+    assert res.extra["min_logit_gap"] > 8
+    assert res.extra["memory_margin"] > 8
+
+
+TID = "mov.u32 %r1, %tid.x;\nld.param.u64 %rd1, [out];\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
+
+
+def _launch(body, **kw):
+    return kernel(TID + body), {"grid": 1, "block": 4, "args": [{"buffer": "int32", "size": 4}]}
+
+
+def test_out_of_bounds_store_faults_on_the_model_like_the_interpreter(compact):
+    ptx, spec = _launch("add.s64 %rd4, %rd3, 12;\nst.global.u32 [%rd4], %r1;\nret;")
+    with pytest.raises(MemoryFault) as ref:
+        run(ptx, spec)
+    with pytest.raises(MemoryFault) as got:
+        run(ptx, spec, engine="compact", machine=compact, progress=False)
+    assert got.value.lane == ref.value.lane == 1
+    assert got.value.address == ref.value.address == 0x1010
+    assert "out-of-bounds global write" in str(got.value)
+
+
+def test_misaligned_load_faults_on_the_model(compact):
+    ptx, spec = _launch("add.s64 %rd4, %rd3, 2;\nld.global.u32 %r2, [%rd4];\nret;")
+    with pytest.raises(MemoryFault, match="misaligned"):
+        run(ptx, spec, engine="compact", machine=compact, progress=False)
+
+
+def test_runaway_loop_stops_at_the_token_limit(compact):
+    ptx, spec = _launch("L:\nadd.u32 %r2, %r2, 1;\nbra.uni L;\nret;")
+    with pytest.raises(MachineStepLimit, match="token limit of 300"):
+        run(ptx, spec, engine="compact", machine=compact, progress=False, max_steps=300)
