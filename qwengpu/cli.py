@@ -3,7 +3,7 @@
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp] [--json]
     qwengpu verify [--engine interp] [--json] [KERNEL ...]
     qwengpu bench [--engine interp] [KERNEL ...]
-    qwengpu demo
+    qwengpu demo [--engine compact|model|sim|interp]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
 
 Errors go to stderr with a non-zero exit status.
@@ -73,13 +73,20 @@ def cmd_demo(args) -> int:
     from .suite import get
     k = get("dot")
     spec = k.spec()
-    t0 = time.perf_counter()
-    res = run(k.ptx(), spec, engine=args.engine)
-    dt = time.perf_counter() - t0
     a, b = spec.args[0].data, spec.args[1].data
-    print(f"dot product of {a.tolist()} and {b.tolist()} on 4 lanes (atomicAdd of a[i]*b[i]), engine {res.engine}:")
+    print(f"dot product of {a.tolist()} and {b.tolist()} on 4 lanes (atomicAdd of a[i]*b[i]), engine {args.engine}")
+    t0 = time.perf_counter()
+    opts = {} if args.engine in ("interp", "sim") else {"progress": True}
+    res = run(k.ptx(), spec, engine=args.engine, **opts)
+    dt = time.perf_counter() - t0
+    if "generated" in res.extra:
+        print(f"  prompt: {len(res.extra['prompt'])} tokens (program ROM, memory, launch tables) then <go>")
+        print(f"  generated: {' '.join(res.extra['generated'])}")
     print(f"  result {int(res.buffers[2][0])} in {res.steps} steps"
           + (f", {res.tokens} tokens" if res.tokens is not None else "") + f" ({dt:.2f} s)")
+    if res.extra.get("min_logit_gap") is not None:
+        print(f"  smallest logit gap {res.extra['min_logit_gap']:.2f}, memory code margin "
+              f"{res.extra['memory_margin']:.2f} (of 16)")
     return 0
 
 
@@ -120,8 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=3)
     b.set_defaults(func=cmd_bench)
 
-    d = sub.add_parser("demo", help="the dot-product demo")
-    d.add_argument("--engine", default="interp")
+    d = sub.add_parser("demo", help="the dot-product demo on the built-in machine")
+    d.add_argument("--engine", default="compact",
+                   help="compact (default: the model's weights, compact engine), model (the stock "
+                        "transformers forward), sim, interp")
     d.set_defaults(func=cmd_demo)
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")

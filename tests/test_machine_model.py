@@ -17,7 +17,7 @@ from qwengpu.interp.memory import MemoryFault
 from qwengpu.machine.assembler import assemble
 from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
-from qwengpu.machine.model import build_machine, compile_machine, open_machine
+from qwengpu.machine.model import build_machine, load_machine, open_machine
 from qwengpu.machine.prompt import prompt_tokens
 from qwengpu.machine.simulator import MachineStepLimit
 from qwengpu.verify import compare_buffers
@@ -45,7 +45,9 @@ SUITE = _machine_kernels() if os.environ.get("QWENGPU_FULL_SUITE") else CI_KERNE
 
 @pytest.fixture(scope="module")
 def compact():
-    return compile_machine(COMPACT, dense=False)
+    """The built-in machine for the compact engine, from the cache (built there on first use, as
+    `qwengpu demo` does)."""
+    return load_machine(COMPACT, progress=False)
 
 
 @pytest.fixture(scope="module")

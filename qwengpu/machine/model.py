@@ -23,8 +23,6 @@ from .layout import LINE, LINES
 
 MACHINE_FILE = "qwengpu_machine.json"
 FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
-#: memories the runtime and the lab decode from the model's state
-DECODED = ["mem", "pa", "ctl", "reg.emit"]
 
 
 def _source_hash(config: MachineConfig, target_kw: dict) -> str:
@@ -35,6 +33,12 @@ def _source_hash(config: MachineConfig, target_kw: dict) -> str:
     for f in files:
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _fast_file() -> str:
+    """The compact engine's cache file, tagged by the engine's source (a pickled FastModel)."""
+    import qwengpu.compiler.fast as fast_module
+    return FAST_FILE.format(hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8])
 
 
 def cache_root() -> Path:
@@ -58,8 +62,9 @@ class Machine:
     @property
     def model(self):
         if self._model is None:
-            if self.path is None:
-                raise ValueError("this machine was built with dense=False: the compact engine only")
+            if self.path is None or not has_checkpoint(self.path):
+                raise ValueError("this machine was built for the compact engine only (no stock checkpoint); "
+                                 "build one with `qwengpu build`")
             import torch
             from transformers import AutoModelForCausalLM
             self._model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
@@ -72,9 +77,7 @@ class Machine:
             import torch
 
             from qwengpu.compiler.fast import FastModel
-            import qwengpu.compiler.fast as fast_module
-            tag = hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8]
-            f = self.path / FAST_FILE.format(tag) if self.path is not None else None
+            f = self.path / _fast_file() if self.path is not None else None
             if f is None:
                 self._fast = FastModel(self.model)
             elif f.exists():
@@ -137,7 +140,7 @@ def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **targe
     compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
     names = {m.name: m for m in hw.p.memories}
     m = Machine(config, None, [t.text for t in hw.p.tokens],
-                {n: compiled.placement(names[n]) for n in DECODED if n in names}, _report(compiled))
+                {n: compiled.placement(mem) for n, mem in names.items()}, _report(compiled))
     m._fast = compiled.fast() if not dense else None
     if dense:
         m._model = compiled.model()
@@ -159,7 +162,7 @@ def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
         "config": asdict(config),
         "source_hash": _source_hash(config, {}),
         "tokens": [t.text for t in hw.p.tokens],
-        "placements": {n: compiled.placement(names[n]).to_json() for n in DECODED if n in names},
+        "placements": {n: compiled.placement(mem).to_json() for n, mem in names.items()},
         "report": report,
     }
     (path / MACHINE_FILE).write_text(json.dumps(meta))
@@ -181,51 +184,68 @@ def open_machine(path) -> Machine:
                    {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}))
 
 
-def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, **target_kw) -> Machine:
-    """Compile the machine's circuits into a checkpoint at `path` (default: the cache)."""
+def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, dense: bool = True,
+                  **target_kw) -> Machine:
+    """Compile the machine's circuits and save them at `path` (default: the cache): always the
+    compact engine's sparse weights and the decoding metadata; with `dense`, also the stock
+    checkpoint (`save_pretrained`: config.json + safetensors, loadable with AutoModelForCausalLM)."""
+    import shutil
+
     import torch
 
     from qwengpu.compiler import Target, compile_program
 
     from .hardware import Hardware
     target_kw.setdefault("mlp_budget", MLP_BUDGET)
-    path = Path(path) if path is not None else cache_root() / f"{config.name}-{_source_hash(config, target_kw)}"
-    steps = ["circuits", "compile", "save"]
-    bar = _bar(len(steps), f"building machine {config.name}", progress)
+    path = Path(path) if path is not None else _cache_path(config, target_kw)
+    bar = _bar(4, f"building machine {config.name}", progress)
     hw = Hardware(config)
     bar.update(1)
-    compiled = compile_program(hw.p, Target(**target_kw))
+    compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
     bar.update(1)
-    model = compiled.model()
     tmp = path.with_name(path.name + ".partial")
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp)
-    report = _report(compiled)
-    _save_meta(tmp, config, compiled, hw, report)
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    model = None
+    if dense:
+        model = compiled.model()
+        model.save_pretrained(tmp)
+    bar.update(1)
+    fast = compiled.fast()
+    torch.save(fast, tmp / _fast_file())
+    _save_meta(tmp, config, compiled, hw, _report(compiled))
     if path.exists():
-        import shutil
         shutil.rmtree(path)
     tmp.rename(path)
     bar.update(1)
     bar.close()
     m = open_machine(path)
-    m._model = model
+    m._model, m._fast = model, fast
     return m
 
 
-def load_machine(config: MachineConfig = COMPACT, path=None, build: bool = True, progress: bool = True,
-                 **target_kw) -> Machine:
-    """The built machine for `config` from `path` or the cache, building it when missing."""
-    if path is not None and (Path(path) / MACHINE_FILE).exists():
-        return open_machine(path)
+def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
+    return cache_root() / f"{config.name}-{_source_hash(config, target_kw)}"
+
+
+def has_checkpoint(path) -> bool:
+    return (Path(path) / "config.json").exists()
+
+
+def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False, build: bool = True,
+                 progress: bool = True, **target_kw) -> Machine:
+    """The built machine for `config` from `path` or the cache, building it when missing (or when
+    the stock checkpoint is wanted, `dense`, and only the compact engine's weights are there)."""
     kw = dict(target_kw)
     kw.setdefault("mlp_budget", MLP_BUDGET)
-    p = Path(path) if path is not None else cache_root() / f"{config.name}-{_source_hash(config, kw)}"
-    if (p / MACHINE_FILE).exists():
+    p = Path(path) if path is not None else _cache_path(config, kw)
+    ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / _fast_file()).exists())
+    if (p / MACHINE_FILE).exists() and ready:
         return open_machine(p)
     if not build:
         raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")
-    return build_machine(config, p, progress=progress, **kw)
+    return build_machine(config, p, progress=progress, dense=dense, **kw)
 
 
 def _bar(total, desc, enabled):

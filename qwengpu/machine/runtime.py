@@ -66,6 +66,8 @@ class StockForward:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         self.state = DynamicCache(config=self.model.config)
+        from qwengpu.compiler.run import _cache_kwarg
+        self.kw = _cache_kwarg(self.model)
 
     def __enter__(self):
         return self
@@ -75,14 +77,14 @@ class StockForward:
 
     def prefill(self, ids: list):
         with self.torch.no_grad():
-            out = self.model(input_ids=self.torch.tensor([ids], device=self.device), past_key_values=self.state,
-                             use_cache=True)
+            out = self.model(input_ids=self.torch.tensor([ids], device=self.device), use_cache=True,
+                             **{self.kw: self.state})
         return out.logits[0, -1].float()
 
     def step(self, token: int):
         with self.torch.no_grad():
-            out = self.model(input_ids=self.torch.tensor([[token]], device=self.device), past_key_values=self.state,
-                             use_cache=True)
+            out = self.model(input_ids=self.torch.tensor([[token]], device=self.device), use_cache=True,
+                             **{self.kw: self.state})
         return out.logits[0, -1].float()
 
 
@@ -124,7 +126,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     text, state)` is called after every generated token's pass (the lab records states with it)."""
 
     from .model import load_machine
-    machine = machine or load_machine(COMPACT, progress=progress)
+    machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
     img = assemble(module, spec, kernel, machine.config)
     prompt = prompt_tokens(img, module, spec)
     with FORWARDS[forward](machine, device) as fw:

@@ -46,7 +46,7 @@ def cmd_build_machine(args) -> int:
     """Without --base: build the stand-alone machine checkpoint (cached, or at --out)."""
     from qwengpu.machine.config import CONFIGS
     from qwengpu.machine.model import build_machine
-    m = build_machine(CONFIGS[args.config], path=args.out, progress=not args.quiet)
+    m = build_machine(CONFIGS[args.config], path=args.out, progress=not args.quiet, dense=not args.compact_only)
     if args.json:
         print(json.dumps({"path": str(m.path), **m.report}))
     else:
@@ -85,6 +85,8 @@ def add_parsers(sub) -> None:
     b.add_argument("--base", help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
     b.add_argument("--out", help="output folder (without --base: default the cache)")
     b.add_argument("--config", default="compact", help="machine geometry without --base (default: compact)")
+    b.add_argument("--compact-only", action="store_true",
+                   help="without --base: only the compact engine's sparse weights, no stock checkpoint")
     b.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target (default: the machine)")
     b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
     b.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
