@@ -43,6 +43,7 @@ class Target:
     reuse: bool = True                       # erase dead variables and reuse their residual features
     max_group: int = 16                      # value heads per key head, when sized to fit
     mlp_budget: int | None = None            # soft MLP width: spread circuits over layers to stay under it
+    gdn_head_budget: int | None = None       # soft GDN key heads per layer (spreads memories over layers)
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -146,7 +147,7 @@ def schedule(prog: Program, target: Target) -> Schedule:
             layer = max(layer, node.min_layer)
             want = _mixer_type(node)
             kh = _key_heads(node, (target.linear_value_heads // target.linear_key_heads)
-                            if target.linear_key_heads and target.linear_value_heads else None)
+                            if target.linear_key_heads and target.linear_value_heads else target.max_group)
             while True:
                 if target.layer_types:
                     t = target.layer_types[layer % len(target.layer_types)]
@@ -154,6 +155,8 @@ def schedule(prog: Program, target: Target) -> Schedule:
                     t = layer_types.get(layer, want)
                 cap = target.linear_key_heads if want == "linear_attention" else target.attn_heads
                 fits = cap is None or heads_load.get(layer, 0) + kh <= cap
+                if cap is None and want == "linear_attention" and target.gdn_head_budget:
+                    fits = heads_load.get(layer, 0) + kh <= target.gdn_head_budget or not heads_load.get(layer, 0)
                 if t == want and fits:
                     break
                 if cap is not None and kh > cap:
@@ -166,7 +169,7 @@ def schedule(prog: Program, target: Target) -> Schedule:
         node.layer = layer
         for v in node.outputs:
             avail[v.name] = sub
-    _delay_late_nodes(prog, mixers, avail, layer_types, target)
+    _delay_late_nodes(prog, mixers, avail, layer_types, target, heads_load)
     last = max(list(mlp) + list(mixers) + [0])
     n_layers = max(last + 1, target.min_layers)
     types = []
@@ -183,7 +186,8 @@ def schedule(prog: Program, target: Target) -> Schedule:
     return Schedule(n_layers, types, mlp, mixers, avail)
 
 
-def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dict, target: "Target"):
+def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dict, target: "Target",
+                      heads_load: dict):
     """Move mixer nodes marked `late` to the last layer before their first reader (memories read
     just in time keep their outputs out of the residual until they are needed)."""
     consumers: dict = {}
@@ -200,16 +204,21 @@ def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dic
         if first_use is None:
             continue
         want = _mixer_type(n)
+        kh = _key_heads(n, target.max_group)
         target_layer = (first_use - 1) // 2 if first_use % 2 == 1 else first_use // 2 - 1
         while target_layer > n.layer:
             if target.layer_types:
                 t = target.layer_types[target_layer % len(target.layer_types)]
             else:
                 t = layer_types.get(target_layer, want)
-            if t == want and target.linear_key_heads is None:
+            room = (not target.gdn_head_budget or want != "linear_attention"
+                    or heads_load.get(target_layer, 0) + kh <= target.gdn_head_budget)
+            if t == want and target.linear_key_heads is None and room:
                 break
             target_layer -= 1
         if target_layer > n.layer:
+            heads_load[n.layer] = heads_load.get(n.layer, 0) - kh
+            heads_load[target_layer] = heads_load.get(target_layer, 0) + kh
             mixers[n.layer].remove(n)
             n.layer = target_layer
             mixers.setdefault(target_layer, []).append(n)
@@ -223,8 +232,10 @@ class Layout:
     dims: dict            # feature -> residual index
     width: int
     born: dict = field(default_factory=dict)     # var name -> sublayer after which it holds its value
-    erased: dict = field(default_factory=dict)   # var name -> sublayer (an MLP) that erases it
+    erased: dict = field(default_factory=dict)   # var name -> sublayer (an MLP) after which it is dead
     kept: set = field(default_factory=set)       # vars kept to the end (outputs)
+    erase: dict = field(default_factory=dict)    # var name -> [(feature, last MLP sublayer that may
+                                                 # erase it)]: the features a later variable reuses
 
     def index(self, feature) -> int:
         return self.dims[feature]
@@ -271,7 +282,8 @@ def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, o
         erased[v.name] = u if u % 2 == 1 else u + 1
     # allocate in order of birth; a feature freed by an erase at sublayer e may be written by a
     # variable born at sublayer >= e (the same MLP adds the new value and removes the old)
-    free: list[tuple[int, int]] = []       # (free from sublayer, feature index)
+    free: list[tuple] = []                  # (free from sublayer, feature index, var, its feature)
+    erase: dict = {}
     k = offset + 1
     for v in sorted(rvars, key=lambda v: (born[v.name], v.name)):
         b = born[v.name]
@@ -281,15 +293,17 @@ def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, o
         for f in usable[:v.size]:
             free.remove(f)
             got.append(f[1])
+            # reused: the old value must go, by an MLP from f[0] up to the writer's sublayer b
+            erase.setdefault(f[2], []).append((f[3], b if b % 2 == 1 else b - 1))
         while len(got) < v.size:
             got.append(k)
             k += 1
         for i, d in enumerate(got):
             dims[(v.name, i)] = d
         if v.name in erased:
-            free += [(erased[v.name], d) for d in got]
+            free += [(erased[v.name], d, v.name, i) for i, d in enumerate(got)]
     width = max((k + 7) // 8 * 8, min_width)
-    return Layout(dims, width, born, erased, keep)
+    return Layout(dims, width, born, erased, keep, {n: sorted(fs) for n, fs in erase.items()})
 
 
 @dataclass
@@ -428,9 +442,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     target = target or Target.compact()
     sched = schedule(prog, target)
     lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse)
-    erase_at: dict = {}
-    for vname, sub in lay.erased.items():
-        erase_at.setdefault((sub - 1) // 2, []).append(prog.vars[vname])
+    erase_at = _place_erases(prog, sched, lay)
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
     width = target.hidden or lay.width
@@ -460,7 +472,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
             if 2 * f.width > dv:
                 raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
     def layer_neurons(L):
-        return sum(len(n.neurons) for n in sched.mlp.get(L, [])) + sum(v.size for v in erase_at.get(L, []))
+        return sum(len(n.neurons) for n in sched.mlp.get(L, [])) + len(erase_at.get(L, []))
     inter = target.intermediate or max([layer_neurons(L) for L in range(sched.layers)] + [8])
     if target.intermediate and max(layer_neurons(L) for L in range(sched.layers)) > target.intermediate:
         raise CompileError("erasing dead variables overflows an MLP of the target")
@@ -507,9 +519,8 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         down = np.zeros((width, inter), dtype=f32)
         k = 0
         neurons = [nr for node in sched.mlp.get(L, []) for nr in node.neurons]
-        for var in erase_at.get(L, []):
-            for i in range(var.size):
-                neurons += gadgets_erase(var, i)
+        for var, i in erase_at.get(L, []):
+            neurons += gadgets_erase(var, i)
         for nr in neurons:
             gate[k] = row(nr.gate, 1.0 / s)
             up[k] = row(nr.up, 1.0 / s)
@@ -542,6 +553,23 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         report["attention"] = attention.designs(compiled)
         report["min_attention_margin"] = attention.min_guaranteed_margin(compiled)
     return compiled
+
+
+def _place_erases(prog: Program, sched: Schedule, lay: Layout) -> dict:
+    """layer -> [(var, feature)] its MLP erases: each erase goes to the least loaded MLP between
+    the variable's death and the reuse of its feature (keeps the widest MLP narrow)."""
+    load = {L: sum(len(n.neurons) for n in sched.mlp.get(L, [])) for L in range(sched.layers)}
+    items = []
+    for vname, feats in lay.erase.items():
+        first = (lay.erased[vname] - 1) // 2
+        for i, last_sub in feats:
+            items.append((max(first, (last_sub - 1) // 2) - first, first, (last_sub - 1) // 2, vname, i))
+    out: dict = {}
+    for _, first, last, vname, i in sorted(items):
+        L = min(range(first, max(first, last) + 1), key=lambda x: (load[x], x))
+        load[L] += 1
+        out.setdefault(L, []).append((prog.vars[vname], i))
+    return out
 
 
 def gadgets_erase(var, i):

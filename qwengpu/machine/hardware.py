@@ -112,6 +112,19 @@ class Hardware:
     def circ(self, name, outputs, neurons):
         return self.p.circuit(name, outputs, neurons)
 
+    def circ_groups(self, name, groups: list, neurons):
+        """One circuit per group of output variables (e.g. per lane), so that the compiler can
+        spread them over layers; every neuron writes into exactly one group."""
+        where = {v.name: g for g, vs in enumerate(groups) for v in vs}
+        parts = [[] for _ in groups]
+        for nr in neurons:
+            gs = {where[f[0]] for f in nr.down}
+            if len(gs) != 1:
+                raise ValueError(f"{name}: a neuron writes into several groups")
+            parts[gs.pop()].append(nr)
+        for g, (vs, ns) in enumerate(zip(groups, parts)):
+            self.p.circuit(f"{name}.{g}", vs, ns)
+
     def view(self, name, forms):
         return self.p.linview(name, forms)
 
@@ -388,7 +401,7 @@ class Hardware:
                     neurons += n_gated(sel["cin"].f(oi), Lin.const(1), {cin[l].feature(0): 1})
                 elif o == ("flag",) and k > 0 and self.units[k - 1].flag:
                     neurons += n_gated(sel["cin"].f(oi), self.units[k - 1].flag[l].f(0), {cin[l].feature(0): 1})
-        self.circ(f"mux.{k}", a + b + c + cin, neurons)
+        self.circ_groups(f"mux.{k}", [[a[l], b[l], c[l], cin[l]] for l in range(LANES)], neurons)
         o = lambda name: op.f(ALU_OPCODES.index(name))
         shifter = cfg.shifters is None or k in cfg.shifters
         bitcount = cfg.bitcount is None or k in cfg.bitcount
@@ -683,7 +696,7 @@ class Hardware:
         neurons = []
         for n in names:
             neurons += self.mux(k, n, sel[n], opts[n], ports, vals[n])
-        self.circ(f"mux.{k}", [v for n in names for v in vals[n]], neurons)
+        self.circ_groups(f"mux.{k}", [[vals[n][l] for n in names] for l in range(LANES)], neurons)
         addr, ahi, data, cmpv = (vals[n] for n in names)
         # pending addresses: the EXEC pass's addresses, which the passes after it (MEMW) still
         # need after carries have rewritten the registers they came from
@@ -923,7 +936,7 @@ class Hardware:
         neurons = []
         for n in names:
             neurons += self.mux(k, n, sel[n], opts[n], ports, vals[n], nbits=widths[n])
-        self.circ(f"mux.{k}", [v for n in names for v in vals[n]], neurons)
+        self.circ_groups(f"mux.{k}", [[vals[n][l] for n in names] for l in range(LANES)], neurons)
         a, bv, cv = vals["a"], vals["bsrc"], vals["csrc"]
         mask = [self.c_mask.f(l) for l in range(LANES)]
         # X1: the highest lane a lane may read (max_lane) and the idx source lane, bit by bit;
@@ -1084,7 +1097,7 @@ class Hardware:
             opts.append((u.k, 0))
             if u.kind in (MEM, XLANE):
                 opts.append((u.k, 1))
-        cv = self.bits("cbuf.in", 32 * LANES * self.J)
+        cvs = [self.bits(f"cbuf.in.{j}", 32 * LANES) for j in range(self.J)]
         neurons = []
         for j in range(self.J):
             slot_sel = self.decode_field(tail, "tail", f"c{j}_slot", len(self.cfg.slots), f"cslot.{j}")
@@ -1097,8 +1110,9 @@ class Hardware:
                     if var is None:
                         continue
                     for i in range(var.size):
-                        neurons += n_gated(cond, var.f(i), {cv.feature(32 * (LANES * j + l) + i): 1})
-        self.circ("cbuf.mux", [cv], neurons)
+                        neurons += n_gated(cond, var.f(i), {cvs[j].feature(32 * l + i): 1})
+        self.circ_groups("cbuf.mux", [[v] for v in cvs], neurons)
+        cv = self.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
         mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * self.J, field_bits=8)
         slot = p.vars["slot0"]
         mem.write(slot, cv, field_enable=[self.k("EXEC")] * (4 * LANES * self.J))

@@ -1,0 +1,717 @@
+"""A launch recorded from the model's own forward passes, one record per generated token.
+
+    from qwengpu.lab import trace_launch
+    view = trace_launch(ptx, spec, engine="compact")   # or "model": the stock transformers forward
+    s = view.snapshot(5)                # after the 6th forward pass: its input token, what it emitted,
+    s.pc, s.mask, s.regs, s.memory      # and the machine decoded from the model's GDN states
+    view.trace.consistency              # model = simulator at every token? = interpreter?
+
+How a launch is recorded (`record_launch`):
+
+1. `qwengpu.run(..., on_token=...)` runs the forward passes (the compact engine or the stock
+   transformers model). After every pass the recorder decodes, *from the model's recurrent states*,
+   the control word (`ctl`: pc, mask, warp, block, epoch), the lane table (`lanes.pc`, `lanes.st`),
+   the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
+   every memory. Decoding follows `qwengpu.compiler.build.decode_memory` (a bit is its 1-rail
+   against half the rail level), vectorised.
+2. Hooks on the GDN layers record, for every token the model consumes (the prompt included), which
+   slot each key head's query and key select — computed from the model's own projections of that
+   token (q, k: SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer.
+3. The raw recurrent state of every GDN layer is kept as the state after the prompt plus, per pass,
+   the rows the pass wrote (rows of the key the pass selected whose values moved by more than
+   `ROW_EPS`; crosstalk below that is not kept). `MachineView.gdn_state(position, memory)` rebuilds
+   a memory's raw block from them; at the end the rebuilt states are compared with the model's
+   final states (`trace.raw_exact`).
+4. Consistency, two ways (`ModelTrace.consistency`):
+   * **model = simulator, per token.** The token-level simulator (the machine's specification,
+     itself tested against the interpreter) is driven with its own tokens; the architectural state
+     after each consumed token is replayed from them (EXEC sets pc/mask and the lanes, CARRY writes
+     one register byte, MEMW one memory byte, ...). Each record's decoded state must equal it: pc,
+     mask, warp, block, epoch, all 32 lanes' pc and state, every register of every warp, all 4096
+     memory bytes; and the token streams must be identical.
+   * **model = interpreter, where comparable.** Final global memory and the result buffers, byte
+     for byte. Registers: a bundle's carry writes a virtual register; when the unoptimised lowering
+     copies that virtual register into a PTX register (`mov %r2, v22`) or the virtual register *is*
+     the PTX register, the carried value is that PTX register's value (lo/hi half, masked to its
+     width). For each such carry and served lane, the value the model holds after the carry tokens
+     is matched against that lane's history of the PTX register in the interpreter's trace, in
+     order: it must equal a value written there by the same PTX instruction at or after the previous
+     match, or the current value (a no-op write, e.g. a select whose guard was false). Matching is
+     per lane and in program order, so it does not depend on how the two engines schedule warps;
+     it is weaker than "same step" (the machine does not keep every PTX register) and is reported
+     as such. Kernels with calls are not compared (inlined registers).
+
+Nothing here invents a value: every number shown for the model comes from the model's state or its
+projections; the simulator and the interpreter are only compared against.
+"""
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .model import (GDNState, LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, RegCheck, Selection)
+
+#: a raw-state row is kept when a pass moved one of its values by more than this
+ROW_EPS = 1e-3
+VALUE_L = 32.0
+Z_ON = 32.0
+LANES = 4
+M32 = 0xFFFFFFFF
+
+#: memories the slot-selection panel shows by default: fetch, a register read copy, memory, the
+#: register file copy carries write, the lane table and the control word
+DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes.pc")
+
+ROLES = {
+    "ctl": "control word: pc, mask, warp, block, epoch",
+    "ltab": "launch table: lanes' thread ids per warp",
+    "btab": "block table: ctaid per block",
+    "conf": "launch configuration",
+    "rom.tail": "ROM: terminator, carries, ports (slot = bundle pc)",
+    "pa": "pending addresses of the last memory op",
+    "mem": "machine memory: 256 lines of 16 bytes (slot = line)",
+    "mbuf": "store buffer",
+    "reg.term": "register file copy read by the terminator",
+    "lanes.pc": "lane table: next pc of every lane",
+    "lanes.st": "lane table: state of every lane",
+    "cbuf": "carry buffer: the values a bundle's carries write",
+    "reg.emit": "register file copy read by the emitter (slot = warp + 8 x register)",
+}
+
+
+def _role(name: str) -> str:
+    if name in ROLES:
+        return ROLES[name]
+    if name.startswith("rom.s"):
+        return f"ROM segment of unit {name[5:]} (slot = bundle pc)"
+    if name.startswith("reg."):
+        return f"register file copy read by unit {name[4:]} (slot = warp + 8 x register)"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# where the machine's memories live in the model
+
+
+@dataclass
+class MemoryInfo:
+    """A machine memory in the model: its GDN layer, the value heads of its fields (port 0) and the
+    key heads of every read port (one per chunk of fields; every copy holds the same words)."""
+    name: str
+    layer: int
+    slots: int
+    width: int
+    fields: list                   # [(value head, first bit, width)] of port 0's copy
+    group: int                     # value heads per key head
+    ports: list                    # per port: its key heads
+    role: str = ""
+
+    @property
+    def heads(self) -> list[int]:
+        return [h for h, _, _ in self.fields]
+
+    def label(self, slot: int) -> str:
+        return slot_label(self.name, slot)
+
+    def memory_map(self):
+        """The `qwengpu.lab.MemoryMap` of this memory (the circuits' read rule: 1-rail vs half level)."""
+        from .model import Field, MemoryMap
+        return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
+                         [Field(h, lo, w, 0) for h, lo, w in self.fields], self.width, level=VALUE_L,
+                         rule="half")
+
+
+def slot_label(name: str, slot: int) -> str:
+    from qwengpu.machine.format import WARP_BITS
+    from qwengpu.machine.layout import LINE, REGIONS
+    if name.startswith("rom."):
+        return f"pc {slot}"
+    if name.startswith("reg."):
+        return f"w{slot & ((1 << WARP_BITS) - 1)} r{slot >> WARP_BITS}"
+    if name == "mem":
+        for space, (first, lines, _, base) in REGIONS.items():
+            if first <= slot < first + lines:
+                off = (slot - first) * LINE
+                if space == "global":
+                    return f"0x{base + off:x}"
+                if space == "local":
+                    return f"local t{off // 32} +{off % 32}"
+                return f"{space} 0x{off:x}"
+    if name == "ltab":
+        return f"warp {slot}"
+    if name == "btab":
+        return f"block {slot}"
+    return str(slot)
+
+
+_HW_PORTS: dict = {}
+
+
+def _ports_of(config) -> dict:
+    """{memory: read ports} of the circuits for this machine geometry (cached per process)."""
+    got = _HW_PORTS.get(config)
+    if got is None:
+        from qwengpu.machine.hardware import Hardware
+        hw = Hardware(config)
+        got = _HW_PORTS[config] = {m.name: m.ports for m in hw.p.memories}
+    return got
+
+
+def memory_infos(machine, group: int) -> dict:
+    """{name: MemoryInfo} of every memory of a built machine."""
+    ports = _ports_of(machine.config)
+    out = {}
+    for name, pl in machine.placements.items():
+        fields = [tuple(f) for f in pl.fields]
+        chunk_heads = sorted({h // group for h, _, _ in fields})
+        n = len(chunk_heads)
+        first = chunk_heads[0]
+        out[name] = MemoryInfo(name, pl.layer, pl.slots, sum(w for _, _, w in fields), fields, group,
+                               [[first + p * n + c for c in range(n)] for p in range(ports.get(name, 1))],
+                               _role(name))
+    return out
+
+
+def decode_fields(state, info: MemoryInfo):
+    """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
+    exactly as `qwengpu.compiler.build.decode_memory` reads it: (values [fields, slots] int64,
+    written [slots] bool, margin)."""
+    st = np.asarray(state)
+    half = VALUE_L / 2
+    nf, ns = len(info.fields), info.slots
+    vals = np.zeros((nf, ns), dtype=np.int64)
+    peak = np.zeros(ns)
+    margin = float("inf")
+    by_width: dict = {}
+    for i, (h, _, w) in enumerate(info.fields):
+        by_width.setdefault(w, []).append(i)
+    for w, idx in by_width.items():
+        heads = [info.fields[i][0] for i in idx]
+        block = st[heads, :ns, :2 * w].astype(np.float64)          # [n, slots, 2w]
+        one = block[..., 0::2]
+        bits = one > half
+        vals[idx] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
+        peak = np.maximum(peak, np.abs(block).max(axis=(0, 2)))
+        margin = min(margin, float(np.abs(one - half).min()))
+    return vals, peak > VALUE_L / 4, margin
+
+
+def words_of(vals, written, info: MemoryInfo) -> dict:
+    """{slot: word} of the written slots (decode_fields' output as integers)."""
+    out = {}
+    for s in np.nonzero(written)[0]:
+        w = 0
+        for f, (_, lo, _) in enumerate(info.fields):
+            w |= int(vals[f, s]) << lo
+        out[int(s)] = w
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# taps: what each GDN key head selects, from the model's own projections
+
+
+class _Taps:
+    """Per consumed token and GDN layer: each key head's query slot and weight, key slot and weight,
+    the largest write strength (beta) of its value heads, and its read gate (silu(z) / Z_ON)."""
+
+    def __init__(self, layers: list[int], hk: int, dk: int, group: int):
+        self.layers = layers
+        self.index = {L: i for i, L in enumerate(layers)}
+        self.hk, self.dk, self.group = hk, dk, group
+        self.rows: list = []           # per forward call: [T, nL, hk, 6]
+        self._cur = None
+        self.attention: dict = {}      # layer -> list of [heads, keys] per consumed token
+
+    def begin(self, T: int):
+        self._cur = np.zeros((T, len(self.layers), self.hk, 6), dtype=np.float32)
+        self.rows.append(self._cur)
+
+    def put(self, L: int, q, k, beta, gate):
+        """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk]."""
+        c = self._cur[:, self.index[L]]
+        qw, qs = q.max(-1)
+        kw, ks = k.max(-1)
+        b = beta.reshape(beta.shape[0], self.hk, self.group).amax(-1)
+        c[..., 0] = qs.numpy()
+        c[..., 1] = qw.numpy()
+        c[..., 2] = ks.numpy()
+        c[..., 3] = kw.numpy()
+        c[..., 4] = b.numpy()
+        c[..., 5] = gate.numpy()
+
+    def table(self) -> np.ndarray:
+        return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
+
+
+def _select(q, k, hk, dk):
+    import torch
+    T = q.shape[0]
+    q = q.reshape(T, hk, dk)
+    k = k.reshape(T, hk, dk)
+    q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+    k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    return q, k
+
+
+class _CompactTap:
+    """Taps on the compact engine: its `forward` is wrapped for the run (an instance attribute,
+    removed afterwards) to see the residual entering every layer."""
+
+    def __init__(self, fast, taps: _Taps):
+        import torch
+
+        from qwengpu.compiler.fast import SparseMatrix
+        self.fast, self.taps = fast, taps
+        self.mats = {}
+        for L in taps.layers:
+            g = fast.layers[L].gdn
+            kd = g.hk * g.dk
+            sel = torch.nonzero(g.qkv.rows < 2 * kd).squeeze(1)
+            qk = SparseMatrix.__new__(SparseMatrix)
+            qk.shape, qk.rows, qk.cols, qk.vals = (2 * kd, g.qkv.shape[1]), g.qkv.rows[sel], g.qkv.cols[sel], g.qkv.vals[sel]
+            # the output gate of each key head's first value head (every value head of a read shares it)
+            want = torch.arange(g.hk) * (g.hv // g.hk) * g.dv
+            pos = torch.full((g.z.shape[0],), -1, dtype=torch.long)
+            pos[want] = torch.arange(g.hk)
+            zs = torch.nonzero(pos[g.z.rows] >= 0).squeeze(1)
+            zm = SparseMatrix.__new__(SparseMatrix)
+            zm.shape, zm.rows, zm.cols, zm.vals = (g.hk, g.z.shape[1]), pos[g.z.rows[zs]], g.z.cols[zs], g.z.vals[zs]
+            self.mats[L] = (qk, g.conv[:2 * kd, -1].clone(), zm, g)
+        self.torch = torch
+
+    def install(self):
+        fast, orig = self.fast, type(self.fast).forward
+        tap = self
+
+        def forward(token_ids, state, hidden_hook=None):
+            T = len(token_ids)
+            tap.taps.begin(T)
+            h = tap.torch.zeros(T, fast.width)
+            for t, tok in enumerate(token_ids):
+                lo, hi = int(fast.embed_start[tok]), int(fast.embed_start[tok + 1])
+                h[t, fast.embed_cols[lo:hi]] = fast.embed_vals[lo:hi]
+            if 0 in tap.mats:
+                tap.layer(0, h)
+
+            def hook(sub, hh):
+                if hidden_hook is not None:
+                    hidden_hook(sub, hh)
+                if sub % 2 == 1 and sub // 2 + 1 in tap.mats:
+                    tap.layer(sub // 2 + 1, hh)
+            return orig(fast, token_ids, state, hook)
+
+        fast.forward = forward
+
+    def remove(self):
+        self.fast.__dict__.pop("forward", None)
+
+    def layer(self, L: int, h):
+        torch = self.torch
+        qk, convw, zm, g = self.mats[L]
+        x = self.fast._norm(h, self.fast.layers[L].in_norm)
+        mixed = torch.nn.functional.silu((qk @ x) * convw)
+        kd = g.hk * g.dk
+        q, k = _select(mixed[:, :kd], mixed[:, kd:], g.hk, g.dk)
+        beta = (g.b @ x).sigmoid()
+        gate = torch.nn.functional.silu(zm @ x) / Z_ON
+        self.taps.put(L, q, k, beta, gate)
+
+
+class _StockTap:
+    """Taps on the stock transformers model: forward pre-hooks on every GDN mixer (its input is the
+    normed residual) and, for attention layers that attend, forward hooks keeping their weights."""
+
+    def __init__(self, model, taps: _Taps, attending: list[int]):
+        import torch
+        self.torch = torch
+        self.model, self.taps = model, taps
+        self.handles = []
+        self.attending = attending
+
+    def install(self):
+        layers = self.model.model.layers
+        if self.taps.layers:        # hooks run in registration order: `begin` first
+            first = layers[self.taps.layers[0]].linear_attn
+            self.handles.append(first.register_forward_pre_hook(self._begin, with_kwargs=True))
+        for L in self.taps.layers:
+            self.handles.append(layers[L].linear_attn.register_forward_pre_hook(self._gdn_hook(L), with_kwargs=True))
+        for L in self.attending:
+            self.handles.append(layers[L].self_attn.register_forward_hook(self._attn_hook(L)))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _begin(self, module, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        self.taps.begin(x.shape[1])
+
+    def _gdn_hook(self, L):
+        def hook(module, args, kwargs):
+            torch = self.torch
+            x = kwargs.get("hidden_states", args[0] if args else None)[0].float()
+            kd = module.key_dim
+            with torch.no_grad():
+                w = module.in_proj_qkv.weight[:2 * kd].float()
+                mixed = torch.nn.functional.silu((x @ w.t()) * module.conv1d.weight[:2 * kd, 0, -1].float())
+                q, k = _select(mixed[:, :kd], mixed[:, kd:], module.num_k_heads, module.head_k_dim)
+                beta = (x @ module.in_proj_b.weight.float().t()).sigmoid()
+                group = module.num_v_heads // module.num_k_heads
+                zrows = module.in_proj_z.weight[torch.arange(module.num_k_heads) * group * module.head_v_dim].float()
+                gate = torch.nn.functional.silu(x @ zrows.t()) / Z_ON
+            self.taps.put(L, q, k, beta, gate)
+        return hook
+
+    def _attn_hook(self, L):
+        def hook(module, args, out):
+            w = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+            if w is not None:
+                for row in w[0].detach().float().transpose(0, 1).numpy():      # [T, heads, keys]
+                    self.taps.attention.setdefault(L, []).append(row)
+        return hook
+
+
+# ---------------------------------------------------------------------------------------------
+# the reference: the simulator's token stream replayed into the state after every token
+
+
+def parse_token(text: str) -> tuple:
+    """A machine token's text as the simulator's tuple (`<exec 2 1110>` -> ("EXEC", 2, 14))."""
+    body = text.strip("<>").split()
+    kind = body[0].upper()
+    if kind == "EXEC":
+        return ("EXEC", int(body[1]), int(body[2], 2))
+    if kind == "CARRY":
+        return ("CARRY", int(body[1]), int(body[2]), body[3] if body[3] == "all" else int(body[3]), int(body[4], 16))
+    if kind == "MEMW":
+        return ("MEMW", int(body[1]), int(body[2]), int(body[3], 16))
+    if kind in ("WARP", "BLOCK", "RELEASE"):
+        return (kind, int(body[1]))
+    if kind == "FAULT":
+        return ("FAULT", int(body[1]), int(body[2]))
+    return (kind,)
+
+
+def _lane_code(st: int, ep: int) -> int:
+    from qwengpu.machine.simulator import BARRIER, RUN
+    if st == RUN:
+        return 1
+    if st == BARRIER:
+        return 2 | (4 if ep & 1 else 0)
+    return 0
+
+
+class _Reference:
+    """The simulator driven with its own tokens, and the architectural state after every consumed
+    token: what the model's state must decode to."""
+
+    def __init__(self, image, module, spec, max_tokens: int):
+        from qwengpu.machine.simulator import Simulator, initial_memory
+
+        class _Sim(Simulator):
+            def _memory(s, so, warp, lanes, val, out):
+                served, writes = Simulator._memory(s, so, warp, lanes, val, out)
+                s.last_writes = writes
+                return served, writes
+
+        self.image = image
+        self.sim = _Sim(image, module, spec, max_tokens=max_tokens)
+        self.max_warps = image.config.max_warps
+        self.memory = bytearray(initial_memory(image, module, spec))
+        self.tokens: list = []           # what the simulator emits, one per consumed token
+        self.states: list = []           # the state after each consumed token
+        self.errors: list = []           # the replay disagreeing with the simulator (a lab bug)
+
+    def run(self, limit: int):
+        pc = mask = warp = block = epoch = 0
+        regs: dict = {}
+        lanes = [(0, 0)] * (8 * LANES)
+        ctx = None                      # the last EXEC: (pc, mask, warp, memory writes)
+        tok = ("GO",)
+        for _ in range(limit):
+            self.sim.last_writes = []
+            out = self.sim.step(tok)
+            kind = tok[0]
+            if kind in ("GO", "BLOCK"):
+                block, warp, epoch = (tok[1] if kind == "BLOCK" else 0), 0, 0
+                lanes = self._lanes()
+            elif kind == "WARP":
+                warp = tok[1]
+            elif kind == "RELEASE":
+                epoch = tok[1]
+            elif kind == "EXEC":
+                pc, mask = tok[1], tok[2]
+                ctx = (pc, mask, warp, list(self.sim.last_writes))
+                lanes = self._lanes()
+            elif kind == "CARRY":
+                j, byte, lane, v = tok[1:]
+                r = self.image.bundles[ctx[0]].carry_regs[j]
+                cur = list(regs.get((ctx[2], r), [0] * LANES))
+                for l in ([l for l in range(LANES) if ctx[1] >> l & 1] if lane == "all" else [lane]):
+                    cur[l] = (cur[l] & ~(0xFF << (8 * byte)) & M32) | (v << (8 * byte))
+                regs = dict(regs)
+                regs[(ctx[2], r)] = cur
+            elif kind == "MEMW":
+                l, byte, v = tok[1:]
+                addr = next((a for (wl, a, _, _) in ctx[3] if wl == l), None)
+                if addr is None:
+                    self.errors.append(f"MEMW for lane {l} without a pending store")
+                else:
+                    self.memory[addr + byte] = v
+            self.states.append(MachineState(pc, mask, warp, block, epoch, lanes, regs, bytes(self.memory)))
+            self.tokens.append(out)
+            if kind in ("EXEC", "CARRY", "MEMW") and out[0] not in ("CARRY", "MEMW", "FAULT"):
+                for key, vals in self.sim.regs.items():       # the pass is complete: same as the simulator
+                    if list(regs.get(key, [0] * LANES)) != list(vals):
+                        self.errors.append(f"replayed register {key} differs from the simulator's")
+                if bytes(self.memory) != bytes(self.sim.memory):
+                    self.errors.append("replayed memory differs from the simulator's")
+            tok = out
+            if out[0] in ("HALT", "FAULT"):
+                break
+
+    def _lanes(self) -> list:
+        out = []
+        for w in range(8):
+            for l in range(LANES):
+                pc, s, ep = self.sim.lanes[(w, l)] if w < self.max_warps else (0, 2, 0)
+                out.append((pc, _lane_code(s, ep)))
+        return out
+
+
+def compare_states(position: int, index: int, got: MachineState, want: MachineState, lanes_used: int) -> list:
+    """Differences between the state decoded from the model and the reference state."""
+    out = []
+    for what in ("pc", "mask", "warp", "block", "epoch"):
+        a, b = getattr(want, what), getattr(got, what)
+        if a != b:
+            out.append(Mismatch(index, position, what, a, b))
+    for i in range(lanes_used):
+        if got.lanes[i] != want.lanes[i]:
+            out.append(Mismatch(index, position, f"lane {i % LANES} of warp {i // LANES}", want.lanes[i], got.lanes[i]))
+    for key in sorted(set(got.regs) | set(want.regs)):
+        a = list(want.regs.get(key, [0] * LANES))
+        b = list(got.regs.get(key, [0] * LANES))
+        if a != b:
+            lane = next(i for i in range(LANES) if a[i] != b[i])
+            out.append(Mismatch(index, position, f"register r{key[1]} of warp {key[0]}, lane {lane}", a[lane], b[lane]))
+    if got.memory != want.memory:
+        i = next(k for k in range(len(want.memory)) if want.memory[k] != got.memory[k])
+        out.append(Mismatch(index, position, f"memory byte {i} (line {i // 16})", want.memory[i], got.memory[i]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# PTX names of the carried virtual registers
+
+
+def _aliases(module, spec, kernel_fn, layout) -> dict:
+    """{virtual register: (PTX register, half)} where the unoptimised lowering copies the virtual
+    register into a PTX register (or it is one). half: 0 = low 32 bits, 1 = high 32 bits."""
+    from qwengpu.machine.isa import VReg
+    from qwengpu.machine.lower import lower
+    prog = lower(module, spec, kernel_fn, layout)
+    out: dict = {}
+
+    def named(v):
+        n = v.name
+        return (n[:-3], 1) if n.endswith(".hi") else (n, 0)
+
+    seen: dict = {}
+    for b in prog.blocks:
+        for op in b.ops:
+            for d in op.writes():
+                if isinstance(d, VReg) and d.name.startswith("%"):
+                    out[d] = named(d)
+            if op.kind == "alu" and op.op == "MOV" and op.dst and isinstance(op.dst[0], VReg) \
+                    and op.dst[0].name.startswith("%") and op.a is not None and isinstance(op.a.value, VReg) \
+                    and not op.a.inv and not op.a.value.name.startswith("%"):
+                seen.setdefault(op.a.value, set()).add(named(op.dst[0]))
+    for v, names in seen.items():
+        if len(names) == 1 and v not in out:
+            out[v] = next(iter(names))
+    return out
+
+
+def _histories(ref_view, kernel: str) -> dict:
+    """{(block, warp, lane, PTX register): [(value after the write, pc, step)]}, starting with the
+    unwritten value 0, from the interpreter's trace (the kernel's own frame only)."""
+    H: dict = {}
+    for s in ref_view.steps:
+        if s.function != kernel or s.depth:
+            continue
+        for name, vals in s.reg_writes.items():
+            for lane in range(LANES):
+                if s.reg_write_mask >> lane & 1:
+                    H.setdefault((s.block, s.warp, lane, name), [(0, None, -1)]).append((vals[lane], s.pc, s.index))
+    return H
+
+
+# ---------------------------------------------------------------------------------------------
+# recording
+
+
+def record_launch(program, launch, *, engine: str = "compact", machine=None, kernel: str | None = None,
+                  max_tokens: int | None = None, names: list | None = None, progress: bool = False):
+    """Run one launch through the model (`engine`: "compact" or "model") and record it token by
+    token; returns a `qwengpu.lab.MachineView` (see the module docstring)."""
+    import qwengpu
+    from qwengpu.interp.memory import ExecutionFault
+    from qwengpu.launch import LaunchSpec
+    from qwengpu.machine.assembler import assemble
+    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.model import load_machine
+    from qwengpu.machine.prompt import prompt_tokens
+    from qwengpu.machine.runtime import DEFAULT_MAX_TOKENS
+
+    from .machine_view import MachineView
+    from .view import trace_launch
+
+    if engine not in ("compact", "model"):
+        raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
+    module = qwengpu.load_program(program)
+    spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
+    machine = machine or load_machine(COMPACT, dense=engine == "model", progress=progress)
+    fn = module.kernel(kernel if kernel is not None else spec.kernel)
+    image = assemble(module, spec, kernel, machine.config)
+    prompt = prompt_tokens(image, module, spec)
+    ref_view = trace_launch(module, spec, kernel=kernel, names=names)          # the interpreter
+    max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+
+    # the model's geometry
+    if engine == "compact":
+        fast = machine.fast()
+        kinds = [lay.kind for lay in fast.layers]
+        gdn_layers = [L for L, lay in enumerate(fast.layers) if lay.gdn is not None]
+        g0 = fast.layers[gdn_layers[0]].gdn
+        hk, hv, dk = g0.hk, g0.hv, g0.dk
+        attending: list = []
+    else:
+        model = machine.model
+        cfg = model.config
+        kinds = list(cfg.layer_types)
+        gdn_layers = [L for L, k in enumerate(kinds) if k == "linear_attention"]
+        hk, hv, dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
+        attending = [L for L, k in enumerate(kinds) if k == "full_attention"
+                     and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
+    group = hv // hk
+    infos = memory_infos(machine, group)
+    taps = _Taps(gdn_layers, hk, dk, group)
+    tap = _CompactTap(fast, taps) if engine == "compact" else _StockTap(model, taps, attending)
+    decoded = ("ctl", "lanes.pc", "lanes.st", "reg.emit", "mem")
+
+    records: list = []
+    prev_raw: dict = {}
+    base_raw: dict = {}
+    last_raw: dict = {}
+    updates: list = []
+    heads = np.arange(hv)
+    t_start = time.perf_counter()
+
+    def on_token(i, text, state):
+        raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in gdn_layers}
+        last_raw.clear()
+        last_raw.update(raws)
+        margins, words = {}, {}
+        for name, info in infos.items():
+            vals, written, margin = decode_fields(raws[info.layer], info)
+            margins[name] = margin
+            if name in decoded:
+                words[name] = (vals, written)
+        upd = []
+        if i == 0:
+            for L in gdn_layers:
+                base_raw[L] = raws[L].copy()
+                prev_raw[L] = raws[L].copy()
+        else:
+            # the rows this pass's keys selected, where a value moved: kept with old and new values
+            tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
+            for L in gdn_layers:
+                rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
+                new = raws[L][heads, rows_]
+                old = prev_raw[L][heads, rows_]
+                moved = np.abs(new - old).max(-1) > ROW_EPS
+                if moved.any():
+                    hh, rr = heads[moved], rows_[moved]
+                    upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
+                    prev_raw[L][hh, rr] = new[moved]
+        updates.append(upd)
+        records.append(ModelRecord(index=len(prompt) + i, token=machine.token_id(text), text=text, position=i,
+                                   machine=_machine_state(words, infos), margins=margins))
+
+    fault = None
+    result = None
+    tap.install()
+    try:
+        try:
+            result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=on_token,
+                                 progress=progress, max_steps=max_tokens)
+        except ExecutionFault as e:
+            if not records or not records[-1].text.startswith("<fault"):
+                raise
+            fault = e
+    finally:
+        tap.remove()
+    seconds = time.perf_counter() - t_start
+
+    # the raw states rebuilt from the kept rows against the model's final states
+    raw_error = max((float(np.abs(prev_raw[L] - last_raw[L]).max()) for L in gdn_layers), default=0.0)
+    layers = []
+    for L, kind in enumerate(kinds):
+        held = [n for n, info in infos.items() if info.layer == L]
+        if kind == "linear_attention":
+            role = ", ".join(held) if held else "copies from earlier tokens"
+        else:
+            role = "attends" if L in attending else "inert (zero output projection): its MLP only"
+        layers.append(LayerInfo(L, kind, role))
+    trace = ModelTrace(prompt + [r.text for r in records], records, layers)
+    trace.engine = engine
+    trace.memories = infos
+    trace.gdn_layers = gdn_layers
+    trace.taps = taps.table()
+    trace.attention = dict(taps.attention)
+    trace.base_raw = base_raw
+    trace.updates = updates
+    trace.raw_error = raw_error
+    trace.raw_exact = raw_error <= ROW_EPS
+    trace.seconds = seconds
+    view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
+    view.check(max_tokens)
+    return view
+
+
+def selection_of(trace, name: str) -> Selection:
+    """The slot selections of memory `name` for every consumed token (`Selection`)."""
+    info = trace.memories[name]
+    li = trace.gdn_layers.index(info.layer)
+    tab = trace.taps[:, li]                                     # [rows, hk, 6]
+    p0 = info.ports[0]
+    write = np.max(tab[:, p0, 3] * tab[:, p0, 4], axis=1)
+    read_slot = np.stack([tab[:, heads[0], 0] for heads in info.ports], axis=1).astype(np.int64)
+    read = np.stack([tab[:, heads[0], 1] * tab[:, heads[0], 5] for heads in info.ports], axis=1)
+    return Selection(name, info.layer, info.slots, tab[:, p0[0], 2].astype(np.int64), np.clip(write, 0, 1),
+                     read_slot, np.clip(read, 0, 1))
+
+
+def _machine_state(words: dict, infos: dict) -> MachineState:
+    from qwengpu.machine.format import WARP_BITS
+    from qwengpu.machine.layout import LINE
+    vals, written = words["ctl"]
+    ctl = words_of(vals, written, infos["ctl"]).get(0, 0)
+    pcv, pw = words["lanes.pc"]
+    stv, sw = words["lanes.st"]
+    lanes = [(int(pcv[i, 0]) if pw[0] else 0, int(stv[i, 0]) if sw[0] else 0) for i in range(8 * LANES)]
+    rv, rw = words["reg.emit"]
+    regs = {}
+    for slot, w in words_of(rv, rw, infos["reg.emit"]).items():
+        regs[(slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS)] = [(w >> (32 * l)) & M32 for l in range(LANES)]
+    mv, mw = words["mem"]
+    data = mv[:LINE].T.astype(np.uint8)                       # [lines, 16 data bytes]
+    data[~mw] = 0
+    return MachineState(pc=ctl & 0xFF, mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
+                        epoch=(ctl >> 48) & 0xF, lanes=lanes, regs=regs, memory=data.reshape(-1).tobytes())

@@ -1,0 +1,567 @@
+"""`MachineView`: a launch recorded from the model (`qwengpu.lab.machine.record_launch`), one
+position per forward pass, every value decoded from the model's own state.
+
+    view = trace_launch(ptx, spec, engine="compact")
+    s = view.snapshot(10)
+    s.input, s.token               # the token the pass consumed, the token it emitted
+    s.pc, s.bundle.ptx             # the bundle of the last EXEC and its PTX instructions
+    s.reg("%r2").values            # a physical register of the focus warp, by the PTX register it holds
+    view.selection("rom.s0")       # which slot each token's key / query selects in a memory
+    view.gdn_state(10, "mem")      # the raw recurrent state holding a memory, and its decoding
+    view.consistency               # model = simulator (every token), model = interpreter (memory, registers)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .model import GDNState, LANE_BARRIER, LANE_RUN, Mismatch, RegCheck
+from .values import pretty_text
+from .view import MemoryRegion, MemoryView
+
+LANES = 4
+
+
+@dataclass
+class BundleView:
+    """One bundle of the program image as the lab shows it."""
+    pc: int
+    label: str
+    ops: list                      # [(unit, text)] per occupied unit
+    ptx: list                      # [(PTX pc, source line, text)] of the instructions it runs
+    carries: list                  # [(carry slot, physical register, what it holds)]
+    ports: list                    # [(unit, [port text])]
+    term: str
+
+
+@dataclass
+class MachineReg:
+    """A physical register of the focus warp: its value in every lane and what it holds."""
+    reg: int
+    labels: list                   # per lane: the PTX register (or virtual register) last carried in
+    values: list                   # per lane, from the model's register file copy `reg.emit`
+    written: bool
+    changed: int = 0               # lanes this position's consumed token changed
+    checks: list = field(default_factory=lambda: [None] * LANES)   # per lane: interpreter check here
+
+    @property
+    def name(self) -> str:
+        return f"r{self.reg}"
+
+    @property
+    def label(self) -> str:
+        seen = [x for x in dict.fromkeys(self.labels) if x]
+        return " / ".join(seen)
+
+    @property
+    def type(self) -> str:
+        return "b32"
+
+
+@dataclass
+class MachineSnapshot:
+    """The machine after one forward pass, decoded from the model."""
+    position: int
+    positions: int
+    index: int                     # the emitted token's sequence index
+    input: str                     # the token this pass consumed
+    token: str                     # the token it emitted
+    pc: int
+    mask: int
+    warp: int
+    block: int
+    epoch: int
+    in_pass: bool                  # the pass consumed an EXEC, CARRY or MEMW: bundle pc is being run
+    bundle: BundleView
+    lane_state: list               # focus warp: active | ready | waiting | barrier | exited | absent
+    lane_pc: list
+    tids: list
+    lanes: list                    # every present warp: [(warp, [(pc, state) per lane])]
+    regs: list                     # [MachineReg]
+    memory: list                   # [MemoryView]
+    margin: float
+    margins: dict
+    consistent: bool | None        # this position's state = the simulator's (None: not compared)
+    first_mismatch: Mismatch | None
+    checks: list                   # RegChecks made at this position
+    finished: bool = False
+    fault: str | None = None
+
+    @property
+    def active(self) -> int:
+        return self.mask if self.in_pass else 0
+
+    def reg(self, name: str) -> MachineReg:
+        """A register by physical name ("r3") or by the PTX register it holds ("%r2")."""
+        for r in self.regs:
+            if r.name == name or name in r.labels:
+                return r
+        raise KeyError(f"no register {name} in warp {self.warp} at position {self.position}")
+
+    @property
+    def changed_regs(self) -> dict:
+        return {r.name: r.changed for r in self.regs if r.changed}
+
+    def region(self, name: str) -> MemoryView:
+        for m in self.memory:
+            if m.region.name == name or m.region.key == name:
+                return m
+        raise KeyError(f"no memory region {name}")
+
+
+class MachineView:
+    """Per-position machine state of a launch recorded from the model (see the module docstring)."""
+
+    def __init__(self, module, spec, kernel_fn, image, trace, reference, result, fault, machine, names=None):
+        self.module, self.spec, self.kernel_fn, self.image = module, spec, kernel_fn, image
+        self.trace = trace
+        self.model = trace                     # the interface LaunchView users know
+        self.reference = reference             # the interpreter's LaunchView
+        self.result, self.fault, self.machine = result, fault, machine
+        self.engine = trace.engine
+        self.arg_names = list(names) if names else None
+        self._bundles: dict = {}
+        self._gdn_cache: dict = {}
+        self._parse()
+
+    # -- public ------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.trace.records)
+
+    @property
+    def kernel(self) -> str:
+        return self.kernel_fn.name
+
+    @property
+    def consistency(self) -> dict:
+        return self.trace.consistency
+
+    def regions(self) -> list[MemoryRegion]:
+        return list(self._regions)
+
+    def find_pc(self, pc: int, start: int = 0) -> int | None:
+        """The next position after `start` whose pass ran (consumed the EXEC of) bundle `pc`."""
+        for t in range(start + 1, len(self)):
+            if self._exec_pc[t] == pc:
+                return t
+        return None
+
+    def next_break(self, start: int, breakpoints) -> int:
+        bps = set(breakpoints)
+        for t in range(start + 1, len(self)):
+            if self._exec_pc[t] in bps:
+                return t
+        return len(self) - 1
+
+    def selection(self, memory: str):
+        """`qwengpu.lab.model.Selection` of a memory: what its key heads select, every consumed token."""
+        from .machine import selection_of
+        got = self._gdn_cache.get(("sel", memory))
+        if got is None:
+            got = self._gdn_cache[("sel", memory)] = selection_of(self.trace, memory)
+        return got
+
+    def gdn_state(self, position: int, memory: str) -> GDNState:
+        """The raw recurrent state holding `memory` after pass `position`: the value heads of its
+        fields (port 0's copy) [fields, slots, 2 x width], rebuilt from the state after the prompt
+        and the rows every pass wrote, with the map that decodes it."""
+        from .model import Field, MemoryMap
+        info = self.trace.memories[memory]
+        heads = info.heads
+        key = ("raw", memory)
+        cached = self._gdn_cache.get(key)
+        if cached is None:
+            block = self.trace.base_raw[info.layer][heads].copy()
+            cached = [0, block]
+        t0, block = cached
+        where = {h: i for i, h in enumerate(heads)}
+
+        def apply(t, new: bool):
+            for L, hh, rr, old, nw in self.trace.updates[t]:
+                if L != info.layer:
+                    continue
+                vals = nw if new else old
+                for k, h in enumerate(hh):
+                    i = where.get(int(h))
+                    if i is not None:
+                        block[i, rr[k]] = vals[k]
+        while t0 < position:
+            t0 += 1
+            apply(t0, True)
+        while t0 > position:
+            apply(t0, False)
+            t0 -= 1
+        cached[0] = t0
+        self._gdn_cache[key] = cached
+        st = block[:, :info.slots, :]
+        mm = MemoryMap(memory, [info.label(s) for s in range(info.slots)],
+                       [Field(i, lo, w, 0) for i, (_, lo, w) in enumerate(info.fields)], info.width,
+                       level=32.0, rule="half")
+        return GDNState(info.layer, st.copy(), [mm])
+
+    def bundle(self, pc: int) -> BundleView:
+        got = self._bundles.get(pc)
+        if got is None:
+            got = self._bundles[pc] = self._bundle_view(pc)
+        return got
+
+    def snapshot(self, position: int) -> MachineSnapshot:
+        n = len(self)
+        if not 0 <= position < n:
+            raise IndexError(f"position {position} out of range 0..{n - 1}")
+        t = position
+        rec = self.trace.records[t]
+        ms = rec.machine
+        prev = self.trace.records[t - 1].machine if t > 0 else None
+        w = ms.warp
+        # registers of the focus warp
+        labels = self._labels[t]
+        checks = {}
+        for c in self._checks_at.get(t, []):
+            checks[(c.warp, c.reg, c.lane)] = c.ok
+        regs = []
+        for r in range(self.image.nregs):
+            vals = ms.regs.get((w, r))
+            pv = prev.regs.get((w, r)) if prev is not None else None
+            cur = list(vals) if vals is not None else [0] * LANES
+            old = list(pv) if pv is not None else [0] * LANES
+            changed = sum(1 << l for l in range(LANES) if prev is not None and cur[l] != old[l])
+            regs.append(MachineReg(r, list(labels.get((w, r), [""] * LANES)), cur, vals is not None, changed,
+                                   [checks.get((w, r, l)) for l in range(LANES)]))
+        # lanes
+        present = lambda ww, l: ww * LANES + l < self.spec.threads_per_block
+        in_pass = self._in_pass[t]
+        lane_state, lane_pc = [], []
+        for l in range(LANES):
+            pc, st = ms.lanes[w * LANES + l]
+            lane_pc.append(pc)
+            lane_state.append(self._lane_word(present(w, l), st, in_pass and ms.mask >> l & 1 and self._exec_warp[t] == w))
+        lanes = []
+        for ww in range((self.spec.threads_per_block + LANES - 1) // LANES):
+            row = []
+            for l in range(LANES):
+                pc, st = ms.lanes[ww * LANES + l]
+                row.append((pc, self._lane_word(present(ww, l), st, False)))
+            lanes.append((ww, row))
+        memory = self._memory_views(ms, prev, rec)
+        sim_bad = [m for m in self.trace.mismatches if m.position == t and m.against == "simulator"]
+        compared = t < self._compared
+        finished = t == n - 1 and rec.text in ("<halt>",) or rec.text.startswith("<fault")
+        return MachineSnapshot(
+            position=t, positions=n, index=rec.index, input=self.trace.tokens[rec.index - 1], token=rec.text,
+            pc=ms.pc, mask=ms.mask, warp=w, block=ms.block, epoch=ms.epoch, in_pass=in_pass,
+            bundle=self.bundle(ms.pc) if ms.pc < len(self.image.bundles) else self.bundle(0),
+            lane_state=lane_state, lane_pc=lane_pc, tids=self.reference._tids(w), lanes=lanes, regs=regs,
+            memory=memory, margin=rec.margin, margins=dict(rec.margins),
+            consistent=(not sim_bad) if compared else None,
+            first_mismatch=self.trace.first_mismatch(t), checks=self._checks_at.get(t, []),
+            finished=finished, fault=str(self.fault) if self.fault is not None and t == n - 1 else None)
+
+    # -- construction ------------------------------------------------------------------------------
+
+    def _parse(self):
+        """Per position: the bundle being run, the warp of the last EXEC, and what each physical
+        register holds (from the bundles' carries)."""
+        from .machine import parse_token
+        recs = self.trace.records
+        toks = self.trace.tokens
+        self._exec_pc = [None] * len(recs)
+        self._exec_warp = [0] * len(recs)
+        self._in_pass = [False] * len(recs)
+        self._labels = []
+        labels: dict = {}
+        ew = 0
+        for t, rec in enumerate(recs):
+            tok = parse_token(toks[rec.index - 1])
+            if tok[0] == "EXEC":
+                self._exec_pc[t] = tok[1]
+                ew = rec.machine.warp
+                b = self.image.bundles[tok[1]]
+                served = self._served(b, tok[2])
+                labels = dict(labels)
+                for j, (v, _) in enumerate(b.carries):
+                    key = (ew, b.carry_regs[j])
+                    cur = list(labels.get(key, [""] * LANES))
+                    for l in served:
+                        cur[l] = self._vname(v)
+                    labels[key] = cur
+            self._exec_warp[t] = ew
+            self._in_pass[t] = tok[0] in ("EXEC", "CARRY", "MEMW")
+            self._labels.append(labels)
+        self._build_regions()
+
+    @staticmethod
+    def _served(bundle, mask: int) -> list[int]:
+        lanes = [l for l in range(LANES) if mask >> l & 1]
+        if any(so is not None and so.op.op == "ATOM" for so in bundle.slots):
+            return lanes[:1]
+        return lanes
+
+    @property
+    def aliases(self) -> dict:
+        got = getattr(self, "_aliases_cache", None)
+        if got is None:
+            from .machine import _aliases
+            try:
+                got = _aliases(self.module, self.spec, self.kernel_fn, self.image.layout)
+            except Exception:                 # the lowering is re-run only to name registers
+                got = {}
+            self._aliases_cache = got
+        return got
+
+    def _vname(self, v) -> str:
+        a = self.aliases.get(v)
+        if a is None:
+            return f"v{v.id}"
+        name, half = a
+        wide = self.kernel_fn.regs.get(name, "b32") in ("b64", "u64", "s64", "f64")
+        return name + ((".hi" if half else ".lo") if wide else "")
+
+    @staticmethod
+    def _lane_word(present: bool, st: int, active: bool) -> str:
+        if not present:
+            return "absent"
+        if active:
+            return "active"
+        if st & LANE_BARRIER:
+            return "barrier"
+        if st & LANE_RUN:
+            return "ready"
+        return "exited"
+
+    def _build_regions(self):
+        lay = self.image.layout
+        regs = []
+        for r in self.reference.regions():
+            if r.space == "global" and r.size:
+                regs.append(r)
+        self._shared_size = lay.shared_size
+        if lay.shared_size:
+            regs.append(MemoryRegion("shared", "shared", "shared", 0, lay.shared_size, self.reference._shared_dtype,
+                                     (), list(self.reference._shared_vars)))
+        self._regions = regs
+
+    def _maddr(self, r: MemoryRegion) -> int:
+        return self.image.layout.machine_address(r.space, r.base, 0)
+
+    def _memory_views(self, ms, prev, rec) -> list:
+        out = []
+        for r in self._regions:
+            m = self._maddr(r)
+            data = bytes(ms.memory[m:m + r.size])
+            changed = []
+            if prev is not None:
+                old = prev.memory[m:m + r.size]
+                changed = [i for i in range(r.size) if data[i] != old[i]]
+            region = r
+            if r.space == "shared":
+                region = MemoryRegion(r.key, f"shared (block {ms.block})", "shared", 0, r.size, r.dtype, (ms.block,),
+                                      r.variables)
+            out.append(MemoryView(region, 0, data, changed, {}, {}))
+        return out
+
+    def _bundle_view(self, pc: int) -> BundleView:
+        b = self.image.bundles[pc]
+        fn = self.kernel_fn
+        unit_names = self.image.config.slots
+        dst_name = {}
+        ops = []
+        for k, so in enumerate(b.slots):
+            if so is None:
+                continue
+            op = so.op
+            dsts = [self._vname(d) for d in op.dst if d is not None]
+            for d in dsts[:1]:
+                dst_name[k] = d
+
+            def src(s, k=k):
+                if s.kind in ("port", "tport"):
+                    ent = b.ports[k][s.index] if k < len(b.ports) and s.index < len(b.ports[k]) else None
+                    txt = (f"r{ent[1]}" if ent[0] == "reg" else f"#{ent[1]:#x}") if ent else f"port{s.index}"
+                elif s.kind in ("slot", "slothi", "flag"):
+                    txt = {"slot": "", "slothi": "hi ", "flag": "flag "}[s.kind] + dst_name.get(s.index, f"u{s.index}")
+                elif s.kind == "imm":
+                    txt = f"#{s.index:#x}"
+                elif s.kind == "zero":
+                    txt = "0"
+                else:
+                    txt = f"%{s.index}"
+                return ("~" if s.inv else "") + txt
+
+            args = []
+            for name, s in so.srcs.items():
+                t = src(s)
+                args.append(t if name in ("a", "b", "c") else f"{name}={t}")
+            extra = op.extra.get("mode") or op.extra.get("atom") or ""
+            if op.kind == "mem":
+                extra = f"{op.extra.get('space', '')}.{op.extra.get('width', '')}B" + (f" {op.extra['atom']}" if op.extra.get("atom") else "")
+            text = f"{op.op}{(' ' + extra) if extra else ''} {', '.join(dsts) or '—'} ← {', '.join(args)}"
+            ops.append((f"{k}:{unit_names[k] if k < len(unit_names) else '?'}", text))
+        ptx = []
+        for p in sorted(set(b.ptx_pcs)):
+            if 0 <= p < len(fn.body):
+                ins = fn.body[p]
+                ptx.append((p, ins.line, pretty_text(ins.text)))
+        carries = [(j, r, self._vname(b.carries[j][0])) for j, r in enumerate(b.carry_regs)]
+        t = b.term
+        if t[0] == "jump":
+            term = f"jump → {t[1]}"
+        elif t[0] == "branch":
+            term = f"branch: {'' if t[1] else '!'}{b.term_src} ? {t[2]} : {t[3]}"
+        elif t[0] == "barrier":
+            term = f"barrier → {t[1]}"
+        else:
+            term = "exit"
+        ports = []
+        for k, ps in enumerate(b.ports):
+            if ps:
+                ports.append((k, [f"r{x}" if kind == "reg" else f"#{x:#x}" for kind, x in ps]))
+        return BundleView(pc, b.label, ops, ptx, carries, ports, term)
+
+    # -- consistency ---------------------------------------------------------------------------------
+
+    def check(self, max_tokens: int):
+        """Compare the records with the simulator (every token) and the interpreter (see
+        `qwengpu.lab.machine`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
+        from qwengpu.machine.prompt import token_text
+
+        from .machine import _Reference, compare_states
+        trace = self.trace
+        recs = trace.records
+        ref = _Reference(self.image, self.module, self.spec, max_tokens)
+        ref.run(len(recs))
+        mism: list = []
+        used = self.image.config.max_warps * LANES
+        compared = 0
+        for i, rec in enumerate(recs):
+            if i >= len(ref.states):
+                mism.append(Mismatch(rec.index, i, "token", None, rec.text))
+                break
+            mism += compare_states(i, rec.index, rec.machine, ref.states[i], used)
+            compared = i + 1
+            want = token_text(ref.tokens[i])
+            if want != rec.text:
+                mism.append(Mismatch(rec.index, i, "token", want, rec.text))
+                break
+        self._compared = compared
+        tokens_equal = compared == len(recs) and len(ref.tokens) == len(recs) and \
+            not any(m.what == "token" for m in mism)
+        sim = {"tokens_equal": tokens_equal, "positions": compared,
+               "mismatches": len(mism), "replay_errors": list(ref.errors)}
+        # the interpreter: final memory and buffers, carried registers
+        interp, checks = self._check_interpreter(mism)
+        trace.mismatches = mism
+        trace.reg_checks = checks
+        self._checks_at = {}
+        for c in checks:
+            self._checks_at.setdefault(c.position, []).append(c)
+        margins = [r.margin for r in recs]
+        extra = self.result.extra if self.result is not None else {}
+        trace.consistency = {
+            "simulator": sim, "interpreter": interp,
+            "exact": tokens_equal and not mism and not ref.errors and interp["ok"],
+            "min_code_margin": min(margins) if margins else None,
+            "min_logit_gap": extra.get("min_logit_gap"),
+            "raw_state_exact": trace.raw_exact,
+        }
+
+    def _check_interpreter(self, mism: list):
+        from .machine import _histories, parse_token
+        recs = self.trace.records
+        ref = self.reference
+        final = recs[-1].machine if recs else None
+        out = {"memory": None, "buffers": None, "registers": 0, "register_mismatches": 0,
+               "registers_compared": True, "note": ""}
+        # final global memory, byte for byte
+        if final is not None:
+            want = ref.memory_at(ref.n_steps)
+            ok = True
+            for r in self._regions:
+                if r.space != "global":
+                    continue
+                m = self._maddr(r)
+                got = final.memory[m:m + r.size]
+                exp = want.get(r.key)
+                if exp is not None and bytes(got) != bytes(exp):
+                    ok = False
+                    i = next(k for k in range(r.size) if got[k] != exp[k])
+                    mism.append(Mismatch(recs[-1].index, len(recs) - 1, f"final {r.name}[byte {i}] at 0x{r.base + i:x}",
+                                         exp[i], got[i], "interpreter"))
+            out["memory"] = ok
+        if self.result is not None and ref.result is not None:
+            ok = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+                     for a, b in zip(self.result.buffers, ref.result.buffers))
+            out["buffers"] = ok
+            if not ok:
+                mism.append(Mismatch(recs[-1].index, len(recs) - 1, "result buffers", "interpreter's", "differ",
+                                     "interpreter"))
+        elif self.fault is not None:
+            out["buffers"] = ref.fault is not None
+            out["note"] = "both faulted" if ref.fault is not None else "the model faulted, the interpreter did not"
+        # carried registers against the interpreter's per-lane histories
+        checks: list = []
+        if any(ins.op == "call" for ins in self.kernel_fn.body):
+            out["registers_compared"] = False
+            out["note"] = "registers not compared: the kernel calls device functions (inlined under other names)"
+        else:
+            H = _histories(ref, self.kernel)
+            cursor: dict = {}
+            toks = self.trace.tokens
+            n = len(recs)
+            for t, rec in enumerate(recs):
+                tok = parse_token(toks[rec.index - 1])
+                if tok[0] != "EXEC":
+                    continue
+                # the record after the pass's carries and stores
+                c = t
+                while c < n and recs[c].text.startswith(("<carry", "<memw")):
+                    c += 1
+                if c >= n or recs[c].text.startswith("<fault") or c == t and False:
+                    continue
+                obs = c + 1 if c + 1 < n else None
+                obs = c if recs[c].text.startswith(("<carry", "<memw")) else c
+                # record c emitted the control token: its state consumed every carry of the pass
+                ms = recs[c].machine if c > t or not recs[t].text.startswith(("<carry", "<memw")) else None
+                if ms is None:
+                    continue
+                b = self.image.bundles[tok[1]]
+                warp, block = recs[t].machine.warp, recs[t].machine.block
+                for j, (v, (slot, part)) in enumerate(b.carries):
+                    alias = self.aliases.get(v)
+                    if alias is None:
+                        continue
+                    name, half = alias
+                    typ = self.kernel_fn.regs.get(name)
+                    if typ is None:
+                        continue
+                    bits = 1 if typ == "pred" else {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16,
+                                                     "f16": 16}.get(typ, 32)
+                    mask = (1 << bits) - 1
+                    r = b.carry_regs[j]
+                    for lane in self._served(b, tok[2]):
+                        got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
+                        hist = H.get((block, warp, lane, name), [(0, None, -1)])
+                        key = (block, warp, lane, name, half)
+                        k0 = cursor.get(key, 0)
+                        found = None
+                        for k in range(k0, len(hist)):
+                            val = (hist[k][0] >> (32 * half)) & 0xFFFFFFFF & mask
+                            if val == got and (k == k0 or hist[k][1] == b.slots[slot].op.ptx_pc):
+                                found = k
+                                break
+                        ok = found is not None
+                        if ok:
+                            cursor[key] = found
+                        checks.append(RegCheck(c, warp, block, r, lane, name, half, got, ok,
+                                               hist[found][2] if ok else None))
+                        if not ok:
+                            exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
+                            mism.append(Mismatch(recs[c].index, c, f"{name}{'.hi' if half else ''} (r{r} of warp {warp}) "
+                                                 f"lane {lane}", exp, got, "interpreter"))
+                del obs
+            out["registers"] = len(checks)
+            out["register_mismatches"] = sum(not c.ok for c in checks)
+        out["ok"] = bool(out["memory"] is not False and out["buffers"] is not False and not out["register_mismatches"])
+        return out, checks
