@@ -31,6 +31,10 @@ def _fold(op: MicroOp) -> MicroOp:
     """An ALU op whose sources are all immediates becomes a MOV of the result."""
     if op.kind != "alu" or op.op == "MOV" or op.cin == "flag":
         return op
+    if op.op == "SEL" and isinstance(op.c.value, Imm):
+        # a constant condition picks one side (the machine cannot even read an immediate 0 there)
+        k = (~op.c.value.value if op.c.inv else op.c.value.value) & 0xFFFFFFFF
+        return MicroOp("alu", "MOV", op.dst, op.a if k else op.b, ptx_pc=op.ptx_pc)
     vals = []
     for s in (op.a, op.b, op.c):
         if s is None:
