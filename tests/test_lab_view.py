@@ -1,13 +1,16 @@
 """The lab's data layer (`qwengpu.lab`): snapshots checked by hand against the suite's dot,
 nested_divergence and shared_reduce launches, the replay against the interpreter's live state on the
-whole suite, faults, and the model-side record format (decoded from a real compiled GDN memory)."""
+whole suite, faults, engine errors; the model engines' views (dot on the built-in machine's compact
+engine: state decoded from the model's GDN memories, checked against the simulator and the
+interpreter at every pass, the layers' read/write pattern, a corrupted state flagged); the GDN
+decoder on a real compiled GDN memory."""
 import numpy as np
 import pytest
 
 from qwengpu import suite
 from qwengpu.interp.interpreter import Interpreter
-from qwengpu.lab import (EngineUnavailable, Field, GDNState, LaunchView, MachineState, MemoryMap, ModelRecord,
-                         ModelTrace, decode_state, fmt_all, trace_launch)
+from qwengpu.lab import (EngineUnavailable, Field, LaunchView, MachineView, MemoryMap, decode_state, fmt_all,
+                         trace_launch)
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.isa import validate_module
 
@@ -157,12 +160,16 @@ def test_a_faulting_launch_keeps_its_trace():
     assert v.snapshot(v.n_steps).finished
 
 
-def test_model_engine_is_a_clear_error_until_it_exists():
+def test_engine_errors(monkeypatch):
     k = suite.get("dot")
-    with pytest.raises(EngineUnavailable, match="model engine"):
-        trace_launch(k.ptx(), k.spec(), engine="model")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown engine"):
         trace_launch(k.ptx(), k.spec(), engine="gpu")
+    with pytest.raises(TypeError, match="model engines"):
+        trace_launch(k.ptx(), k.spec(), machine=object())
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", None)          # `import torch` raises ImportError
+    with pytest.raises(EngineUnavailable, match="needs torch"):
+        trace_launch(k.ptx(), k.spec(), engine="compact")
 
 
 # -- the model-side record format --------------------------------------------------------------
@@ -190,32 +197,115 @@ def test_decode_dual_rail_state():
     assert [d.value for d in decode_state(st, mm2)] == [None, 0x1234]
 
 
-def test_consistency_check_and_model_snapshot():
-    v = view_of("dot")
-    st = v.snapshot(14)
-    good = MachineState(pc=st.pc, active=15, regs={"%r5": [0, 2, 8, 20]}, memory={0x1020: 32})
-    bad = MachineState(pc=13, regs={"%r4": [2, 6, 12, 13]})
-    att = {1: np.full((2, 15), 1 / 15)}
-    recs = [ModelRecord(i, i, f"t{i}", position=i + 1 if i < 15 else None) for i in range(15)]
-    for r in recs:
-        r.attention = {1: np.full((2, r.index + 1), 1 / (r.index + 1))}
-    recs[13].machine = good
-    recs[13].gdn = {0: GDNState(0, _encode_words({0: 32}, 4, 8), [MemoryMap("out", ["w0", "w1", "w2", "w3"],
-                                                                            [Field(0, 0, 8)], 8)])}
-    mt = ModelTrace([f"t{i}" for i in range(15)], recs)
-    v2 = LaunchView(v.module, v.spec, type("T", (), {"steps": v.steps})(), model=mt)
-    ms = v2.snapshot(14).model
-    assert ms.consistent is True and ms.first_mismatch is None and ms.checked == 1
-    assert ms.attention[1].shape == (2, 14, 14) and ms.attention[1].dtype == np.uint8
-    assert ms.gdn[0]["decoded"]["out"][0].value == 32
-    recs[12].machine = bad                    # position 13: %r4 is [2, 6, 12, 12]
-    v3 = LaunchView(v.module, v.spec, type("T", (), {"steps": v.steps})(), model=ModelTrace(mt.tokens, recs))
-    ms = v3.snapshot(14).model
-    assert ms.first_mismatch is not None and ms.first_mismatch.what == "reg %r4 lane 3"
-    assert ms.first_mismatch.position == 13 and ms.first_mismatch.got == 13 and ms.consistent is True
-    assert v3.snapshot(5).model.first_mismatch is None      # not yet reached
-    assert v3.snapshot(13).model.consistent is False
-    del att
+# -- the model engines: the dot product through the built-in machine's forward passes --------------
+
+
+@pytest.fixture(scope="module")
+def dot_model():
+    """dot on the compact engine of the built-in COMPACT machine (cached under ~/.cache/qwengpu)."""
+    pytest.importorskip("torch")
+    k = suite.get("dot")
+    return trace_launch(k.ptx(), k.spec(), engine="compact", names=["a", "b", "out"])
+
+
+def test_model_trace_of_dot_agrees_with_simulator_and_interpreter(dot_model):
+    v = dot_model
+    assert isinstance(v, MachineView) and v.engine == "compact" and len(v) == 19
+    c = v.consistency
+    assert c["exact"] and c["raw_state_exact"] and c["min_code_margin"] > 15 and c["min_logit_gap"] >= 16
+    assert c["simulator"] == {"tokens_equal": True, "positions": 19, "mismatches": 0, "replay_errors": []}
+    it = c["interpreter"]
+    assert it["memory"] and it["buffers"] and it["registers"] == 8 and it["register_mismatches"] == 0
+    assert all(v.snapshot(t).consistent for t in range(len(v)))
+    assert v.trace.first_mismatch() is None
+    # the passes: EXEC of bundle 0, four carries of %r2 (a[tid]), bundle 1, four carries of %r4, the atomic adds
+    s5 = v.snapshot(5)
+    assert s5.input == "<carry 0 0 3 04>" and s5.token == "<exec 1 1111>" and s5.pc == 0
+    assert s5.reg("%r2").values == [1, 2, 3, 4] and s5.changed_regs == {"r0": 0b1000}
+    assert [c.ok for c in s5.checks] == [True] * 4 and {c.name for c in s5.checks} == {"%r2"}
+    s10 = v.snapshot(10)
+    assert s10.reg("%r4").values == [2, 6, 12, 12] and s10.bundle.carries == [(0, 1, "%r4")]
+    assert "mul.lo.s32" in " ".join(t for _, _, t in v.bundle(1).ptx)
+    # memory decoded from the model's GDN memory `mem`, against the interpreter's final memory
+    want = v.reference.memory_at(v.reference.n_steps)
+    last = v.snapshot(18)
+    assert last.finished and last.token == "<halt>"
+    assert np.frombuffer(last.region("out").data, np.int32).tolist() == [32]
+    assert bytes(last.region("out").data) == bytes(want["global:out"])
+    assert np.frombuffer(v.snapshot(12).region("out").data, np.int32).tolist() == [2]     # lane 0's add
+    # the raw GDN state holding the register file, decoded: warp 0's r1 is slot 8
+    g = v.gdn_state(10, "reg.emit")
+    word = {d.slot: d.value for d in g.decode()["reg.emit"] if d.value is not None}[8]
+    assert [(word >> (32 * l)) & 0xFFFFFFFF for l in range(4)] == [2, 6, 12, 12]
+    assert v.gdn_state(5, "reg.emit").decode()["reg.emit"][8].value is None    # r1 not written yet
+
+
+def test_model_read_write_pattern_of_dot(dot_model):
+    """The GDN layers' key/query selections, from the model's own projections: the fetch reads ROM
+    slot pc at every pass of bundle pc; the carries write the register file's slot; stores write
+    memory line 2 (0x1020, `out`)."""
+    v = dot_model
+    row = v.trace.prompt_len - 1                   # the row of the token pass 0 consumed (<go>)
+    rom = v.selection("rom.s0")
+    for t in range(1, len(v)):
+        pc = v._exec_pc[t] if v._exec_pc[t] is not None else None
+        if pc is not None:
+            assert rom.read_slot[row + t, 0] == pc and rom.read[row + t, 0] > 0.99
+    reg = v.selection("reg.emit")
+    assert reg.write_slot[row + 2:row + 6].tolist() == [0] * 4 and (reg.write[row + 2:row + 6] > 0.99).all()
+    assert reg.write_slot[row + 7:row + 11].tolist() == [8] * 4 and (reg.write[row + 7:row + 11] > 0.99).all()
+    assert (reg.write[row + 11:] < 0.01).all() and (reg.write[row:row + 2] < 0.01).all()
+    mem = v.selection("mem")
+    stores = [t for t in range(len(v)) if v.snapshot(t).input.startswith("<memw")]
+    assert stores == [12, 14, 16, 18]
+    assert all(mem.write_slot[row + t] == 2 and mem.write[row + t] > 0.99 for t in stores)
+    assert all(mem.write[row + t] < 0.01 for t in range(len(v)) if t not in stores)
+    W, R = mem.matrix(slice(row, row + len(v)))
+    assert W.shape == (19, 256) and W[12, 2] > 0.99 and R[11, 2] > 0.99
+
+
+def test_a_corrupted_state_shows_up_as_a_mismatch():
+    """Flip one bit of %r2 (a[0] = 1 -> 3) in every register-file copy after the carries wrote it:
+    the lab decodes the corrupted state, the check against the simulator flags it at that pass,
+    and the model then computes with it (the product and the final memory differ from the
+    interpreter's)."""
+    pytest.importorskip("torch")
+    from qwengpu.lab.machine import VALUE_L, memory_infos
+
+    k = suite.get("dot")
+    hit = []
+
+    def corrupt(index, text, state):
+        if index != 5:
+            return
+        for name, info in infos.items():
+            if not name.startswith("reg."):
+                continue
+            h = next(h for h, lo, w in info.fields if lo <= 1 < lo + w)      # bit 1 of lane 0 of slot 0 (r0)
+            lo = next(lo for hh, lo, w in info.fields if hh == h)
+            st = state.get_recurrent_state(info.layer)
+            st[0, h, 0, 2 * (1 - lo)] = VALUE_L                               # 1-rail on
+            st[0, h, 0, 2 * (1 - lo) + 1] = 0.0                               # 0-rail off
+            hit.append(name)
+
+    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.model import load_machine
+    machine = load_machine(COMPACT, progress=False)
+    g = machine.fast().layers
+    gdn = next(lay.gdn for lay in g if lay.gdn is not None)
+    infos = memory_infos(machine, gdn.hv // gdn.hk)
+    v = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine, on_token=corrupt, names=["a", "b", "out"])
+    assert "reg.emit" in hit and len(hit) >= 2
+    c = v.consistency
+    assert not c["exact"]
+    fm = v.trace.first_mismatch()
+    assert fm.position == 5 and fm.what == "register r0 of warp 0, lane 0" and (fm.expected, fm.got) == (1, 3)
+    assert v.snapshot(4).consistent is True and v.snapshot(5).consistent is False
+    assert v.snapshot(5).reg("%r2").values == [3, 2, 3, 4]
+    assert v.snapshot(5).first_mismatch == fm and v.snapshot(4).first_mismatch is None
+    assert c["interpreter"]["memory"] is False                  # out = 3*2 + 6 + 12 + 12 = 36, not 32
+    assert np.frombuffer(v.snapshot(len(v) - 1).region("out").data, np.int32).tolist() == [36]
+    assert any(m.against == "interpreter" and "out" in m.what for m in v.trace.mismatches)
 
 
 def test_decoder_reads_a_real_gdn_memory():

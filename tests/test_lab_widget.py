@@ -1,15 +1,16 @@
 """The inspector widget through its public API (no browser): traits, stepping, breakpoints, formats,
-the payload it sends per position, and its static HTML fallback (also in an nbconvert export)."""
+the payload it sends per position (the interpreter's, and a model engine's panels), and its static
+HTML fallback (also in an nbconvert export)."""
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
+import pytest
 
 from qwengpu import suite
-from qwengpu.lab import Field, GDNState, LaunchView, MemoryMap, ModelRecord, ModelTrace, trace_launch
-from widgets import Inspector, render_html
+from qwengpu.lab import trace_launch
+from widgets import Inspector
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,32 +78,50 @@ def test_mimebundle_has_a_static_fallback():
     assert "atom.global.add.u32" in html and "No model in this launch" in html
 
 
-def test_model_panels_render_from_records():
-    """With a ModelTrace, the payload carries attention bytes and GDN decodings (format test: the
-    records here are built by hand, the model engine will produce them)."""
-    v = trace_launch(suite.get("dot").ptx(), suite.get("dot").spec())
-    recs = []
-    for i in range(15):
-        r = ModelRecord(i, i, f"t{i}", position=i + 1)
-        r.attention = {2: np.eye(i + 1)[[i]].repeat(2, 0)}          # each head attends to itself
-        st = np.zeros((1, 4, 16))
-        st[0, 0, 0::2] = 32.0 if i >= 13 else 0.0
-        st[0, 0, 1::2] = 0.0 if i >= 13 else 0.0
-        r.gdn = {0: GDNState(0, st, [MemoryMap("out", ["w0", "w1", "w2", "w3"], [Field(0, 0, 8)], 8)])}
-        recs.append(r)
-    mv = LaunchView(v.module, v.spec, type("T", (), {"steps": v.steps})(), model=ModelTrace(
-        [f"t{i}" for i in range(15)], recs))
-    w = Inspector(view=mv, position=14)
-    assert w.program["has_model"]
-    mp = w.state["model"]
-    assert mp["layers"] == [{"layer": 2, "heads": 2, "n": 14, "scale": 1.0}]
-    assert len(w.attn) == 2 * 14 * 14
-    a = np.frombuffer(w.attn, np.uint8).reshape(2, 14, 14)
-    assert (a[0] == np.eye(14, dtype=np.uint8) * 255).all()
-    assert mp["gdn"][0]["maps"][0]["slots"][0]["value"][0] == "0xff"
-    assert w.gdn_meta == [{"layer": 0, "head": 0, "rows": 4, "cols": 16, "scale": 32.0}]
-    html = render_html(w.program, w.state, attn=w.attn, gdn=w.gdn, gdn_meta=w.gdn_meta)
-    assert html.count("data:image/png;base64,") == 3      # two heads + one GDN state
+@pytest.fixture(scope="module")
+def dot_model():
+    pytest.importorskip("torch")
+    k = suite.get("dot")
+    return trace_launch(k.ptx(), k.spec(), engine="compact", names=["a", "b", "out"])
+
+
+def test_model_panels_render_from_the_model(dot_model):
+    """On a model engine the payload carries the machine decoded from the model's state, every GPU
+    layer's read/write pattern, one memory's raw GDN state and the cross-checks; the static HTML
+    draws them."""
+    w = Inspector(view=dot_model, position=10)
+    p = w.program
+    assert p["mode"] == "machine" and p["has_model"] and p["engine"] == "compact" and p["positions"] == 19
+    assert p["consistency"]["exact"] and p["first_mismatch"] is None
+    assert [b["pc"] for b in p["bundles"]] == [0, 1, 2] and p["exec_pc"][:2] == [-1, 0]
+    mems = {m["name"]: m for m in p["memories"]}
+    assert mems["rom.s0"]["used"] == [0, 1, 2] and mems["mem"]["labels"][mems["mem"]["used"].index(2)] == "0x1020"
+    st = w.state
+    assert st["input"] == "<carry 0 0 3 0c>" and st["token"] == "<exec 2 1111>" and st["consistent"]
+    r1 = next(r for r in st["regs"] if r["n"] == "r1")
+    assert r1["l"] == "%r4" and [v[1] for v in r1["v"]] == ["2", "6", "12", "12"] and r1["k"] == [1, 1, 1, 1]
+    sel = {m["name"]: m for m in st["sel"]["mems"]}
+    assert set(sel) == {"ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes.pc"}
+    assert sel["reg.emit"]["w"][-1] == [8, 255]          # this pass's carry writes warp 0's r1
+    assert sel["rom.s0"]["r"][-1] == [[1, 255]]         # ... and the fetch read bundle 1
+    g = st["gdn"]
+    assert g["memory"] == "reg.emit" and len(w.gdn) == g["rows"] * g["cols"]
+    assert [s["slot"] for s in g["slots"]] == [0, 8] and g["slots"][1]["value"] == "00000002 00000006 0000000c 0000000c"
+    assert g["slots"][1]["changed"] and len(json.dumps(st)) < 20_000
+    w.gdn_memory = "mem"
+    assert w.state["gdn"]["memory"] == "mem" and len(w.gdn) == w.state["gdn"]["rows"] * w.state["gdn"]["cols"]
+    w.step(8)
+    assert w.state["pos"] == 18 and w.state["finished"]
+    out = next(m for m in w.state["memory"] if m["name"] == "out")
+    assert out["hex"] == "20000000" and out["changed"] == [0]
+    html = w.to_html()
+    assert 'class="qg-insp qg-static qg-machine"' in html and "✓ model = simulator (19 passes)" in html
+    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7   # 6 patterns + raw state
+    assert "mul.lo.s32" in html and "decoded from GDN memory mem" in html
+    w.run_to_pc(1)                                       # no later pass runs bundle 1: stay
+    assert w.position == 18
+    w.goto(0).run_to_pc(1)
+    assert w.position == 6 and w.snapshot.input == "<exec 1 1111>"
 
 
 def test_nbconvert_export_shows_the_fallback(tmp_path):

@@ -1,16 +1,18 @@
 """The register inspector: an anywidget that steps through one launch token by token.
 
     from widgets import Inspector
-    insp = Inspector(ptx, spec)                 # engine="interp": the reference interpreter's trace
-    insp                                        # display it (JupyterLab 4, ipywidgets 8)
-    insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(16)
-    insp.snapshot.changed_regs                  # what the view shows, from Python
+    insp = Inspector(ptx, spec)                     # engine="interp": the reference interpreter's trace
+    insp = Inspector(ptx, spec, engine="compact")   # the model's forward passes (or engine="model")
+    insp                                            # display it (JupyterLab 4, ipywidgets 8)
+    insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(2)
+    insp.snapshot.changed_regs                      # what the view shows, from Python
 
-The launch is traced once (`qwengpu.lab.trace_launch`); every position change is a lookup in the
-`LaunchView`, formatted by `qwengpu.lab.payload` and sent as one small JSON dict (`state`), with
-the model's attention windows and DeltaNet states as bytes (`attn`, `gdn`). Without a kernel (an
-nbconvert export, a notebook opened cold) the widget shows its `text/html` fallback: the same views
-at the current position, drawn by `widgets.static`.
+The launch is traced once (`qwengpu.lab.trace_launch`: a `LaunchView` on the interpreter, a
+`MachineView` on the model engines); every position change is a lookup, formatted by
+`qwengpu.lab.payload` and sent as one small JSON dict (`state`), with the model's raw GDN state and
+any softmax attention as bytes (`gdn`, `attn`). Without a kernel (an nbconvert export, a notebook
+opened cold) the widget shows its `text/html` fallback: the same views at the current position,
+drawn by `widgets.static`.
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from qwengpu.lab import LaunchView, trace_launch
-from qwengpu.lab.payload import attention_bytes, gdn_bytes, program_payload, snapshot_payload
+from qwengpu.lab import LaunchView, MachineView, trace_launch
+from qwengpu.lab.payload import (attention_payload, machine_gdn_bytes, machine_program_payload,
+                                 machine_snapshot_payload, program_payload, snapshot_payload)
 
 from .static import render_html
 
@@ -36,26 +39,35 @@ class Inspector(anywidget.AnyWidget):
     position = traitlets.Int(0).tag(sync=True)
     fmt = traitlets.Unicode("hex").tag(sync=True)      # hex | dec | float
     breakpoints = traitlets.List(traitlets.Int()).tag(sync=True)
-    attn = traitlets.Bytes(b"").tag(sync=True)         # uint8 attention windows (model engine)
-    gdn = traitlets.Bytes(b"").tag(sync=True)          # int8 DeltaNet state heads (model engine)
-    gdn_meta = traitlets.List().tag(sync=True)
-    gdn_heads = traitlets.Dict().tag(sync=True)        # layer -> head shown
+    attn = traitlets.Bytes(b"").tag(sync=True)         # uint8 softmax windows of attending layers
+    attn_meta = traitlets.List().tag(sync=True)
+    gdn = traitlets.Bytes(b"").tag(sync=True)          # int8 raw GDN state of `gdn_memory` (model engines)
+    gdn_memory = traitlets.Unicode("reg.emit").tag(sync=True)   # the memory the GDN panel shows
+    selections = traitlets.List(traitlets.Unicode()).tag(sync=True)   # memories of the selection panel
     progress = traitlets.Float(1.0).tag(sync=True)
 
-    def __init__(self, program=None, launch=None, *, view: LaunchView | None = None, engine: str = "interp",
-                 kernel: str | None = None, names: list | None = None, position: int = 0,
-                 breakpoints=(), fmt: str = "hex", **kwargs):
+    def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
+                 engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
+                 breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
+                 selections=None, **kwargs):
         super().__init__(**kwargs)
         if view is None:
             if program is None or launch is None:
-                raise TypeError("Inspector needs a program and a launch, or view=LaunchView")
+                raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
             self.progress = 0.0
             view = trace_launch(program, launch, engine=engine, kernel=kernel, names=names,
-                                progress=self._on_progress)
+                                progress=self._on_progress, **({"machine": machine} if machine is not None else {}))
         self.view = view
         self.progress = 1.0
+        self.machine_mode = isinstance(view, MachineView)
         with self.hold_sync():
-            self.program = program_payload(view)
+            if self.machine_mode:
+                from qwengpu.lab.machine import DEFAULT_SELECTIONS
+                self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
+                self.selections = list(selections or DEFAULT_SELECTIONS)
+                self.program = machine_program_payload(view)
+            else:
+                self.program = program_payload(view)
             self.fmt = fmt
             self.breakpoints = sorted(set(int(b) for b in breakpoints))
             self.position = max(0, min(position, len(view) - 1))
@@ -83,7 +95,8 @@ class Inspector(anywidget.AnyWidget):
         return self.goto(self.position - n)
 
     def run_to_pc(self, pc: int) -> "Inspector":
-        """Go to the next position whose next instruction is at `pc` (stay if there is none)."""
+        """Go to the next position whose next instruction is at `pc` (on the model engines: whose
+        pass runs bundle `pc`); stay if there is none."""
         t = self.view.find_pc(pc, self.position)
         if t is not None:
             self.goto(t)
@@ -102,7 +115,7 @@ class Inspector(anywidget.AnyWidget):
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
-                           gdn_meta=self.gdn_meta)
+                           attn_meta=self.attn_meta)
 
     # -- sync ----------------------------------------------------------------------------------------
 
@@ -114,30 +127,26 @@ class Inspector(anywidget.AnyWidget):
         if hasattr(self, "view"):
             self._refresh()
 
-    @traitlets.observe("gdn_heads")
-    def _heads_changed(self, change):
-        if hasattr(self, "view"):
+    @traitlets.observe("gdn_memory", "selections")
+    def _panels_changed(self, change):
+        if hasattr(self, "view") and getattr(self, "machine_mode", False):
             self._refresh()
 
     def _refresh(self):
         snap = self.view.snapshot(self.position)
         self._snap = snap
-        payload = snapshot_payload(snap)
-        gb, gm = b"", []
-        if snap.model is not None:
-            for L in sorted(snap.model.gdn):
-                st = snap.model.gdn[L]["state"]
-                heads = sorted({f.head for m in st.maps for f in m.fields}) or [0]
-                h = int(self.gdn_heads.get(str(L), heads[0]))
-                b, meta = gdn_bytes(snap, L, h)
-                if meta:
-                    gb += b
-                    gm.append(meta)
+        if not self.machine_mode:
+            with self.hold_sync():
+                self.state = snapshot_payload(snap)
+            return
+        mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
+        payload = machine_snapshot_payload(self.view, snap, mem, list(self.selections))
+        meta, att = attention_payload(self.view, self.position)
         with self.hold_sync():
             self.state = payload
-            self.attn = attention_bytes(snap)
-            self.gdn = gb
-            self.gdn_meta = gm
+            self.gdn = machine_gdn_bytes(self.view, self.position, mem)
+            self.attn = att
+            self.attn_meta = meta
 
     def _repr_mimebundle_(self, **kwargs):
         out = super()._repr_mimebundle_(**kwargs)

@@ -60,9 +60,49 @@ def _mask(m: int) -> str:
         '<span class="on">●</span>' if m >> i & 1 else '<span class="off">○</span>' for i in range(4)) + "</span>"
 
 
+def _memory_html(memory: list, sub: str) -> str:
+    """The hex dumps of a snapshot's memory regions (a card)."""
+    mem = [f'<div class="qg-card"><h4>Memory <span class="qg-sub">{_e(sub)}</span></h4><div class="qg-memwrap">']
+    for m in memory:
+        data = bytes.fromhex(m["hex"])
+        chg = set(m["changed"])
+        dt = np.dtype(m["dtype"])
+        vars_ = (" · " + ", ".join(_e(v[0]) for v in m["vars"])) if m["vars"] else ""
+        mem.append(f'<div class="qg-region"><div class="qg-rt"><b>{_e(m["name"])}</b> <span>{m["space"]} '
+                   f'0x{m["base"]:x} · {m["dtype"]}[{m["size"] // dt.itemsize}]{vars_}</span></div><div class="qg-hex">')
+        for row in range(0, len(data), ROW):
+            line = [f'<span class="a">{m["base"] + m["offset"] + row:05x}</span>']
+            for k in range(ROW):
+                i = row + k
+                if i >= len(data):
+                    line.append("   ")
+                    continue
+                o = m["offset"] + i
+                ptr, acc = m["ptr"].get(str(o)), m["acc"].get(str(o))
+                cls = "b" + (" z" if data[i] == 0 else "") + (" chg" if o in chg else "") + \
+                    (" ptr" if ptr else "") + (" acc" if acc else "")
+                title = " · ".join(x for x in ["← " + ", ".join(ptr) if ptr else "",
+                                               "next: " + ", ".join(acc) if acc else ""] if x)
+                tip = f' title="{_e(title)}"' if title else ""
+                line.append(f'<span class="{cls}"{tip}>{data[i]:02x}</span>' + ("  " if k == 3 else " "))
+            seg = data[row:row + ROW]
+            usable = len(seg) // dt.itemsize * dt.itemsize
+            vals = np.frombuffer(seg[:usable], dtype=dt.newbyteorder("<")) if usable else []
+            dec = " ".join(_e(repr(v.item()) if dt.kind == "f" else v.item()) for v in vals)
+            line.append(f'<span class="d">{dec}</span>\n')
+            mem.append("".join(line))
+        mem.append("</div></div>")
+    mem.append("</div></div>")
+    return "".join(mem)
+
+
 def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"", gdn: bytes = b"",
-                gdn_meta: list | None = None) -> str:
-    """The inspector at `state`'s position as static HTML (a `<div class="qg-insp">` with its CSS)."""
+                attn_meta: list | None = None) -> str:
+    """The inspector at `state`'s position as static HTML (a `<div class="qg-insp">` with its CSS).
+    `program`/`state` are the widget's payloads (`qwengpu.lab.payload`): the interpreter's, or a
+    model engine's (`program["mode"] == "machine"`, drawn by `render_machine_html`)."""
+    if program.get("mode") == "machine":
+        return render_machine_html(program, state, fmt, attn, gdn, attn_meta)
     f = _FMT.get(fmt, 0)
     st = state
     if not st:
@@ -70,14 +110,8 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     ls = st["lane_state"]
     parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static">']
     # header
-    mp = st.get("model")
-    if not program.get("has_model") or not mp:
-        cons = '<span class="qg-badge ref">no model: interpreter state</span>'
-    elif mp.get("first_mismatch"):
-        cons = f'<span class="qg-badge bad">✗ mismatch at token {mp["first_mismatch"]["token"]}</span>'
-    else:
-        cons = f'<span class="qg-badge ok">✓ model = interpreter ({mp["checked"]} steps)</span>'
-    engine = "model engine" if program.get("engine") == "model" else "reference interpreter"
+    cons = '<span class="qg-badge ref">no model: interpreter state</span>'
+    engine = "reference interpreter"
     last = f' · last: <b class="qg-mono">{_e(st["last"]["text"])}</b>' if st.get("last") else ""
     parts.append(f'<div class="qg-head"><div class="qg-title">qwenGPU · <span class="qg-kern" title="{_e(program.get("kernel", ""))}">{_e(program.get("kernel_name", program.get("kernel", "")))}'
                  f'</span></div><span class="qg-badge engine">{engine}</span>{cons}'
@@ -153,82 +187,219 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
              f'<tbody>{"".join(body)}</tbody></table></div></div>')
     parts.append("".join(w))
     # memory
-    mem = ['<div class="qg-card"><h4>Memory <span class="qg-sub">hex dump</span></h4><div class="qg-memwrap">']
-    for m in st["memory"]:
-        data = bytes.fromhex(m["hex"])
-        chg = set(m["changed"])
-        dt = np.dtype(m["dtype"])
-        vars_ = (" · " + ", ".join(_e(v[0]) for v in m["vars"])) if m["vars"] else ""
-        mem.append(f'<div class="qg-region"><div class="qg-rt"><b>{_e(m["name"])}</b> <span>{m["space"]} '
-                   f'0x{m["base"]:x} · {m["dtype"]}[{m["size"] // dt.itemsize}]{vars_}</span></div><div class="qg-hex">')
-        for row in range(0, len(data), ROW):
-            line = [f'<span class="a">{m["base"] + m["offset"] + row:05x}</span>']
-            for k in range(ROW):
-                i = row + k
-                if i >= len(data):
-                    line.append("   ")
-                    continue
-                o = m["offset"] + i
-                ptr, acc = m["ptr"].get(str(o)), m["acc"].get(str(o))
-                cls = "b" + (" z" if data[i] == 0 else "") + (" chg" if o in chg else "") + \
-                    (" ptr" if ptr else "") + (" acc" if acc else "")
-                title = " · ".join(x for x in ["← " + ", ".join(ptr) if ptr else "",
-                                               "next: " + ", ".join(acc) if acc else ""] if x)
-                tip = f' title="{_e(title)}"' if title else ""
-                line.append(f'<span class="{cls}"{tip}>{data[i]:02x}</span>' + ("  " if k == 3 else " "))
-            seg = data[row:row + ROW]
-            usable = len(seg) // dt.itemsize * dt.itemsize
-            vals = np.frombuffer(seg[:usable], dtype=dt.newbyteorder("<")) if usable else []
-            dec = " ".join(_e(repr(v.item()) if dt.kind == "f" else v.item()) for v in vals)
-            line.append(f'<span class="d">{dec}</span>\n')
-            mem.append("".join(line))
-        mem.append("</div></div>")
-    mem.append("</div></div>")
-    parts.append("".join(mem))
+    parts.append(_memory_html(st["memory"], "hex dump"))
     parts.append("</div>")
     # GPU layers
-    lay = ['<div class="qg-card qg-layers"><h4>GPU layers</h4>']
-    if not program.get("has_model") or not mp:
-        lay.append('<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter '
-                   '(<code>engine="interp"</code>); with the model engine this panel shows each GPU layer\'s attention '
-                   'heads and the DeltaNet state that holds the machine.</div>')
-    else:
-        off = 0
-        for L in mp["layers"]:
-            size = L["heads"] * L["n"] * L["n"]
-            a = np.frombuffer(attn[off:off + size], dtype=np.uint8).reshape(L["heads"], L["n"], L["n"]) \
-                if len(attn) >= off + size else None
-            off += size
-            imgs = ""
-            if a is not None:
-                sc = max(2, 72 // max(1, L["n"]))
-                imgs = "".join(f'<div class="qg-hm"><img src="{png_data_uri(_seq_cmap(a[h] / 255.0), sc)}">'
-                               f'<span>head {h}</span></div>' for h in range(L["heads"]))
-            lay.append(f'<div class="qg-lrow"><div class="qg-lname">L{L["layer"]}<div class="qg-lbl">attention</div></div>'
-                       f'<div class="qg-heads">{imgs}</div></div>')
-        goff = 0
-        metas = {g["layer"]: g for g in (gdn_meta or [])}
-        for g in mp["gdn"]:
-            img = ""
-            gm = metas.get(g["layer"])
-            if gm:
-                size = gm["rows"] * gm["cols"]
-                q = np.frombuffer(gdn[goff:goff + size], dtype=np.int8).reshape(gm["rows"], gm["cols"])
-                goff += size
-                img = f'<img src="{png_data_uri(_div_cmap(q / 127.0), max(2, 180 // max(q.shape)))}">'
-            tables = ""
-            for m in g["maps"]:
-                rows_ = "".join(f'<tr><td>{_e(s["label"])}</td><td>{_e(s["value"][f]) if s["value"] else "empty"}</td>'
-                                f'<td>{"" if s["margin"] is None else s["margin"]}</td></tr>' for s in m["slots"])
-                tables += (f'<table class="qg-tbl qg-dec"><tr><th colspan="3">{_e(m["name"])}</th></tr>'
-                           f'<tr><th>slot</th><th>value</th><th>margin</th></tr>{rows_}</table>')
-            lay.append(f'<div class="qg-lrow"><div class="qg-lname">L{g["layer"]}<div class="qg-lbl">DeltaNet</div></div>'
-                       f'<div class="qg-gdn">{img}{tables}</div></div>')
-        if mp.get("first_mismatch"):
-            lay.append(f'<div class="qg-mismatch">first mismatch: {_e(mp["first_mismatch"]["text"])}</div>')
+    lay = ['<div class="qg-card qg-layers"><h4>GPU layers</h4>'
+           '<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter '
+           '(<code>engine="interp"</code>); with a model engine (<code>engine="compact"</code> or '
+           '<code>"model"</code>) this panel shows each GPU layer\'s read/write pattern over its memory slots and '
+           'the DeltaNet state that holds the machine, decoded.</div>']
     lay.append("</div>")
     parts.append("".join(lay))
     if st.get("fault"):
         parts.append(f'<div class="qg-fault">{"fault: " if st["finished"] else "the next step faults: "}{_e(st["fault"])}</div>')
     parts.append("</div>")
     return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model engines: one position per forward pass, decoded from the model's state
+
+ENGINE_NAMES = {"compact": "compact engine", "model": "stock transformers forward"}
+WRITE_RGB = np.array([214, 51, 108])
+READ_RGB = np.array([43, 108, 176])
+
+
+def selection_matrix(meta: dict, sel: dict) -> np.ndarray:
+    """A memory's read/write pattern over the window as RGB [tokens, used slots, 3]: writes red
+    (key x beta), reads blue (query x output gate, the strongest port), both purple."""
+    cols = {s: i for i, s in enumerate(meta["used"])}
+    n = len(sel["w"])
+    W = np.zeros((n, max(1, len(cols))))
+    R = np.zeros_like(W)
+    for t, (slot, s) in enumerate(sel["w"]):
+        if slot in cols:
+            W[t, cols[slot]] = s / 255
+    for t, ports in enumerate(sel["r"]):
+        for slot, s in ports:
+            if slot in cols:
+                R[t, cols[slot]] = max(R[t, cols[slot]], s / 255)
+    white = np.array([255.0, 255.0, 255.0])
+    rgb = white - (white - WRITE_RGB) * W[..., None]
+    rgb = rgb - (white - READ_RGB) * R[..., None] * np.where(W[..., None] > 0, 0.5, 1.0)
+    return np.clip(rgb, 0, 255).round().astype(np.uint8)
+
+
+def machine_badge(program: dict, st: dict) -> tuple[str, str, str]:
+    """(css class, text, title) of the consistency badge at this position."""
+    c = program.get("consistency") or {}
+    fm = st.get("first_mismatch")
+    if fm:
+        return "bad", f"✗ mismatch at pass {fm['position']}", fm["text"]
+    sim, interp = c.get("simulator", {}), c.get("interpreter", {})
+    if c.get("exact"):
+        return ("ok", f"✓ model = simulator ({sim.get('positions', 0)} passes) = interpreter "
+                f"({interp.get('registers', 0)} registers, memory)", "")
+    later = program.get("first_mismatch")
+    if later:
+        return "ref", f"= simulator so far (a mismatch at pass {later['position']})", later["text"]
+    return "ref", "not fully compared", ""
+
+
+def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes = b"", gdn: bytes = b"",
+                        attn_meta: list | None = None) -> str:
+    """A model engine's position (`MachineView`) as static HTML: the bundle the pass runs, the
+    registers, lanes and memory decoded from the model's GDN states, each memory's read/write
+    pattern per GPU layer, one memory's raw state beside its decoding, and the cross-checks."""
+    f = _FMT.get(fmt, 0)
+    if not st:
+        return "<div>qwenGPU inspector (no state)</div>"
+    parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static qg-machine">']
+    cls, text, title = machine_badge(program, st)
+    engine = ENGINE_NAMES.get(program.get("engine"), program.get("engine", ""))
+    parts.append(f'<div class="qg-head"><div class="qg-title">qwenGPU · <span class="qg-kern" title="{_e(program.get("kernel", ""))}">'
+                 f'{_e(program.get("kernel_name", program.get("kernel", "")))}</span></div>'
+                 f'<span class="qg-badge engine">{_e(engine)}</span>'
+                 f'<span class="qg-badge qg-cons {cls}" title="{_e(title)}">{_e(text)}</span>'
+                 f'{"<span class=qg-badge fault>fault</span>" if program.get("fault") else ""}'
+                 f'<div class="qg-where">pass <b>{st["pos"]}</b> / {st["positions"] - 1} · '
+                 f'<b class="qg-mono">{_e(st["input"])}</b> → <b class="qg-mono">{_e(st["token"])}</b> · '
+                 f'block <b>{st["block"]}</b> · warp <b>{st["warp"]}</b></div></div>')
+    parts.append('<div class="qg-static-note">Static view of one forward pass (no live kernel): run the notebook '
+                 'to scrub, step and set breakpoints. Every value below is decoded from the model\'s own state.</div>')
+    parts.append('<div class="qg-grid">')
+    parts.append(_bundles_html(program, st))
+    parts.append(_machine_warp_html(st, f))
+    parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem (layer {_mem_layer(program, 'mem')})"))
+    parts.append("</div>")
+    parts.append(_machine_layers_html(program, st, gdn))
+    if st.get("fault"):
+        parts.append(f'<div class="qg-fault">fault: {_e(st["fault"])}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _mem_layer(program: dict, name: str):
+    for m in program.get("memories", []):
+        if m["name"] == name:
+            return m["layer"]
+    return "?"
+
+
+def _bundles_html(program: dict, st: dict) -> str:
+    rows = []
+    for b in program["bundles"]:
+        cls = "cur" if b["pc"] == st["pc"] and st["in_pass"] else ("prev" if b["pc"] == st["pc"] else "")
+        rows.append(f'<div class="qg-lab">{_e(b["label"])}</div>')
+        rows.append(f'<div class="qg-row {cls}" data-pc="{b["pc"]}"><span class="qg-gut">●</span>'
+                    f'<span class="qg-pcn">{b["pc"]}</span><span>{_e(b["term"])}</span></div>')
+        for p, line, text in b["ptx"]:
+            rows.append(f'<div class="qg-row qg-ptx {cls}"><span></span><span class="qg-pcn">{p}</span>'
+                        f'<span>{_e(text)}</span></div>')
+    b = program["bundles"][st["pc"]] if st["pc"] < len(program["bundles"]) else None
+    det = ""
+    if b is not None:
+        ops = "".join(f'<tr><td class="role">{_e(u)}</td><td class="qg-mono">{_e(t)}</td></tr>' for u, t in b["ops"])
+        car = "".join(f'<tr><td class="role">carry {j}</td><td class="qg-mono">r{r} ← {_e(n)}</td></tr>'
+                      for j, r, n in b["carries"])
+        det = (f'<div class="qg-next"><div class="qg-meta">{"running" if st["in_pass"] else "last ran"} bundle '
+               f'{b["pc"]} · lanes {_mask(st["mask"])} · {_e(b["term"])}</div>'
+               f'<table class="qg-tbl">{ops}{car}</table></div>')
+    return (f'<div class="qg-card qg-col-rom"><h4>Program <span class="qg-sub">bundles (ROM slots) and their PTX</span></h4>'
+            f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{det}</div></div>')
+
+
+def _machine_warp_html(st: dict, f: int) -> str:
+    ls = st["lane_state"]
+    head = "".join(f'<th>lane {lane}<span class="qg-tid">{"tid " + ",".join(map(str, st["tids"][lane])) if st["tids"][lane] else "—"}'
+                   f'</span><span class="qg-ls {ls[lane]}">{ls[lane]}</span></th>' for lane in range(4))
+    body = []
+    for r in st["regs"]:
+        cells = ""
+        for lane in range(4):
+            off = ls[lane] in ("exited", "absent")
+            chg = r["c"] >> lane & 1
+            k = r["k"][lane]
+            mark = "" if k is None else ('<span class="qg-ok" title="= the interpreter\'s PTX register">✓</span>' if k
+                                         else '<span class="qg-no" title="differs from the interpreter">✗</span>')
+            cells += f'<td class="{("off " if off else "") + ("chg" if chg else "")}">{mark}{_e(r["v"][lane][f])}</td>'
+        body.append(f'<tr class="{"" if r["w"] else "unw"}"><td class="rn">{_e(r["n"])}<span class="qg-ty">{_e(r["l"])}'
+                    f'</span></td>{cells}</tr>')
+    lanes = ['<table class="qg-tbl qg-lanes"><tr><th>warp</th>' + "".join(f"<th>lane {i}</th>" for i in range(4)) + "</tr>"]
+    for w, row in st["lanes"]:
+        cur = ' class="qg-top"' if w == st["warp"] else ""
+        lanes.append(f'<tr{cur}><td class="qg-mono">{w}</td>' + "".join(
+            f'<td class="qg-mono">pc {pc} <span class="qg-ls {s}">{s}</span></td>' for pc, s in row) + "</tr>")
+    lanes.append("</table>")
+    chk = st.get("checks") or {}
+    note = ""
+    if chk.get("ok") or chk.get("bad"):
+        note = (f'<div class="qg-note">carried registers checked here against the interpreter: {chk["ok"]} ✓'
+                f'{", " + str(chk["bad"]) + " ✗" if chk.get("bad") else ""} ({_e(", ".join(chk["names"]))})</div>')
+    return (f'<div class="qg-card qg-col-warp"><h4>Warp <span class="qg-sub">block {st["block"]} · warp {st["warp"]} · '
+            f'registers from GDN memory reg.emit</span></h4>'
+            f'<div class="qg-regwrap"><table class="qg-regs"><thead><tr><th>reg</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>{note}'
+            f'<h4 style="margin-top:8px">Lanes <span class="qg-sub">lane table lanes.pc / lanes.st</span></h4>{"".join(lanes)}</div>')
+
+
+def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
+    metas = {m["name"]: m for m in program.get("memories", [])}
+    out = ['<div class="qg-card qg-layers"><h4>GPU layers <span class="qg-sub">what each GDN layer\'s key heads '
+           'select: writes (key × β) red, reads (query × gate) blue; rows: tokens, the current one last</span></h4>']
+    sel = st.get("sel") or {}
+    for m in sel.get("mems", []):
+        meta = metas.get(m["name"])
+        if meta is None:
+            continue
+        rgb = selection_matrix(meta, m)
+        sc = max(2, min(10, 240 // max(1, rgb.shape[1])))
+        cur_w = m["w"][-1] if m["w"] else None
+        cur_r = m["r"][-1] if m["r"] else []
+        labels = dict(zip(meta["used"], meta["labels"]))
+        now = []
+        if cur_w and cur_w[1] >= 128:
+            now.append(f"writes {labels.get(cur_w[0], cur_w[0])} (β·k {cur_w[1] / 255:.2f})")
+        reads = sorted({labels.get(s, s) for s, v in cur_r if v >= 128}, key=str)
+        if reads:
+            now.append("reads " + ", ".join(map(str, reads)))
+        out.append(f'<div class="qg-lrow" data-mem="{_e(m["name"])}"><div class="qg-lname">L{m["layer"]}<div class="qg-lbl">'
+                   f'{_e(m["name"])}</div></div><div class="qg-hm"><img src="{png_data_uri(rgb, sc)}" '
+                   f'title="{_e(", ".join(map(str, meta["labels"])))}"><span>{len(meta["used"])} slots used of {m["slots"]}</span></div>'
+                   f'<div class="qg-lbl" style="max-width:420px">{_e(m["role"])}<br>this pass: {_e("; ".join(now) or "—")}'
+                   f'</div></div>')
+    g = st.get("gdn")
+    if g:
+        img = ""
+        if gdn and g["rows"] * g["cols"] == len(gdn):
+            q = np.frombuffer(gdn, dtype=np.int8).reshape(g["rows"], g["cols"])
+            show = max([s["slot"] for s in g["slots"]] + [7]) + 1
+            q = q[:min(show, g["rows"])]
+            img = f'<img src="{png_data_uri(_div_cmap(q / 127.0), max(1, min(4, 360 // max(q.shape))))}">'
+        rows = "".join(f'<tr class="{"qg-chgrow" if s["changed"] else ""}"><td>{_e(s["label"])}</td>'
+                       f'<td>{_e(s["value"])}</td><td>{s["margin"]}</td></tr>' for s in g["slots"])
+        out.append(f'<div class="qg-lrow qg-gdnrow"><div class="qg-lname">L{g["layer"]}<div class="qg-lbl">{_e(g["memory"])}'
+                   f'</div></div><div class="qg-gdn"><div>{img}<div class="qg-lbl">raw state: rows = slots (keys), '
+                   f'columns = value heads × dual-rail bit pairs; |max| {g["scale"]:.1f}</div></div>'
+                   f'<table class="qg-tbl qg-dec"><tr><th>slot</th><th>decoded word</th><th>margin</th></tr>{rows}</table>'
+                   f'</div></div>')
+    c = program.get("consistency") or {}
+    if c:
+        sim, it = c.get("simulator", {}), c.get("interpreter", {})
+        out.append('<table class="qg-tbl qg-checks">'
+                   f'<tr><th>model = simulator</th><td>tokens {"equal" if sim.get("tokens_equal") else "differ"}; '
+                   f'state after every pass compared at {sim.get("positions")} passes, {sim.get("mismatches")} mismatches</td></tr>'
+                   f'<tr><th>model = interpreter</th><td>final memory {_yes(it.get("memory"))}, result buffers '
+                   f'{_yes(it.get("buffers"))}, {it.get("registers", 0)} carried registers '
+                   f'({it.get("register_mismatches", 0)} differ){"; " + _e(it["note"]) if it.get("note") else ""}</td></tr>'
+                   f'<tr><th>margins</th><td>smallest code margin {c.get("min_code_margin")} (of 16), smallest logit gap '
+                   f'{c.get("min_logit_gap")}</td></tr></table>')
+    if st.get("first_mismatch"):
+        out.append(f'<div class="qg-mismatch">first mismatch: {_e(st["first_mismatch"]["text"])}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _yes(v) -> str:
+    return {True: "equal", False: "DIFFERS", None: "not compared"}.get(v, str(v))

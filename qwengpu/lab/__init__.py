@@ -1,20 +1,24 @@
-"""The lab's data layer: a launch replayed into a snapshot per position, independent of the engine.
+"""The lab's data layer: a launch replayed into a snapshot per position.
 
     from qwengpu.lab import trace_launch
-    view = trace_launch(ptx, spec)          # the reference interpreter's trace (engine="interp")
-    snap = view.snapshot(13)                # the machine after 13 steps: registers, stack, memory
-    snap.next.text, snap.changed_regs
+    view = trace_launch(ptx, spec)                      # the reference interpreter: LaunchView
+    snap = view.snapshot(13)                            # after 13 warp-instructions
+    view = trace_launch(ptx, spec, engine="compact")    # the model's forward passes: MachineView
+    snap = view.snapshot(5)                             # after 6 passes, decoded from the model's state
 
-The widgets (`widgets.Inspector`) and the static HTML export (`qwengpu.lab.render`) draw these
-snapshots; the model engine adds `ModelRecord`s (`qwengpu.lab.model`) with the model's own state.
+The widgets (`widgets.Inspector`) and the static HTML export draw these snapshots.
 """
+from .machine import MemoryInfo, decode_fields, parse_token, record_launch, selection_of, slot_label
+from .machine_view import BundleView, MachineReg, MachineSnapshot, MachineView
 from .model import (Field, GDNState, LayerInfo, MachineState, MemoryMap, Mismatch, ModelRecord, ModelTrace,
-                    decode_state, decode_word, memory_map_of, recurrent_state)
+                    RegCheck, Selection, decode_state, decode_word, memory_map_of, recurrent_state)
 from .values import fmt, fmt_all
 from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, MemoryView, Operand, RegRow,
                    Snapshot, trace_launch)
 
-__all__ = ["trace_launch", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction", "MemoryRegion",
-           "MemoryView", "EngineUnavailable", "ModelTrace", "ModelRecord", "MachineState", "GDNState",
-           "MemoryMap", "Field", "LayerInfo", "Mismatch", "decode_state", "decode_word", "memory_map_of",
-           "recurrent_state", "fmt", "fmt_all"]
+__all__ = ["trace_launch", "record_launch", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction",
+           "MemoryRegion", "MemoryView", "MachineView", "MachineSnapshot", "MachineReg", "BundleView",
+           "EngineUnavailable", "ModelTrace", "ModelRecord", "MachineState", "GDNState", "MemoryMap", "Field",
+           "LayerInfo", "Mismatch", "RegCheck", "Selection", "MemoryInfo", "decode_state", "decode_word",
+           "decode_fields", "memory_map_of", "recurrent_state", "selection_of", "slot_label", "parse_token",
+           "fmt", "fmt_all"]

@@ -223,12 +223,16 @@ class _Taps:
         self.index = {L: i for i, L in enumerate(layers)}
         self.hk, self.dk, self.group = hk, dk, group
         self.rows: list = []           # per forward call: [T, nL, hk, 6]
+        self.betas: list = []          # per forward call: [T, nL, hv] (every value head's write strength)
         self._cur = None
+        self._beta = None
         self.attention: dict = {}      # layer -> list of [heads, keys] per consumed token
 
     def begin(self, T: int):
         self._cur = np.zeros((T, len(self.layers), self.hk, 6), dtype=np.float32)
+        self._beta = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
         self.rows.append(self._cur)
+        self.betas.append(self._beta)
 
     def put(self, L: int, q, k, beta, gate):
         """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk]."""
@@ -242,9 +246,14 @@ class _Taps:
         c[..., 3] = kw.numpy()
         c[..., 4] = b.numpy()
         c[..., 5] = gate.numpy()
+        self._beta[:, self.index[L]] = beta.numpy()
 
     def table(self) -> np.ndarray:
         return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
+
+    def beta_table(self) -> np.ndarray:
+        hv = self.hk * self.group
+        return np.concatenate(self.betas) if self.betas else np.zeros((0, len(self.layers), hv), np.float32)
 
 
 def _select(q, k, hk, dk):
@@ -557,9 +566,14 @@ def _histories(ref_view, kernel: str) -> dict:
 
 
 def record_launch(program, launch, *, engine: str = "compact", machine=None, kernel: str | None = None,
-                  max_tokens: int | None = None, names: list | None = None, progress: bool = False):
+                  max_tokens: int | None = None, names: list | None = None, progress: bool = False,
+                  on_token=None):
     """Run one launch through the model (`engine`: "compact" or "model") and record it token by
-    token; returns a `qwengpu.lab.MachineView` (see the module docstring)."""
+    token; returns a `qwengpu.lab.MachineView` (see the module docstring).
+
+    `on_token(index, text, state)`, if given, is called after every pass *before* the lab reads the
+    state (the runtime's hook): what it changes in the state (a fault injected into a GDN memory) is
+    what the lab decodes and what the next pass computes with."""
     import qwengpu
     from qwengpu.interp.memory import ExecutionFault
     from qwengpu.launch import LaunchSpec
@@ -613,7 +627,11 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     heads = np.arange(hv)
     t_start = time.perf_counter()
 
+    user_hook = on_token
+
     def on_token(i, text, state):
+        if user_hook is not None:
+            user_hook(i, text, state)
         raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in gdn_layers}
         last_raw.clear()
         last_raw.update(raws)
@@ -674,6 +692,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     trace.memories = infos
     trace.gdn_layers = gdn_layers
     trace.taps = taps.table()
+    trace.betas = taps.beta_table()
     trace.attention = dict(taps.attention)
     trace.base_raw = base_raw
     trace.updates = updates
@@ -691,9 +710,13 @@ def selection_of(trace, name: str) -> Selection:
     li = trace.gdn_layers.index(info.layer)
     tab = trace.taps[:, li]                                     # [rows, hk, 6]
     p0 = info.ports[0]
-    write = np.max(tab[:, p0, 3] * tab[:, p0, 4], axis=1)
-    read_slot = np.stack([tab[:, heads[0], 0] for heads in info.ports], axis=1).astype(np.int64)
-    read = np.stack([tab[:, heads[0], 1] * tab[:, heads[0], 5] for heads in info.ports], axis=1)
+    # the write strength: key weight x beta of the memory's own value heads (port 0's copy; the
+    # other value heads of its key heads have no weights: beta 0.5 on zero values writes nothing)
+    heads = np.asarray(info.heads)
+    beta = trace.betas[:, li][:, heads]                         # [rows, fields]
+    write = np.max(tab[:, heads // info.group, 3] * beta, axis=1)
+    read_slot = np.stack([tab[:, kh[0], 0] for kh in info.ports], axis=1).astype(np.int64)
+    read = np.stack([tab[:, kh[0], 1] * tab[:, kh[0], 5] for kh in info.ports], axis=1)
     return Selection(name, info.layer, info.slots, tab[:, p0[0], 2].astype(np.int64), np.clip(write, 0, 1),
                      read_slot, np.clip(read, 0, 1))
 

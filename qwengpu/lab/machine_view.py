@@ -514,18 +514,14 @@ class MachineView:
                 tok = parse_token(toks[rec.index - 1])
                 if tok[0] != "EXEC":
                     continue
-                # the record after the pass's carries and stores
+                # records t, t+1, ... emit the pass's carries and stores; record c emits the control
+                # token: its state has consumed all of them
                 c = t
                 while c < n and recs[c].text.startswith(("<carry", "<memw")):
                     c += 1
-                if c >= n or recs[c].text.startswith("<fault") or c == t and False:
+                if c >= n or recs[c].text.startswith("<fault"):
                     continue
-                obs = c + 1 if c + 1 < n else None
-                obs = c if recs[c].text.startswith(("<carry", "<memw")) else c
-                # record c emitted the control token: its state consumed every carry of the pass
-                ms = recs[c].machine if c > t or not recs[t].text.startswith(("<carry", "<memw")) else None
-                if ms is None:
-                    continue
+                ms = recs[c].machine
                 b = self.image.bundles[tok[1]]
                 warp, block = recs[t].machine.warp, recs[t].machine.block
                 for j, (v, (slot, part)) in enumerate(b.carries):
@@ -560,7 +556,6 @@ class MachineView:
                             exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
                             mism.append(Mismatch(recs[c].index, c, f"{name}{'.hi' if half else ''} (r{r} of warp {warp}) "
                                                  f"lane {lane}", exp, got, "interpreter"))
-                del obs
             out["registers"] = len(checks)
             out["register_mismatches"] = sum(not c.ok for c in checks)
         out["ok"] = bool(out["memory"] is not False and out["buffers"] is not False and not out["register_mismatches"])

@@ -1,9 +1,13 @@
 """Snapshots as small JSON-ready dicts: what the inspector widget sends per position, and what the
 static HTML export draws. Values are formatted here (hex, dec, float) so the browser only looks up.
 
-`program_payload(view)` is sent once per launch (disassembly, per-step pcs for breakpoints);
-`snapshot_payload(snap)` once per position (a few KB); `attention_bytes(snap)` carries the model's
-attention windows as uint8 (empty on the interpreter).
+Interpreter (`LaunchView`): `program_payload(view)` once per launch (disassembly, per-step pcs for
+breakpoints), `snapshot_payload(snap)` once per position (a few KB).
+
+Model engines (`MachineView`): `machine_program_payload(view)` once (bundles with their PTX lines,
+per-position pcs, token texts, layers, memories, the consistency summary), then per position
+`machine_snapshot_payload(view, snap)` (registers, lanes, memory, the slot selections of a window of
+tokens, the decoded GDN memory) and `machine_gdn_bytes` (the raw state block as int8 bytes).
 """
 from __future__ import annotations
 
@@ -61,9 +65,8 @@ def program_payload(view: LaunchView) -> dict:
         "step_warp": [int(s.warp) for s in view.steps],
         "step_block": [int(s.block) for s in view.steps],
         "fault": str(view.fault) if view.fault is not None else None,
-        "has_model": view.model is not None,
-        "layers": [{"index": L.index, "kind": L.kind, "role": L.role} for L in view.model.layers]
-        if view.model is not None else [],
+        "has_model": False,
+        "layers": [],
     }
 
 
@@ -108,67 +111,228 @@ def snapshot_payload(snap: Snapshot) -> dict:
         "tids": [list(t) if t is not None else None for t in snap.tids],
         "regs": regs, "stack": [[pc, m, rpc] for pc, m, rpc in snap.stack], "next": nxt,
         "last": snap.last, "memory": memory, "fault": snap.fault, "finished": snap.finished,
-        "model": model_payload(snap.model) if snap.model is not None else None,
+        "model": None,
     }
     return out
 
 
-def model_payload(ms) -> dict:
-    layers = []
-    for L in sorted(ms.attention):
-        a = ms.attention[L]
-        layers.append({"layer": int(L), "heads": int(a.shape[0]), "n": int(a.shape[1]),
-                       "scale": float(ms.attention_scale[L])})
-    gdn = []
-    for L in sorted(ms.gdn):
-        g = ms.gdn[L]
-        st = g["state"]
-        maps = []
-        for m in st.maps:
-            slots = g["decoded"][m.name]
-            maps.append({"name": m.name, "width": m.width,
-                         "heads": sorted({f.head for f in m.fields}),
-                         "slots": [{"label": s.label, "row": row,
-                                    "value": None if s.value is None else _triple(s.value, _word_type(m.width)),
-                                    "margin": None if s.value is None else round(float(s.margin), 3)}
-                                   for s, row in zip(slots, m.rows())]})
-        shape = list(np.asarray(st.state).shape)
-        gdn.append({"layer": int(L), "shape": shape, "maps": maps,
-                    "absmax": float(np.abs(st.state).max()) if np.asarray(st.state).size else 0.0})
-    fm = ms.first_mismatch
-    return {"consistent": ms.consistent, "checked": ms.checked,
-            "first_mismatch": None if fm is None else {"token": fm.token, "position": fm.position,
-                                                        "what": fm.what, "expected": repr(fm.expected),
-                                                        "got": repr(fm.got), "text": str(fm)},
-            "tokens": list(ms.tokens), "window_start": ms.window_start, "layers": layers, "gdn": gdn,
-            "token": None if ms.record is None else {"index": ms.record.index, "text": ms.record.text}}
+# ---------------------------------------------------------------------------------------------
+# the model engines (MachineView): one position per forward pass
+
+#: consumed tokens shown in the slot-selection heatmaps
+SELECTION_WINDOW = 48
 
 
-def _word_type(width: int) -> str:
-    return {1: "pred", 8: "b8", 16: "b16", 32: "b32", 64: "b64"}.get(width, "b64")
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.floating, float)):
+        return None if not np.isfinite(x) else float(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    if isinstance(x, (str, int, bool)) or x is None:
+        return x
+    return str(x)
 
 
-def attention_bytes(snap: Snapshot) -> bytes:
-    """The attention windows of every layer, uint8, concatenated in layer order ([heads, n, n] each)."""
-    ms = snap.model
-    if ms is None:
-        return b""
-    return b"".join(np.ascontiguousarray(ms.attention[L]).tobytes() for L in sorted(ms.attention))
+def machine_program_payload(view) -> dict:
+    """Sent once per launch: the bundles, per-position pcs, the token texts, layers and memories."""
+    tr = view.trace
+    bundles = []
+    for pc in range(len(view.image.bundles)):
+        b = view.bundle(pc)
+        bundles.append({"pc": b.pc, "label": b.label, "ptx": [list(p) for p in b.ptx], "ops": [list(o) for o in b.ops],
+                        "carries": [list(c) for c in b.carries], "term": b.term})
+    recs = tr.records
+    spec = view.spec
+    return {
+        "mode": "machine",
+        "engine": view.engine,
+        "kernel": view.kernel,
+        "kernel_name": demangled_name(view.kernel),
+        "positions": len(view),
+        "lanes": 4,
+        "grid": list(spec.grid),
+        "block": list(spec.block),
+        "nregs": int(view.image.nregs),
+        "bundles": bundles,
+        "step_pc": [int(r.machine.pc) for r in recs],
+        "exec_pc": [-1 if p is None else int(p) for p in view._exec_pc],
+        "step_warp": [int(r.machine.warp) for r in recs],
+        "step_block": [int(r.machine.block) for r in recs],
+        "tokens": list(tr.tokens),
+        "prompt_len": int(tr.prompt_len),
+        "fault": str(view.fault) if view.fault is not None else None,
+        "has_model": True,
+        "layers": [{"index": L.index, "kind": L.kind, "role": L.role} for L in tr.layers],
+        "memories": [_memory_meta(view, m) for m in sorted(tr.memories.values(), key=lambda m: (m.layer, m.name))],
+        "selections_default": list(_default_selections()),
+        "consistency": _jsonable(tr.consistency),
+        "first_mismatch": _mismatch(tr.first_mismatch()),
+        "seconds": round(float(getattr(tr, "seconds", 0.0)), 2),
+    }
 
 
-def gdn_bytes(snap: Snapshot, layer: int, head: int) -> tuple[bytes, dict]:
-    """One GDN head's raw state [dk, dv] quantised to int8 around 0 (scale = |max|), for a heatmap."""
-    ms = snap.model
-    if ms is None or layer not in ms.gdn:
-        return b"", {}
-    st = np.asarray(ms.gdn[layer]["state"].state, dtype=np.float64)
-    if not 0 <= head < st.shape[0]:
-        return b"", {}
-    m = st[head]
+def _mismatch(fm) -> dict | None:
+    if fm is None:
+        return None
+    return {"token": fm.token, "position": fm.position, "what": fm.what, "expected": repr(fm.expected),
+            "got": repr(fm.got), "against": fm.against, "text": str(fm)}
+
+
+def _default_selections():
+    from .machine import DEFAULT_SELECTIONS
+    return DEFAULT_SELECTIONS
+
+
+#: a slot counts as used by a launch when some token selects it with at least this strength
+USED = 0.5
+
+
+def _memory_meta(view, m) -> dict:
+    """A memory once per launch: where it lives, and the slots the launch selects (the columns of
+    its selection heatmap) with their labels."""
+    s = view.selection(m.name)
+    used = set(s.write_slot[s.write >= USED].tolist())
+    for p in range(s.read_slot.shape[1]):
+        used |= set(s.read_slot[s.read[:, p] >= USED, p].tolist())
+    used = sorted(int(x) for x in used if 0 <= x < m.slots)
+    return {"name": m.name, "layer": m.layer, "slots": m.slots, "width": m.width, "ports": len(m.ports),
+            "role": m.role, "used": used, "labels": [m.label(x) for x in used]}
+
+
+def _word_text(memory: str, word: int, width: int) -> str:
+    """A memory word as the lab shows it in the GDN panel."""
+    if memory.startswith("reg.") or memory in ("cbuf", "pa", "mbuf"):
+        lanes = [(word >> (32 * i)) & 0xFFFFFFFF for i in range((width + 31) // 32)]
+        return " ".join(f"{v:08x}" for v in lanes)
+    if memory == "mem":
+        data = (word & ((1 << 128) - 1)).to_bytes(16, "little")
+        valid = word >> 128
+        return f"{data.hex(' ')} · valid {valid:016b}"[::1]
+    if memory == "ctl":
+        return (f"pc {word & 0xFF} · mask {(word >> 8) & 0xF:04b} · warp {(word >> 16) & 7} · block {(word >> 24) & 0xFF}"
+                f" · epoch {(word >> 48) & 0xF}")
+    if memory == "lanes.pc":
+        return " ".join(str((word >> (8 * i)) & 0xFF) for i in range(width // 8))
+    if memory == "lanes.st":
+        return "".join(str((word >> (3 * i)) & 7) for i in range(width // 3))
+    return f"0x{word:0{(width + 3) // 4}x}"
+
+
+def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selections=None) -> dict:
+    """One position of a MachineView: a few KB of JSON (the GDN raw state travels as bytes: see
+    `machine_gdn_bytes`)."""
+    regs = []
+    for r in snap.regs:
+        regs.append({"n": r.name, "l": r.label, "t": "b32", "w": r.written, "c": r.changed,
+                     "v": [_triple(v, "b32") for v in r.values],
+                     "k": [None if c is None else int(c) for c in r.checks]})
+    memory = []
+    for m in snap.memory:
+        reg = m.region
+        memory.append({"key": reg.key, "name": reg.name, "space": reg.space, "base": reg.base, "size": reg.size,
+                       "dtype": reg.dtype, "offset": m.offset, "hex": m.data.hex(), "changed": list(m.changed),
+                       "ptr": {}, "acc": {}, "vars": [list(v) for v in reg.variables]})
+    checks = snap.checks
+    out = {
+        "mode": "machine", "pos": snap.position, "positions": snap.positions, "index": snap.index,
+        "input": snap.input, "token": snap.token, "pc": snap.pc, "mask": snap.mask, "warp": snap.warp,
+        "block": snap.block, "epoch": snap.epoch, "in_pass": snap.in_pass,
+        "lane_state": snap.lane_state, "lane_pc": snap.lane_pc,
+        "tids": [list(t) if t is not None else None for t in snap.tids],
+        "lanes": [[w, [[pc, st] for pc, st in row]] for w, row in snap.lanes],
+        "regs": regs, "memory": memory,
+        "margin": None if not np.isfinite(snap.margin) else round(float(snap.margin), 3),
+        "consistent": snap.consistent,
+        "first_mismatch": _mismatch(snap.first_mismatch),
+        "checks": {"ok": sum(c.ok for c in checks), "bad": sum(not c.ok for c in checks),
+                   "names": sorted({f"{c.name}{'.hi' if c.half else ''}" for c in checks})},
+        "finished": snap.finished, "fault": snap.fault,
+        "sel": selection_payload(view, snap.position, selections),
+        "gdn": gdn_payload(view, snap.position, gdn_memory) if gdn_memory else None,
+    }
+    return out
+
+
+def selection_payload(view, position: int, memories=None) -> dict:
+    """The slot selections of `memories` over the consumed tokens up to this pass's (a window)."""
+    from .machine import DEFAULT_SELECTIONS
+    tr = view.trace
+    cur = tr.prompt_len - 1 + position               # the consumed token's row
+    start = max(0, cur + 1 - SELECTION_WINDOW)
+    mems = []
+    for name in (memories or DEFAULT_SELECTIONS):
+        if name not in tr.memories:
+            continue
+        s = view.selection(name)
+        rows = slice(start, cur + 1)
+        w = [[int(a), int(round(float(b) * 255))] for a, b in zip(s.write_slot[rows], s.write[rows])]
+        r = [[[int(a), int(round(float(b) * 255))] for a, b in zip(sl, st)]
+             for sl, st in zip(s.read_slot[rows], s.read[rows])]
+        info = tr.memories[name]
+        mems.append({"name": name, "layer": info.layer, "slots": info.slots, "ports": len(info.ports),
+                     "role": info.role, "w": w, "r": r})
+    return {"start": start, "cur": cur - start, "tokens": tr.tokens[start:cur + 1], "mems": mems}
+
+
+def gdn_payload(view, position: int, memory: str) -> dict:
+    """The decoded side of the GDN panel: written slots of `memory` after this pass."""
+    tr = view.trace
+    info = tr.memories[memory]
+    g = view.gdn_state(position, memory)
+    st = g.state
+    dec = g.decode()[memory]
+    changed = set()
+    for L, hh, rr, _, _ in tr.updates[position]:
+        if L == info.layer:
+            heads = set(info.heads)
+            changed |= {int(r) for h, r in zip(hh, rr) if int(h) in heads}
+    slots = [{"slot": d.slot, "label": d.label, "value": _word_text(memory, d.value, info.width),
+              "margin": round(float(d.margin), 3), "changed": d.slot in changed}
+             for d in dec if d.value is not None]
+    return {"memory": memory, "layer": info.layer, "role": info.role, "heads": info.heads,
+            "rows": int(st.shape[1]), "fields": int(st.shape[0]), "cols": int(st.shape[0] * st.shape[2]),
+            "scale": float(np.abs(st).max()) if st.size else 0.0, "slots": slots,
+            "margin": round(float(tr.records[position].margins.get(memory, float("nan"))), 3)}
+
+
+def machine_gdn_bytes(view, position: int, memory: str) -> bytes:
+    """The raw state block holding `memory` (rows: slots, columns: its value heads' dual-rail
+    columns side by side) as int8 around 0 (scale: |max|)."""
+    st = view.gdn_state(position, memory).state             # [fields, slots, 2w]
+    m = np.transpose(st, (1, 0, 2)).reshape(st.shape[1], -1)
     top = float(np.abs(m).max()) or 1.0
-    q = np.clip(np.round(m / top * 127), -127, 127).astype(np.int8)
-    return q.tobytes(), {"layer": layer, "head": head, "rows": int(m.shape[0]), "cols": int(m.shape[1]),
-                         "scale": top}
+    return np.clip(np.round(m / top * 127), -127, 127).astype(np.int8).tobytes()
 
 
-__all__ = ["program_payload", "snapshot_payload", "attention_bytes", "gdn_bytes", "type_width"]
+def attention_payload(view, position: int) -> tuple[list, bytes]:
+    """Softmax attention of the layers that attend (recorded on the stock engine; the machine's own
+    attention layers are inert and record nothing): per layer [heads, n, n] uint8 over the window."""
+    tr = view.trace
+    att = getattr(tr, "attention", {}) or {}
+    cur = tr.prompt_len - 1 + position
+    start = max(0, cur + 1 - SELECTION_WINDOW)
+    meta, chunks = [], []
+    for L in sorted(att):
+        rows = att[L][start:cur + 1]
+        if not rows:
+            continue
+        heads = rows[0].shape[0]
+        n = len(rows)
+        mat = np.zeros((heads, n, n))
+        for qi, w in enumerate(rows):
+            seg = np.asarray(w)[:, start:start + qi + 1]
+            mat[:, qi, :seg.shape[1]] = seg
+        top = float(mat.max()) or 1.0
+        chunks.append(np.clip(np.round(mat / top * 255), 0, 255).astype(np.uint8).tobytes())
+        meta.append({"layer": int(L), "heads": heads, "n": n, "scale": top})
+    return meta, b"".join(chunks)
+
+
+__all__ = ["program_payload", "snapshot_payload", "type_width", "machine_program_payload",
+           "machine_snapshot_payload", "selection_payload", "gdn_payload", "machine_gdn_bytes", "attention_payload"]

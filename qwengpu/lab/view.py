@@ -40,7 +40,7 @@ _WINDOW_SIZE = 0x1_0000_0000
 
 
 class EngineUnavailable(RuntimeError):
-    """The requested engine cannot produce a lab trace (yet)."""
+    """The requested engine cannot run here (the model engines need torch and transformers)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +129,6 @@ class Snapshot:
     memory: list[MemoryView]
     fault: str | None = None       # the launch's fault, once at (or right before) it
     finished: bool = False
-    model: object = None           # `qwengpu.lab.model.ModelSnapshot` on the model engine
 
     @property
     def pc(self) -> int | None:
@@ -178,7 +177,7 @@ class LaunchView:
 
     def __init__(self, module: Module, spec: LaunchSpec, trace, *, kernel: str | None = None,
                  result: LaunchResult | None = None, fault: Exception | None = None,
-                 engine: str = "interp", names: list | None = None, model=None, progress=None):
+                 engine: str = "interp", names: list | None = None, progress=None):
         self.module = module
         self.spec = spec
         self.kernel_fn: Function = module.kernel(kernel if kernel is not None else spec.kernel)
@@ -186,15 +185,13 @@ class LaunchView:
         self.result = result
         self.fault = fault
         self.engine = engine
-        self.model = model
+        self.model = None                  # model records live in MachineView (engine "compact"/"model")
         self.arg_names = list(names) if names else None
         self._progress = progress
         self._fn_regs = {}
         self._addr_regs = {}
         self._build_regions()
         self._replay()
-        if model is not None:
-            model.attach(self)
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -326,8 +323,6 @@ class LaunchView:
                         depth=fs.depth, call_stack=list(self._callstack[focus_i]), lane_state=lane_state,
                         tids=self._tids(fs.warp), regs=regs, stack=stack, next=nxt, last=lastd,
                         memory=memory, fault=fault, finished=finished)
-        if self.model is not None:
-            snap.model = self.model.snapshot(self, t)
         return snap
 
     # -- construction ------------------------------------------------------------------------------
@@ -818,40 +813,42 @@ def _dtype_of(ptx_type: str) -> str:
 
 
 def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None = None,
-                 max_steps: int = 200_000, names: list | None = None, progress=None) -> LaunchView:
-    """Run one launch with a per-step trace and build its `LaunchView`.
+                 max_steps: int | None = None, names: list | None = None, progress=None, machine=None,
+                 on_token=None):
+    """Run one launch with a per-step trace and build its view.
 
-    `engine="interp"` runs the reference interpreter (no model). A launch that faults still gives a
-    view: its last step is the faulting one and `view.fault` holds the `ExecutionFault`.
-    `engine="model"` needs the model engine (`qwengpu.run(..., engine="model")`), which must return
-    its `ModelTrace` in `LaunchResult.extra["model_trace"]` (see `qwengpu.lab.model`); until that
-    engine exists this raises `EngineUnavailable`.
+    `engine="interp"` runs the reference interpreter and gives a `LaunchView` (one position per
+    warp-instruction). A launch that faults still gives a view: its last step is the faulting one and
+    `view.fault` holds the `ExecutionFault`.
+
+    `engine="compact"` (the compact engine) or `engine="model"` (the stock transformers forward) runs
+    the launch through the model's forward passes and gives a `qwengpu.lab.MachineView`: one position
+    per forward pass, the machine decoded from the model's own state after it, checked against the
+    simulator and the interpreter (`qwengpu.lab.machine`). `machine`: a built machine (default: the
+    built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
+    `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
+    change it: fault injection, see `record_launch`).
     """
     import qwengpu
-    from qwengpu.program import ENGINES
 
     module = qwengpu.load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
-    if engine == "model":
-        if "model" not in ENGINES:
-            raise EngineUnavailable(
-                "the model engine is not built yet (qwengpu.run knows engines: "
-                f"{', '.join(ENGINES)}); use engine='interp' to inspect the reference interpreter's "
-                "trace. When the model engine lands, it fills qwengpu.lab.ModelTrace records and the "
-                "same views show the model's own state.")
-        res = qwengpu.run(module, spec, engine="model", kernel=kernel, trace=True)
-        mt = res.extra.get("model_trace") if isinstance(res.extra, dict) else None
-        if mt is None or res.trace is None:
-            raise EngineUnavailable("the model engine returned no trace: the lab needs "
-                                    "LaunchResult.trace (interpreter-format steps, or None with the "
-                                    "reference replayed) and extra['model_trace'] (qwengpu.lab.ModelTrace)")
-        return LaunchView(module, spec, res.trace, kernel=kernel, result=res, engine="model", names=names,
-                          model=mt, progress=progress)
+    if engine in ("model", "compact"):
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            raise EngineUnavailable(f"the {engine} engine needs torch and transformers: "
+                                    f"pip install -e '.[model]' ({e})") from None
+        from .machine import record_launch
+        return record_launch(module, spec, engine=engine, machine=machine, kernel=kernel, max_tokens=max_steps,
+                             names=names, progress=bool(progress), on_token=on_token)
     if engine != "interp":
-        raise ValueError(f"unknown engine {engine!r} (the lab knows 'interp' and 'model')")
+        raise ValueError(f"unknown engine {engine!r} (the lab knows 'interp', 'compact' and 'model')")
+    if machine is not None or on_token is not None:
+        raise TypeError("machine= and on_token= are for the model engines ('compact', 'model')")
     from qwengpu.interp.interpreter import Interpreter
     from qwengpu.interp.memory import ExecutionFault
-    it = Interpreter(module, spec, kernel=kernel, max_steps=max_steps, trace=True)
+    it = Interpreter(module, spec, kernel=kernel, max_steps=max_steps or 200_000, trace=True)
     fault = None
     result = None
     try:
@@ -862,4 +859,4 @@ def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None 
         if fault is not None:
             raise fault
     return LaunchView(module, spec, it.trace, kernel=kernel, result=result, fault=fault, engine="interp",
-                      names=names, progress=progress)
+                      names=names, progress=progress if callable(progress) else None)
