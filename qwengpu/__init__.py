@@ -8,5 +8,12 @@ from .cuda import compile_cuda
 from .launch import LaunchResult, LaunchSpec
 from .program import load_program, run
 
+
+def build_gpu(target="compact", out=None, **options):
+    """The GPU compiled into a Qwen3.5 checkpoint (see `qwengpu.machine.model.build_gpu`)."""
+    from .machine.model import build_gpu as _build
+    return _build(target, out, **options)
+
+
 __version__ = "0.1.0"
-__all__ = ["compile_cuda", "load_program", "run", "LaunchSpec", "LaunchResult", "__version__"]
+__all__ = ["compile_cuda", "load_program", "run", "build_gpu", "LaunchSpec", "LaunchResult", "__version__"]

@@ -1,9 +1,11 @@
 """The `qwengpu` command line (also `python -m qwengpu`).
 
-    qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp] [--json]
-    qwengpu verify [--engine interp] [--json] [KERNEL ...]
-    qwengpu bench [--engine interp] [KERNEL ...]
-    qwengpu demo [--engine compact|model|sim|interp]
+    qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
+                [--device cpu|cuda|mps] [--check-states] [--json]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--json] [KERNEL ...]
+    qwengpu bench [--engine interp] [--device D] [KERNEL ...]
+    qwengpu demo [--engine compact|model|sim|interp] [--device D]
+    qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
 
 Errors go to stderr with a non-zero exit status.
@@ -40,18 +42,31 @@ def _print_result(res, spec, as_json: bool):
             print(f"  arg {i}: {a.dtype}[{len(b)}] = {shown}")
 
 
+def _model_options(args) -> dict:
+    """--device and --check-states: options of the model engines only."""
+    if args.engine not in ("model", "compact"):
+        if getattr(args, "device", None) or getattr(args, "check_states", False):
+            raise ValueError(f"--device and --check-states apply to the model engines, not {args.engine!r}")
+        return {}
+    opts = {"device": args.device}
+    if getattr(args, "check_states", False):
+        opts["check_states"] = True
+    return opts
+
+
 def cmd_run(args) -> int:
     from .launch import LaunchSpec
     from .program import run
     spec = LaunchSpec.from_json(args.launch)
-    res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps)
+    res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps,
+              **_model_options(args))
     _print_result(res, spec, args.json)
     return 0
 
 
 def cmd_verify(args) -> int:
     from .verify import verify
-    report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json)
+    report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, **_model_options(args))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -64,7 +79,7 @@ def cmd_verify(args) -> int:
 
 def cmd_bench(args) -> int:
     from .bench import bench
-    bench(engine=args.engine, names=args.kernels or None, repeat=args.repeat)
+    bench(engine=args.engine, names=args.kernels or None, repeat=args.repeat, **_model_options(args))
     return 0
 
 
@@ -76,7 +91,7 @@ def cmd_demo(args) -> int:
     a, b = spec.args[0].data, spec.args[1].data
     print(f"dot product of {a.tolist()} and {b.tolist()} on 4 lanes (atomicAdd of a[i]*b[i]), engine {args.engine}")
     t0 = time.perf_counter()
-    opts = {} if args.engine in ("interp", "sim") else {"progress": True}
+    opts = {} if args.engine in ("interp", "sim") else {"progress": True, **_model_options(args)}
     res = run(k.ptx(), spec, engine=args.engine, **opts)
     dt = time.perf_counter() - t0
     if "generated" in res.extra:
@@ -101,6 +116,14 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _model_arguments(p, checks: bool = True) -> None:
+    p.add_argument("--device", default=None, help="torch device of the model engine: cpu, cuda, mps "
+                   "(default: the best available; the compact engine runs on the CPU)")
+    if checks:
+        p.add_argument("--check-states", action="store_true",
+                       help="model engines: compare the registers in the model's state with the simulator's after every pass")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qwengpu", description="A SIMT GPU compiled into a Qwen3.5 model.")
     p.add_argument("--version", action="version", version=f"qwengpu {__version__}")
@@ -113,24 +136,28 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", default="interp", help="execution engine (default: interp)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--max-steps", type=int, default=None, help="step limit (runaway loops stop here)")
+    _model_arguments(r)
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("verify", help="run the kernel suite against its oracles")
     v.add_argument("kernels", nargs="*", help="suite kernels (default: all)")
     v.add_argument("--engine", default="interp")
     v.add_argument("--json", action="store_true")
+    _model_arguments(v)
     v.set_defaults(func=cmd_verify)
 
     b = sub.add_parser("bench", help="throughput figures per suite kernel")
     b.add_argument("kernels", nargs="*")
     b.add_argument("--engine", default="interp")
     b.add_argument("--repeat", type=int, default=3)
+    _model_arguments(b, checks=False)
     b.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("demo", help="the dot-product demo on the built-in machine")
     d.add_argument("--engine", default="compact",
                    help="compact (default: the model's weights, compact engine), model (the stock "
                         "transformers forward), sim, interp")
+    _model_arguments(d, checks=False)
     d.set_defaults(func=cmd_demo)
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")

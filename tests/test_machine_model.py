@@ -12,12 +12,14 @@ import os
 import pytest
 
 from ptxkit import kernel
+import qwengpu
 from qwengpu import load_program, run, suite
-from qwengpu.interp.memory import MemoryFault
+from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.machine.assembler import assemble
 from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
-from qwengpu.machine.model import build_machine, load_machine, open_machine
+from qwengpu.machine.model import load_machine, open_machine
+from qwengpu.machine.runtime import best_device
 from qwengpu.machine.prompt import prompt_tokens
 from qwengpu.machine.simulator import MachineStepLimit
 from qwengpu.verify import compare_buffers
@@ -53,7 +55,8 @@ def compact():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     path = tmp_path_factory.mktemp("machines") / "tiny"
-    build_machine(TINY, path=path, progress=False)
+    built = qwengpu.build_gpu("tiny", out=path, progress=False)
+    assert built.report["layers"] > 0 and (path / "config.json").exists() and (path / "tokenizer.json").exists()
     return open_machine(path)                 # reloaded from disk: what a user gets
 
 
@@ -83,16 +86,20 @@ def test_stock_forward_is_exact_in_decode_and_prefill(tiny):
 
 
 def test_saved_machine_runs_with_stock_generate(tiny):
+    """AutoModelForCausalLM + AutoTokenizer + generate(): the prompt as text in, the launch's tokens
+    out, stopping by itself at <halt> (the generation config's end tokens)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     k, m, spec = _case("dot")
     img = assemble(m, spec, config=TINY)
     prompt = prompt_tokens(img, m, spec)
-    want = run(m, spec, engine="sim", config=TINY).extra["generated"][:8]
+    want = run(m, spec, engine="sim", config=TINY).extra["generated"]
     model = AutoModelForCausalLM.from_pretrained(tiny.path, dtype=torch.float32)
-    ids = torch.tensor([[tiny.token_id(t) for t in prompt]])
-    out = model.generate(ids, max_new_tokens=len(want), do_sample=False)
-    assert [tiny.text(int(t)) for t in out[0, ids.shape[1]:]] == want
+    tok = AutoTokenizer.from_pretrained(tiny.path)
+    ids = tok(" ".join(prompt), return_tensors="pt")["input_ids"]
+    assert ids[0].tolist() == [tiny.token_id(t) for t in prompt]
+    out = model.generate(ids, max_new_tokens=len(want) + 10, do_sample=False)
+    assert tok.decode(out[0, ids.shape[1]:]) == " ".join(want)       # ... <halt>, and nothing after
 
 
 def test_compact_engine_agrees_with_the_stock_forward(tiny):
@@ -118,11 +125,48 @@ def test_compact_engine_agrees_with_the_stock_forward(tiny):
 def test_compact_engine_runs_the_suite_exactly(compact, name):
     k, m, spec = _case(name)
     sim = run(m, spec, engine="sim")
-    res = run(m, spec, engine="compact", machine=compact, progress=False)
+    res = run(m, spec, engine="compact", machine=compact, progress=False, check_states=True)
     assert res.extra["generated"] == sim.extra["generated"]
     assert compare_buffers(res.buffers, k.expected(), nan_equal=True) is None
     assert res.extra["min_logit_gap"] > 8
     assert res.extra["memory_margin"] > 8
+    assert res.extra["states_checked"] == res.steps          # registers equal after every pass
+
+
+def test_state_check_catches_a_corrupted_register_file(compact):
+    """Wiping the register memory's GDN state after the first pass is caught at the next pass."""
+    k, m, spec = _case("dot")
+    layer = compact.placements["reg.emit"].layer
+
+    def wipe(i, text, state):
+        if i == 6:                      # after the first pass wrote r0 (tokens 1-4) and EXEC 1 came
+            state.get_recurrent_state(layer).zero_()
+
+    with pytest.raises(ExecutionFault, match="register r0 of warp 0 is None; the simulator has"):
+        run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
+
+
+def test_devices():
+    import torch
+    assert best_device() == ("cuda" if torch.cuda.is_available() else
+                             "mps" if torch.backends.mps.is_available() else "cpu")
+    k, m, spec = _case("dot")
+    with pytest.raises(ValueError, match="compact engine runs on the CPU only"):
+        run(m, spec, engine="compact", device="cuda", progress=False)
+
+
+def test_cli_runs_a_launch_on_the_model(compact, tmp_path, capsys):
+    """`qwengpu run FILE --launch SPEC.json --engine compact --json`: tokens generated and steps."""
+    import json
+
+    from qwengpu.cli import main
+    k = suite.get("dot")
+    (tmp_path / "dot.ptx").write_text(k.ptx())
+    (tmp_path / "spec.json").write_text(json.dumps(k.spec().to_json()))
+    assert main(["run", str(tmp_path / "dot.ptx"), "--launch", str(tmp_path / "spec.json"), "--engine", "compact",
+                 "--device", "cpu", "--check-states", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["buffers"][2] == [32] and out["tokens"] == 19 and out["steps"] == 6 and out["engine"] == "compact"
 
 
 TID = "mov.u32 %r1, %tid.x;\nld.param.u64 %rd1, [out];\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"

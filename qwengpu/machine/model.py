@@ -20,6 +20,7 @@ from pathlib import Path
 from .config import COMPACT, MachineConfig
 from .format import LANES, REG_BITS, WARP_BITS
 from .layout import LINE, LINES
+from .tokenizer import machine_tokenizer, save_tokenizer
 
 MACHINE_FILE = "qwengpu_machine.json"
 FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
@@ -55,11 +56,11 @@ GDN_HEAD_BUDGET = 8
 class Machine:
     config: MachineConfig
     path: Path | None                  # None: built in memory (`compile_machine`)
-    tokens: list                       # token texts by id
-    placements: dict                   # memory name -> MemoryPlacement
+    tokens: list = field(repr=False)                       # token texts by id
+    placements: dict = field(repr=False)                   # memory name -> MemoryPlacement
     report: dict = field(default_factory=dict)
-    _model: object = None
-    _ids: dict | None = None
+    _model: object = field(default=None, repr=False)
+    _ids: dict | None = field(default=None, repr=False)
 
     @property
     def model(self):
@@ -88,6 +89,17 @@ class Machine:
                 self._fast = FastModel(self.model)
                 torch.save(self._fast, f)
         return self._fast
+
+    @property
+    def tokenizer(self):
+        """The machine's tokenizer (`qwengpu.machine.tokenizer`): the saved one, or built from `tokens`."""
+        if getattr(self, "_tokenizer", None) is None:
+            if self.path is not None and (self.path / "tokenizer.json").exists():
+                from transformers import AutoTokenizer
+                self._tokenizer = AutoTokenizer.from_pretrained(self.path)
+            else:
+                self._tokenizer = machine_tokenizer(self.tokens)
+        return self._tokenizer
 
     def token_id(self, text: str) -> int:
         if self._ids is None:
@@ -214,11 +226,16 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     model = None
     if dense:
         model = compiled.model()
+        # stock generate() stops where the launch ends: <halt> or a fault
+        ends = [i for i, t in enumerate(hw.p.tokens) if t.text == "<halt>" or t.text.startswith("<fault")]
+        model.generation_config.eos_token_id = ends
+        model.generation_config.pad_token_id = ends[0]
         model.save_pretrained(tmp)
     bar.update(1)
     fast = compiled.fast()
     torch.save(fast, tmp / _fast_file())
     _save_meta(tmp, config, compiled, hw, _report(compiled))
+    save_tokenizer(tmp, [t.text for t in hw.p.tokens])
     if path.exists():
         shutil.rmtree(path)
     tmp.rename(path)
@@ -247,10 +264,27 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
     p = Path(path) if path is not None else _cache_path(config, kw)
     ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / _fast_file()).exists())
     if (p / MACHINE_FILE).exists() and ready:
-        return open_machine(p)
+        m = open_machine(p)
+        if not (p / "tokenizer.json").exists():          # built before machines carried one
+            save_tokenizer(p, m.tokens)
+        return m
     if not build:
         raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")
     return build_machine(config, p, progress=progress, dense=dense, **kw)
+
+
+def build_gpu(target="compact", out=None, *, dense: bool = True, progress: bool = True, **target_kw) -> Machine:
+    """Build the GPU as a `Qwen3_5ForCausalLM` checkpoint with its tokenizer (`save_pretrained` at
+    `out`, default the cache) and return the `Machine`. `target`: a machine geometry by name
+    ("compact", the built-in one; "tiny", a small test machine) or a `MachineConfig`; `target_kw`:
+    compiler `Target` options (mlp_budget, gdn_head_budget ...). `dense=False` saves only the
+    compact engine's sparse weights (no stock checkpoint)."""
+    from .config import CONFIGS
+    if isinstance(target, str):
+        if target not in CONFIGS:
+            raise ValueError(f"unknown target {target!r} (known: {', '.join(sorted(CONFIGS))})")
+        target = CONFIGS[target]
+    return build_machine(target, out, progress=progress, dense=dense, **target_kw)
 
 
 def _bar(total, desc, enabled):

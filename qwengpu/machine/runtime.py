@@ -118,22 +118,86 @@ class CompactForward:
 FORWARDS = {"model": StockForward, "compact": CompactForward}
 
 
+def best_device() -> str:
+    """cuda, then mps, then cpu: where the stock forward runs by default."""
+    import torch
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _device_for(forward: str, device: str | None) -> str:
+    if forward == "compact":
+        if device not in (None, "cpu"):
+            raise ValueError(f"the compact engine runs on the CPU only (asked for {device!r}); "
+                             "use engine='model' for other devices")
+        return "cpu"
+    return device or best_device()
+
+
+class StateCheck:
+    """Compares, after every EXEC pass, the registers decoded from the model's GDN state with the
+    simulator's (the per-step state the token protocol exposes), raising at the first difference."""
+
+    def __init__(self, machine, img, module, spec, max_tokens: int):
+        sim = Simulator(img, module, spec, max_tokens=max_tokens).run()
+        self.machine = machine
+        self.kernel = img.kernel
+        # a PassRecord's tokens are its EXEC then the tokens it decides, from generated index
+        # `token_index` on, the last one the next control token; the carried registers are in the
+        # state once the token before it has been read, i.e. at the pass generating it
+        self.due = {p.token_index + len(p.tokens) - 2: p for p in sim.passes}
+        self.expected = {}
+        self.checked = 0
+
+    def __call__(self, index: int, text: str, state):
+        p = self.due.get(index)
+        if p is None:
+            return
+        for r, v in p.writes.items():
+            self.expected[(p.warp, r)] = list(v)
+        got = self.machine.registers(state)
+        for key, want in self.expected.items():
+            # a register never written reads as 0 (a pass writing 0 to it emits no token)
+            if got.get(key, [0] * len(want)) != want:
+                warp, reg = key
+                raise ExecutionFault(f"after the pass of bundle {p.pc} (generated token {index}) the model's "
+                                     f"register r{reg} of warp {warp} is {got.get(key)}; the simulator has {want}",
+                                     kernel=self.kernel)
+        self.checked += 1
+
+
 def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 check_prefill: bool = False, progress: bool = True, device: str = "cpu",
-                 on_token=None, forward: str = "model") -> LaunchResult:
+                 check_prefill: bool = False, check_states: bool = False, progress: bool = True,
+                 device: str | None = None, on_token=None, forward: str = "model") -> LaunchResult:
     """Run the launch through the model's forward passes (`forward`: "model" = the stock
-    transformers forward, "compact" = the compact engine on the same weights). `on_token(index,
-    text, state)` is called after every generated token's pass (the lab records states with it)."""
+    transformers forward on `device` (default: cuda, mps or cpu, the best there is), "compact" =
+    the compact engine on the same weights, CPU only). `on_token(index, text, state)` is called
+    after every generated token's pass (the lab records states with it). `check_states` compares
+    the registers decoded from the model's state with the simulator's after every pass;
+    `check_prefill` re-runs the whole sequence through the chunked prefill path."""
 
     from .model import load_machine
+    device = _device_for(forward, device)
     machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
     img = assemble(module, spec, kernel, machine.config)
     prompt = prompt_tokens(img, module, spec)
+    check = StateCheck(machine, img, module, spec, max_tokens) if check_states else None
+    hooks = [h for h in (check, on_token) if h is not None]
+
+    def each_token(i, text, state):
+        for h in hooks:
+            h(i, text, state)
+
     with FORWARDS[forward](machine, device) as fw:
-        stream = _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward)
+        stream = _generate(fw, machine, img, prompt, max_tokens, progress, each_token if hooks else None, forward)
     memory, margin = machine.memory_image(fw.state)
     extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
-             "memory_margin": margin, "image": img, "forward": forward}
+             "memory_margin": margin, "image": img, "forward": forward, "device": device}
+    if check is not None:
+        extra["states_checked"] = check.checked
     last = stream.generated[-1]
     if last.startswith("<fault"):
         raise _model_fault(img, stream.generated, last, machine.pending_addresses(fw.state))

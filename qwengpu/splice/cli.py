@@ -1,6 +1,6 @@
 """Command-line subcommands of the splicer, for `qwengpu.cli` to mount:
 
-    qwengpu build [--config compact] [--out DIR]    the stand-alone machine checkpoint
+    qwengpu build [--target compact] [--out DIR]    the stand-alone machine checkpoint
     qwengpu build --base PATH --out DIR [--program MODULE:FUNC] [--mtp widen|drop] [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
     qwengpu bench-splice [--workdir DIR] [--keep] [--json]
@@ -44,9 +44,8 @@ def cmd_build(args) -> int:
 
 def cmd_build_machine(args) -> int:
     """Without --base: build the stand-alone machine checkpoint (cached, or at --out)."""
-    from qwengpu.machine.config import CONFIGS
-    from qwengpu.machine.model import build_machine
-    m = build_machine(CONFIGS[args.config], path=args.out, progress=not args.quiet, dense=not args.compact_only)
+    from qwengpu.machine.model import build_gpu
+    m = build_gpu(args.config, args.out, progress=not args.quiet, dense=not args.compact_only)
     if args.json:
         print(json.dumps({"path": str(m.path), **m.report}))
     else:
@@ -84,7 +83,8 @@ def add_parsers(sub) -> None:
     b = sub.add_parser("build", help="build the machine checkpoint; with --base, splice it into a Qwen3.5 checkpoint")
     b.add_argument("--base", help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
     b.add_argument("--out", help="output folder (without --base: default the cache)")
-    b.add_argument("--config", default="compact", help="machine geometry without --base (default: compact)")
+    b.add_argument("--target", "--config", dest="config", default="compact",
+                   help="machine geometry without --base: compact (default, the built-in one) or tiny")
     b.add_argument("--compact-only", action="store_true",
                    help="without --base: only the compact engine's sparse weights, no stock checkpoint")
     b.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target (default: the machine)")

@@ -1,0 +1,56 @@
+"""Random straight-line and branching programs (hypothesis): the machine's simulator and the model's
+compact engine against the reference interpreter, bit for bit, with the model's registers checked
+against the simulator's after every pass.
+
+QWENGPU_RANDOM_EXAMPLES (default 4) sets how many programs run on the model (each takes a few
+seconds); the simulator runs ten times as many.
+"""
+import functools
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+
+from qwengpu import run
+from qwengpu.machine.config import COMPACT
+from qwengpu.machine.model import load_machine
+from randprog import inputs, launch, programs
+
+MODEL_EXAMPLES = int(os.environ.get("QWENGPU_RANDOM_EXAMPLES", "4"))
+SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
+
+
+@functools.cache
+def compact():
+    """The built-in machine (not a fixture: hypothesis would print its 37k-token vocabulary)."""
+    return load_machine(COMPACT, progress=False)
+
+
+@settings(max_examples=10 * MODEL_EXAMPLES, deadline=None, suppress_health_check=SLOW)
+@given(prog=programs(), data=inputs)
+def test_random_programs_on_the_simulator(prog, data):
+    ptx, body = prog
+    want = run(ptx, launch(data)).buffers[-1]
+    got = run(ptx, launch(data), engine="sim").buffers[-1]
+    assert np.array_equal(want, got), "\n".join(body)
+
+
+@settings(max_examples=MODEL_EXAMPLES, deadline=None, suppress_health_check=SLOW)
+@given(prog=programs(size=4), data=inputs)
+def test_random_programs_on_the_model(prog, data):
+    ptx, body = prog
+    want = run(ptx, launch(data)).buffers[-1]
+    sim = run(ptx, launch(data), engine="sim")
+    res = run(ptx, launch(data), engine="compact", machine=compact(), check_states=True, progress=False)
+    assert res.extra["generated"] == sim.extra["generated"], "\n".join(body)
+    assert np.array_equal(want, res.buffers[-1]), "\n".join(body)
+    assert res.extra["states_checked"] == sum(t.startswith("<exec") for t in sim.extra["generated"])
+
+
+@settings(max_examples=MODEL_EXAMPLES, deadline=None, suppress_health_check=SLOW)
+@given(prog=programs(size=8, branches=False), data=inputs)
+def test_random_straight_line_programs_on_the_model(prog, data):
+    ptx, body = prog
+    want = run(ptx, launch(data)).buffers[-1]
+    res = run(ptx, launch(data), engine="compact", machine=compact(), check_states=True, progress=False)
+    assert np.array_equal(want, res.buffers[-1]), "\n".join(body)
