@@ -390,9 +390,16 @@ def test_packer_respects_carry_limit(cfg, name, widths):
 SUITE = [k.name for k in suite.kernels()]
 
 
+#: kernels whose code exceeds the built-in machine's ROM (256 bundles): f32_round_modes has
+#: 1140 micro-ops after optimisation (277 shifts for two shifter slots), f64_math 1152 -- more
+#: than 4 ALU slots x 256 bundles even if packed perfectly
+TOO_BIG = {"f32_round_modes", "f64_math"}
+
+
 def test_suite_kernels_the_machine_accepts_are_exact():
-    """Every suite kernel assembles under COMPACT or fails with a clear "not supported" error,
-    and the ones that assemble give the oracle's results on the simulator."""
+    """Every suite kernel assembles under COMPACT or fails with a clear "not supported" error
+    (or, for the known large kernels, "the ROM holds"), and the ones that assemble give the
+    oracle's results on the simulator."""
     accepted, refused = [], {}
     for name in SUITE:
         k = suite.get(name)
@@ -400,7 +407,7 @@ def test_suite_kernels_the_machine_accepts_are_exact():
         try:
             img = assemble(module, spec, config=COMPACT)
         except AssemblerError as e:
-            assert "not supported" in str(e), f"{name}: {e}"
+            assert "not supported" in str(e) or (name in TOO_BIG and "ROM holds" in str(e)), f"{name}: {e}"
             refused[name] = str(e).splitlines()[0]
             continue
         res = Simulator(img, module, spec).run()
@@ -410,4 +417,8 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     # the integer kernels (division, 64-bit arithmetic, bit fields, permutes, ...) are all in
     for name in ("int_divrem", "int64_arith", "int_mulhi", "int_minmax", "int_intrinsics", "bit_count",
                  "bitfield_asm", "bitwise", "byte_perm", "funnel_shift", "gcd", "shifts", "predication", "vote"):
+        assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"
+    # and the float kernels (soft floating point, `softfloat.py`)
+    for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
+                 "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"

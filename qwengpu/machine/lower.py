@@ -14,6 +14,7 @@ from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm as PImm, Ins
                             Neg, Pair, Reg, Special as PSpecial, Sym, Vec)
 
 from . import intcode as ic
+from . import softfloat as sf
 from .emit import Emitter
 from .isa import M32, Imm, MicroOp, Special, Src, VReg, alu, src
 
@@ -22,6 +23,11 @@ _DIVREM = {("div", "u", 32): ic.div_u32, ("div", "s", 32): ic.div_s32,
            ("rem", "u", 32): ic.rem_u32, ("rem", "s", 32): ic.rem_s32,
            ("div", "u", 64): ic.div_u64, ("div", "s", 64): ic.div_s64,
            ("rem", "u", 64): ic.rem_u64, ("rem", "s", 64): ic.rem_s64}
+_FLOATS = ("f16", "f32", "f64")
+#: soft-float arithmetic by (PTX op, f64?)
+_FARITH = {("add", False): sf.add, ("sub", False): sf.sub, ("mul", False): sf.mul,
+           ("add", True): sf.add64, ("sub", True): sf.sub64, ("mul", True): sf.mul64,
+           ("div", False): sf.div, ("div", True): sf.div64}
 #: bfe by (signedness letter, width)
 _BFE = {("u", 32): ic.bfe_u32, ("s", 32): ic.bfe_s32, ("u", 64): ic.bfe_u64, ("s", 64): ic.bfe_s64}
 
@@ -127,6 +133,9 @@ class _Lowerer:
                 return src(lo), src(hi)
             return src(lo), None
         if isinstance(o, PImm):
+            if t in _FLOATS:
+                v = _float_literal(o, w, ins)
+                return src(Imm(v & M32)), (src(Imm(v >> 32)) if w == 64 else None)
             if o.bits is not None:
                 if o.width == 64:
                     return src(Imm(o.bits & M32)), src(Imm(o.bits >> 32))
@@ -649,10 +658,10 @@ class _Lowerer:
 
     # -- compare / select ------------------------------------------------------------------------------
 
-    def compare(self, ctx, ins, cmp: str, t: str, a_op, b_op) -> Src:
+    def compare(self, ctx, ins, cmp: str, t: str, a_op, b_op, ftz: bool = False) -> Src:
         pc = ctx["pc"]
-        if t in ("f32", "f64", "f16"):
-            raise AssemblerError("floating-point compares are not supported by the machine yet", ins)
+        if t in _FLOATS:
+            return self.float_compare(ctx, ins, cmp, t, a_op, b_op, ftz)
         w = _bits(t)
         signed = t[0] == "s"
         if cmp in ("lo", "ls", "hi", "hs"):
@@ -704,7 +713,7 @@ class _Lowerer:
         return src(r)
 
     def op_setp(self, ctx, ins, info):
-        r = self.compare(ctx, ins, info.cmp, info.type, ins.operands[1], ins.operands[2])
+        r = self.compare(ctx, ins, info.cmp, info.type, ins.operands[1], ins.operands[2], info.ftz)
         nr = None
         pc = ctx["pc"]
         dst = ins.operands[0]
@@ -729,17 +738,21 @@ class _Lowerer:
             self.write(ctx, dst, r, None, "pred", ins)
 
     def op_set(self, ctx, ins, info):
-        if info.type == "f32":
-            raise AssemblerError("set with a float result is not supported by the machine yet", ins)
-        r = self.compare(ctx, ins, info.cmp, info.src_type, ins.operands[1], ins.operands[2])
+        r = self.compare(ctx, ins, info.cmp, info.src_type, ins.operands[1], ins.operands[2], info.ftz)
         if info.boolop:
             c, _ = self.value(ctx, ins.operands[3], "pred", ins)
             x = self.new()
             self.emit(alu(info.boolop.upper(), x, r, c, ptx_pc=ctx["pc"]))
             r = src(x)
         m = self.new()
-        self.emit(alu("ADD", m, 0, src(r, True), cin="1", ptx_pc=ctx["pc"]))    # 0 - r: all ones or 0
+        if info.type == "f32":                    # 1.0f or 0
+            self.emit(alu("SEL", m, 0x3F800000, 0, r, ptx_pc=ctx["pc"]))
+        else:                                     # 0 - r: all ones or 0
+            self.emit(alu("ADD", m, 0, src(r, True), cin="1", ptx_pc=ctx["pc"]))
         self.write(ctx, ins.operands[0], src(m), None, info.type, ins)
+
+    float_setp = op_setp
+    float_set = op_set
 
     def op_selp(self, ctx, ins, info):
         """selp d, a, b, p (p ? a : b) and slct d, a, b, c (c >= 0 ? a : b, c an s32)."""
@@ -749,8 +762,8 @@ class _Lowerer:
             c, _ = self.value(ctx, ins.operands[3], "pred", ins)
         elif info.src_type == "s32":
             c = em.alu("LE", 0, self.u32(ctx, ins, 3)[0])
-        else:
-            raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine yet", ins)
+        else:                                     # slct.*.f32: c >= 0 (NaN: b)
+            c = self.float_compare(ctx, ins, "ge", "f32", ins.operands[3], PImm(0), info.ftz)
         a = self.value(ctx, ins.operands[1], t, ins)
         b = self.value(ctx, ins.operands[2], t, ins)
         hi = em.alu("SEL", a[1], b[1], c) if _bits(t) == 64 else None
@@ -985,6 +998,155 @@ class _Lowerer:
 
     op_red = op_atom
 
+    # -- floating point -----------------------------------------------------------------------------
+    # Every float instruction is a routine of `softfloat` (straight-line micro-ops, bit-exact with
+    # `qwengpu.interp.floats`): `floats` reads the operands (an f64 value is a (lo, hi) pair),
+    # `soft` runs a routine and turns what it does not implement into an AssemblerError.
+
+    def floats(self, ctx, ins, t: str, *idx) -> list:
+        """Operands `idx` of `ins` read as float type t: (lo, hi) pairs for f64, else a word."""
+        out = []
+        for k in idx:
+            lo, hi = self.value(ctx, ins.operands[k], t, ins)
+            out.append((lo, hi) if t == "f64" else lo)
+        return out
+
+    @staticmethod
+    def soft(ins, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except sf.SoftFloatError as e:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine ({e})", ins) from None
+
+    @staticmethod
+    def f64_plain(ins, info):
+        """f64 takes neither .ftz nor .sat (PTX; the interpreter refuses them too)."""
+        if info.type == "f64" and (info.ftz or info.sat):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.ftz/.sat on .f64 "
+                                 "is not PTX)", ins)
+        if info.type not in ("f32", "f64"):
+            raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine", ins)
+
+    def float_add(self, ctx, ins, info):
+        """add/sub/mul/div.{rnd}{.ftz}{.sat}.{f32,f64} (no modifier: .rn)."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, b = self.floats(ctx, ins, t, 1, 2)
+        fn = _FARITH[(ins.op, t == "f64")]
+        kw = {} if t == "f64" else {"ftz": info.ftz} if ins.op == "div" else {"ftz": info.ftz, "sat": info.sat}
+        if ins.op == "div" and info.sat:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
+        self.put(ctx, ins, t, self.soft(ins, fn, self.em(ctx), a, b, info.rnd or "rn", **kw))
+
+    float_sub = float_mul = float_div = float_add
+
+    def float_fma(self, ctx, ins, info):
+        """fma/mad.rnd{.ftz}{.sat}.{f32,f64} (mad.f64 without a rounding: .rn, as interpreted)."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, b, c = self.floats(ctx, ins, t, 1, 2, 3)
+        em, rnd = self.em(ctx), info.rnd or "rn"
+        r = self.soft(ins, sf.fma64, em, a, b, c, rnd) if t == "f64" else \
+            self.soft(ins, sf.fma, em, a, b, c, rnd, ftz=info.ftz, sat=info.sat)
+        self.put(ctx, ins, t, r)
+
+    float_mad = float_fma
+
+    def float_rcp(self, ctx, ins, info):
+        """rcp.rnd{.ftz}.{f32,f64}, sqrt.rnd{.ftz}.{f32,f64}."""
+        t = info.type
+        self.f64_plain(ins, info)
+        if info.sat:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine ({ins.op} takes no .sat)", ins)
+        a, = self.floats(ctx, ins, t, 1)
+        em, rnd = self.em(ctx), info.rnd or "rn"
+        if t == "f64":
+            r = self.soft(ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, em, a, rnd)
+        else:
+            r = self.soft(ins, sf.rcp if ins.op == "rcp" else sf.sqrt, em, a, rnd, ftz=info.ftz)
+        self.put(ctx, ins, t, r)
+
+    float_sqrt = float_rcp
+
+    def float_min(self, ctx, ins, info):
+        """min/max{.ftz}{.NaN}.{f32,f64}."""
+        t = info.type
+        self.f64_plain(ins, info)
+        nan = "NaN" in info.flags
+        a, b = self.floats(ctx, ins, t, 1, 2)
+        em = self.em(ctx)
+        if t == "f64":
+            if nan:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.NaN on .f64 is "
+                                     "not PTX)", ins)
+            r = self.soft(ins, sf.min64 if ins.op == "min" else sf.max64, em, a, b)
+        else:
+            r = self.soft(ins, sf.min if ins.op == "min" else sf.max, em, a, b, ftz=info.ftz, nan=nan)
+        self.put(ctx, ins, t, r)
+
+    float_max = float_min
+
+    def float_abs(self, ctx, ins, info):
+        """abs/neg{.ftz}.{f32,f64} (an f32 NaN gives the canonical NaN, an f64 NaN passes)."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, = self.floats(ctx, ins, t, 1)
+        em = self.em(ctx)
+        if t == "f64":
+            r = self.soft(ins, sf.abs64 if ins.op == "abs" else sf.neg64, em, a)
+        else:
+            r = self.soft(ins, sf.abs if ins.op == "abs" else sf.neg, em, a, ftz=info.ftz)
+        self.put(ctx, ins, t, r)
+
+    float_neg = float_abs
+
+    def float_copysign(self, ctx, ins, info):
+        """copysign.{f32,f64} d, a, b: the sign of a, the rest of b."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, b = self.floats(ctx, ins, t, 1, 2)
+        self.put(ctx, ins, t, self.soft(ins, sf.copysign64 if t == "f64" else sf.copysign, self.em(ctx), a, b))
+
+    def float_testp(self, ctx, ins, info):
+        """testp.mode.{f32,f64} -> a predicate."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, = self.floats(ctx, ins, t, 1)
+        r = self.soft(ins, sf.testp64 if t == "f64" else sf.testp, self.em(ctx), info.mode, a)
+        self.write(ctx, ins.operands[0], r, None, "pred", ins)
+
+    def float_compare(self, ctx, ins, cmp: str, t: str, a_op, b_op, ftz: bool) -> Src:
+        """setp/set/slct comparison of two floats -> a 0/1 word."""
+        if t not in ("f32", "f64"):
+            raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine", ins)
+        if t == "f64" and ftz:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.ftz on .f64 is not PTX)", ins)
+        em = self.em(ctx)
+        if t == "f64":
+            a, b = self.value(ctx, a_op, t, ins), self.value(ctx, b_op, t, ins)
+            return self.soft(ins, sf.compare64, em, cmp, a, b)
+        a, b = self.value(ctx, a_op, t, ins)[0], self.value(ctx, b_op, t, ins)[0]
+        return self.soft(ins, sf.compare, em, cmp, a, b, ftz=ftz)
+
+    def float_cvt(self, ctx, ins, info):
+        """cvt between floats and integers and between float widths, every rounding/.ftz/.sat the
+        soft-float routines implement (the others are refused)."""
+        dt, st = info.type, info.src_type
+        dw = _bits(dt)
+        lo, hi = self.value(ctx, ins.operands[1], st, ins)
+        parts = (lo, hi) if _bits(st) == 64 else (lo,)
+        if dt == st and info.rnd is None and not info.ftz and not info.sat:
+            out = parts                                  # cvt.f64.f64 (.f32, .f16) with no modifier
+        else:
+            out = self.soft(ins, sf.cvt, self.em(ctx), parts, dt, st, rnd=info.rnd, sat=info.sat, ftz=info.ftz)
+        if dw == 64:
+            self.write(ctx, ins.operands[0], out[0], out[1], dt, ins)
+            return
+        x = out[0]
+        if dw < 32 and dt[0] == "s":
+            x = self._narrow(x, dw, True, ctx)            # the routine zero-extends
+        self.write(ctx, ins.operands[0], x, None, dt, ins, signed_ext=dt[0] == "s")
+
     # -- control --------------------------------------------------------------------------------------
 
     def op_bra(self, ctx, ins, info):
@@ -1090,6 +1252,19 @@ class _Lowerer:
         r = self.new()
         self.emit(MicroOp("xlane", "ACTIVEMASK", (r,), ptx_pc=ctx["pc"]))
         self.write(ctx, ins.operands[0], src(r), None, "b32", ins)
+
+
+def _float_literal(o: PImm, w: int, ins: Instr) -> int:
+    """The bits of an immediate read as a w-bit float, as the interpreter reads it: an exact hex
+    literal of the same width as is, anything else (the other width, a decimal or integer
+    literal) converted by value."""
+    from qwengpu.interp.interpreter import _f2bits
+    if o.bits is not None and o.width == w:
+        return o.bits & ((1 << w) - 1)
+    try:
+        return _f2bits(float(o.value), w)
+    except (OverflowError, ValueError) as e:
+        raise AssemblerError(f"the literal {o} does not convert to .f{w}: {e}", ins)
 
 
 def _sat_add(em: Emitter, a: Src, b: Src, sub: bool) -> Src:

@@ -113,6 +113,37 @@ class V:
         return ("~" if self.inv else "") + f"n{self.n}"
 
 
+class W(int):
+    """A 32-bit constant under construction (an immediate operand, or a folded value): Python
+    arithmetic on it wraps to 32 bits as the machine's does (`(k << 9) >> 5` keeps only the low
+    word), and it combines with a `V` by building the op."""
+    __slots__ = ()
+
+    def __invert__(self):
+        return W(~int(self) & M32)
+
+    def __neg__(self):
+        return W(-int(self) & M32)
+
+
+def _wrap(f):
+    def op(self, o):
+        if not isinstance(o, int):
+            return NotImplemented
+        return W(f(int(self), int(o) & M32) & M32)
+    return op
+
+
+for _name, _f in {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "rsub": lambda a, b: b - a,
+                  "mul": lambda a, b: a * b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+                  "xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << b if b < 32 else 0,
+                  "rshift": lambda a, b: a >> b, "rlshift": lambda a, b: b << a if a < 32 else 0,
+                  "rrshift": lambda a, b: b >> a}.items():
+    setattr(W, f"__{_name}__", _wrap(_f))
+for _name in ("add", "mul", "and", "or", "xor"):
+    setattr(W, f"__r{_name}__", getattr(W, f"__{_name}__"))
+
+
 def _inv(x):
     return (x ^ M32) if isinstance(x, int) else ~x
 
@@ -129,7 +160,7 @@ class _B:
         s = src(s)
         if isinstance(s.value, Imm):
             v = s.value.value
-            return (v ^ M32) if s.inv else v
+            return W((v ^ M32) if s.inv else v)
         self.nodes.append(["IN", s])
         return V(self, len(self.nodes) - 1)
 
@@ -166,7 +197,7 @@ class _B:
     @staticmethod
     def _src(x, mapped):
         if isinstance(x, int):
-            return src(x & M32)
+            return src(int(x) & M32)          # a plain int: W's wrapping stays in the builder
         s = mapped[x.n]
         return Src(s.value, s.inv ^ x.inv)
 
@@ -181,7 +212,7 @@ class _B:
         if cin != "flag" and not sets_flag:
             r = self._simplify(op, a, b, c, cin)
             if r is not None:
-                return r
+                return W(r & M32) if isinstance(r, int) else r
         if cin == "flag":
             prev = self.nodes[-1] if self.nodes else None
             assert prev is not None and prev[5], "a flag consumer must follow its producer"
@@ -212,7 +243,7 @@ class _B:
         ints = [x for x in (a, b, c) if x is not None]
         nsrc = ALU_OPS[op]
         if all(isinstance(x, int) for x in ints[:nsrc]):
-            return alu_eval(op, a or 0, b or 0, c or 0, int(cin))[0]
+            return alu_eval(op, int(a or 0), int(b or 0), int(c or 0), int(cin))[0]
         same = isinstance(a, V) and isinstance(b, V) and a.n == b.n
         comp = same and a.inv != b.inv
         same = same and a.inv == b.inv
