@@ -354,6 +354,78 @@ def test_unsupported_constructs_name_the_line():
 
 
 # ---------------------------------------------------------------------------------------------
+# 64-bit atomics (two 32-bit atomics, or one lane at a time)
+
+
+def atomic_kernel(instr: str, t: str, naddr: int, guard: bool, cas: bool = False) -> str:
+    """Every thread does `instr` on word gid % naddr of buffer `mem` (8-byte slots) with its own
+    operand(s) from `vals` (and `cmps`), optionally only the odd lanes; the old values go to
+    `out` (0 where a lane did not run; none for red)."""
+    w = int(t[1:])
+    r = {32: "%r", 64: "%rd"}[w]
+    red = instr.startswith("red")
+    ops = [f"{r}3"] + ([f"{r}4"] if cas else [])
+    body = [".reg .pred %p<4>;", ".reg .b32 %r<16>;", ".reg .b64 %rd<24>;",
+            "mov.u32 %r10, %tid.x;", "mov.u32 %r11, %ctaid.x;", "mov.u32 %r12, %ntid.x;",
+            "mad.lo.s32 %r10, %r11, %r12, %r10;", "cvt.u64.u32 %rd10, %r10;",
+            "and.b32 %r13, %r10, 1;", "setp.eq.u32 %p1, %r13, 1;",
+            f"rem.u32 %r14, %r10, {naddr};", "cvt.u64.u32 %rd11, %r14;",
+            "ld.param.u64 %rd12, [mem];", "mad.lo.u64 %rd12, %rd11, 8, %rd12;",
+            "ld.param.u64 %rd13, [vals];", f"mad.lo.u64 %rd13, %rd10, {w // 8}, %rd13;",
+            f"ld.global.b{w} {r}3, [%rd13];",
+            "ld.param.u64 %rd14, [cmps];", f"mad.lo.u64 %rd14, %rd10, {w // 8}, %rd14;",
+            f"ld.global.b{w} {r}4, [%rd14];", f"mov.b{w} {r}5, 0;"]
+    g = "@%p1 " if guard else ""
+    if red:
+        body.append(f"{g}{instr} [%rd12], {', '.join(ops)};")
+    else:
+        body.append(f"{g}{instr} {r}5, [%rd12], {', '.join(ops)};")
+    body += ["ld.param.u64 %rd20, [out];", f"mad.lo.u64 %rd20, %rd10, {w // 8}, %rd20;",
+             f"st.global.b{w} [%rd20], {r}5;", "ret;"]
+    return (f"{HEADER}.visible .entry k(.param .u64 mem, .param .u64 vals, .param .u64 cmps, .param .u64 out)\n"
+            "{\n" + "\n".join(body) + "\n}\n")
+
+
+def check_atomic(instr: str, t: str, init: list, vals: list, cmps: list, guard: bool = False,
+                 blocks: int = 2):
+    """The atomic on the interpreter and the simulator: the memory and the old values must agree."""
+    w = int(t[1:])
+    n = len(vals)
+    slots = [x for v in init for x in ((v & 0xFFFFFFFF, v >> 32) if w == 64 else (v, 0))]
+    spec = {"grid": blocks, "block": n // blocks,
+            "args": [{"buffer": "uint32", "data": slots}, {"buffer": f"uint{w}", "data": vals},
+                     {"buffer": f"uint{w}", "data": cmps}, {"buffer": f"uint{w}", "size": n}]}
+    ptx = atomic_kernel(instr, t, len(init), guard, cas=".cas" in instr)
+    want, got = run(ptx, spec).buffers, run(ptx, spec, engine="sim").buffers
+    for k in (0, 3):
+        assert np.array_equal(want[k], got[k]), f"{instr}: buffer {k}: sim {got[k]} interp {want[k]}"
+
+
+ATOM64 = ["atom.global.add.u64", "atom.global.and.b64", "atom.global.or.b64", "atom.global.xor.b64",
+          "atom.global.exch.b64", "atom.global.min.s64", "atom.global.max.s64", "atom.global.min.u64",
+          "atom.global.max.u64", "atom.global.cas.b64", "red.global.add.u64", "red.global.max.s64"]
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["all", "odd-lanes"])
+@pytest.mark.parametrize("instr", ATOM64)
+@examples(2)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_atomics_64bit(instr, guard, seed):
+    """32 threads (2 blocks, 4 warps each) on 3 addresses: the final memory and every lane's old
+    value must be the interpreter's (lanes in order, warps in order)."""
+    rng = np.random.default_rng(seed)
+    init = values(rng, 64, 3)
+    vals = values(rng, 64, 32)
+    if "cas" in instr:                     # compare values that hit: the start or an earlier value
+        pool = init + vals
+        cmps = [pool[int(rng.integers(0, 3 + i))] if rng.integers(0, 3) else values(rng, 64, 1)[0]
+                for i in range(32)]
+    else:
+        cmps = values(rng, 64, 32)
+    check_atomic(instr, "u64", init, vals, cmps, guard)
+
+
+# ---------------------------------------------------------------------------------------------
 # the packer keeps within the carry limit
 
 
@@ -418,7 +490,8 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     for name in ("int_divrem", "int64_arith", "int_mulhi", "int_minmax", "int_intrinsics", "bit_count",
                  "bitfield_asm", "bitwise", "byte_perm", "funnel_shift", "gcd", "shifts", "predication", "vote"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"
-    # and the float kernels (soft floating point, `softfloat.py`)
+    # and the float kernels (soft floating point, `softfloat.py`), float and 64-bit atomics
     for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
-                 "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load"):
+                 "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
+                 "atomic_float_add", "atomic64", "atomics_shared_more"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"

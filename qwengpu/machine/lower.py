@@ -980,23 +980,116 @@ class _Lowerer:
         is_red = ins.op == "red"
         a = ins.operands[0] if is_red else ins.operands[1]
         srcs = ins.operands[1:] if is_red else ins.operands[2:]
-        t = info.type
-        if t in ("f32", "f64"):
-            raise AssemblerError("floating-point atomics are not supported by the machine yet", ins)
+        t, o = info.type, info.boolop
+        if t in ("f32", "f64") and o == "exch":
+            t = "b" + t[1:]                     # an exchange moves bits
         size = _bits(t) // 8
-        if size == 8:
-            raise AssemblerError("64-bit atomics are not supported by the machine yet", ins)
         space, lo, hi = self.address(ctx, a, info.space or "global", ins)
         b = self.value(ctx, srcs[0], t, ins)
         c = self.value(ctx, srcs[1], t, ins) if len(srcs) > 1 else (None, None)
-        dlo, dhi = self.new(), (self.new() if size == 8 else None)
-        self.emit(MicroOp("mem", "ATOM", (dlo, dhi), extra={
+        if t == "f32":
+            d = self.atom_cas_loop(ctx, space, (lo, hi), b[0], lambda em, old: sf.add(em, old, b[0], "rn", ftz=True))
+            if not is_red:
+                self.write(ctx, ins.operands[0], d, None, t, ins)
+            return
+        if size == 8:
+            d = self.atom64(ctx, ins, space, (lo, hi), o, t, b, c)
+            if not is_red:
+                self.write(ctx, ins.operands[0], d[0], d[1], t, ins)
+            return
+        dlo = self.new()
+        self.emit(MicroOp("mem", "ATOM", (dlo, None), extra={
             "space": space, "width": size, "addr": (lo, hi), "data": b, "cmp": c,
-            "atom": info.boolop, "signed": t[0] == "s", "align": size}, ptx_pc=ctx["pc"]))
+            "atom": o, "signed": t[0] == "s", "align": size}, ptx_pc=ctx["pc"]))
         if not is_red:
-            self.write(ctx, ins.operands[0], src(dlo), src(dhi) if dhi else None, t, ins)
+            self.write(ctx, ins.operands[0], src(dlo), None, t, ins)
 
-    op_red = op_atom
+    # Atomics the memory unit does not do itself (it does 32-bit integer ones):
+    # * atom.add.f32 is a compare-and-swap loop around the soft-float add (.ftz, .rn, as PTX
+    #   defines it): the unit serves one lane per pass, so each round one more lane succeeds and
+    #   the lanes add in lane order, as in the interpreter;
+    # * 64-bit add/and/or/xor/exch are two 32-bit atomics (the low word's carry goes into the
+    #   high word's addend); min/max/cas and f64 add are a load, the operation and a store done
+    #   by one lane at a time (a loop over the lane index). The machine switches warps only when
+    #   no lane of the current one can run, so nothing else touches memory in between.
+
+    def _mem(self, ctx, kind: str, space: str, addr: tuple, dst=None, **extra) -> MicroOp:
+        op = MicroOp("mem", kind, (dst, None) if dst is not None else (), extra={
+            "space": space, "width": 4, "addr": addr, "signed": False, "align": 4, **extra}, ptx_pc=ctx["pc"])
+        self.emit(op)
+        return op
+
+    def atom_cas_loop(self, ctx, space: str, addr: tuple, b: Src, update) -> Src:
+        """The old 32-bit word at addr after atomically replacing it by update(em, old)."""
+        old = self.new("atom.old")
+        self._mem(ctx, "LD", space, addr, old)
+        loop, done = self.fresh_label("atom_cas"), self.fresh_label("atom_done")
+        self.end(("jump", loop))
+        self.start(loop)
+        new = update(self.em(ctx), src(old))
+        r = self.new("atom.seen")
+        self._mem(ctx, "ATOM", space, addr, r, data=(src(old), None), cmp=(new, None), atom="cas")
+        em = self.em(ctx)
+        ok = em.alu("EQ", src(r), src(old))
+        self.emit(alu("MOV", old, src(r), ptx_pc=ctx["pc"]))
+        self.end(("branch", ok, False, loop, done))
+        self.start(done)
+        return src(old)
+
+    def atom64(self, ctx, ins, space: str, addr: tuple, o: str, t: str, b: tuple, c: tuple) -> tuple:
+        """A 64-bit atomic (see above); returns the old value as a (lo, hi) pair."""
+        pc = ctx["pc"]
+        addr_hi = self.add64(ctx, addr, (src(Imm(4)), src(Imm(0))))
+        if o in ("add", "and", "or", "xor", "exch") and t != "f64":
+            dlo, dhi = self.new(), self.new()
+            self._mem(ctx, "ATOM", space, addr, dlo, data=(b[0], None), atom=o, align=8)
+            bh = b[1]
+            if o == "add":                      # the low word's carry
+                em = self.em(ctx)
+                carry = em.alu("LTU", em.alu("ADD", src(dlo), b[0]), src(dlo))
+                bh = em.alu("ADD", b[1], carry)
+            self._mem(ctx, "ATOM", space, addr_hi, dhi, data=(bh, None), atom=o)
+            return src(dlo), src(dhi)
+        if o not in ("add", "min", "max", "cas"):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine", ins)
+        olo, ohi = self.new("atom.old"), self.new("atom.old.hi")
+
+        def body():
+            self._mem(ctx, "LD", space, addr, olo, align=8)
+            self._mem(ctx, "LD", space, addr_hi, ohi)
+            old, em = (src(olo), src(ohi)), self.em(ctx)
+            if o == "add":
+                new = sf.add64(em, old, b, "rn")
+            elif o == "cas":
+                same = em.alu("AND", em.alu("EQ", old[0], b[0]), em.alu("EQ", old[1], b[1]))
+                new = (em.alu("SEL", c[0], old[0], same), em.alu("SEL", c[1], old[1], same))
+            else:
+                new = (ic.min64 if o == "min" else ic.max64)(em, old, b, t[0] == "s")
+            self._mem(ctx, "ST", space, addr, data=(new[0], None), align=8)
+            self._mem(ctx, "ST", space, addr_hi, data=(new[1], None))
+        self.one_lane_at_a_time(ctx, ins, body)
+        return src(olo), src(ohi)
+
+    def one_lane_at_a_time(self, ctx, ins, body):
+        """Run body() for the current lanes one after the other, in lane order."""
+        pc = ctx["pc"]
+        j = self.new("lane.j")
+        self.emit(alu("MOV", j, 0, ptx_pc=pc))
+        head, turn, nxt, done = (self.fresh_label(x) for x in ("lanes", "lane_turn", "lane_next", "lanes_done"))
+        self.end(("jump", head))
+        self.start(head)
+        mine = self.em(ctx).alu("EQ", self.special("%laneid", ins), src(j))
+        self.end(("branch", mine, True, turn, nxt))
+        self.start(turn)
+        body()
+        self.end(("jump", nxt))
+        self.start(nxt)
+        self.emit(alu("ADD", j, src(j), 1, ptx_pc=pc))
+        more = self.em(ctx).alu("LTU", src(j), 4)
+        self.end(("branch", more, True, head, done))
+        self.start(done)
+
+    op_red = float_atom = float_red = op_atom
 
     # -- floating point -----------------------------------------------------------------------------
     # Every float instruction is a routine of `softfloat` (straight-line micro-ops, bit-exact with
