@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qwengpu import load_program, run, suite
+from qwengpu.interp.memory import ExecutionFault
 from qwengpu.machine import intcode as ic
 from qwengpu.machine.assembler import AssemblerError, assemble
 from qwengpu.machine.config import COMPACT, SIM
@@ -426,6 +427,48 @@ def test_atomics_64bit(instr, guard, seed):
 
 
 # ---------------------------------------------------------------------------------------------
+# brx.idx (a binary tree of branches)
+
+
+def brx_kernel(n: int, guard: bool) -> str:
+    """out[gid] = f_k(x) with k = idx[gid] through a table of n targets (some shared)."""
+    table = [f"$T{k % max(1, n - 1)}" for k in range(n)]
+    body = [".reg .pred %p<4>;", ".reg .b32 %r<16>;", ".reg .b64 %rd<24>;",
+            "mov.u32 %r10, %tid.x;", "mov.u32 %r11, %ctaid.x;", "mov.u32 %r12, %ntid.x;",
+            "mad.lo.s32 %r10, %r11, %r12, %r10;", "cvt.u64.u32 %rd10, %r10;",
+            "and.b32 %r13, %r10, 1;", "setp.eq.u32 %p1, %r13, 1;",
+            "ld.param.u64 %rd11, [idx];", "mad.lo.u64 %rd11, %rd10, 4, %rd11;", "ld.global.u32 %r1, [%rd11];",
+            "mov.u32 %r5, 1000;", f"$tab: .branchtargets {', '.join(table)};",
+            f"{'@%p1 ' if guard else ''}brx.idx %r1, $tab;", "add.s32 %r5, %r5, 1;", "bra.uni $done;"]
+    for k in range(max(1, n - 1)):
+        body += [f"$T{k}:", f"mad.lo.s32 %r5, %r1, {k + 3}, {17 * k};", "bra.uni $done;"]
+    body += ["$done:", "ld.param.u64 %rd20, [out];", "mad.lo.u64 %rd20, %rd10, 4, %rd20;",
+             "st.global.u32 [%rd20], %r5;", "ret;"]
+    return (f"{HEADER}.visible .entry k(.param .u64 idx, .param .u64 out)\n{{\n" + "\n".join(body) + "\n}\n")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13])
+@pytest.mark.parametrize("guard", [False, True], ids=["all", "odd-lanes"])
+def test_brx_idx(n, guard):
+    rng = np.random.default_rng(n)
+    idx = [int(x) for x in rng.integers(0, n, 64)]
+    spec = {"grid": 2, "block": 32, "args": [{"buffer": "uint32", "data": idx}, {"buffer": "uint32", "size": 64}]}
+    ptx = brx_kernel(n, guard)
+    want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
+    assert np.array_equal(want, got)
+
+
+def test_brx_idx_out_of_range_faults():
+    spec = {"grid": 1, "block": 32, "args": [{"buffer": "uint32", "data": [1] * 31 + [7]},
+                                             {"buffer": "uint32", "size": 32}]}
+    ptx = brx_kernel(5, False)
+    with pytest.raises(ExecutionFault, match="out of range"):
+        run(ptx, spec)
+    with pytest.raises(ExecutionFault, match=r"warp 7, lane 3, pc 11"):      # the brx.idx, lane 3
+        run(ptx, spec, engine="sim")
+
+
+# ---------------------------------------------------------------------------------------------
 # the packer keeps within the carry limit
 
 
@@ -493,5 +536,5 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     # and the float kernels (soft floating point, `softfloat.py`), float and 64-bit atomics
     for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
                  "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
-                 "atomic_float_add", "atomic64", "atomics_shared_more"):
+                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"

@@ -1252,6 +1252,38 @@ class _Lowerer:
             self.end(("branch", g, not ins.guard.negated, target, nxt))
             self.start(nxt)
 
+    def op_brx(self, ctx, ins, info):
+        """brx.idx i, table: a binary tree of branches on i (depth log2 of the table's length). An
+        index past the table makes the lane fault (the interpreter faults; PTX leaves it
+        undefined): it loads from global address 0, which is never mapped."""
+        idx, = self.u32(ctx, ins, 0)
+        fn = ctx["fn"]
+        names = fn.branch_targets.get(ins.operands[1].name)
+        if not names:
+            raise AssemblerError(f"brx.idx with unknown target list {ins.operands[1].name}", ins)
+        targets = [self.label_of(ctx, n) for n in names]
+        bad = self.fresh_label("brx_range")
+
+        def tree(lo: int, hi: int) -> str:
+            if hi - lo == 1:
+                return targets[lo]
+            here, mid = self.fresh_label("brx"), (lo + hi) // 2
+            self.start(here)
+            p = self.em(ctx).alu("LTU", idx, mid)
+            block = self.cur
+            left, right = tree(lo, mid), tree(mid, hi)
+            block.term = ("branch", p, True, left, right)
+            self.cur = None
+            return here
+
+        ok = self.em(ctx).alu("LTU", idx, len(targets))
+        entry = self.cur
+        root = tree(0, len(targets))
+        entry.term = ("branch", ok, True, root, bad)
+        self.start(bad)
+        self._mem(ctx, "LD", "global", (src(Imm(0)), src(Imm(0))), self.new())
+        self.end(("exit",))
+
     def op_ret(self, ctx, ins, info):
         nxt = self.fresh_label("after_ret")
         if ctx["ret_label"] is None or ins.op == "exit":
