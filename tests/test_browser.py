@@ -1,6 +1,8 @@
 """A real browser: JupyterLab on 127.0.0.1 runs notebook 01, Playwright (Debian's chromium) steps the
 register inspector and checks that the registers the step wrote are highlighted, then saves a
-screenshot under tests/artifacts/ (git-ignored). Recipe: shared/LAB_TESTING.md.
+screenshot under tests/artifacts/ (git-ignored); then notebook 06, whose inspector shows the model's
+forward passes (registers decoded from the GDN state, the layers' read/write patterns, the raw
+state, a deliberately corrupted run's mismatch). Recipe: shared/LAB_TESTING.md.
 
 Not skipped: without chromium, Playwright or JupyterLab the test fails and says what to install
 (`apt-get install -y chromium`; `pip install -e '.[test]'`). In CI as root it installs chromium itself.
@@ -22,6 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 NOTEBOOK = ROOT / "notebooks" / "01_quickstart.ipynb"
+MODEL_NOTEBOOK = ROOT / "notebooks" / "06_inside_the_model.ipynb"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"]
 
@@ -61,6 +64,7 @@ def lab(tmp_path_factory):
         pytest.fail(f"the browser test needs Playwright and JupyterLab: pip install -e '.[test]' ({e})")
     work = tmp_path_factory.mktemp("lab")
     shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
+    shutil.copy(MODEL_NOTEBOOK, work / MODEL_NOTEBOOK.name)
     port = _free_port()
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(work / ".jcfg"), JUPYTER_RUNTIME_DIR=str(work / ".jrt"),
                JUPYTER_DATA_DIR=str(work / ".jdata"), PYTHONUNBUFFERED="1")
@@ -208,3 +212,92 @@ def test_inspector_in_jupyterlab(lab):
             browser.close()
     print("timings:", timings)
     assert timings["key_to_redraw_ms"] < 2000
+
+
+def _open_and_run(page, base: str, name: str):
+    page.goto(f"{base}/lab/tree/{name}?reset", timeout=60_000)
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell && "
+                           "window.jupyterapp.shell.currentWidget && "
+                           "window.jupyterapp.shell.currentWidget.context", timeout=60_000)
+    page.evaluate("""async () => {
+        const sc = window.jupyterapp.shell.currentWidget.context.sessionContext;
+        await sc.ready;
+        for (let i = 0; i < 300 && !(sc.session && sc.session.kernel); i++) await new Promise(r => setTimeout(r, 100));
+        await sc.session.kernel.info;
+    }""")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+@pytest.fixture(scope="module")
+def compact_machine():
+    """The built-in machine, built here if the cache does not have it (2-3 min once; the notebook's
+    kernel then loads it in seconds)."""
+    pytest.importorskip("torch")
+    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.model import load_machine
+    return load_machine(COMPACT, progress=False).fast()
+
+
+@pytest.mark.timeout(900)
+def test_model_inspector_in_jupyterlab(lab, compact_machine):
+    """Notebook 06: the inspector on the compact engine's forward passes."""
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+                   else route.abort())
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, MODEL_NOTEBOOK.name)
+            # two model inspectors: the launch (moved to its last pass from Python), the corrupted run
+            try:
+                page.wait_for_function("() => document.querySelectorAll('.qg-insp.qg-machine').length === 2 && "
+                                       "document.querySelector('.qg-insp.qg-machine').dataset.pos === '18'",
+                                       timeout=300_000)
+            except Exception:
+                errs = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], "
+                                    ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+                page.screenshot(path=str(ARTIFACTS / "model_notebook_timeout.png"))
+                pytest.fail(f"notebook 06 did not show its two model inspectors; kernel output: {errs[-3:]}")
+            root = page.locator(".qg-insp.qg-machine").first
+            assert "model = simulator (19 passes)" in root.locator(".qg-cons").inner_text()
+            assert "compact engine" in root.locator(".qg-badge.engine").inner_text()
+            assert root.locator(".qg-rom .qg-row[data-pc]").count() == 3            # three bundles
+            assert root.locator(".qg-regs td.rn").count() == 2                     # r0, r1
+            assert root.locator(".qg-lrow[data-mem]").count() == 6                 # read/write patterns
+            widths = root.locator(".qg-lrow[data-mem] canvas").evaluate_all("cs => cs.map(c => c.width)")
+            assert len(widths) == 6 and min(widths) > 0, widths
+            assert root.locator(".qg-gdncv").evaluate("c => c.width * c.height") > 0  # the raw GDN state
+            out = root.locator('.qg-region[data-region="global:out"] .qg-hex').inner_text()
+            assert "20 00 00 00" in out, out                                       # out = 32, decoded from `mem`
+            # keyboard: Home, then 7 passes: the first carry of %r4 (lane 0's byte) is in the state
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '0'")
+            for k in range(1, 8):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+            cells = root.locator('tr[data-reg="r1"] td').all_inner_texts()
+            assert [c.strip() for c in cells[1:]] == ["0x2", "0x0", "0x0", "0x0"], cells
+            assert root.locator('tr[data-reg="r1"] td.chg').count() == 1
+            assert root.locator(".qg-rom .qg-row.cur").count() >= 1
+            # pick another memory for the raw-state panel: Python follows
+            root.locator(".qg-memsel").select_option("mem")
+            page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine .qg-gdnrow .qg-lbl')"
+                                   ".textContent === 'mem'")
+            out = page.evaluate(RUN_CODE_JS, "print(insp.position, insp.gdn_memory, insp.snapshot.reg('%r4').values)")
+            assert out.strip() == "7 mem [2, 0, 0, 0]", out
+            # the corrupted run: the badge and the banner say where
+            bad = page.locator(".qg-insp.qg-machine").nth(1)
+            assert "mismatch at pass 5" in bad.locator(".qg-cons").inner_text()
+            assert "register r0 of warp 0, lane 0" in bad.locator(".qg-faultbox").inner_text()
+            root.scroll_into_view_if_needed()
+            root.screenshot(path=str(ARTIFACTS / "model_inspector.png"))
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()

@@ -124,6 +124,7 @@ function render({ model, el }) {
   let bigSel = null;      // {layer, head}
   let locked = null;      // {r, c}
 
+  function M() { return prog.mode === "machine"; }
   function fmt() { return model.get("fmt") || "hex"; }
   function bps() { return new Set(model.get("breakpoints") || []); }
   function positions() { return prog.positions || 1; }
@@ -144,6 +145,7 @@ function render({ model, el }) {
   // ---------------- ROM ----------------
   function buildRom(fn) {
     romFn = fn;
+    if (M()) { buildBundles(); return; }
     const rows = (prog.disassembly || {})[fn] || [];
     const bp = bps();
     let h = "";
@@ -154,6 +156,7 @@ function render({ model, el }) {
     rom.innerHTML = h;
   }
   function highlightRom(p) {
+    if (M()) { highlightBundle(p); return; }
     const fnIdx = (prog.step_fn || [])[p];
     const fn = fnIdx !== undefined ? prog.functions[fnIdx] : romFn || prog.kernel;
     if (fn !== romFn) buildRom(fn);
@@ -404,6 +407,220 @@ function render({ model, el }) {
     slot.querySelector(".qg-close").addEventListener("click", () => { bigSel = null; locked = null; slot.innerHTML = ""; });
   }
 
+  // ---------------- model engines: one position per forward pass ----------------
+  const ENGINES = { compact: "compact engine", model: "stock transformers forward" };
+  function buildBundles() {
+    const bp = bps();
+    let h = "";
+    for (const b of prog.bundles || []) {
+      h += `<div class="qg-lab">${esc(b.label)}</div>`;
+      h += `<div class="qg-row" data-pc="${b.pc}"><span class="qg-gut ${bp.has(b.pc) ? "bp" : ""}" data-bp="${b.pc}">●</span><span class="qg-pcn">${b.pc}</span><span>${esc(b.term)}</span></div>`;
+      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" title="PTX line ${line}"><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
+    }
+    rom.innerHTML = h;
+    romFn = "__bundles__";
+  }
+  function highlightBundle(p) {
+    if (romFn !== "__bundles__") buildBundles();
+    rom.querySelectorAll(".cur, .prev").forEach((e) => e.classList.remove("cur", "prev"));
+    const pc = (prog.step_pc || [])[p];
+    const st = model.get("state") || {};
+    const cls = st.pos === p && !st.in_pass ? "prev" : "cur";
+    rom.querySelectorAll(`[data-pc="${pc}"], [data-bpc="${pc}"]`).forEach((e) => e.classList.add(cls));
+    const e = rom.querySelector(`.qg-row[data-pc="${pc}"]`);
+    if (e) {
+      const top = e.offsetTop, bottom = top + e.offsetHeight;
+      if (top < rom.scrollTop + 20 || bottom > rom.scrollTop + rom.clientHeight - 20) rom.scrollTop = Math.max(0, top - 30);
+    }
+  }
+  function renderMachineWarp(st) {
+    const f = FMT_INDEX[fmt()];
+    const ls = st.lane_state || [];
+    $(".qg-warpsub").textContent = `block ${st.block} · warp ${st.warp} · registers from GDN memory reg.emit`;
+    const b = (prog.bundles || [])[st.pc];
+    const nx = $(".qg-next");
+    nx.className = "qg-next";
+    if (b) {
+      let rows = "";
+      for (const [u, t] of b.ops) rows += `<tr><td class="role">${esc(u)}</td><td class="qg-mono">${esc(t)}</td></tr>`;
+      for (const [j, r, n] of b.carries) rows += `<tr><td class="role">carry ${j}</td><td class="qg-mono">r${r} ← ${esc(n)}</td></tr>`;
+      nx.innerHTML = `<div class="qg-meta">pass ${st.pos}: consumed <b class="qg-mono">${esc(st.input)}</b> → emitted <b class="qg-mono">${esc(st.token)}</b></div>
+        <div class="qg-meta">${st.in_pass ? "running" : "last ran"} bundle ${b.pc} · lanes ${maskDots(st.mask)} · ${esc(b.term)}</div><table class="qg-tbl">${rows}</table>`;
+    } else nx.innerHTML = `<div class="qg-meta">pass ${st.pos}: ${esc(st.input)} → ${esc(st.token)}</div>`;
+    let h = `<thead><tr><th>reg</th>`;
+    for (let l = 0; l < 4; l++) {
+      const t = st.tids[l];
+      h += `<th>lane ${l}<span class="qg-tid">${t ? "tid " + t.join(",") : "—"}</span><span class="qg-ls ${ls[l]}">${ls[l]}</span></th>`;
+    }
+    h += `</tr></thead><tbody>`;
+    for (const r of st.regs) {
+      h += `<tr class="${r.w ? "" : "unw"}" data-reg="${esc(r.n)}"><td class="rn">${esc(r.n)}<span class="qg-ty">${esc(r.l)}</span></td>`;
+      for (let l = 0; l < 4; l++) {
+        const off = ls[l] === "exited" || ls[l] === "absent";
+        const chg = (r.c >> l) & 1;
+        const k = r.k[l];
+        const mark = k === null ? "" : (k ? '<span class="qg-ok" title="= the interpreter\'s PTX register">✓</span>' : '<span class="qg-no" title="differs from the interpreter">✗</span>');
+        h += `<td class="${(off ? "off " : "") + (chg ? "chg" : "")}" data-lane="${l}">${mark}${esc(r.v[l][f])}</td>`;
+      }
+      h += `</tr>`;
+    }
+    $(".qg-regs").innerHTML = h + "</tbody>";
+    let lt = `<h4 style="margin-top:6px">Lanes <span class="qg-sub">lane table lanes.pc / lanes.st</span></h4><table class="qg-tbl qg-lanes"><tr><th>warp</th>`;
+    for (let l = 0; l < 4; l++) lt += `<th>lane ${l}</th>`;
+    lt += `</tr>`;
+    for (const [w, row] of st.lanes) {
+      lt += `<tr class="${w === st.warp ? "qg-top" : ""}"><td class="qg-mono">${w}</td>`;
+      for (const [pc, s] of row) lt += `<td class="qg-mono">pc ${pc} <span class="qg-ls ${s}">${s}</span></td>`;
+      lt += `</tr>`;
+    }
+    lt += `</table>`;
+    const c = st.checks || {};
+    if (c.ok || c.bad) lt += `<div class="qg-note">carried registers checked here against the interpreter: ${c.ok} ✓${c.bad ? `, ${c.bad} ✗` : ""} (${esc((c.names || []).join(", "))})</div>`;
+    let box = $(".qg-lanesbox");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "qg-lanesbox";
+      $(".qg-regwrap").after(box);
+    }
+    box.innerHTML = lt;
+    $(".qg-stack").innerHTML = "";
+  }
+  // a memory's read/write pattern: rows = the slots the launch uses, columns = tokens (current last)
+  function drawSelection(canvas, meta, m) {
+    const cols = new Map(meta.used.map((s, i) => [s, i]));
+    const n = m.w.length, rows = Math.max(1, meta.used.length);
+    const W = new Float32Array(rows * n), R = new Float32Array(rows * n);
+    m.w.forEach(([slot, v], t) => { if (cols.has(slot)) W[cols.get(slot) * n + t] = v / 255; });
+    m.r.forEach((ports, t) => { for (const [slot, v] of ports) if (cols.has(slot)) { const k = cols.get(slot) * n + t; R[k] = Math.max(R[k], v / 255); } });
+    const px = Math.max(2, Math.min(10, Math.floor(480 / Math.max(1, n)))), py = Math.max(3, Math.min(12, Math.floor(96 / rows)));
+    canvas.width = n * px; canvas.height = rows * py;
+    const ctx = canvas.getContext("2d");
+    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, canvas.width, canvas.height);
+    for (let r = 0; r < rows; r++) for (let t = 0; t < n; t++) {
+      const w = W[r * n + t], rd = R[r * n + t];
+      if (!w && !rd) continue;
+      const col = [255, 255, 255].map((x, i) => x - (x - [214, 51, 108][i]) * w);
+      const f = w > 0.05 ? 0.5 : 1;
+      const c2 = col.map((x, i) => Math.max(0, Math.round(x - (255 - [43, 108, 176][i]) * rd * f)));
+      ctx.fillStyle = `rgb(${c2[0]},${c2[1]},${c2[2]})`;
+      ctx.fillRect(t * px, r * py, px, py);
+    }
+    ctx.strokeStyle = "#f59f00"; ctx.lineWidth = 1.5; ctx.strokeRect((n - 1) * px + 0.75, 0.75, px - 1.5, rows * py - 1.5);
+    return { px, py, n, rows };
+  }
+  function renderMachineLayers(st) {
+    const body = $(".qg-layerbody");
+    const sel = st.sel || { mems: [], tokens: [] };
+    $(".qg-layersub").textContent = `writes (key × β) red, reads (query × gate) blue · columns: tokens ${sel.start}..${sel.start + sel.tokens.length - 1}, the current one last (outlined)`;
+    const metas = {};
+    for (const m of prog.memories || []) metas[m.name] = m;
+    let h = "";
+    for (const m of sel.mems) {
+      const meta = metas[m.name];
+      if (!meta) continue;
+      const lab = new Map(meta.used.map((s, i) => [s, meta.labels[i]]));
+      const cw = m.w[m.w.length - 1], cr = m.r[m.r.length - 1] || [];
+      const now = [];
+      if (cw && cw[1] >= 128) now.push(`writes ${esc(lab.get(cw[0]) ?? cw[0])} (β·k ${(cw[1] / 255).toFixed(2)})`);
+      const reads = [...new Set(cr.filter(([, v]) => v >= 128).map(([s]) => lab.get(s) ?? s))];
+      if (reads.length) now.push("reads " + reads.map(esc).join(", "));
+      h += `<div class="qg-lrow" data-mem="${esc(m.name)}"><div class="qg-lname">L${m.layer}<div class="qg-lbl">${esc(m.name)}</div></div><div class="qg-hm qg-sel"><canvas></canvas><span>slots used: ${meta.used.length} of ${m.slots}</span></div><div class="qg-lbl" style="max-width:420px">${esc(m.role)}<br>this pass: ${now.join("; ") || "—"}<div class="qg-hover"></div></div></div>`;
+    }
+    const g = st.gdn;
+    if (g) {
+      let opts = "";
+      for (const m of prog.memories || []) opts += `<option value="${esc(m.name)}"${m.name === g.memory ? " selected" : ""}>L${m.layer} ${esc(m.name)}</option>`;
+      let rows = "";
+      for (const s of g.slots) rows += `<tr class="${s.changed ? "qg-chgrow" : ""}"><td>${esc(s.label)}</td><td>${esc(s.value)}</td><td>${s.margin}</td></tr>`;
+      h += `<div class="qg-lrow qg-gdnrow"><div class="qg-lname">L${g.layer}<div class="qg-lbl">${esc(g.memory)}</div></div><div class="qg-gdn"><div><select class="qg-memsel" title="the memory whose raw GDN state is shown">${opts}</select><br><canvas class="qg-gdncv"></canvas><div class="qg-lbl">raw state: rows = slots (keys), columns = value heads × dual-rail bit pairs; |max| ${g.scale.toFixed(1)}</div></div>
+        <table class="qg-tbl qg-dec"><tr><th>slot</th><th>decoded word</th><th>margin</th></tr>${rows || '<tr><td colspan="3" class="qg-lbl">no slot written</td></tr>'}</table></div></div>`;
+    }
+    const am = model.get("attn_meta") || [];
+    for (const L of am) {
+      h += `<div class="qg-lrow"><div class="qg-lname">L${L.layer}<div class="qg-lbl">attention</div></div><div class="qg-heads">`;
+      for (let hd = 0; hd < L.heads; hd++) h += `<div class="qg-hm" data-layer="${L.layer}" data-head="${hd}"><canvas></canvas><span>head ${hd}</span></div>`;
+      h += `</div></div>`;
+    }
+    const c = prog.consistency || {};
+    if (c.simulator) {
+      const sim = c.simulator, it = c.interpreter || {};
+      const yes = (v) => v === true ? "equal" : v === false ? "DIFFERS" : "not compared";
+      const num = (x) => x === null || x === undefined ? "—" : (+x).toFixed(3).replace(/\.?0+$/, "");
+      h += `<table class="qg-tbl qg-checks"><tr><th>model = simulator</th><td>tokens ${sim.tokens_equal ? "equal" : "differ"}; state after every pass compared at ${sim.positions} passes, ${sim.mismatches} mismatches</td></tr>
+        <tr><th>model = interpreter</th><td>final memory ${yes(it.memory)}, result buffers ${yes(it.buffers)}, ${it.registers || 0} carried registers (${it.register_mismatches || 0} differ)${it.note ? "; " + esc(it.note) : ""}</td></tr>
+        <tr><th>margins</th><td>smallest code margin ${num(c.min_code_margin)} (of 16), smallest logit gap ${num(c.min_logit_gap)}</td></tr></table>`;
+    }
+    if (st.first_mismatch) h += `<div class="qg-mismatch">first mismatch: ${esc(st.first_mismatch.text)}</div>`;
+    body.innerHTML = h;
+    for (const m of sel.mems) {
+      const row = body.querySelector(`.qg-lrow[data-mem="${m.name}"]`);
+      const meta = metas[m.name];
+      if (!row || !meta) continue;
+      const cv = row.querySelector("canvas");
+      const geo = drawSelection(cv, meta, m);
+      const hover = row.querySelector(".qg-hover");
+      cv.addEventListener("mousemove", (ev) => {
+        const r = cv.getBoundingClientRect();
+        const t = Math.floor((ev.clientX - r.left) * (cv.width / r.width) / geo.px), k = Math.floor((ev.clientY - r.top) * (cv.height / r.height) / geo.py);
+        if (t < 0 || t >= geo.n || k < 0 || k >= geo.rows) { hover.textContent = ""; return; }
+        const slot = meta.used[k], w = m.w[t], rd = (m.r[t] || []).filter(([s]) => s === slot).map(([, v]) => v);
+        hover.textContent = `token ${sel.start + t} ${sel.tokens[t]} · slot ${meta.labels[k]}: write ${w[0] === slot ? (w[1] / 255).toFixed(2) : "0"}, read ${rd.length ? (Math.max(...rd) / 255).toFixed(2) : "0"}`;
+      });
+      cv.addEventListener("mouseleave", () => { hover.textContent = ""; });
+    }
+    if (g) {
+      const gb = bytesOf(model.get("gdn"));
+      if (gb.length === g.rows * g.cols) {
+        const q = new Int8Array(gb.buffer, gb.byteOffset, gb.length);
+        const show = Math.min(g.rows, Math.max(8, ...g.slots.map((s) => s.slot + 1)));
+        const py = Math.max(2, Math.min(8, Math.floor(160 / show))), px = Math.max(1, Math.min(4, Math.floor(512 / g.cols)));
+        const cv = body.querySelector(".qg-gdncv");
+        cv.width = g.cols * px; cv.height = show * py;
+        const ctx = cv.getContext("2d");
+        for (let r = 0; r < show; r++) for (let c2 = 0; c2 < g.cols; c2++) {
+          const [R, G, B] = diverging(q[r * g.cols + c2] / 127);
+          ctx.fillStyle = `rgb(${R},${G},${B})`; ctx.fillRect(c2 * px, r * py, px, py);
+        }
+      }
+      body.querySelector(".qg-memsel").addEventListener("change", (ev) => { model.set("gdn_memory", ev.target.value); model.save_changes(); });
+    }
+    const att = bytesOf(model.get("attn"));
+    let off = 0;
+    for (const L of am) {
+      const n = L.n, px = Math.max(2, Math.floor(72 / Math.max(1, n)));
+      body.querySelectorAll(`.qg-hm[data-layer="${L.layer}"]`).forEach((box) => {
+        const hd = +box.dataset.head, base = off + hd * n * n;
+        drawMatrix(box.querySelector("canvas"), n, n, (r, c2) => att[base + r * n + c2] / 255, viridisLike, px);
+      });
+      off += L.heads * n * n;
+    }
+  }
+  function machineBadge(st) {
+    const c = prog.consistency || {};
+    const fm = st.first_mismatch;
+    if (fm) return ["bad", `✗ mismatch at pass ${fm.position}`, fm.text];
+    const sim = c.simulator || {}, it = c.interpreter || {};
+    if (c.exact) return ["ok", `✓ model = simulator (${sim.positions} passes) = interpreter (${it.registers || 0} registers, memory)`, ""];
+    if (prog.first_mismatch) return ["ref", `= simulator so far (a mismatch at pass ${prog.first_mismatch.position})`, prog.first_mismatch.text];
+    return ["ref", "not fully compared", ""];
+  }
+  function renderMachineHead(st) {
+    $(".qg-kern").textContent = prog.kernel_name || prog.kernel || "";
+    $(".qg-kern").title = prog.kernel || "";
+    $(".qg-badge.engine").textContent = ENGINES[prog.engine] || prog.engine;
+    const [cls, text, title] = machineBadge(st);
+    const cons = $(".qg-cons");
+    cons.className = `qg-badge qg-cons ${cls}`; cons.textContent = text; cons.title = title;
+    $(".qg-faultb").style.display = prog.fault ? "" : "none";
+    $(".qg-where").innerHTML = `pass <b>${st.pos}</b> · <b class="qg-mono">${esc(st.input)}</b> → <b class="qg-mono">${esc(st.token)}</b> · block <b>${st.block}</b> · warp <b>${st.warp}</b>`;
+    $(".qg-fn").textContent = "bundles (ROM slots) and their PTX";
+    root.querySelector(".qg-col-mem h4 .qg-sub").textContent = "decoded from GDN memory mem";
+    const fb = $(".qg-faultbox");
+    if (st.fault) { fb.style.display = ""; fb.className = "qg-fault qg-faultbox"; fb.textContent = "fault: " + st.fault; }
+    else if (st.first_mismatch) { fb.style.display = ""; fb.className = "qg-fault qg-faultbox"; fb.textContent = "first mismatch: " + st.first_mismatch.text; }
+    else fb.style.display = "none";
+  }
+
   // ---------------- header ----------------
   function renderHead(st) {
     $(".qg-kern").textContent = prog.kernel_name || prog.kernel || "";
@@ -434,12 +651,21 @@ function render({ model, el }) {
     slider.value = st.pos;
     posEl.innerHTML = `<b>${st.pos}</b> / ${positions() - 1}`;
     $(".qg-tok").value = st.pos;
-    renderHead(st);
-    highlightRom(st.pos);
-    renderWarp(st);
-    renderStack(st);
-    renderMemory(st);
-    renderLayers(st);
+    root.classList.toggle("qg-machine", M());
+    if (M()) {
+      renderMachineHead(st);
+      highlightRom(st.pos);
+      renderMachineWarp(st);
+      renderMemory(st);
+      renderMachineLayers(st);
+    } else {
+      renderHead(st);
+      highlightRom(st.pos);
+      renderWarp(st);
+      renderStack(st);
+      renderMemory(st);
+      renderLayers(st);
+    }
     root.querySelectorAll(".qg-fmt button").forEach((b) => b.classList.toggle("on", b.dataset.f === fmt()));
     root.dataset.pos = st.pos;
   }
@@ -460,13 +686,15 @@ function render({ model, el }) {
       const nxt = p + 1;
       setPosition(nxt);
       const bp = bps();
+      if (M()) { if (nxt < positions() - 1 && bp.has(prog.exec_pc[nxt])) play(false); return; }
       const fn = prog.functions[(prog.step_fn || [])[nxt]];
       if (nxt < positions() - 1 && bp.has(prog.step_pc[nxt]) && fn === prog.kernel) play(false);
     }, 1000 / speed);
   }
   function runToPc(pc) {
     const p0 = model.get("position") | 0;
-    for (let t = p0 + 1; t < positions() - 1; t++) if (prog.step_pc[t] === pc) { setPosition(t); return; }
+    const at = M() ? prog.exec_pc : prog.step_pc;
+    for (let t = p0 + 1; t < positions() - (M() ? 0 : 1); t++) if (at[t] === pc) { setPosition(t); return; }
     root.classList.add("qg-nohit"); setTimeout(() => root.classList.remove("qg-nohit"), 300);
   }
   root.querySelector(".qg-ctl").addEventListener("click", (ev) => {
@@ -522,6 +750,7 @@ function render({ model, el }) {
   model.on("change:fmt", renderAll);
   model.on("change:progress", onProgress);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
+  model.on("change:attn_meta", () => { if (M()) renderAll(); });
   onProgress();
   renderAll();
   return () => { if (timer) clearInterval(timer); };

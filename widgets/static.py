@@ -211,9 +211,14 @@ WRITE_RGB = np.array([214, 51, 108])
 READ_RGB = np.array([43, 108, 176])
 
 
+def _upscale(rgb: np.ndarray, sy: int, sx: int) -> np.ndarray:
+    return np.asarray(rgb).repeat(max(1, sy), 0).repeat(max(1, sx), 1)
+
+
 def selection_matrix(meta: dict, sel: dict) -> np.ndarray:
-    """A memory's read/write pattern over the window as RGB [tokens, used slots, 3]: writes red
-    (key x beta), reads blue (query x output gate, the strongest port), both purple."""
+    """A memory's read/write pattern over the window as RGB [used slots, tokens, 3] (time runs to
+    the right, the current token last): writes red (key x beta), reads blue (query x output gate,
+    the strongest port), both purple."""
     cols = {s: i for i, s in enumerate(meta["used"])}
     n = len(sel["w"])
     W = np.zeros((n, max(1, len(cols))))
@@ -227,8 +232,8 @@ def selection_matrix(meta: dict, sel: dict) -> np.ndarray:
                 R[t, cols[slot]] = max(R[t, cols[slot]], s / 255)
     white = np.array([255.0, 255.0, 255.0])
     rgb = white - (white - WRITE_RGB) * W[..., None]
-    rgb = rgb - (white - READ_RGB) * R[..., None] * np.where(W[..., None] > 0, 0.5, 1.0)
-    return np.clip(rgb, 0, 255).round().astype(np.uint8)
+    rgb = rgb - (white - READ_RGB) * R[..., None] * np.where(W[..., None] > 0.05, 0.5, 1.0)
+    return np.clip(rgb, 0, 255).round().astype(np.uint8).transpose(1, 0, 2)
 
 
 def machine_badge(program: dict, st: dict) -> tuple[str, str, str]:
@@ -354,7 +359,7 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
         if meta is None:
             continue
         rgb = selection_matrix(meta, m)
-        sc = max(2, min(10, 240 // max(1, rgb.shape[1])))
+        rgb = _upscale(rgb, max(3, min(12, 96 // max(1, rgb.shape[0]))), max(2, min(10, 480 // max(1, rgb.shape[1]))))
         cur_w = m["w"][-1] if m["w"] else None
         cur_r = m["r"][-1] if m["r"] else []
         labels = dict(zip(meta["used"], meta["labels"]))
@@ -365,8 +370,8 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
         if reads:
             now.append("reads " + ", ".join(map(str, reads)))
         out.append(f'<div class="qg-lrow" data-mem="{_e(m["name"])}"><div class="qg-lname">L{m["layer"]}<div class="qg-lbl">'
-                   f'{_e(m["name"])}</div></div><div class="qg-hm"><img src="{png_data_uri(rgb, sc)}" '
-                   f'title="{_e(", ".join(map(str, meta["labels"])))}"><span>{len(meta["used"])} slots used of {m["slots"]}</span></div>'
+                   f'{_e(m["name"])}</div></div><div class="qg-hm"><img src="{png_data_uri(rgb)}" '
+                   f'title="{_e(", ".join(map(str, meta["labels"])))}"><span>slots used: {len(meta["used"])} of {m["slots"]}</span></div>'
                    f'<div class="qg-lbl" style="max-width:420px">{_e(m["role"])}<br>this pass: {_e("; ".join(now) or "—")}'
                    f'</div></div>')
     g = st.get("gdn")
@@ -376,7 +381,7 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
             q = np.frombuffer(gdn, dtype=np.int8).reshape(g["rows"], g["cols"])
             show = max([s["slot"] for s in g["slots"]] + [7]) + 1
             q = q[:min(show, g["rows"])]
-            img = f'<img src="{png_data_uri(_div_cmap(q / 127.0), max(1, min(4, 360 // max(q.shape))))}">'
+            img = f'<img src="{png_data_uri(_upscale(_div_cmap(q / 127.0), max(2, min(8, 160 // q.shape[0])), max(1, min(4, 512 // q.shape[1]))))}">'
         rows = "".join(f'<tr class="{"qg-chgrow" if s["changed"] else ""}"><td>{_e(s["label"])}</td>'
                        f'<td>{_e(s["value"])}</td><td>{s["margin"]}</td></tr>' for s in g["slots"])
         out.append(f'<div class="qg-lrow qg-gdnrow"><div class="qg-lname">L{g["layer"]}<div class="qg-lbl">{_e(g["memory"])}'
@@ -393,8 +398,8 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
                    f'<tr><th>model = interpreter</th><td>final memory {_yes(it.get("memory"))}, result buffers '
                    f'{_yes(it.get("buffers"))}, {it.get("registers", 0)} carried registers '
                    f'({it.get("register_mismatches", 0)} differ){"; " + _e(it["note"]) if it.get("note") else ""}</td></tr>'
-                   f'<tr><th>margins</th><td>smallest code margin {c.get("min_code_margin")} (of 16), smallest logit gap '
-                   f'{c.get("min_logit_gap")}</td></tr></table>')
+                   f'<tr><th>margins</th><td>smallest code margin {_num(c.get("min_code_margin"))} (of 16), smallest logit gap '
+                   f'{_num(c.get("min_logit_gap"))}</td></tr></table>')
     if st.get("first_mismatch"):
         out.append(f'<div class="qg-mismatch">first mismatch: {_e(st["first_mismatch"]["text"])}</div>')
     out.append("</div>")
@@ -403,3 +408,7 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
 
 def _yes(v) -> str:
     return {True: "equal", False: "DIFFERS", None: "not compared"}.get(v, str(v))
+
+
+def _num(x) -> str:
+    return "—" if x is None else f"{x:.3f}".rstrip("0").rstrip(".")

@@ -280,13 +280,20 @@ def selection_payload(view, position: int, memories=None) -> dict:
     return {"start": start, "cur": cur - start, "tokens": tr.tokens[start:cur + 1], "mems": mems}
 
 
+def _shown_rows(dec) -> int:
+    """Rows (slots) of a memory the GDN panel shows: up to the last written one, at least 8."""
+    written = [d.slot for d in dec if d.value is not None]
+    return min(len(dec), max(written + [7]) + 1)
+
+
 def gdn_payload(view, position: int, memory: str) -> dict:
-    """The decoded side of the GDN panel: written slots of `memory` after this pass."""
+    """The decoded side of the GDN panel: written slots of `memory` after this pass (the raw block,
+    `machine_gdn_bytes`, has `rows` x `cols` values: its first `rows` slots)."""
     tr = view.trace
     info = tr.memories[memory]
     g = view.gdn_state(position, memory)
-    st = g.state
     dec = g.decode()[memory]
+    st = g.state[:, :_shown_rows(dec)]
     changed = set()
     for L, hh, rr, _, _ in tr.updates[position]:
         if L == info.layer:
@@ -302,9 +309,10 @@ def gdn_payload(view, position: int, memory: str) -> dict:
 
 
 def machine_gdn_bytes(view, position: int, memory: str) -> bytes:
-    """The raw state block holding `memory` (rows: slots, columns: its value heads' dual-rail
-    columns side by side) as int8 around 0 (scale: |max|)."""
-    st = view.gdn_state(position, memory).state             # [fields, slots, 2w]
+    """The raw state block holding `memory` (rows: its first slots up to the last written one,
+    columns: its value heads' dual-rail columns side by side) as int8 around 0 (scale: |max|)."""
+    g = view.gdn_state(position, memory)
+    st = g.state[:, :_shown_rows(g.decode()[memory])]      # [fields, shown slots, 2w]
     m = np.transpose(st, (1, 0, 2)).reshape(st.shape[1], -1)
     top = float(np.abs(m).max()) or 1.0
     return np.clip(np.round(m / top * 127), -127, 127).astype(np.int8).tobytes()
