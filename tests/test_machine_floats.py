@@ -564,8 +564,6 @@ FLOAT_KERNELS = ["atomic_float_add", "const_mem", "device_calls", "f2i_convert",
                  "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load"]
 #: kernels whose code is larger than the machine's ROM (256 bundles)
 TOO_BIG = {"f32_round_modes", "f64_math"}
-#: kernels that need a construct besides floats (local generic addresses)
-PENDING = {"device_calls"}
 
 
 @pytest.mark.parametrize("name", FLOAT_KERNELS)
@@ -576,8 +574,6 @@ def test_suite_float_kernel_exact(name):
         img = assemble(module, spec, config=COMPACT)
     except AssemblerError as e:
         if name in TOO_BIG and "ROM holds" in str(e):
-            pytest.skip(str(e))
-        if name in PENDING and "not supported" in str(e):
             pytest.skip(str(e))
         raise
     res = Simulator(img, module, spec).run()

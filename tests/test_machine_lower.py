@@ -469,6 +469,33 @@ def test_brx_idx_out_of_range_faults():
 
 
 # ---------------------------------------------------------------------------------------------
+# cvta: generic addresses of local, shared and const variables
+
+
+def test_cvta_generic_addresses():
+    """cvta.{local,shared,const} gives the interpreter's generic address (window base + offset),
+    cvta.to.* takes it back, and accesses through the converted addresses hit the variables."""
+    body = [".local .align 4 .b8 loc[16];", ".shared .align 4 .b8 sh[64];",
+            ".reg .b32 %r<16>;", ".reg .b64 %rd<24>;", "mov.u32 %r1, %tid.x;", "cvt.u64.u32 %rd1, %r1;",
+            "ld.param.u64 %rd20, [out];", "mad.lo.u64 %rd20, %rd1, 40, %rd20;"]
+    for k, (space, var) in enumerate((("local", "loc"), ("shared", "sh"), ("const", "tab"))):
+        body += [f"mov.u64 %rd2, {var};", f"add.u64 %rd2, %rd2, {4 * k};", f"cvta.{space}.u64 %rd3, %rd2;",
+                 f"st.global.u64 [%rd20+{8 * k}], %rd3;", f"cvta.to.{space}.u64 %rd4, %rd3;"]
+        if space == "shared":
+            body += ["mul.wide.u32 %rd5, %r1, 4;", "add.u64 %rd4, %rd4, %rd5;"]
+        if space != "const":
+            body += ["add.u32 %r2, %r1, 100;", f"st.{space}.u32 [%rd4], %r2;"]
+        body += [f"ld.{space}.u32 %r3, [%rd4];", f"st.global.u32 [%rd20+{24 + 4 * k}], %r3;"]
+    body += ["mov.u32 %r4, sh;", "cvta.shared.u32 %r5, %r4;", "st.global.u32 [%rd20+36], %r5;", "ret;"]
+    ptx = (f"{HEADER}.const .align 4 .b32 tab[4] = {{11, 22, 33, 44}};\n"
+           ".visible .entry k(.param .u64 out)\n{\n" + "\n".join(body) + "\n}\n")
+    spec = {"grid": 1, "block": 8, "args": [{"buffer": "uint32", "size": 80}]}
+    want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
+    assert np.array_equal(want, got), (want, got)
+    assert want[1] == 2 and want[3] == 1 and want[5] == 3                # the windows' high words
+
+
+# ---------------------------------------------------------------------------------------------
 # the packer keeps within the carry limit
 
 
@@ -536,5 +563,5 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     # and the float kernels (soft floating point, `softfloat.py`), float and 64-bit atomics
     for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
                  "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
-                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable"):
+                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qwengpu.interp.memory import GENERIC_WINDOWS
 from qwengpu.launch import LaunchSpec
 from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm as PImm, Instr, Label, Module,
                             Neg, Pair, Reg, Special as PSpecial, Sym, Vec)
@@ -867,10 +868,21 @@ class _Lowerer:
         return v
 
     def op_cvta(self, ctx, ins, info):
-        if info.space != "global":
-            raise AssemblerError(f"cvta for {info.space} is not supported by the machine yet", ins)
+        """cvta: a generic address is the space's address plus its window base (the interpreter's
+        GENERIC_WINDOWS: shared 1 << 32, local 2 << 32, const 3 << 32; global 0), so only the high
+        word changes. cvta.to takes the low word (an address outside the window faults in the
+        interpreter; here it just loses its high word)."""
         lo, hi = self.value(ctx, ins.operands[1], info.type, ins)
-        self.write(ctx, ins.operands[0], lo, hi, info.type, ins)
+        if info.space == "global" or info.type == "u32":        # 32-bit: the bases' low words are 0
+            self.write(ctx, ins.operands[0], lo, hi, info.type, ins)
+            return
+        base = GENERIC_WINDOWS.get(info.space)
+        if base is None:
+            raise AssemblerError(f"cvta for {info.space} is not supported by the machine", ins)
+        if "to" in info.flags:
+            self.write(ctx, ins.operands[0], lo, src(Imm(0)), info.type, ins)
+            return
+        self.write(ctx, ins.operands[0], lo, self.em(ctx).alu("ADD", hi, base >> 32), info.type, ins)
 
     # -- memory ----------------------------------------------------------------------------------------
 
