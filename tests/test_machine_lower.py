@@ -496,6 +496,47 @@ def test_cvta_generic_addresses():
 
 
 # ---------------------------------------------------------------------------------------------
+# match.sync (four shfl.idx per word)
+
+
+def match_kernel(instr: str, t: str, mask: str, guard: bool, pair: bool) -> str:
+    w = bits(t)
+    r = REG[w]
+    dst = "%r5|%p2" if pair else "%r5"
+    body = [".reg .pred %p<4>;", ".reg .b16 %rs<8>;", ".reg .b32 %r<16>;", ".reg .b64 %rd<24>;",
+            "mov.u32 %r10, %tid.x;", "cvt.u64.u32 %rd10, %r10;", "and.b32 %r13, %r10, 5;",
+            "setp.ne.u32 %p1, %r13, 0;", "ld.param.u64 %rd11, [vals];", f"mad.lo.u64 %rd11, %rd10, {w // 8}, %rd11;",
+            f"ld.global.b{w} {r}1, [%rd11];", "ld.param.u64 %rd12, [masks];", "mad.lo.u64 %rd12, %rd10, 4, %rd12;",
+            "ld.global.u32 %r2, [%rd12];", "mov.u32 %r5, 77;", "mov.u32 %r6, 2;", "setp.eq.u32 %p2, %r6, 3;",
+            f"{'@%p1 ' if guard else ''}{instr} {dst}, {r}1, {mask};", "selp.u32 %r6, 1, 0, %p2;",
+            "ld.param.u64 %rd20, [out];", "mad.lo.u64 %rd20, %rd10, 8, %rd20;",
+            "st.global.u32 [%rd20], %r5;", "st.global.u32 [%rd20+4], %r6;", "ret;"]
+    return (f"{HEADER}.visible .entry k(.param .u64 vals, .param .u64 masks, .param .u64 out)\n{{\n"
+            + "\n".join(body) + "\n}\n")
+
+
+@pytest.mark.parametrize("instr,t,pair", [("match.any.sync.b32", "b32", False), ("match.any.sync.b64", "b64", False),
+                                          ("match.all.sync.b32", "b32", True), ("match.all.sync.b32", "b32", False),
+                                          ("match.all.sync.b64", "b64", True)])
+@pytest.mark.parametrize("mask", ["0xF", "0xFFFFFFFF", "0x6", "%r2"])
+@pytest.mark.parametrize("guard", [False, True], ids=["all", "some-lanes"])
+def test_match_sync(instr, t, pair, mask, guard):
+    """Few distinct values (so lanes match, and whole warps agree), the member mask as an
+    immediate or a (warp-uniform) register, some lanes inactive."""
+    rng = np.random.default_rng(len(instr) + len(mask) + guard)
+    n = 64
+    w = bits(t)
+    vals = [[5, 5, 5, 5][i % 4] if i < 8 else int(rng.integers(0, 3)) << (w - 2) | int(rng.integers(0, 2))
+            for i in range(n)]
+    masks = [[0xF, 0x3, 0xA, 0x0, 0x9, 0xFFFFFFFF][(i // 4) % 6] for i in range(n)]
+    spec = {"grid": 2, "block": 32, "args": [{"buffer": f"uint{w}", "data": vals}, {"buffer": "uint32", "data": masks},
+                                             {"buffer": "uint32", "size": 2 * n}]}
+    ptx = match_kernel(instr, t, mask, guard, pair)
+    want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
+    assert np.array_equal(want, got), (want, got)
+
+
+# ---------------------------------------------------------------------------------------------
 # the packer keeps within the carry limit
 
 
@@ -563,5 +604,5 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     # and the float kernels (soft floating point, `softfloat.py`), float and 64-bit atomics
     for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
                  "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
-                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls"):
+                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls", "match_sync"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"
