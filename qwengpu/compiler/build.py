@@ -683,20 +683,29 @@ def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_fina
     token without a rule scores very low. The winner's logit is the number of conditions' bits."""
     W = np.zeros((vocab, width), dtype=np.float32)
     ruled = set()
+    anchor = lay.dims[ANCHOR_FEATURE]
     for rule in prog.rules:
+        # the form sum(weight * (2 f - 1) per set bit / chosen value, weight * (1 - 2 f) per clear
+        # bit), accumulated straight into the row (tens of thousands of rules: no Lin objects)
         t = rule.token.id
         ruled.add(t)
-        form = Lin()
+        row = np.zeros(width)
+        const = 0.0
         for var, val, weight in rule.conditions:
-            enc = var.encode(val)
             if var.kind == "bits":
+                enc = var.encode(val)
                 for i, bit in enumerate(enc):
-                    form = form + weight * (2 * var.f(i) - 1 if bit else 1 - 2 * var.f(i))
+                    d = lay.dims[(var.name, i)]
+                    row[d] += 2 * weight if bit else -2 * weight
+                    const += -weight if bit else weight
             elif var.kind == "onehot":
-                form = form + weight * (2 * var.f(val) - 1)
+                var.encode(val)                   # range check
+                row[lay.dims[(var.name, int(val))]] += 2 * weight
+                const -= weight
             else:
                 raise CompileError("output rules read bits or onehot variables")
-        W[t] = _row(form, lay, width) * (LOGIT_SCALE / s_final)
+        row[anchor] += const / ANCHOR
+        W[t] = row * (LOGIT_SCALE / s_final)
     for t in range(vocab):
         if t not in ruled:
             W[t, lay.dims[ANCHOR_FEATURE]] = -1e4 * LOGIT_SCALE / (ANCHOR * s_final)
