@@ -204,8 +204,38 @@ def test_decode_dual_rail_state():
 def dot_model():
     """dot on the compact engine of the built-in COMPACT machine (cached under ~/.cache/qwengpu)."""
     pytest.importorskip("torch")
+    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.model import load_machine
+    machine = load_machine(COMPACT, progress=False)
+    layers = sorted({pl.layer for pl in machine.placements.values()})
     k = suite.get("dot")
-    return trace_launch(k.ptx(), k.spec(), engine="compact", names=["a", "b", "out"])
+    last = {}
+
+    def keep_states(index, text, state):          # the model's raw states after the last pass
+        for L in layers:
+            last[L] = state.get_recurrent_state(L)[0].float().numpy().copy()
+
+    v = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine, names=["a", "b", "out"],
+                     on_token=keep_states)
+    v.test_final_states = last
+    return v
+
+
+def test_model_decoding_equals_the_compilers(dot_model):
+    """Every memory the lab decodes (from the raw rows it kept per pass) equals what the compiler's
+    own `decode_memory` reads from the model's final recurrent states, with its `placements`."""
+    from qwengpu.compiler.build import decode_memory
+    v = dot_model
+    last = v.test_final_states
+    assert last, "no recurrent state captured"
+    t = len(v) - 1
+    for name, pl in v.machine.placements.items():
+        want, margin = decode_memory(last[pl.layer], pl)
+        got = {d.slot: d.value for d in v.gdn_state(t, name).decode()[name] if d.value is not None}
+        assert got == want, name
+        assert margin > 15 and abs(margin - v.trace.records[t].margins[name]) < 1e-3, name
+    regs = decode_memory(last[v.machine.placements["reg.emit"].layer], v.machine.placements["reg.emit"])[0]
+    assert [(regs[8] >> (32 * l)) & 0xFFFFFFFF for l in range(4)] == v.snapshot(t).reg("%r4").values
 
 
 def test_model_trace_of_dot_agrees_with_simulator_and_interpreter(dot_model):
