@@ -537,6 +537,41 @@ def test_match_sync(instr, t, pair, mask, guard):
 
 
 # ---------------------------------------------------------------------------------------------
+# bar.red (counters in shared memory, rotated over three words)
+
+
+def test_bar_red():
+    """bar.red.popc/and/or in a loop (more instances than counter words; 16 in all, so a block
+    ends with word 0 holding a count), with a kernel shared array beside the counters, three
+    blocks (shared memory keeps its contents between blocks), and a warp that exits before the
+    loop (it does not vote)."""
+    body = [".shared .align 4 .b8 sh[64];", ".reg .pred %p<8>;", ".reg .b32 %r<24>;", ".reg .b64 %rd<8>;",
+            "mov.u32 %r1, %tid.x;", "mov.u32 %r2, %ctaid.x;", "mad.lo.s32 %r3, %r2, 16, %r1;",
+            "cvt.u64.u32 %rd1, %r3;", "ld.param.u64 %rd2, [vals];", "mad.lo.u64 %rd2, %rd1, 4, %rd2;",
+            "ld.global.u32 %r4, [%rd2];", "ld.param.u64 %rd3, [out];", "mad.lo.u64 %rd3, %rd1, 16, %rd3;",
+            "mul.wide.u32 %rd4, %r1, 4;", "mov.u64 %rd5, sh;", "add.u64 %rd5, %rd5, %rd4;",
+            "st.shared.u32 [%rd5], %r4;", "setp.ge.u32 %p7, %r1, 12;", "@%p7 bra $out;",
+            "mov.u32 %r10, 0;", "mov.u32 %r11, 0;", "mov.u32 %r12, 0;", "mov.u32 %r13, 0;",
+            "$loop:", "shr.u32 %r5, %r4, %r13;", "and.b32 %r5, %r5, 1;", "setp.ne.u32 %p1, %r5, 0;",
+            "bar.red.popc.u32 %r6, 0, %p1;", "add.s32 %r10, %r10, %r6;",
+            "and.b32 %r7, %r4, 3;", "setp.ne.u32 %p2, %r7, %r13;",
+            "bar.red.and.pred %p3, 0, %p2;", "selp.u32 %r8, 1, 0, %p3;", "mad.lo.s32 %r11, %r11, 2, %r8;",
+            "bar.red.or.pred %p4, 1, 12, !%p1;", "selp.u32 %r9, 1, 0, %p4;", "mad.lo.s32 %r12, %r12, 2, %r9;",
+            "add.s32 %r13, %r13, 1;", "setp.lt.u32 %p5, %r13, 5;", "@%p5 bra $loop;",
+            "setp.ne.u32 %p6, %r4, 0;", "bar.red.popc.u32 %r15, 0, %p6;", "ld.shared.u32 %r14, [%rd5];",
+            "add.s32 %r14, %r14, %r15;",
+            "st.global.u32 [%rd3], %r10;", "st.global.u32 [%rd3+4], %r11;", "st.global.u32 [%rd3+8], %r12;",
+            "st.global.u32 [%rd3+12], %r14;", "$out:", "ret;"]
+    ptx = (f"{HEADER}.visible .entry k(.param .u64 vals, .param .u64 out)\n{{\n" + "\n".join(body) + "\n}\n")
+    rng = np.random.default_rng(5)
+    vals = [int(x) for x in rng.integers(0, 64, 48)]
+    spec = {"grid": 3, "block": 16, "args": [{"buffer": "uint32", "data": vals}, {"buffer": "uint32", "size": 192}]}
+    want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
+    assert np.array_equal(want, got), (want, got)
+    assert len(set(want[::4].tolist())) > 2 and len(set(want[1::4].tolist())) > 1
+
+
+# ---------------------------------------------------------------------------------------------
 # the packer keeps within the carry limit
 
 
@@ -604,5 +639,5 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     # and the float kernels (soft floating point, `softfloat.py`), float and 64-bit atomics
     for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
                  "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
-                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls", "match_sync"):
+                 "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls", "match_sync", "syncthreads_reduce"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"

@@ -227,6 +227,10 @@ class _Lowerer:
         entry = "entry"
         self.start(entry)
         ctx["entry_block"] = self.cur
+        self.bar_red = None
+        if any(ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) == "red"
+               for f in self.module.functions.values() for ins in f.body):
+            self.bar_red_prologue(ctx)
         self.lower_function(ctx)
         if self.cur is not None:
             self.end(("exit",))
@@ -1318,12 +1322,60 @@ class _Lowerer:
         if info.mode == "warp":
             return                       # bar.warp.sync: lanes of a warp run together already
         if info.mode == "red":
-            raise AssemblerError("bar.red is not supported by the machine yet", ins)
+            self.bar_red_op(ctx, ins, info)
+            return
         nxt = self.fresh_label("after_bar")
         self.end(("barrier", nxt))
         self.start(nxt)
 
     op_barrier = op_bar
+
+    # bar.red: three counter words in shared memory after the kernel's own (the machine has no
+    # reduction at its barrier). Instance k of a bar.red in a thread (every thread runs the same
+    # sequence) counts into word k % 3: each lane clears word (k + 1) % 3, adds its vote atomically
+    # (popc, or: p; and: !p), passes the barrier and reads the sum. Word (k + 1) % 3 was last read
+    # in instance k - 2, which every thread finished before barrier k - 1, and is next added to
+    # after barrier k. Word 0 is cleared before a barrier at the kernel's entry (shared memory
+    # keeps its contents from block to block). `self.bar_red`: (counter base, rotation register).
+
+    def bar_red_prologue(self, ctx):
+        lay = self.layout
+        base = (lay.shared_size + 3) // 4 * 4
+        for k in range(12):
+            m = lay.machine_address("shared", base + k, 0)
+            if m is None:
+                raise AssemblerError("bar.red needs 12 bytes of shared memory after the kernel's own; "
+                                     "the machine's shared window is full")
+            lay.valid[m] = 1
+        lay.shared_size = base + 12
+        rot = self.new("bar.red.k")
+        self.bar_red = (base, rot)
+        self.emit(alu("MOV", rot, 0, ptx_pc=0))
+        self.emit(MicroOp("mem", "ST", (), extra={"space": "shared", "width": 4, "addr": (src(Imm(base)), src(Imm(0))),
+                                                  "data": (src(Imm(0)), None), "align": 4}, ptx_pc=0))
+        nxt = self.fresh_label("bar_red_ready")
+        self.end(("barrier", nxt))
+        self.start(nxt)
+
+    def bar_red_op(self, ctx, ins, info):
+        base, rot = self.bar_red
+        pc = ctx["pc"]
+        p, _ = self.value(ctx, ins.operands[-1], "pred", ins)
+        em = self.em(ctx)
+        nxt = em.alu("SEL", 0, em.alu("ADD", src(rot), 1), em.alu("EQ", src(rot), 2))
+        here = em.alu("ADD", em.alu("SHL", src(rot), 2), base)
+        self._mem(ctx, "ST", "shared", (em.alu("ADD", em.alu("SHL", nxt, 2), base), src(Imm(0))), data=(src(Imm(0)), None))
+        vote = em.alu("XOR", p, 1) if info.boolop == "and" else p
+        self._mem(ctx, "ATOM", "shared", (here, src(Imm(0))), self.new(), data=(vote, None), atom="add")
+        self.emit(alu("MOV", rot, nxt, ptx_pc=pc))
+        after = self.fresh_label("after_bar_red")
+        self.end(("barrier", after))
+        self.start(after)
+        total = self.new("bar.red.sum")
+        self._mem(ctx, "LD", "shared", (here, src(Imm(0))), total)
+        em = self.em(ctx)
+        r = {"popc": src(total), "and": em.alu("EQ", src(total), 0), "or": em.alu("LTU", 0, src(total))}[info.boolop]
+        self.write(ctx, ins.operands[0], r, None, "u32" if info.boolop == "popc" else "pred", ins)
 
     def op_membar(self, ctx, ins, info):
         return
