@@ -790,6 +790,13 @@ def gen_f64_for_int(n):
 
 
 @pytest.mark.parametrize("irnd", IMODES)
+def test_cvt_f64_f64_round_to_integral(irnd):
+    x = np.concatenate([gen_f64_for_int(BULK // 4), gen_f64(BULK // 4)])
+    bt = Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f64", "f64", rnd=irnd), 2)
+    compare_bulk(bt, _w2(lambda a: F.cvt(a, "f64", "f64", rnd=irnd)), list(_split(x)), f"cvt.{irnd}.f64.f64")
+
+
+@pytest.mark.parametrize("irnd", IMODES)
 @pytest.mark.parametrize("dst", INT_DSTS)
 def test_cvt_f64_to_int(dst, irnd):
     x = gen_f64_for_int(BULK // 4)
@@ -1030,7 +1037,8 @@ def test_no_hidden_inversion_fixups(mode):
     routines += [Built(lambda em, a, d=d: sf.cvt(em, (a,), d, "f32", rnd=irnd), 1) for d in INT_DSTS]
     routines += [Built(lambda em, lo, hi, d=d: sf.cvt(em, (lo, hi), d, "f64", rnd=irnd), 2)
                  for d in INT_DSTS]
-    routines += [Built(lambda em, a: sf.cvt(em, (a,), "f32", "f32", rnd=irnd), 1)]
+    routines += [Built(lambda em, a: sf.cvt(em, (a,), "f32", "f32", rnd=irnd), 1),
+                 Built(lambda em, lo, hi: sf.cvt(em, (lo, hi), "f64", "f64", rnd=irnd), 2)]
     routines += [built(sf.compare, 2, op) for op in sf.COMPARE_OPS]
     routines += [built(sf.min, 2), built(sf.max, 2), built(sf.abs, 1), built(sf.neg, 1)]
     assert [_hidden_fixups(bt) for bt in routines] == [0] * len(routines)

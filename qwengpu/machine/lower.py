@@ -1238,16 +1238,15 @@ class _Lowerer:
         return self.soft(ins, sf.compare, em, cmp, a, b, ftz=ftz)
 
     def float_cvt(self, ctx, ins, info):
-        """cvt between floats and integers and between float widths, every rounding/.ftz/.sat the
-        soft-float routines implement (the others are refused)."""
+        """cvt between floats and integers and between float widths: the soft-float routines, and
+        what the interpreter also does through them (`convert`); other forms are refused."""
         dt, st = info.type, info.src_type
         dw = _bits(dt)
         lo, hi = self.value(ctx, ins.operands[1], st, ins)
         parts = (lo, hi) if _bits(st) == 64 else (lo,)
-        if dt == st and info.rnd is None and not info.ftz and not info.sat:
-            out = parts                                  # cvt.f64.f64 (.f32, .f16) with no modifier
-        else:
-            out = self.soft(ins, sf.cvt, self.em(ctx), parts, dt, st, rnd=info.rnd, sat=info.sat, ftz=info.ftz)
+        if info.ftz and "f32" not in (dt, st):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.ftz needs an .f32 side)", ins)
+        out = self.convert(ctx, ins, parts, dt, st, info.rnd, info.sat, info.ftz)
         if dw == 64:
             self.write(ctx, ins.operands[0], out[0], out[1], dt, ins)
             return
@@ -1255,6 +1254,66 @@ class _Lowerer:
         if dw < 32 and dt[0] == "s":
             x = self._narrow(x, dw, True, ctx)            # the routine zero-extends
         self.write(ctx, ins.operands[0], x, None, dt, ins, signed_ext=dt[0] == "s")
+
+    def convert(self, ctx, ins, parts: tuple, dt: str, st: str, rnd, sat: bool, ftz: bool) -> tuple:
+        """The conversion of `parts` (a word, or a (lo, hi) pair) from st to dt. Beyond what
+        `softfloat.cvt` implements:
+        * f16 sources go through f32 (exact), except that an f16 NaN widened to f64 keeps its
+          sign and payload (as the interpreter's);
+        * f16 results from f64 round to odd in f32 first (truncate, then set the last bit if
+          anything was lost): f32 has 24 bits, at least two more than f16's 11, so rounding that
+          once more to f16 in any mode is exact (Boldo & Melquiond). Integers go through f32
+          truncated: one that f32 does not hold exactly (|x| >= 2^24) is far beyond f16's range;
+        * .sat on an f64 result clamps the f64 value ([+0, 1], NaN and negatives to +0)."""
+        def soft(p, d, s_, r=None, sat_=False, ftz_=False):
+            return self.soft(ins, sf.cvt, self.em(ctx), p, d, s_, rnd=r, sat=sat_, ftz=ftz_)
+
+        if dt == st and rnd is None and not ftz and not sat:
+            return parts                                   # cvt.f64.f64 (.f32, .f16) with no modifier
+        if dt == "f64" and sat:
+            return self.sat64(ctx, self.convert(ctx, ins, parts, dt, st, rnd, False, ftz))
+        if st == "f16" and dt not in ("f32", "f16"):
+            if dt == "f64" and rnd is not None or dt != "f64" and rnd not in sf.IROUND:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
+            x32 = soft(parts, "f32", "f16")
+            out = soft(x32, dt, "f32", rnd)
+            if dt == "f64":                                # an f16 NaN keeps its sign and payload
+                em, x = self.em(ctx), parts[0]
+                nan = em.alu("LTU", 0x7C00, em.alu("AND", x, 0x7FFF))
+                nan_hi = em.alu("OR", em.alu("OR", em.alu("SHL", em.alu("AND", x, 0x3FF), 10), 0x7FF00000),
+                                em.alu("SHL", em.alu("AND", x, 0x8000), 16))
+                out = (em.alu("SEL", 0, out[0], nan), em.alu("SEL", nan_hi, out[1], nan))
+            return out
+        if dt == "f16" and st == "f16":
+            if rnd not in sf.IROUND:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
+            x32 = soft(soft(parts, "f32", "f16"), "f32", "f32", rnd)     # integral f16 values fit f16
+            return soft(x32, "f16", "f32", "rn", sat)
+        if dt == "f16" and st != "f32":
+            if rnd not in sf.FROUND:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
+            y = soft(parts, "f32", st, "rz")
+            if st == "f64":
+                back = soft(y, "f64", "f32")
+                em = self.em(ctx)
+                lost = em.alu("OR", em.alu("XOR", back[0], parts[0]), em.alu("XOR", back[1], parts[1]))
+                y = (em.alu("OR", y[0], em.alu("LTU", 0, lost)),)
+            return soft(y, "f16", "f32", rnd, sat)
+        return soft(parts, dt, st, rnd, sat, ftz)
+
+    def sat64(self, ctx, x: tuple) -> tuple:
+        """.sat on an f64 value: NaN and negative values (-0 too) give +0, values above 1 give 1."""
+        em = self.em(ctx)
+        lo, hi = x
+        ah = em.alu("AND", hi, 0x7FFFFFFF)
+        above1 = em.alu("OR", em.alu("LTU", 0x3FF00000, hi), em.alu("AND", em.alu("EQ", hi, 0x3FF00000),
+                                                                    em.alu("LTU", 0, lo)))
+        nan = em.alu("OR", em.alu("LTU", 0x7FF00000, ah), em.alu("AND", em.alu("EQ", ah, 0x7FF00000),
+                                                                em.alu("LTU", 0, lo)))
+        zero = em.alu("OR", em.alu("SHR", hi, 31), nan)
+        lo = em.alu("SEL", 0, em.alu("SEL", 0, lo, above1), zero)
+        hi = em.alu("SEL", 0, em.alu("SEL", 0x3FF00000, hi, above1), zero)
+        return lo, hi
 
     # -- control --------------------------------------------------------------------------------------
 

@@ -1281,9 +1281,54 @@ def cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False):
     return _cvt64(em, parts, d, s, r, sat, ftz, name)
 
 
+def _rint64(b, lo, hi, irnd):
+    """cvt.irnd.f64.f64: round to an integral value (keeps the sign of zero); a NaN passes
+    unchanged. With f = 1075 - e fraction bits below the units bit (1 <= f <= 52 when
+    1 <= |x| < 2^52), the pattern arithmetic of `_rint32` on the pair: add (half - 1 + the units
+    bit) or (the mask, away from zero), clear the mask; carries reach the exponent by themselves."""
+    ah = hi & ABS
+    e = ah >> 20
+    f = 1075 - e
+    nlow0 = M32 << f                          # the f low bits (f in 1..52) are (~nlow0, low1)
+    low1 = M32 >> (64 - f)
+    if irnd == "rni":
+        half = (~(M32 << (f - 1)), M32 >> (65 - f))                    # 2^(f-1) - 1
+        unit = ((lo >> f) | (hi >> (f - 32))) & 1                      # the units bit
+        t = b.add64(b.add64((lo, hi), half), (unit, 0))
+    elif irnd == "rmi":
+        neg = b.sar(hi, 31)
+        t = b.add64((lo, hi), (~nlow0 & neg, low1 & neg))
+    elif irnd == "rpi":                       # (every inverted operand second, or one inversion)
+        nonneg_not = b.sar(hi, 31)
+        t = b.add64((lo, hi), (~(nlow0 | nonneg_not), low1 & ~nonneg_not))
+    else:
+        t = (lo, hi)
+    r = (t[0] & nlow0, t[1] & ~low1)
+    # |x| < 1: +-0 or +-1
+    nonzero = b.ltu(0, ah | lo)
+    if irnd == "rni":
+        one = b.ltu(0x3FE00000, ah) | (b.eq(ah, 0x3FE00000) & b.ltu(0, lo))   # |x| > 1/2
+    elif irnd == "rzi":
+        one = 0
+    elif irnd == "rpi":
+        one = nonzero & b.sar(~hi, 31)
+    else:
+        one = nonzero & b.sar(hi, 31)
+    small_hi = (hi & S31) | b.sel(one, 0x3FF00000, 0)
+    small = b.ltu(ah, 0x3FF00000)
+    big = b.leu(0x43300000, ah)                # |x| >= 2^52, infinities and NaNs: unchanged
+    return (b.sel(big, lo, b.sel(small, 0, r[0])), b.sel(big, hi, b.sel(small, small_hi, r[1])))
+
+
 def _cvt64(em, parts, d, s, r, sat, ftz, name):
     if ftz or sat:
         raise SoftFloatError(f"{name}: .ftz/.sat need an f32 side")
+    if d == "f64" and s == "f64":
+        if r is None:
+            return tuple(parts[:2])
+        if r not in IROUND:
+            raise SoftFloatError(f"{name}: same-size float cvt only takes rni/rzi/rmi/rpi")
+        return _run(em, lambda b, lo, hi: _rint64(b, lo, hi, r), *parts[:2])
     if d in INT_TYPES and s == "f64":
         if r not in IROUND:
             raise SoftFloatError(f"{name}: float -> int needs rni/rzi/rmi/rpi")
@@ -1770,7 +1815,8 @@ def _cost_table():
             ("f64", "f32", None), ("f32", "f64", "rn"), ("f32", "f16", None),
             ("f16", "f32", "rn"), ("s32", "f64", "rzi"), ("s32", "f64", "rni"),
             ("s64", "f64", "rzi"), ("f64", "s32", "rn"), ("f64", "u32", "rn"),
-            ("f64", "s64", "rn"), ("f64", "u64", "rn")]
+            ("f64", "s64", "rn"), ("f64", "u64", "rn"), ("f64", "f64", "rni"), ("f64", "f64", "rzi"),
+            ("f64", "f64", "rmi")]
     for d, s, r in cvts:
         nin = 2 if s in ("f64", "s64", "u64") else 1
         t[f"cvt.{r + '.' if r else ''}{d}.{s}"] = count(
