@@ -320,7 +320,8 @@ def cvt_forms():
             ("cvt.rn.f16.u8", "f16", F("u8")), ("cvt.rz.f16.s64", "f16", F("s64")), ("cvt.rm.sat.f16.f64", "f16", F("f64")),
             ("cvt.sat.f64.f32", "f64", F("f32")), ("cvt.rn.sat.f64.s32", "f64", F("s32")),
             ("cvt.rni.sat.f64.f64", "f64", F("f64")), ("cvt.sat.f64.f64", "f64", F("f64")), ("cvt.sat.f64.f16", "f64", F("f16")),
-            ("cvt.ftz.sat.f64.f32", "f64", F("f32"))]
+            ("cvt.ftz.sat.f64.f32", "f64", F("f32")), ("cvt.sat.f16.f16", "f16", F("f16")),
+            ("cvt.rpi.sat.s16.f64", "s16", F("f64")), ("cvt.rni.sat.u32.f32", "u32", F("f32"))]
     out += [("cvt.rn.ftz.f32.f64", "f32", F("f64")), ("cvt.rz.sat.f32.f64", "f32", F("f64")),
             ("cvt.rn.ftz.f16.f32", "f16", F("f32")), ("cvt.rn.sat.f16.f32", "f16", F("f32")),
             ("cvt.rp.ftz.sat.f16.f32", "f16", F("f32"))]

@@ -1270,6 +1270,8 @@ class _Lowerer:
 
         if dt == st and rnd is None and not ftz and not sat:
             return parts                                   # cvt.f64.f64 (.f32, .f16) with no modifier
+        if dt[0] in "usb" and sat:
+            sat = False                                    # float -> integer clamps anyway
         if dt == "f64" and sat:
             return self.sat64(ctx, self.convert(ctx, ins, parts, dt, st, rnd, False, ftz))
         if st == "f16" and dt not in ("f32", "f16"):
@@ -1285,6 +1287,8 @@ class _Lowerer:
                 out = (em.alu("SEL", 0, out[0], nan), em.alu("SEL", nan_hi, out[1], nan))
             return out
         if dt == "f16" and st == "f16":
+            if rnd is None and sat:                        # .sat alone: clamp through f32 (exact)
+                return soft(soft(parts, "f32", "f16", sat_=True), "f16", "f32", "rn")
             if rnd not in sf.IROUND:
                 raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
             x32 = soft(soft(parts, "f32", "f16"), "f32", "f32", rnd)     # integral f16 values fit f16
