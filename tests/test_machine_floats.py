@@ -424,7 +424,9 @@ def _routines():
             ("cvt.rni.s32.f32", lambda em, a: sf.cvt(em, (a,), "s32", "f32", "rni"), (32,)),
             ("cvt.rn.f32.f64", lambda em, a: sf.cvt(em, a, "f32", "f64", "rn"), (64,)),
             ("cvt.f64.f32", lambda em, a: sf.cvt(em, (a,), "f64", "f32"), (32,)),
-            ("cvt.rn.f16.f32", lambda em, a: sf.cvt(em, (a,), "f16", "f32", "rn"), (32,))]
+            ("cvt.rn.f16.f32", lambda em, a: sf.cvt(em, (a,), "f16", "f32", "rn"), (32,)),
+            ("cvt.rni.f64.f64", lambda em, a: sf.cvt(em, a, "f64", "f64", "rni"), (64,)),
+            ("cvt.rpi.f64.f64", lambda em, a: sf.cvt(em, a, "f64", "f64", "rpi"), (64,))]
     out += [(f"compare.{c}", lambda em, a, b, c=c: sf.compare(em, c, a, b), (32, 32)) for c in CMPS[::3]]
     out += [(f"compare64.{c}", lambda em, a, b, c=c: sf.compare64(em, c, a, b), (64, 64)) for c in CMPS[1::3]]
     return out
