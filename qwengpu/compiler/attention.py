@@ -289,6 +289,7 @@ class Recent(AttnNode):
         self.value, self.kind_cond, self.query_cond = value, kind_cond, query_cond
         self.key, self.query = key, query
         self.raw, self.kindv, self.miss = raw, kindv, miss
+        self.primitive = "lookup" if key is not None else "most_recent"
 
     @property
     def ports(self) -> int:
@@ -371,6 +372,7 @@ class Gather(AttnNode):
         super().__init__(prog, name, [v for _, v in items], [], outs, context,
                          about="tokens " + ", ".join(str(b) for b, _ in items) + " back")
         self.items = list(items)
+        self.primitive = "gather" if len(self.items) > 1 else "previous_token"
 
     @property
     def ports(self) -> int:
@@ -420,7 +422,8 @@ def _zero_fallback(prog: Program, node: Recent, name: str, found: bool):
     def fn(raw, kind, miss=0):
         ok = int(kind) - int(miss) >= 1
         return (int(raw) if ok else 0, int(ok)) if found else (int(raw) if ok else 0)
-    prog.mlp(prog.fresh(f"{name}.zero"), args, outs, neurons, fn, about="empty result -> 0")
+    prog.mlp(prog.fresh(f"{name}.zero"), args, outs, neurons, fn, about="empty result -> 0",
+             primitive=node.primitive)
     return (out, fv) if found else out
 
 

@@ -44,6 +44,7 @@ class Target:
     max_group: int = 16                      # value heads per key head, when sized to fit
     mlp_budget: int | None = None            # soft MLP width: spread circuits over layers to stay under it
     gdn_head_budget: int | None = None       # soft GDN key heads per layer (spreads memories over layers)
+    check_margins: bool = True               # refuse a build whose static margins are below the fp32 bound
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -508,7 +509,6 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
             for i, x in enumerate(var.encode(val)):
                 emb[t.id, lay.dims[(vname, i)]] = x
     sd["model.embed_tokens.weight"] = emb
-    margins = {}
     for L in range(sched.layers):
         p = f"model.layers.{L}."
         sd[p + "input_layernorm.weight"] = np.zeros(width)
@@ -552,6 +552,10 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         from . import attention
         report["attention"] = attention.designs(compiled)
         report["min_attention_margin"] = attention.min_guaranteed_margin(compiled)
+    from . import margins
+    report["margins"] = margins.static_margins(compiled, erase_at)
+    if target.check_margins:
+        margins.check(report["margins"])
     return compiled
 
 

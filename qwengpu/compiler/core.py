@@ -196,11 +196,13 @@ class Neuron:
     `ideal` says what the neuron is meant to compute, for the reference evaluator:
     ("linear", form), ("step", form, t) (the first neuron of a pair carries the pair's ideal
     [form >= t]; the second ("none",)), ("gated", cond, value), ("product", a, b) (first of a
-    pair), or ("none",)."""
+    pair), or ("none",). `shape` names the gadget shape it belongs to ("linear", "step",
+    "gated", "product"; "" for a hand-made neuron), for the margin report."""
     gate: Lin
     up: Lin
     down: dict                     # feature -> coefficient
     ideal: tuple = ("none",)
+    shape: str = ""
 
     def ideal_value(self, feats: dict) -> float:
         k = self.ideal[0]
@@ -226,6 +228,9 @@ class Node:
     computes the outputs' discrete values for one token (state persists across tokens).
     """
     kind = "mlp"
+    #: the gadget this node belongs to (add, lut, memory, ...), for the margin report; None =
+    #: a hand-made circuit
+    primitive: str | None = None
 
     def __init__(self, name: str, inputs: list[Var], outputs: list[Var], about: str = ""):
         self.name = name

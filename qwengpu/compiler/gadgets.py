@@ -41,7 +41,7 @@ def _bound(prog: Program, form: Lin) -> float:
 
 
 def n_linear(form: Lin, out: dict) -> list[Neuron]:
-    return [Neuron(Lin.const(LIN_K), form / LIN_K, dict(out), ("linear", form))]
+    return [Neuron(Lin.const(LIN_K), form / LIN_K, dict(out), ("linear", form), "linear")]
 
 
 def n_step(form: Lin, t: float, out: dict, prog: Program | None = None) -> list[Neuron]:
@@ -54,8 +54,8 @@ def n_step(form: Lin, t: float, out: dict, prog: Program | None = None) -> list[
     arg = STEP_A * (form - (t - 0.5))
     up = Lin.const(1.0)
     scale = 1.0 / (2 * STEP_C)
-    n1 = Neuron(arg + STEP_C, up, {k: c * scale for k, c in out.items()})
-    n2 = Neuron(arg - STEP_C, up, {k: -c * scale for k, c in out.items()})
+    n1 = Neuron(arg + STEP_C, up, {k: c * scale for k, c in out.items()}, shape="step")
+    n2 = Neuron(arg - STEP_C, up, {k: -c * scale for k, c in out.items()}, shape="step")
     # ideal: the pair gives coef*[form >= t]; carried by the first neuron with unit coefficients
     n1.ideal = ("pairstep", form, t, dict(out))
     return [n1, n2]
@@ -63,13 +63,14 @@ def n_step(form: Lin, t: float, out: dict, prog: Program | None = None) -> list[
 
 def n_gated(cond: Lin, value: Lin, out: dict) -> list[Neuron]:
     """Adds coef*cond*value (cond a clean 0/1 form; a form <= 0 also switches it off)."""
-    return [Neuron(GATE_B * cond - GATE_B / 2, value / (GATE_B / 2), dict(out), ("gated", cond, value))]
+    return [Neuron(GATE_B * cond - GATE_B / 2, value / (GATE_B / 2), dict(out), ("gated", cond, value), "gated")]
 
 
 def n_product(a: Lin, b: Lin, out: dict, a_min: float = 0.0) -> list[Neuron]:
     """Adds coef*a*b (exact while a + K stays in SiLU's linear range)."""
     k = max(PROD_K, 32.0 - a_min)
-    return [Neuron(a + k, b, dict(out), ("product", a, b)), Neuron(Lin.const(k), -1 * b, dict(out))]
+    return [Neuron(a + k, b, dict(out), ("product", a, b), "product"),
+            Neuron(Lin.const(k), -1 * b, dict(out), shape="product")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ def materialize(prog: Program, v: Var, name: str | None = None) -> Var:
     neurons = []
     for i in range(v.size):
         neurons += n_linear(v.f(i), _bits_out(out, i))
-    prog.mlp(prog.fresh("copy"), [v], [out], neurons, lambda x: x, about=f"copy {v.name}")
+    prog.mlp(prog.fresh("copy"), [v], [out], neurons, lambda x: x, about=f"copy {v.name}", primitive="copy")
     return out
 
 
@@ -120,14 +121,52 @@ def bitwise(prog: Program, op: str, a: Var, b: Var, name: str | None = None) -> 
             raise CompileError(f"unknown bitwise op {op}")
     fns = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y,
            "andn": lambda x, y: x & ~y & ((1 << n) - 1)}
-    prog.mlp(prog.fresh(op), [a, b], [out], neurons, fns[op], about=f"{op} of {n} bits")
+    prog.mlp(prog.fresh(op), [a, b], [out], neurons, fns[op], about=f"{op} of {n} bits", primitive="bitwise")
     return out
 
 
 def threshold(prog: Program, form: Lin, t: float, args: list[Var], fn, name: str | None = None) -> Var:
     """A bit: [form >= t] for an integer-valued form over `args` (fn: the reference)."""
     out = prog.bits_var(name or prog.fresh("thr"), 1)
-    prog.mlp(prog.fresh("thr"), args, [out], n_step(form, t, _bits_out(out, 0), prog), fn)
+    prog.mlp(prog.fresh("thr"), args, [out], n_step(form, t, _bits_out(out, 0), prog), fn,
+             primitive="compare")
+    return out
+
+
+def compare(prog: Program, a: Var, b: Var, name: str | None = None) -> Var:
+    """A bit: [a >= b] (unsigned) in one level, for bits variables of up to 11 bits (the form
+    a - b stays within the step's limit; wider operands: `sub(..., carry_out=True)`)."""
+    if a.size > 11 or b.size > 11:
+        raise CompileError("compare: operands wider than 11 bits need sub(..., carry_out=True)")
+    return threshold(prog, _value(a) - _value(b), 0, [a, b], lambda x, y: int(x >= y), name)
+
+
+def _value(v: Var) -> Lin:
+    """The numeric value of a bits or number variable (views included) as a linear form."""
+    if v.kind == "number":
+        return v.f(0)
+    if v.kind != "bits":
+        raise CompileError(f"{v.name}: a number or bits variable is needed")
+    out = Lin()
+    for i in range(v.size):
+        out = out + float(1 << i) * v.f(i)
+    return out
+
+
+def multiply(prog: Program, a: Var, b: Var, name: str | None = None) -> Var:
+    """a * b as a number, one `product` neuron pair (a, b: bits variables of up to 8 bits, or
+    numbers; |a * b| <= 2^16): the product shape is exact while a + K stays in SiLU's linear
+    range, which K = 64 - min(a) guarantees."""
+    def rng(v):
+        return (v.lo, v.hi) if v.kind == "number" else (0, (1 << v.size) - 1)
+    (alo, ahi), (blo, bhi) = rng(a), rng(b)
+    ends = [x * y for x in (alo, ahi) for y in (blo, bhi)]
+    if max(abs(e) for e in ends) > 1 << 16:
+        raise CompileError("multiply: the product may exceed 2^16")
+    out = prog.number_var(name or prog.fresh("mul"), min(ends), max(ends))
+    neurons = n_product(_value(a), _value(b), {out.feature(0): 1.0}, a_min=float(alo))
+    prog.mlp(prog.fresh("mul"), [a, b], [out], neurons, lambda x, y: int(x) * int(y),
+             about="product", primitive="multiply")
     return out
 
 
@@ -142,11 +181,13 @@ def decode(prog: Program, v: Var, values: int | None = None, name: str | None = 
         for i in range(n):
             match = match + (v.f(i) if (m >> i) & 1 else 1 - v.f(i))
         neurons += n_step(match, n, _bits_out(out, m), prog)
-    prog.mlp(prog.fresh("decode"), [v], [out], neurons, lambda x: int(x), about=f"decode {n} bits")
+    prog.mlp(prog.fresh("decode"), [v], [out], neurons, lambda x: int(x), about=f"decode {n} bits",
+             primitive="decode")
     return out
 
 
-def lut(prog: Program, key: Var, table: list[int], out_bits: int, name: str | None = None) -> Var:
+def lut(prog: Program, key: Var, table: list[int], out_bits: int, name: str | None = None,
+        primitive: str = "lut") -> Var:
     """out = table[key] for a onehot key (linear: one neuron per output bit)."""
     if key.kind != "onehot" or len(table) != key.size:
         raise CompileError("lut needs a onehot key and one table entry per value")
@@ -156,14 +197,15 @@ def lut(prog: Program, key: Var, table: list[int], out_bits: int, name: str | No
         form = Lin({key.feature(m): 1.0 for m in range(key.size) if (table[m] >> j) & 1})
         if form.terms:
             neurons += n_linear(form, _bits_out(out, j))
-    prog.mlp(prog.fresh("lut"), [key], [out], neurons, lambda k: table[int(k)], about="table lookup")
+    prog.mlp(prog.fresh("lut"), [key], [out], neurons, lambda k: table[int(k)], about="table lookup",
+             primitive=primitive)
     return out
 
 
 def encode(prog: Program, key: Var, bits: int | None = None, name: str | None = None) -> Var:
     """onehot -> bits."""
     n = bits or max(1, (key.size - 1).bit_length())
-    return lut(prog, key, list(range(key.size)), n, name)
+    return lut(prog, key, list(range(key.size)), n, name, primitive="encode")
 
 
 def mux(prog: Program, sel: Var, options: list[Var], name: str | None = None) -> Var:
@@ -186,7 +228,7 @@ def mux(prog: Program, sel: Var, options: list[Var], name: str | None = None) ->
             if f.terms:
                 neurons += n_gated(c, f, _bits_out(out, i))
     prog.mlp(prog.fresh("mux"), [sel] + list(options), [out], neurons,
-             lambda s, *opts: opts[int(s)], about=f"{len(options)}-way select")
+             lambda s, *opts: opts[int(s)], about=f"{len(options)}-way select", primitive="mux")
     return out
 
 
@@ -195,7 +237,7 @@ def mux(prog: Program, sel: Var, options: list[Var], name: str | None = None) ->
 
 
 def add(prog: Program, a: Var, b: Var, cin: Var | int = 0, name: str | None = None,
-        carry_out: bool = False, invert_b: bool = False):
+        carry_out: bool = False, invert_b: bool = False, primitive: str = "add"):
     """(a + b + cin) mod 2^n, optionally with the carry out: two MLP levels.
 
     Level 1 computes, for every bit position k, the in-byte digit of the carry into k:
@@ -236,7 +278,7 @@ def add(prog: Program, a: Var, b: Var, cin: Var | int = 0, name: str | None = No
             out |= int(s >= (1 << j)) << (2 * (k - 1))
             out |= int(s >= (1 << j) - 1) << (2 * (k - 1) + 1)
         return out
-    prog.mlp(f"{base}.L1", [a, b], [dig], neurons, ref_digits, about="adder digits")
+    prog.mlp(f"{base}.L1", [a, b], [dig], neurons, ref_digits, about="adder digits", primitive=primitive)
 
     # level 2: carries by base-3 lookahead, then sum bits
     out = prog.bits_var(f"{base}.sum", n)
@@ -278,7 +320,7 @@ def add(prog: Program, a: Var, b: Var, cin: Var | int = 0, name: str | None = No
         total = x + _b_value(y, invert_b, n) + cv
         return (total & mask, total >> n) if carry_out else total & mask
     prog.mlp(f"{base}.L2", [a, b, dig] + cin_args, [out] + ([cout] if cout else []), neurons, ref_sum,
-             about="adder carries and sum")
+             about="adder carries and sum", primitive=primitive)
     return (out, cout) if carry_out else out
 
 
@@ -289,4 +331,4 @@ def _b_value(y: int, invert: bool, n: int) -> int:
 
 def sub(prog: Program, a: Var, b: Var, name: str | None = None, carry_out: bool = False):
     """(a - b) mod 2^n as a + ~b + 1; the carry out is 1 when a >= b (unsigned)."""
-    return add(prog, a, b, cin=1, name=name, carry_out=carry_out, invert_b=True)
+    return add(prog, a, b, cin=1, name=name, carry_out=carry_out, invert_b=True, primitive="sub")

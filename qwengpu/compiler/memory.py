@@ -53,6 +53,7 @@ class Access:
 class GDNMemory(Node):
     """A word memory in one GDN layer: `slots` words of `width` bits, in fields of `field_bits`."""
     kind = "gdn"
+    primitive = "memory"
 
     def __init__(self, prog: Program, name: str, slots: int, width: int, field_bits: int | None = None,
                  init: dict | None = None):
@@ -148,6 +149,7 @@ class GDNMemory(Node):
 class Previous(Node):
     """out = the value `var` had `back` tokens earlier (0 before the sequence start)."""
     kind = "gdn"
+    primitive = "previous"
 
     def __init__(self, prog: Program, var: Var, back: int, name: str):
         if not 1 <= back <= 3:

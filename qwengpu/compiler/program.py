@@ -122,12 +122,14 @@ class Program:
         return node
 
     def mlp(self, name: str, inputs: list[Var], outputs: list[Var], neurons: list[Neuron],
-            fn: Callable, about: str = "", checks=None) -> MLPNode:
+            fn: Callable, about: str = "", checks=None, primitive: str | None = None) -> MLPNode:
         real_inputs = []
         for v in inputs:
             real_inputs += self.sources(v)
-        return self.add_node(MLPNode(name, _dedup(real_inputs), outputs, neurons, fn, about, checks,
-                                     args=list(inputs)))
+        node = MLPNode(name, _dedup(real_inputs), outputs, neurons, fn, about, checks, args=list(inputs))
+        if primitive is not None:
+            node.primitive = primitive
+        return self.add_node(node)
 
     def linview(self, name: str, forms: list[Lin], kind: str = "bits") -> View:
         """A view whose bits are linear forms of residual features; its reference value comes

@@ -3,7 +3,9 @@
 `evaluate(prog, tokens)` gives every variable's value at every position (exact Python).
 `run_model(compiled, tokens, mode)` runs the model in the chunked prefill path or the cached
 one-token decode path and decodes every variable from the final residual stream, with margins.
-`generate(compiled, prompt, n)` runs closed-loop generation with `model.generate()`.
+`compare(compiled, tokens)` checks the model against the reference on every variable;
+`measure_margins(compiled, tokens)` also measures the decision margins per variable kind,
+primitive and node (code margins, GDN memory states, attention score gaps).
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class ModelRun:
     hidden: np.ndarray            # [positions, width]: the residual before the final norm
     logits: np.ndarray            # [positions, vocab]
     sublayers: list               # residual after every sublayer: [2L] after mixer L, [2L+1] after layer L
+    cache: object = None          # the model's cache after the last token (GDN states)
 
     def at(self, sublayer: int) -> np.ndarray:
         return self.hidden if sublayer >= len(self.sublayers) else self.sublayers[sublayer]
@@ -83,7 +86,8 @@ def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, de
     try:
         with torch.no_grad():
             if mode == "prefill":
-                out = model(input_ids=ids)
+                out = model(input_ids=ids, use_cache=True)
+                cache = getattr(out, "past_key_values", None)
                 logits = out.logits[0]
                 cat = {k: v[0][0] for k, v in captured.items()}
             elif mode == "decode":
@@ -101,7 +105,7 @@ def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, de
         for h in hooks:
             h.remove()
     subs = [cat[k].float().cpu().numpy() for k in range(nsub)]
-    return ModelRun(cat["final"].float().cpu().numpy(), logits.float().cpu().numpy(), subs)
+    return ModelRun(cat["final"].float().cpu().numpy(), logits.float().cpu().numpy(), subs, cache)
 
 
 @dataclass
@@ -143,3 +147,111 @@ def compare(compiled, tokens: list[str], mode: str = "prefill", model=None, vari
             others = np.delete(row, want)
             gap = min(gap, float(row[want] - others.max()))
     return Comparison(mism, margin, gap, checked)
+
+
+def _reference(prog: Program, tokens: list[str]) -> tuple[list[dict], dict]:
+    """Reference values per position and the final node states (memories)."""
+    from .build import _topo
+    order = _topo(prog)
+    state: dict = {}
+    out = []
+    for text in tokens:
+        env = {"@token": prog.token_by_text[text]}
+        for node in order:
+            node.evaluate(env, state)
+        out.append(env)
+    return out, state
+
+
+def _worse(d: dict, key, margin: float, who: str, rel: float | None = None, **extra):
+    e = d.get(key)
+    if e is None:
+        e = d[key] = {"min": margin, "at": who, "max_rel_dev": rel if rel is not None else 0.0, **extra}
+    elif margin < e["min"]:
+        e["min"], e["at"] = margin, who
+    if rel is not None and rel > e["max_rel_dev"]:
+        e["max_rel_dev"] = rel
+
+
+def measure_margins(compiled, tokens: list[str], mode: str = "prefill", model=None) -> dict:
+    """Run the stock model (prefill or decode; `model` may be a bf16 copy) and measure every
+    decision margin against the reference evaluator:
+
+    - every residual variable at every position (where it is written): its *code margin*
+      0.5 - (largest distance of a feature from its ideal code) (decoding is exact iff > 0) and
+      that distance relative to the feature's scale max(1, |lo|, |hi|) (`max_rel_dev`, against
+      `margins.EPS`), grouped by variable kind, by the producing node's primitive and by node;
+    - every GDN memory's final state (`build.decode_memory`): its words against the reference,
+      the code margin of its rails (in units of the rail level: ideal 0.5);
+    - every attention node's smallest score gap (`attention.measure_margins`), and its ratio to
+      `attention.MARGIN`;
+    - the logit gap of the output rules.
+
+    Returns {"exact", "mismatches" (first 20: (position, variable, expected, got)), "checked",
+    "min_code_margin", "max_rel_dev", "kinds", "primitives", "nodes", "memories", "attention",
+    "logit_gap"}; "kinds"/"primitives"/"nodes" map to {"min", "at", "max_rel_dev"}."""
+    from .build import decode_memory
+    from .memory import VALUE_L, GDNMemory
+    prog = compiled.program
+    ref, state = _reference(prog, tokens)
+    run = run_model(compiled, tokens, mode, model)
+    kinds, prims, nodes = {}, {}, {}
+    mism, checked = [], 0
+    worst_rel = (0.0, None)
+    for v in prog.residual_vars:
+        if isinstance(v.producer, EmbedNode) or v.producer is None:
+            continue
+        idx = [compiled.layout.dims[(v.name, i)] for i in range(v.size)]
+        H = run.at(compiled.layout.born.get(v.name, 10 ** 9))[:, idx].astype(np.float64)
+        ideal = np.array([v.encode(evaluate_view(v, env)) for env in ref], dtype=np.float64)
+        dev = np.abs(H - ideal).max(axis=1)
+        scale = max(1.0, abs(v.lo), abs(v.hi)) if v.kind == "number" else 1.0
+        md = float(dev.max()) if len(dev) else 0.0
+        margin, rel = 0.5 - md, md / scale
+        checked += len(dev)
+        for pos in np.nonzero(~(dev < 0.5))[0][:max(0, 20 - len(mism))]:
+            mism.append((int(pos), v.name, evaluate_view(v, ref[pos]), v.decode(H[pos])[0]))
+        node = v.producer
+        prim = getattr(node, "primitive", None) or ("circuit" if node.kind == "mlp" else node.kind)
+        _worse(kinds, v.kind, margin, v.name, rel)
+        _worse(prims, prim, margin, node.name, rel)
+        _worse(nodes, node.name, margin, v.name, rel, primitive=prim)
+        if rel > worst_rel[0]:
+            worst_rel = (rel, v.name)
+    memories = {}
+    for mem in prog.memories:
+        if not isinstance(mem, GDNMemory) or run.cache is None:
+            continue
+        pl = compiled.placement(mem)
+        st = run.cache.get_recurrent_state(pl.layer)[0].detach().float().cpu().numpy()
+        words, m = decode_memory(st, pl)
+        want = {s: w for s, w in state.get(mem.name, {}).items()}
+        ok = all(words.get(s, 0) == w for s, w in want.items()) and set(words) <= set(want) | set(mem.init)
+        if not ok:
+            bad = sorted(s for s in set(words) | set(want) if words.get(s, 0) != want.get(s, 0))
+            mism.append((len(tokens) - 1, f"memory {mem.name}", {s: want.get(s) for s in bad[:3]},
+                         {s: words.get(s) for s in bad[:3]}))
+        margin = m / VALUE_L
+        memories[mem.name] = {"min": margin, "max_rel_dev": 0.5 - margin, "exact": ok}
+        _worse(prims, "memory state", margin, mem.name, 0.5 - margin)
+    attention = {}
+    from .attention import MARGIN, AttnNode
+    from .attention import measure_margins as attention_margins
+    if any(isinstance(n, AttnNode) for n in prog.nodes):
+        for name, gap in attention_margins(compiled, tokens, mode, model).items():
+            attention[name] = {"gap": gap, "ratio": gap / MARGIN}
+    gap = None
+    if prog.rules:
+        gap = float("inf")
+        for pos, env in enumerate(ref):
+            want = compiled.token_id(emitted(prog, env))
+            row = run.logits[pos]
+            top = int(np.argmax(row))
+            if top != want:
+                mism.append((pos, "@emit", prog.tokens[want].text, prog.tokens[top].text))
+            gap = min(gap, float(row[want] - np.delete(row, want).max()))
+    allm = [e["min"] for e in kinds.values()] + [e["min"] for e in memories.values()]
+    return {"exact": not mism, "mismatches": mism[:20], "checked": checked,
+            "min_code_margin": min(allm, default=0.5), "max_rel_dev": worst_rel[0],
+            "max_rel_dev_at": worst_rel[1], "kinds": kinds, "primitives": prims, "nodes": nodes,
+            "memories": memories, "attention": attention, "logit_gap": gap}
