@@ -697,14 +697,12 @@ def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_fina
         const = 0.0
         for var, val, weight in rule.conditions:
             if var.kind == "bits":
-                enc = var.encode(val)
-                for i, bit in enumerate(enc):
-                    d = lay.dims[(var.name, i)]
-                    row[d] += 2 * weight if bit else -2 * weight
+                for i, bit in enumerate(var.encode(val)):
+                    const += _add_feature(row, lay, var, i, 2 * weight if bit else -2 * weight)
                     const += -weight if bit else weight
             elif var.kind == "onehot":
                 var.encode(val)                   # range check
-                row[lay.dims[(var.name, int(val))]] += 2 * weight
+                const += _add_feature(row, lay, var, int(val), 2 * weight)
                 const -= weight
             else:
                 raise CompileError("output rules read bits or onehot variables")
@@ -717,6 +715,22 @@ def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_fina
 
 
 LOGIT_SCALE = 8.0
+
+
+def _add_feature(row: np.ndarray, lay: Layout, var, i: int, c: float) -> float:
+    """row += c * (feature i of var); returns the constant part (a view's feature is a linear form
+    of other variables' features, possibly with a constant)."""
+    d = lay.dims.get((var.name, i))
+    if d is not None:
+        row[d] += c
+        return 0.0
+    const = 0.0
+    for feat, k in var.f(i).terms.items():
+        if feat == ANCHOR_FEATURE:
+            const += c * k
+        else:
+            row[lay.dims[feat]] += c * k
+    return const
 
 
 def _row(form: Lin, lay: Layout, width: int) -> np.ndarray:
