@@ -279,9 +279,15 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             root.click(position={"x": 30, "y": 12})
             page.keyboard.press("Home")
             page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '0'")
+            lat = []
             for k in range(1, 8):
                 page.keyboard.press("ArrowRight")
                 page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+                lat.append(float(root.get_attribute("data-latency")))
+            (ARTIFACTS / "model_browser_timings.json").write_text(json.dumps(
+                {"step_ms_median": sorted(lat)[len(lat) // 2], "step_ms_max": max(lat),
+                 "render_ms": float(root.get_attribute("data-render"))}, indent=1))
+            assert sorted(lat)[len(lat) // 2] < 2000, lat
             cells = root.locator('tr[data-reg="r1"] td').all_inner_texts()
             assert [c.strip() for c in cells[1:]] == ["0x2", "0x0", "0x0", "0x0"], cells
             assert root.locator('tr[data-reg="r1"] td.chg').count() == 1

@@ -294,6 +294,25 @@ def test_model_read_write_pattern_of_dot(dot_model):
     assert W.shape == (19, 256) and W[12, 2] > 0.99 and R[11, 2] > 0.99
 
 
+def test_lowering_loops_are_found_for_the_register_check():
+    """The interpreter check skips values carried inside a loop the lowering made of one PTX
+    instruction (a retry's old value in a CAS loop) when a later carry of that instruction replaces
+    them; user loops are not such loops."""
+    from qwengpu import load_program
+    from qwengpu.lab.machine import micro_loop_pcs
+    from qwengpu.machine.assembler import assemble
+    from qwengpu.machine.config import COMPACT
+
+    def loops(name):
+        k = suite.get(name)
+        m, spec = load_program(k.ptx()), k.spec()
+        fn = m.kernel(spec.kernel)
+        return {fn.body[p].text.split()[0] for p in micro_loop_pcs(assemble(m, spec, None, COMPACT), fn)}
+
+    assert loops("atomic_float_add") == {"atom.global.add.f32"}
+    assert loops("collatz") == set() and loops("dot") == set()
+
+
 def test_a_corrupted_state_shows_up_as_a_mismatch():
     """Flip one bit of %r2 (a[0] = 1 -> 3) in every register-file copy after the carries wrote it:
     the lab decodes the corrupted state, the check against the simulator flags it at that pass,

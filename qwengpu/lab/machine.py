@@ -547,6 +547,27 @@ def _aliases(module, spec, kernel_fn, layout) -> dict:
     return out
 
 
+def micro_loop_pcs(image, kernel_fn) -> set:
+    """PTX instructions the lowering turned into a loop of bundles (a CAS loop, an atomic served one
+    lane at a time): a backward jump or branch, not from a PTX branch, over bundles that all run
+    that instruction. Values carried inside such a loop can be intermediate (a retry's old value)."""
+    bundles = image.bundles
+    body = kernel_fn.body
+    out: set = set()
+    for i, b in enumerate(bundles):
+        t = b.term
+        targets = [t[1]] if t[0] == "jump" else ([t[2], t[3]] if t[0] == "branch" else [])
+        if any(0 <= p < len(body) and body[p].op.startswith("bra") for p in b.ptx_pcs):
+            continue
+        for j in targets:
+            if isinstance(j, int) and j <= i:
+                common = set(bundles[j].ptx_pcs)
+                for k in range(j, i + 1):
+                    common &= set(bundles[k].ptx_pcs)
+                out |= common
+    return out
+
+
 def _histories(ref_view, kernel: str) -> dict:
     """{(block, warp, lane, PTX register): [(value after the write, pc, step)]}, starting with the
     unwritten value 0, from the interpreter's trace (the kernel's own frame only)."""

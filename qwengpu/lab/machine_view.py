@@ -422,6 +422,10 @@ class MachineView:
 
     # -- consistency ---------------------------------------------------------------------------------
 
+    def _micro_loop_pcs(self) -> set:
+        from .machine import micro_loop_pcs
+        return micro_loop_pcs(self.image, self.kernel_fn)
+
     def check(self, max_tokens: int):
         """Compare the records with the simulator (every token) and the interpreter (see
         `qwengpu.lab.machine`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
@@ -508,6 +512,7 @@ class MachineView:
         else:
             H = _histories(ref, self.kernel)
             cursor: dict = {}
+            pending: list = []
             toks = self.trace.tokens
             n = len(recs)
             for t, rec in enumerate(recs):
@@ -550,13 +555,26 @@ class MachineView:
                         ok = found is not None
                         if ok:
                             cursor[key] = found
-                        checks.append(RegCheck(c, warp, block, r, lane, name, half, got, ok,
-                                               hist[found][2] if ok else None))
-                        if not ok:
-                            exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
-                            mism.append(Mismatch(recs[c].index, c, f"{name}{'.hi' if half else ''} (r{r} of warp {warp}) "
-                                                 f"lane {lane}", exp, got, "interpreter"))
-            out["registers"] = len(checks)
-            out["register_mismatches"] = sum(not c.ok for c in checks)
+                        chk = RegCheck(c, warp, block, r, lane, name, half, got, ok, hist[found][2] if ok else None)
+                        checks.append(chk)
+                        exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
+                        pending.append((chk, key, b.slots[slot].op.ptx_pc, exp))
+            # a value carried inside a lowering loop (a CAS loop, an atomic served lane by lane) that
+            # a later carry of the same PTX instruction replaces is intermediate: not compared
+            micro = self._micro_loop_pcs()
+            later: dict = {}
+            for i in range(len(pending) - 1, -1, -1):
+                chk, key, ptx_pc, exp = pending[i]
+                if not chk.ok and ptx_pc in micro and (key, ptx_pc) in later:
+                    chk.ok = None
+                later[(key, ptx_pc)] = i
+            for chk, key, ptx_pc, exp in pending:
+                if chk.ok is False:
+                    rec = recs[chk.position]
+                    mism.append(Mismatch(rec.index, chk.position, f"{chk.name}{'.hi' if chk.half else ''} (r{chk.reg} of "
+                                         f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
+            out["registers"] = sum(c.ok is not None for c in checks)
+            out["register_mismatches"] = sum(c.ok is False for c in checks)
+            out["intermediate"] = sum(c.ok is None for c in checks)
         out["ok"] = bool(out["memory"] is not False and out["buffers"] is not False and not out["register_mismatches"])
         return out, checks

@@ -111,12 +111,34 @@ def decode_word(state: np.ndarray, row: int, fields: list, level: float = 32.0, 
 
 
 def decode_state(state: np.ndarray, mmap: MemoryMap) -> list[SlotValue]:
-    """Every slot of `mmap` decoded from one layer's recurrent state [heads, dk, dv]."""
+    """Every slot of `mmap` decoded from one layer's recurrent state [heads, dk, dv] (`decode_word`
+    for every slot, vectorised over slots)."""
+    st = np.asarray(state, dtype=np.float64)
+    rows = np.asarray(mmap.rows(), dtype=np.int64)
+    n = len(rows)
+    width = max((f.lo + f.width for f in mmap.fields), default=0)
+    bits = np.zeros((n, width), dtype=np.int64)
+    margin = np.full(n, np.inf)
+    peak = np.zeros(n)
+    for f in mmap.fields:
+        block = st[f.head][rows][:, f.column:f.column + 2 * f.width]          # [n, 2w]
+        one, zero = block[:, 0::2], block[:, 1::2]
+        if mmap.rule == "half":
+            b, m = one > mmap.level / 2, np.abs(one - mmap.level / 2)
+        else:
+            b, m = one > zero, np.abs(one - zero)
+        bits[:, f.lo:f.lo + f.width] = b
+        margin = np.minimum(margin, m.min(axis=1, initial=np.inf))
+        peak = np.maximum(peak, np.abs(block).max(axis=1, initial=0.0))
+    weights = [1 << j for j in range(width)]
     out = []
-    for s, row in enumerate(mmap.rows()):
-        v, m, bits = decode_word(state, row, mmap.fields, mmap.level, mmap.rule)
+    for s in range(n):
         label = mmap.slots[s] if s < len(mmap.slots) else str(s)
-        out.append(SlotValue(s, label, v, m, bits))
+        if peak[s] < EMPTY_FRACTION * mmap.level:
+            out.append(SlotValue(s, label, None, float("inf"), []))
+            continue
+        bl = bits[s].tolist()
+        out.append(SlotValue(s, label, sum(w for w, b in zip(weights, bl) if b), float(margin[s]), bl))
     return out
 
 
@@ -214,7 +236,7 @@ class RegCheck:
     name: str                      # PTX register
     half: int                      # 0: low 32 bits, 1: high 32 bits
     value: int                     # what the model holds
-    ok: bool
+    ok: bool | None                # None: an intermediate value of a lowering loop (not compared)
     step: int | None = None        # the interpreter step that wrote the matched value (-1: unwritten)
 
 

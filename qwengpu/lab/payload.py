@@ -250,7 +250,7 @@ def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selectio
         "margin": None if not np.isfinite(snap.margin) else round(float(snap.margin), 3),
         "consistent": snap.consistent,
         "first_mismatch": _mismatch(snap.first_mismatch),
-        "checks": {"ok": sum(c.ok for c in checks), "bad": sum(not c.ok for c in checks),
+        "checks": {"ok": sum(c.ok is True for c in checks), "bad": sum(c.ok is False for c in checks),
                    "names": sorted({f"{c.name}{'.hi' if c.half else ''}" for c in checks})},
         "finished": snap.finished, "fault": snap.fault,
         "sel": selection_payload(view, snap.position, selections),
