@@ -294,6 +294,22 @@ def test_model_read_write_pattern_of_dot(dot_model):
     assert W.shape == (19, 256) and W[12, 2] > 0.99 and R[11, 2] > 0.99
 
 
+def test_a_faulting_launch_on_the_model():
+    """`out` has no element: the atomic faults in the model too; the view keeps every pass up to the
+    <fault> token and agrees with the simulator and the interpreter (both faulted)."""
+    pytest.importorskip("torch")
+    k = suite.get("dot")
+    spec = k.spec()
+    spec.args[2].data = np.zeros(0, np.int32)
+    v = trace_launch(k.ptx(), spec, engine="compact", names=["a", "b", "out"])
+    assert len(v) == 12 and "out-of-bounds global atomic" in str(v.fault)
+    last = v.snapshot(11)
+    assert last.input == "<exec 2 1111>" and last.token == "<fault 3 0>" and last.finished and last.fault
+    c = v.consistency
+    assert c["exact"] and c["interpreter"]["note"] == "both faulted"
+    assert c["simulator"]["tokens_equal"] and c["simulator"]["mismatches"] == 0
+
+
 def test_lowering_loops_are_found_for_the_register_check():
     """The interpreter check skips values carried inside a loop the lowering made of one PTX
     instruction (a retry's old value in a CAS loop) when a later carry of that instruction replaces

@@ -443,7 +443,11 @@ class MachineView:
             if i >= len(ref.states):
                 mism.append(Mismatch(rec.index, i, "token", None, rec.text))
                 break
-            mism += compare_states(i, rec.index, rec.machine, ref.states[i], used)
+            # the pass that emits <fault>: the circuits still write the served lanes' next pc and
+            # state, the simulator stops at the fault; the launch ends there, so its lane table is
+            # not compared (everything else is)
+            faulting = rec.text.startswith("<fault")
+            mism += compare_states(i, rec.index, rec.machine, ref.states[i], 0 if faulting else used)
             compared = i + 1
             want = token_text(ref.tokens[i])
             if want != rec.text:
