@@ -187,6 +187,9 @@ class WordFormat:
                 values[(seg, "op")] = ALU_OPCODES.index(op.op) if op.op in ALU_OPCODES else _unsupported(op)
                 srcs = dict(so.srcs)
                 cin = {"0": 0, "1": 1, "flag": 2}[op.cin]
+                if op.cin == "flag" and (srcs.get("cin") is None or srcs["cin"].index != k - 1):
+                    # the encoding has no flag source: the ALU reads the carry of slot k - 1
+                    raise ValueError(f"bundle slot {k}: carry flag from slot {srcs.get('cin')}, not slot {k - 1}")
                 if op.op in ("LTU", "LT", "LEU", "LE"):
                     # the circuit compares through the adder's carry out: a + ~b + 1 carries iff
                     # a >= b (LTU/LT give its complement); a + ~b carries iff a > b (LEU/LE)

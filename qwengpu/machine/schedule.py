@@ -175,9 +175,8 @@ class _Packer:
                 continue
             if kind == ALU and not self.cfg.supports(k, op.op):
                 continue
-            if op.cin == "flag" and k != flag_slot + 1 and any(
-                    self.cfg.slots[x] == ALU for x in range(flag_slot + 1, k)):
-                pass
+            if op.cin == "flag" and k != flag_slot + 1:
+                continue          # the circuits chain the carry flag from the slot just before only
             ports = list(b.slot_ports[k])
             srcs, earliest, ok = {}, -1, True
             for name, sv in _operands(op):
