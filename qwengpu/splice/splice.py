@@ -161,7 +161,7 @@ class _Splicer:
         self.texts = token_texts
         self.P = ck.prefix
         self.notes: list[str] = []
-        self.csd = {k: v.detach().to(torch.float32) for k, v in compiled.state_dict.items()}
+        self.csd = compiled.state_dict        # dense tensors, or sparse (a compact-engine build): `gpu`
         self.head_dim = int(tc.head_dim)
         self.n_heads = int(tc.num_attention_heads)
         self.mtp_mode = self._mtp_plan(mtp)
@@ -240,8 +240,19 @@ class _Splicer:
         raise SpliceError(f"unexpected base tensor {self.P}layers.{idx}.{rest}: the splicer does not know "
                           "how to keep it consistent")
 
+    def gpu(self, key: str):
+        """A compiled tensor, dense fp32 (a compact-engine build's sparse matrices are expanded one
+        at a time, so a large GPU never needs its dense weights in memory all at once)."""
+        torch = _torch()
+        v = self.csd[key]
+        if isinstance(v, torch.Tensor):
+            return v.detach().to(torch.float32)
+        out = torch.zeros(v.shape, dtype=torch.float32)          # a qwengpu.compiler.fast.SparseMatrix
+        out[v.rows, v.cols] = v.vals
+        return out
+
     def gpu_rows(self, key: str):
-        return self.csd[key][:self.g].double()
+        return self.gpu(key)[:self.g].double()
 
     def _wide_dtype(self, rows, dt, tol: float = 0.0):
         """`dt` when it holds the GPU rows (float64) exactly (or, with `tol`, to within that
@@ -277,7 +288,12 @@ class _Splicer:
         torch = _torch()
         g, W, H, V = self.geo, self.W, self.H, self.V
         u = self.gpu_rows("lm_head.weight") / g.final_gpu_scale()
-        switch = u[:, g.anchor].abs() * ANCHOR >= 1e3           # "never" logits of unruled tokens
+        # the "never" logits of tokens no output rule emits (a constant whose exact value does not
+        # matter) may be rounded to the storage dtype; a ruled token's anchor weight (its rule's
+        # constant, large for rules with many conditions) must stay exact
+        ruled = torch.zeros(self.g, dtype=torch.bool)
+        ruled[[r.token.id for r in self.c.program.rules if r.token.id < self.g]] = True
+        switch = ~ruled & (u[:, g.anchor].abs() * ANCHOR >= 1e3)
         u[switch, g.anchor] = torch.tensor([_round_to(float(x), t.dtype) for x in u[switch, g.anchor]],
                                            dtype=torch.float64)
         u[:, g.ind] = _round_to(g.gpu_logit_weight(), t.dtype)
@@ -368,11 +384,11 @@ class _Splicer:
         for L in range(self.n_gpu):
             pre = f"model.layers.{L}."
             out = {}
-            for key, v in self.csd.items():
+            for key in self.csd:
                 if not key.startswith(pre):
                     continue
                 sub = key[len(pre):]
-                t = v
+                t = v = self.gpu(key)
                 if types[L] == "linear_attention" and sub == "linear_attn.in_proj_b.weight":
                     t = v.clone()
                     t[:, g.ind] = g.indicator_off_weight()           # text: beta = 0 (no write)
@@ -547,7 +563,7 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
         sp.notes.append("the base has no tokenizer.json: GPU token ids are "
                         f"{sp.V}..{sp.V + sp.g - 1}, without tokenizer strings")
     if sample_launch is None:
-        sample_launch = [t.text for t in prog.tokens[:32]]
+        sample_launch = getattr(compiled, "sample_launch", None) or [t.text for t in prog.tokens[:32]]
     meta = {
         "format": 1,
         "base": ck.describe(),
@@ -558,6 +574,7 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
                 "token_strings": texts, "sample_launch": list(sample_launch), "layout": _layout_json(compiled),
                 "report": json.loads(json.dumps(compiled.report, default=str))},
         "mtp": sp.mtp_mode,
+        "machine": getattr(compiled, "machine_meta", None),     # the machine's config and memories (machine.py)
         "notes": sp.notes,
         "tokenizer": tok_summary,
     }
