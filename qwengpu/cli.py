@@ -1,8 +1,8 @@
 """The `qwengpu` command line (also `python -m qwengpu`).
 
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
-                [--device cpu|cuda|mps] [--check-states] [--json]
-    qwengpu verify [--engine interp] [--device D] [--check-states] [--json] [KERNEL ...]
+                [--device cpu|cuda|mps] [--check-states] [--model DIR] [--json]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--model DIR] [--json] [KERNEL ...]
     qwengpu bench [--engine interp] [--device D] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
@@ -43,14 +43,17 @@ def _print_result(res, spec, as_json: bool):
 
 
 def _model_options(args) -> dict:
-    """--device and --check-states: options of the model engines only."""
+    """--device, --check-states and --model: options of the model engines only."""
     if args.engine not in ("model", "compact"):
-        if getattr(args, "device", None) or getattr(args, "check_states", False):
-            raise ValueError(f"--device and --check-states apply to the model engines, not {args.engine!r}")
+        if getattr(args, "device", None) or getattr(args, "check_states", False) or getattr(args, "model", None):
+            raise ValueError(f"--device, --check-states and --model apply to the model engines, not {args.engine!r}")
         return {}
     opts = {"device": args.device}
     if getattr(args, "check_states", False):
         opts["check_states"] = True
+    if getattr(args, "model", None):
+        from .splice.machine import open_spliced_machine
+        opts["machine"] = open_spliced_machine(args.model)
     return opts
 
 
@@ -137,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--max-steps", type=int, default=None, help="step limit (runaway loops stop here)")
     _model_arguments(r)
+    r.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("verify", help="run the kernel suite against its oracles")
@@ -144,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--engine", default="interp")
     v.add_argument("--json", action="store_true")
     _model_arguments(v)
+    v.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     v.set_defaults(func=cmd_verify)
 
     b = sub.add_parser("bench", help="throughput figures per suite kernel")

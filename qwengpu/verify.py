@@ -91,7 +91,9 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
         return row
     if engine in ("model", "compact"):
         # the machine's token stream must be the simulator's, token for token
-        sim = run(kernel.ptx(), kernel.spec(), engine="sim").extra["generated"]
+        m = options.get("machine")
+        sim = run(kernel.ptx(), kernel.spec(), engine="sim",
+                  **({"config": m.config} if m is not None else {})).extra["generated"]
         row.checked.append("simulator")
         got = res.extra["generated"]
         if got != sim:

@@ -171,13 +171,15 @@ class StateCheck:
 
 def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
                  check_prefill: bool = False, check_states: bool = False, progress: bool = True,
-                 device: str | None = None, on_token=None, forward: str = "model") -> LaunchResult:
+                 device: str | None = None, on_token=None, forward: str = "model",
+                 prefix_ids: list | None = None) -> LaunchResult:
     """Run the launch through the model's forward passes (`forward`: "model" = the stock
     transformers forward on `device` (default: cuda, mps or cpu, the best there is), "compact" =
     the compact engine on the same weights, CPU only). `on_token(index, text, state)` is called
     after every generated token's pass (the lab records states with it). `check_states` compares
     the registers decoded from the model's state with the simulator's after every pass;
-    `check_prefill` re-runs the whole sequence through the chunked prefill path."""
+    `check_prefill` re-runs the whole sequence through the chunked prefill path. `prefix_ids`:
+    model token ids (text, on a spliced checkpoint) run in the same context before the prompt."""
 
     from .model import load_machine
     device = _device_for(forward, device)
@@ -192,18 +194,21 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
             h(i, text, state)
 
     with FORWARDS[forward](machine, device) as fw:
-        stream = _generate(fw, machine, img, prompt, max_tokens, progress, each_token if hooks else None, forward)
+        stream = _generate(fw, machine, img, prompt, max_tokens, progress, each_token if hooks else None, forward,
+                           list(prefix_ids or []))
     memory, margin = machine.memory_image(fw.state)
     extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
              "memory_margin": margin, "image": img, "forward": forward, "device": device}
     if check is not None:
         extra["states_checked"] = check.checked
+    if prefix_ids:
+        extra["prefix_tokens"] = len(prefix_ids)
     last = stream.generated[-1]
     if last.startswith("<fault"):
         raise _model_fault(img, stream.generated, last, machine.pending_addresses(fw.state))
     if check_prefill:
         extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(machine.model, machine, prompt,
-                                                                          stream.generated, device)
+                                                                          stream.generated, device, prefix_ids)
         if not extra["prefill_exact"]:
             raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
     return LaunchResult(img.kernel, "model" if forward == "model" else forward, read_buffers(img, spec, memory),
@@ -211,12 +216,12 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
                         lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
 
 
-def _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward) -> TokenStream:
+def _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward, prefix=()) -> TokenStream:
     import torch
     from tqdm.auto import tqdm
     stream = TokenStream(prompt)
     bar = tqdm(desc=f"{img.kernel} on the {forward}", unit="tok", disable=not progress)
-    logits = fw.prefill([machine.token_id(t) for t in prompt])
+    logits = fw.prefill(list(prefix) + [machine.token_id(t) for t in prompt])
     while True:
         top = torch.topk(logits, 2)
         tok = int(top.indices[0])
@@ -236,13 +241,14 @@ def _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward)
     return stream
 
 
-def _check_prefill(model, machine, prompt, generated, device):
+def _check_prefill(model, machine, prompt, generated, device, prefix=None):
     import torch
     model = model.to(device)
-    ids = [machine.token_id(t) for t in prompt + generated]
+    prefix = list(prefix or [])
+    ids = prefix + [machine.token_id(t) for t in prompt + generated]
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids], device=device)).logits[0].float()
-    n = len(prompt)
+    n = len(prefix) + len(prompt)
     pred = logits[n - 1:n - 1 + len(generated)]
     top = torch.topk(pred, 2, dim=-1)
     want = torch.tensor(ids[n:], device=device)

@@ -3,6 +3,8 @@
     from qwengpu.splice import build, splice, target_for_base, measure_kl
     build("Qwen3.5-2B/", "out/")                       # compile the GPU for the base and splice it
     measure_kl("Qwen3.5-2B/", "out/")                  # language behaviour, base vs spliced
+    splice_machine(base, "out/", "tiny")               # the real machine (SIMT GPU), where the geometry fits
+    m = open_spliced_machine("out/")                   # run_on_model(..., machine=m, prefix_ids=...)
 """
 from .checkpoint import BaseCheckpoint, NotQwen35Error, read_checkpoint
 from .geometry import Geometry
@@ -10,7 +12,8 @@ from .splice import SpliceError, SpliceReport, build, read_meta, splice
 from .target import target_for_base
 
 __all__ = ["BaseCheckpoint", "NotQwen35Error", "read_checkpoint", "Geometry", "SpliceError", "SpliceReport",
-           "build", "read_meta", "splice", "target_for_base", "measure_kl", "load_spliced", "check_program"]
+           "build", "read_meta", "splice", "target_for_base", "measure_kl", "load_spliced", "check_program",
+           "machine_fit", "splice_machine", "open_spliced_machine"]
 
 
 def __getattr__(name):
@@ -20,4 +23,7 @@ def __getattr__(name):
     if name in ("load_spliced", "check_program"):
         from . import model
         return getattr(model, name)
+    if name in ("machine_fit", "splice_machine", "open_spliced_machine"):
+        from . import machine
+        return getattr(machine, name)
     raise AttributeError(name)
