@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+import torch
+import transformers  # noqa: F401
 
 from qwengpu import run, suite  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
