@@ -19,17 +19,7 @@ from .program import Program, evaluate_view
 
 def evaluate(prog: Program, tokens: list[str], order=None) -> list[dict]:
     """Reference values of every residual variable per position, plus the emitted token."""
-    from .build import _topo
-    order = order or _topo(prog)
-    state: dict = {}
-    out = []
-    for text in tokens:
-        env = {"@token": prog.token_by_text[text]}
-        for node in order:
-            node.evaluate(env, state)
-        env["@emit"] = emitted(prog, env)
-        out.append(env)
-    return out
+    return _reference(prog, tokens, order, emit=True)[0]
 
 
 def emitted(prog: Program, env: dict) -> str | None:
@@ -149,16 +139,19 @@ def compare(compiled, tokens: list[str], mode: str = "prefill", model=None, vari
     return Comparison(mism, margin, gap, checked)
 
 
-def _reference(prog: Program, tokens: list[str]) -> tuple[list[dict], dict]:
-    """Reference values per position and the final node states (memories)."""
+def _reference(prog: Program, tokens: list[str], order=None, emit: bool = False) -> tuple[list[dict], dict]:
+    """Reference values per position (with the emitted token if `emit`) and the final node
+    states (memories)."""
     from .build import _topo
-    order = _topo(prog)
+    order = order or _topo(prog)
     state: dict = {}
     out = []
     for text in tokens:
         env = {"@token": prog.token_by_text[text]}
         for node in order:
             node.evaluate(env, state)
+        if emit:
+            env["@emit"] = emitted(prog, env)
         out.append(env)
     return out, state
 
