@@ -12,7 +12,7 @@ from ptxkit import HEADER
 
 DATA = 8
 BINARY = ["add.u32", "sub.u32", "mul.lo.u32", "and.b32", "or.b32", "xor.b32", "min.u32", "max.s32",
-          "mul.hi.u32", "min.s32", "max.u32"]
+          "mul.hi.u32", "mul.hi.s32", "min.s32", "max.u32"]
 SHIFTS = ["shl.b32", "shr.u32", "shr.s32"]
 COMPARES = ["eq", "ne", "lt", "le", "gt", "ge"]
 

@@ -28,7 +28,7 @@ from qwengpu.verify import compare_buffers
 #: and every control path (divergence, barriers, several warps and blocks)
 CI_KERNELS = ["dot", "vote", "shfl_up_down", "shared_reduce", "nested_divergence", "atomic_exch_cas",
               "int8_int16", "bit_count", "atomic_inc_dec", "grid_2d", "break_continue", "transpose_shared",
-              "last_block_reduce", "local_array", "switch_sparse", "collatz"]
+              "last_block_reduce", "local_array", "switch_sparse", "collatz", "gcd", "int_divrem"]
 
 
 def _machine_kernels():
@@ -211,3 +211,22 @@ def test_every_suite_kernel_encodes_for_the_circuits():
                 if so is not None and so.op.kind == "alu" and so.op.cin == "flag":
                     assert so.srcs["cin"].index == slot - 1, (name, b)
         assert prompt_tokens(img, m, spec)
+
+
+@pytest.mark.parametrize("body", [
+    "mul.hi.s32 %r4, %r2, -1840700269;\nadd.s32 %r3, %r4, %r2;",              # MULHS -> ADD (int_divrem)
+    "add.u32 %r4, %r2, 7;\nmul.hi.u32 %r5, %r4, %r4;\nadd.u32 %r3, %r5, %r4;",  # ADD -> MULHU(x, x) -> ADD (gcd)
+    "mul.lo.u32 %r4, %r2, %r2;\nmul.hi.u32 %r3, %r4, -1;",                     # MUL -> MULHU
+])
+def test_results_forwarded_inside_a_bundle_stay_exact(compact, body):
+    """A result used by a later slot of the same pass arrives with fp32 noise from its lookahead
+    steps; the consumer re-thresholds it (without that, these gave 0x7fffc6 for 0xffffffc6)."""
+    ptx = kernel("mov.u32 %r1, %tid.x;\nld.param.u64 %rd1, [in];\nmul.wide.u32 %rd2, %r1, 4;\n"
+                 "add.s64 %rd3, %rd1, %rd2;\nld.global.u32 %r2, [%rd3];\n" + body +
+                 "\nld.param.u64 %rd1, [out];\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r3;\nret;",
+                 params=".param .u64 in, .param .u64 out")
+    for data in ([100, -100, 7, -7], [-1, -406, -2**31, 2**31 - 1], [1252664, 2775329, 12012077, -13]):
+        spec = {"grid": 1, "block": 4, "args": [{"buffer": "int32", "data": data}, {"buffer": "int32", "size": 4}]}
+        want = run(ptx, spec).buffers[1]
+        got = run(ptx, spec, engine="compact", machine=compact, progress=False, check_states=True).buffers[1]
+        assert list(got) == list(want), data

@@ -357,15 +357,25 @@ class Hardware:
         return [1 - x for x in forms] if inv else forms
 
     def mux(self, k: int, name: str, sel, opts: list, ports, outs: list, nbits: int = 32) -> list:
-        """Neurons for outs[lane] (bits var) = the selected option (sel: onehot var over opts)."""
+        """Neurons for outs[lane] (bits var) = the selected option (sel: onehot var over opts).
+
+        A result forwarded from an earlier slot of the same bundle is re-thresholded (a step on
+        64*sel + bit) rather than passed through a gate: its bits carry fp32 noise of up to ~4e-3
+        (the lookahead steps that make it sum terms of ~1e5), and the adder's digit forms weigh a
+        bit by up to 128, the multiplier's column sums by thousands."""
         neurons = []
         for oi, opt in enumerate(opts):
+            forwarded = opt[0] in ("slot", "slothi")
             for l in range(LANES):
                 forms = self.source_forms(k, opt, l, ports)
                 if forms is None:
                     continue
                 for i in range(nbits):
-                    if forms[i].terms:
+                    if not forms[i].terms:
+                        continue
+                    if forwarded:
+                        neurons += n_step(64 * sel.f(oi) + forms[i], 65, {outs[l].feature(i): 1})
+                    else:
                         neurons += n_gated(sel.f(oi), forms[i], {outs[l].feature(i): 1})
         return neurons
 
@@ -536,6 +546,17 @@ class Hardware:
         digit reduction, the bits of the remaining digits, then one 64-bit addition."""
         mul, mulh = o("MUL"), o("MULHU") + o("MULHS")
         hs = o("MULHS")
+        # M0: re-threshold the operand bits. A result forwarded from an earlier slot of the bundle
+        # carries fp32 noise of ~1e-3 per bit (its carry steps sum terms of ~1e4); the column sums
+        # below weigh each bit by up to ~3600, which would turn that noise into a wrong digit.
+        clean = self.bits(f"mop.{k}.{l}", 64)
+        n0 = []
+        for i in range(32):
+            n0 += n_step(A[i], 1, {clean.feature(i): 1})
+            n0 += n_step(B[i], 1, {clean.feature(32 + i): 1})
+        self.circ(f"mul0.{k}.{l}", [clean], n0)
+        A = [clean.f(i) for i in range(32)]
+        B = [clean.f(32 + i) for i in range(32)]
         nib = lambda X, p: sum(((1 << i) * X[4 * p + i] for i in range(4)), Lin())
         # M1: column sums T_s = sum_{p+q=s} a_p b_q (+ the signed correction for MULHS:
         # -2^32 (a31 b + b31 a) == 2^32 (a31 (~b + 1) + b31 (~a + 1)) mod 2^64)
