@@ -75,7 +75,8 @@ def cmd_verify(args) -> int:
     else:
         for row in report.rows:
             status = "exact" if row.exact else f"MISMATCH: {row.detail}"
-            print(f"  {row.name:<28} {status}")
+            margins = row.margin_text()
+            print(f"  {row.name:<28} {status}" + (f"  ({margins})" if margins and row.exact else ""))
     print(report.summary_line(), file=sys.stderr if args.json else sys.stdout)
     return 0 if report.all_exact else 1
 
@@ -104,7 +105,9 @@ def cmd_demo(args) -> int:
           + (f", {res.tokens} tokens" if res.tokens is not None else "") + f" ({dt:.2f} s)")
     if res.extra.get("min_logit_gap") is not None:
         print(f"  smallest logit gap {res.extra['min_logit_gap']:.2f}, memory code margin "
-              f"{res.extra['memory_margin']:.2f} (of 16)")
+              f"{res.extra['memory_margin']:.2f} (of 16)"
+              + (f", residual code margin {res.extra['residual_margin']:.5f} (of 0.5)"
+                 if res.extra.get("residual_margin") is not None else ""))
     return 0
 
 

@@ -23,6 +23,14 @@ class Row:
     tokens: int | None = None
     seconds: float = 0.0
     checked: list = field(default_factory=list)   # what was compared: "oracle", "golden"
+    margins: dict = field(default_factory=dict)   # model engines: smallest logit gap, memory and residual code margins
+
+    def margin_text(self) -> str:
+        m = self.margins
+        parts = [f"logit gap {m['logit_gap']:.2f}"] if "logit_gap" in m else []
+        if "residual" in m:
+            parts.append(f"residual code margin {m['residual']:.5f}")
+        return ", ".join(parts)
 
 
 @dataclass
@@ -38,13 +46,28 @@ class Report:
     def all_exact(self) -> bool:
         return self.passed == len(self.rows)
 
+    def smallest_margins(self) -> dict:
+        out = {}
+        for r in self.rows:
+            for k, v in r.margins.items():
+                if v is not None and (k not in out or v < out[k][0]):
+                    out[k] = (v, r.name)
+        return out
+
     def summary_line(self) -> str:
-        return f"verify {self.engine}: {self.passed}/{len(self.rows)} exact"
+        line = f"verify {self.engine}: {self.passed}/{len(self.rows)} exact"
+        small = self.smallest_margins()
+        if small:
+            label = {"logit_gap": "logit gap {:.2f}", "memory": "memory code {:.2f}", "residual": "residual code {:.5f}"}
+            line += "; smallest margins: " + ", ".join(label.get(k, k + " {}").format(v) + f" ({name})"
+                                                        for k, (v, name) in small.items())
+        return line
 
     def to_json(self) -> dict:
         return {"engine": self.engine, "passed": self.passed, "total": len(self.rows),
                 "kernels": [{"name": r.name, "exact": r.exact, "detail": r.detail, "steps": r.steps,
-                             "tokens": r.tokens, "seconds": round(r.seconds, 4), "checked": r.checked}
+                             "tokens": r.tokens, "seconds": round(r.seconds, 4), "checked": r.checked,
+                             "margins": r.margins}
                             for r in self.rows]}
 
 
@@ -90,6 +113,9 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
         row.exact, row.detail = False, f"oracle: {d}"
         return row
     if engine in ("model", "compact"):
+        row.margins = {"logit_gap": res.extra.get("min_logit_gap"), "memory": res.extra.get("memory_margin")}
+        if res.extra.get("residual_margin") is not None:
+            row.margins["residual"] = res.extra["residual_margin"]
         # the machine's token stream must be the simulator's, token for token
         m = options.get("machine")
         sim = run(kernel.ptx(), kernel.spec(), engine="sim",

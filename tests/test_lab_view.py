@@ -242,7 +242,7 @@ def test_model_trace_of_dot_agrees_with_simulator_and_interpreter(dot_model):
     v = dot_model
     assert isinstance(v, MachineView) and v.engine == "compact" and len(v) == 19
     c = v.consistency
-    assert c["exact"] and c["raw_state_exact"] and c["min_code_margin"] > 15 and c["min_logit_gap"] >= 16
+    assert c["exact"] and c["raw_state_exact"] and c["min_code_margin"] > 15 and c["min_logit_gap"] > 15.9
     assert c["simulator"] == {"tokens_equal": True, "positions": 19, "mismatches": 0, "replay_errors": []}
     it = c["interpreter"]
     assert it["memory"] and it["buffers"] and it["registers"] == 8 and it["register_mismatches"] == 0

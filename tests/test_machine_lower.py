@@ -608,16 +608,9 @@ def test_packer_respects_carry_limit(cfg, name, widths):
 SUITE = [k.name for k in suite.kernels()]
 
 
-#: kernels whose code exceeds the built-in machine's ROM (256 bundles): f32_round_modes has
-#: 1140 micro-ops after optimisation (277 shifts for two shifter slots), f64_math 1152 -- more
-#: than 4 ALU slots x 256 bundles even if packed perfectly
-TOO_BIG = {"f32_round_modes", "f64_math"}
-
-
 def test_suite_kernels_the_machine_accepts_are_exact():
-    """Every suite kernel assembles under COMPACT or fails with a clear "not supported" error
-    (or, for the known large kernels, "the ROM holds"), and the ones that assemble give the
-    oracle's results on the simulator."""
+    """Every suite kernel assembles under COMPACT or fails with a clear "not supported" error, and
+    the ones that assemble give the oracle's results on the simulator."""
     accepted, refused = [], {}
     for name in SUITE:
         k = suite.get(name)
@@ -625,7 +618,7 @@ def test_suite_kernels_the_machine_accepts_are_exact():
         try:
             img = assemble(module, spec, config=COMPACT)
         except AssemblerError as e:
-            assert "not supported" in str(e) or (name in TOO_BIG and "ROM holds" in str(e)), f"{name}: {e}"
+            assert "not supported" in str(e), f"{name}: {e}"
             refused[name] = str(e).splitlines()[0]
             continue
         res = Simulator(img, module, spec).run()
@@ -641,3 +634,16 @@ def test_suite_kernels_the_machine_accepts_are_exact():
                  "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
                  "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls", "match_sync", "syncthreads_reduce"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"
+
+
+def test_a_program_larger_than_the_rom_names_the_limit():
+    """COMPACT's ROM holds 512 bundles (pc_bits 9): a chain of 2400 dependent operations does not
+    fit its four ALU slots per bundle."""
+    from ptxkit import kernel
+    from qwengpu.launch import LaunchSpec
+    body = "ld.param.u64 %rd1, [out];\nld.global.u32 %r1, [%rd1];\nmov.u32 %r2, %r1;\n"
+    body += "xor.b32 %r2, %r2, %r1;\nadd.u32 %r2, %r2, %r1;\n" * 1200 + "st.global.u32 [%rd1], %r2;\nret;"
+    spec = {"grid": 1, "block": 1, "args": [{"buffer": "uint32", "size": 1}]}
+    with pytest.raises(AssemblerError, match=r"the program needs \d+ bundles; the machine's ROM holds 512"):
+        assemble(load_program(kernel(body)), LaunchSpec.from_json(spec), config=COMPACT)
+    assert COMPACT.rom_bundles == 512

@@ -131,6 +131,9 @@ def test_compact_engine_runs_the_suite_exactly(compact, name):
     assert res.extra["min_logit_gap"] > 8
     assert res.extra["memory_margin"] > 8
     assert res.extra["states_checked"] == res.steps          # registers equal after every pass
+    # every 0/1-coded residual variable within 0.1 of its code where it is written (fp32 noise of the
+    # lookahead steps is ~4e-3; a variable near 0.5 is a decision about to go wrong)
+    assert res.extra["residual_margin"] > 0.4
 
 
 def test_state_check_catches_a_corrupted_register_file(compact):
@@ -230,3 +233,16 @@ def test_results_forwarded_inside_a_bundle_stay_exact(compact, body):
         want = run(ptx, spec).buffers[1]
         got = run(ptx, spec, engine="compact", machine=compact, progress=False, check_states=True).buffers[1]
         assert list(got) == list(want), data
+
+
+def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monkeypatch):
+    """`qwengpu verify --engine compact`: per kernel and over all, the smallest logit gap and the
+    memory and residual code margins the run measured."""
+    import qwengpu.machine.model as model_module
+    from qwengpu.cli import main
+    monkeypatch.setattr(model_module, "load_machine", lambda *a, **k: compact)
+    assert main(["verify", "--engine", "compact", "--check-states", "dot"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "exact  (logit gap 16.00, residual code margin 0.49" in out[0]
+    assert out[-1].startswith("verify compact: 1/1 exact; smallest margins: logit gap 16.00 (dot), "
+                              "memory code 16.00 (dot), residual code 0.49")

@@ -743,7 +743,7 @@ def selection_of(trace, name: str) -> Selection:
 
 
 def _machine_state(words: dict, infos: dict) -> MachineState:
-    from qwengpu.machine.format import WARP_BITS
+    from qwengpu.machine.format import WARP_BITS, ctl_pc
     from qwengpu.machine.layout import LINE
     vals, written = words["ctl"]
     ctl = words_of(vals, written, infos["ctl"]).get(0, 0)
@@ -757,5 +757,5 @@ def _machine_state(words: dict, infos: dict) -> MachineState:
     mv, mw = words["mem"]
     data = mv[:LINE].T.astype(np.uint8)                       # [lines, 16 data bytes]
     data[~mw] = 0
-    return MachineState(pc=ctl & 0xFF, mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
+    return MachineState(pc=ctl_pc(ctl), mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
                         epoch=(ctl >> 48) & 0xF, lanes=lanes, regs=regs, memory=data.reshape(-1).tobytes())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from qwengpu.machine.format import ctl_pc
 from qwengpu.ptx.ir import demangled_name
 
 from .values import fmt_all, type_width
@@ -215,7 +216,7 @@ def _word_text(memory: str, word: int, width: int) -> str:
         valid = word >> 128
         return f"{data.hex(' ')} · valid {valid:016b}"[::1]
     if memory == "ctl":
-        return (f"pc {word & 0xFF} · mask {(word >> 8) & 0xF:04b} · warp {(word >> 16) & 7} · block {(word >> 24) & 0xFF}"
+        return (f"pc {ctl_pc(word)} · mask {(word >> 8) & 0xF:04b} · warp {(word >> 16) & 7} · block {(word >> 24) & 0xFF}"
                 f" · epoch {(word >> 48) & 0xF}")
     if memory == "lanes.pc":
         return " ".join(str((word >> (8 * i)) & 0xFF) for i in range(width // 8))

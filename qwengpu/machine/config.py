@@ -22,12 +22,16 @@ class MachineConfig:
     carry_slots: int = 4          # registers written back per pass
     registers: int = 64           # physical registers per warp
     max_warps: int = 8            # warps per block (blocks of up to 32 threads)
-    rom_bundles: int = 256        # program size in bundles
+    pc_bits: int = 8              # program counter width: the ROM holds 2**pc_bits bundles
     memory_bytes: int = 1 << 14   # machine memory (global + const + shared + local)
     lanes: int = 4
     shifters: tuple | None = None     # ALU slots with a barrel shifter (None: all)
     bitcount: tuple | None = None     # ALU slots with CLZ/POPC/BREV (None: all)
     multipliers: tuple = ()           # ALU slots with MUL/MULHU/MULHS
+
+    @property
+    def rom_bundles(self) -> int:
+        return 1 << self.pc_bits
 
     def slot_kinds(self) -> list[str]:
         return list(self.slots)
@@ -49,10 +53,10 @@ class MachineConfig:
 
 
 #: the geometry the simulator explores freely (every ALU slot can do everything)
-SIM = MachineConfig(name="compact-sim")
+SIM = MachineConfig(name="compact-sim", pc_bits=9)
 #: the built-in machine: two ALU slots, memory, two ALU slots, cross-lane unit
 COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), registers=32, shifters=(0, 3), bitcount=(4,),
-                        multipliers=(3,))
+                        multipliers=(3,), pc_bits=9)
 
 #: the smallest machine that runs ordinary kernels (tests build it): one ALU slot with every
 #: capability, the memory unit, two carries per pass

@@ -16,13 +16,20 @@ from .config import ALU, MEM, XLANE, MachineConfig
 from .schedule import PORTS, TERM_PORTS, Bundle, Image, Source
 
 LANES = 4
-PC_BITS = 8              # ROM: 256 bundles
+MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
+
+
 WARP_BITS = 3            # 8 warps per block
 REG_BITS = 5             # 32 physical registers per warp
 BLOCK_BITS = 8           # 256 blocks per grid
 LINE_BITS = 8            # memory: 256 lines of 16 bytes
 EPOCH_BITS = 4
 VALUE_BITS = 8           # every token carries one byte
+
+
+def ctl_pc(word: int) -> int:
+    """The pc in the control word (`ctl` memory): bits 0..7, then bits 12..15 (above the mask)."""
+    return (word & 0xFF) | ((word >> 12) & 0xF) << 8
 
 SPECIALS = ["tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "laneid", "warpid",
             "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_gt", "lanemask_ge"]
@@ -144,7 +151,7 @@ class WordFormat:
         for j in range(cfg.carry_slots):
             tail.fields += [Field(f"c{j}_en", 1), Field(f"c{j}_reg", REG_BITS),
                             Field(f"c{j}_slot", _bits_for(len(cfg.slots))), Field(f"c{j}_hi", 1)]
-        tail.fields += [Field("term", 2), Field("want", 1), Field("t1", PC_BITS), Field("t2", PC_BITS),
+        tail.fields += [Field("term", 2), Field("want", 1), Field("t1", cfg.pc_bits), Field("t2", cfg.pc_bits),
                         Field("pred", _bits_for(len(sources_for(cfg, len(cfg.slots), "pred")))),
                         Field("tp_en", 1), Field("tp_reg", REG_BITS)]
         self._place(tail, byte)

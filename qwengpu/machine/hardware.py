@@ -24,7 +24,7 @@ from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_gated, n_linear, n_product, n_step
 
 from .config import ALU, MEM, XLANE, MachineConfig
-from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, LANES, MEM_OPS, PC_BITS, REG_BITS,
+from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, LANES, MAX_PC_BITS, MEM_OPS, REG_BITS,
                      SHFL_MODES, SPACES, SPECIALS, TERM_KINDS, VOTE_MODES, WARP_BITS, XLANE_OPS, WordFormat,
                      sources_for)
 from .layout import LINE, LINES, LOCAL_THREADS, REGIONS
@@ -34,7 +34,7 @@ KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAU
 OUT_KINDS = ["EXEC", "CARRY", "MEMW", "WARP", "BLOCK", "RELEASE", "HALT", "FAULT"]
 LTAB_BYTES = 2 * LANES                  # tid.x/y/z per lane (5 bits each: blocks have <= 32 threads)
 BTAB_BYTES = 3                          # ctaid.x/y/z (8 bits each: grids have <= 256 blocks)
-CONF_BYTES = 3                          # last block, entry bundle, threads per block
+CONF_BYTES = 4                          # last block, entry bundle (low byte), threads per block, entry (high bits)
 MEM_FIELDS = LINE + 2                   # 16 data bytes, 16 validity bits
 BIG = 2048.0                            # switches a gated threshold off (forms stay < 4096)
 KIND_WEIGHT = 100.0                     # the output kind dominates every other logit term
@@ -74,6 +74,9 @@ class Unit:
 class Hardware:
     def __init__(self, cfg: MachineConfig, partial: bool = False):
         self.cfg = cfg
+        if not 8 <= cfg.pc_bits <= MAX_PC_BITS:
+            raise ValueError(f"pc_bits must be 8..{MAX_PC_BITS} (the control word holds that many)")
+        self.pcb = cfg.pc_bits
         self.fmt = WordFormat(cfg)
         self.J = cfg.carry_slots
         self.p = Program(f"qwengpu-{cfg.name}")
@@ -148,7 +151,7 @@ class Hardware:
     def inputs(self):
         p = self.p
         self.kind = p.input_bits("kind", len(KINDS))                 # one bit per token kind
-        self.t_pc = p.input_bits("t_pc", PC_BITS)
+        self.t_pc = p.input_bits("t_pc", self.pcb)
         self.t_mask = p.input_bits("t_mask", LANES)
         self.t_j = p.input_bits("t_j", self.J)
         self.t_byte = p.input_bits("t_byte", 4)
@@ -159,7 +162,7 @@ class Hardware:
         self.t_block = p.input_bits("t_block", BLOCK_BITS)
         self.t_epoch = p.input_bits("t_epoch", EPOCH_BITS)
         self.t_space = p.input_bits("t_space", 4)
-        self.t_addr = p.input_bits("t_addr", 8)
+        self.t_addr = p.input_bits("t_addr", self.pcb)          # AT cursor: a ROM bundle, line, block ...
         self.t_f = p.input_bits("t_f", self.F)
         self.t_pos = p.input_bits("t_pos", 7)                      # CARRY/MEMW: place in the pass order
 
@@ -175,7 +178,7 @@ class Hardware:
             self.tok[("BLOCK", b)] = p.token(f"<block {b}>", kind=kb("BLOCK"), t_block=b)
         for w in range(1 << WARP_BITS):
             self.tok[("WARP", w)] = p.token(f"<warp {w}>", kind=kb("WARP"), t_warp=w)
-        for pc in range(1 << PC_BITS):
+        for pc in range(1 << self.pcb):
             for m in range(1, 1 << LANES):
                 self.tok[("EXEC", pc, m)] = p.token(f"<exec {pc} {m:04b}>", kind=kb("EXEC"), t_pc=pc, t_mask=m)
         for j in range(self.J):
@@ -200,7 +203,7 @@ class Hardware:
                 self.tok[("FAULT", fk, l)] = p.token(f"<fault {fk} {l}>", kind=kb("FAULT"), t_lane=1 << l,
                                                      t_byte=1 << fk)
         for si, space in enumerate(self.spaces):
-            n = 1 << 8 if space not in ("ltab", "conf") else (1 << WARP_BITS if space == "ltab" else 1)
+            n = {"ltab": 1 << WARP_BITS, "conf": 1, "mem": LINES, "btab": 1 << BLOCK_BITS}.get(space, 1 << self.pcb)
             for a in range(n):
                 self.tok[("AT", space, a)] = p.token(f"<at {space} {a}>", kind=kb("AT"), t_space=si, t_addr=a)
         for f in range(self.F):
@@ -213,8 +216,14 @@ class Hardware:
         p = self.p
         z = [Lin()] * 8
         t = lambda v, n: [v.f(i) for i in range(v.size)] + [Lin()] * (n - v.size)
-        forms = (t(self.t_pc, 8) + t(self.t_mask, 8) + t(self.t_warp, 8) + t(self.t_block, 8)
-                 + t(self.t_space, 8) + t(self.t_addr, 8) + t(self.t_epoch, 8))
+        t_pad = lambda fs, n: fs + [Lin()] * (n - len(fs))
+        # pc bits 8.. sit above the mask (bits 12..15), address bits 8.. above the space (36..39):
+        # each in the byte its token kind writes
+        hi = lambda v: [v.f(i) for i in range(8, v.size)]
+        lo8 = lambda v: [v.f(i) for i in range(min(8, v.size))]
+        forms = (lo8(self.t_pc) + [Lin()] * (8 - min(8, self.pcb)) + t(self.t_mask, 4) + t_pad(hi(self.t_pc), 4)
+                 + t(self.t_warp, 8) + t(self.t_block, 8)
+                 + t(self.t_space, 4) + t_pad(hi(self.t_addr), 4) + lo8(self.t_addr) + t(self.t_epoch, 8))
         value = self.view("ctl.in", forms)
         slot = p.view("slot0", "onehot", [Lin.const(1)], lambda: 0, [])
         ctl = M.GDNMemory(p, "ctl", slots=1, width=56, field_bits=8)
@@ -223,12 +232,13 @@ class Hardware:
                                              self.k("AT"), self.k("AT"), self.k("RELEASE") + start])
         r = ctl.read(slot, name="ctl.out")
         sl = lambda lo, n: self.view(f"c_{lo}", [r.f(lo + i) for i in range(n)])
-        self.c_pc = self.view("c_pc", [r.f(i) for i in range(PC_BITS)])
+        self.c_pc = self.view("c_pc", [r.f(i) for i in range(8)] + [r.f(12 + i) for i in range(self.pcb - 8)])
         self.c_mask = self.view("c_mask", [r.f(8 + i) for i in range(LANES)])
         self.c_warp = self.view("c_warp", [r.f(16 + i) for i in range(WARP_BITS)])
         self.c_block = self.view("c_block", [r.f(24 + i) for i in range(BLOCK_BITS)])
         self.c_space = self.view("c_space", [r.f(32 + i) for i in range(4)])
         self.c_addr = self.view("c_addr", [r.f(40 + i) for i in range(8)])
+        self.c_addr_rom = self.view("c_addr_rom", [r.f(40 + i) for i in range(8)] + [r.f(36 + i) for i in range(self.pcb - 8)])
         self.c_epoch = self.view("c_epoch", [r.f(48 + i) for i in range(EPOCH_BITS)])
 
     def prompt_enables(self):
@@ -256,8 +266,8 @@ class Hardware:
         """The bundle segment `segname` of the current bundle (read from its own ROM copy)."""
         seg = self.fmt.segment(segname)
         n = seg.nbytes
-        mem = M.GDNMemory(self.p, f"rom.{segname}", slots=1 << PC_BITS, width=8 * n, field_bits=8)
-        mem.write(self.c_addr, self.view(f"rom.{segname}.in", [self.t_v.f(i % 8) for i in range(8 * n)]),
+        mem = M.GDNMemory(self.p, f"rom.{segname}", slots=1 << self.pcb, width=8 * n, field_bits=8)
+        mem.write(self.c_addr_rom, self.view(f"rom.{segname}.in", [self.t_v.f(i % 8) for i in range(8 * n)]),
                   field_enable=[self.we[segname].f(f) for f in range(n)])
         out = mem.read(self.c_pc, name=f"seg.{segname}")
         mem.late = True
@@ -280,7 +290,7 @@ class Hardware:
                  field_enable=[self.we["conf"].f(f) for f in range(CONF_BYTES)])
         self.conf = cf.read(slot, name="conf.out")
         self.lastblock = self.view("c_lastblock", [self.conf.f(i) for i in range(BLOCK_BITS)])
-        self.entry = self.view("c_entry", [self.conf.f(8 + i) for i in range(PC_BITS)])
+        self.entry = self.view("c_entry", [self.conf.f(8 + i) for i in range(8)] + [self.conf.f(24 + i) for i in range(self.pcb - 8)])
         self.nthreads = self.view("c_nthreads", [self.conf.f(16 + i) for i in range(6)])
         # special values per lane (forms; only the bits that can be non-zero)
         self.special_forms = {}
@@ -1075,11 +1085,11 @@ class Hardware:
         start = self.k("GO") + self.k("BLOCK")
         t1 = self.field_forms(tail, "tail", "t1")
         t2 = self.field_forms(tail, "tail", "t2")
-        npc = [self.bits(f"lanes.pc.{l}", PC_BITS) for l in range(LANES)]
+        npc = [self.bits(f"lanes.pc.{l}", self.pcb) for l in range(LANES)]
         nst = [self.bits(f"lanes.st.{w}.{l}", 3) for w in range(8) for l in range(LANES)]
         n2 = []
         for l in range(LANES):
-            for i in range(PC_BITS):
+            for i in range(self.pcb):
                 o = {npc[l].feature(i): 1}
                 n2 += n_gated(self.k("EXEC") + tk("jump") + tk("barrier") - 1, t1[i], o)
                 n2 += n_gated(self.k("EXEC") + tk("branch") + nz.f(l) - 2, t1[i], o)
@@ -1095,11 +1105,11 @@ class Hardware:
                 n2 += n_step(self.k("EXEC") + tk("barrier") + self.c_epoch.f(0), 3, {st.feature(2): 1})
                 n2 += n_step(64 * start + nth, 64 + LANES * w + l + 1, {st.feature(0): 1})
         self.circ("lanes.next", npc + nst, n2)
-        lpc = M.GDNMemory(p, "lanes.pc", slots=1, width=PC_BITS * 8 * LANES, field_bits=PC_BITS)
+        lpc = M.GDNMemory(p, "lanes.pc", slots=1, width=self.pcb * 8 * LANES, field_bits=self.pcb)
         lst = M.GDNMemory(p, "lanes.st", slots=1, width=3 * 8 * LANES, field_bits=3)
         slot = p.vars["slot0"]
         fe = [en.f(i) + start for i in range(8 * LANES)]
-        lpc.write(slot, self.view("lanes.pc.in", [npc[i % LANES].f(b) for i in range(8 * LANES) for b in range(PC_BITS)]),
+        lpc.write(slot, self.view("lanes.pc.in", [npc[i % LANES].f(b) for i in range(8 * LANES) for b in range(self.pcb)]),
                   field_enable=fe)
         lst.write(slot, self.view("lanes.st.in", [nst[i].f(b) for i in range(8 * LANES) for b in range(3)]),
                   field_enable=fe)
@@ -1174,7 +1184,7 @@ class Hardware:
         par = self.c_epoch.f(0)
         run = self.bits("c.run", 8 * LANES)
         wait = self.bits("c.wait", 8 * LANES)
-        pcc = [self.bits(f"c.pc.{l}", PC_BITS) for l in range(LANES)]
+        pcc = [self.bits(f"c.pc.{l}", self.pcb) for l in range(LANES)]
         n1 = []
         for i in range(8 * LANES):
             R, W, P = lst.f(3 * i), lst.f(3 * i + 1), lst.f(3 * i + 2)
@@ -1185,8 +1195,8 @@ class Hardware:
             n1 += n_step(W - P - par, 1, {wait.feature(i): 1})
         for w in range(8):
             for l in range(LANES):
-                for b in range(PC_BITS):
-                    n1 += n_gated(cw.f(w), lpc.f(PC_BITS * (LANES * w + l) + b), {pcc[l].feature(b): 1})
+                for b in range(self.pcb):
+                    n1 += n_gated(cw.f(w), lpc.f(self.pcb * (LANES * w + l) + b), {pcc[l].feature(b): 1})
         self.circ("control.1", [run, wait] + pcc, n1)
         runc = self.bits("c.runc", LANES)
         anyrun = self.bits("c.anyrun", 8)
@@ -1203,11 +1213,11 @@ class Hardware:
         nw = self.bits("c.nextwarp", 8)
         cur = self.bits("c.cur", 1)
         n3 = []
-        val = lambda l: sum(((1 << b) * pcc[l].f(b) for b in range(PC_BITS)), Lin())
+        val = lambda l: sum(((1 << b) * pcc[l].f(b) for b in range(self.pcb)), Lin())
         for l in range(LANES):
             for m in range(LANES):
                 if m != l:
-                    n3 += n_step(val(m) - val(l) + 256 * (1 - runc.f(m)), 0, {le.feature(LANES * l + m): 1})
+                    n3 += n_step(val(m) - val(l) + (1 << self.pcb) * (1 - runc.f(m)), 0, {le.feature(LANES * l + m): 1})
         for c in range(8):
             for w2 in range(8):
                 if w2 == c:
@@ -1344,7 +1354,7 @@ class Hardware:
         warp / block / epoch), B (lanes: mask, lane, or 4 = all), C (carry 4j+byte, byte, fault kind)."""
         J = self.J
         kind = self.bits("out.kind", len(OUT_KINDS))
-        A = self.bits("out.a", 8)
+        A = self.bits("out.a", max(8, self.pcb))             # a byte, or a pc
         B = self.bits("out.b", 4)
         C = self.bits("out.c", 4)
         ko = lambda name: {kind.feature(OUT_KINDS.index(name)): 1}
@@ -1404,7 +1414,7 @@ class Hardware:
         pcc, ismin, fmin, nw = self.ctl["pcc"], self.ctl["ismin"], self.ctl["first"], self.ctl["nextwarp"]
         ex = ck.f(0) - quiet
         for l in range(LANES):
-            for i in range(PC_BITS):
+            for i in range(self.pcb):
                 n += n_gated(ex + fmin.f(l) - 1, pcc[l].f(i), {A.feature(i): 1})
             n += n_gated(ex, ismin.f(l), {B.feature(l): 1})
         for w in range(8):

@@ -24,11 +24,13 @@ from .tokenizer import machine_tokenizer, save_tokenizer
 
 MACHINE_FILE = "qwengpu_machine.json"
 FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
+#: what a saved machine's metadata holds (part of the cache key: 2 added the residual probes)
+META_VERSION = 2
 
 
 def _source_hash(config: MachineConfig, target_kw: dict) -> str:
     here = Path(__file__).resolve().parent
-    h = hashlib.sha256(repr((config, sorted(target_kw.items()))).encode())
+    h = hashlib.sha256(repr((config, sorted(target_kw.items()), META_VERSION)).encode())
     files = sorted(f for f in (here.parent / "compiler").glob("*.py") if f.name != "fast.py") + [here / n for n in
                                                                 ("hardware.py", "format.py", "config.py", "layout.py")]
     for f in files:
@@ -59,6 +61,7 @@ class Machine:
     tokens: list = field(repr=False)                       # token texts by id
     placements: dict = field(repr=False)                   # memory name -> MemoryPlacement
     report: dict = field(default_factory=dict)
+    probes: dict | None = field(default=None, repr=False)  # sublayer -> 0/1-coded residual features
     _model: object = field(default=None, repr=False)
     _ids: dict | None = field(default=None, repr=False)
 
@@ -155,12 +158,24 @@ def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **targe
     compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
     names = {m.name: m for m in hw.p.memories}
     m = Machine(config, None, [t.text for t in hw.p.tokens],
-                {n: compiled.placement(mem) for n, mem in names.items()}, _report(compiled))
+                {n: compiled.placement(mem) for n, mem in names.items()}, _report(compiled), residual_probes(compiled))
     m._fast = compiled.fast() if not dense else None
     if dense:
         m._model = compiled.model()
     m.compiled = compiled
     return m
+
+
+def residual_probes(compiled) -> dict:
+    """{sublayer: residual features} of the 0/1-coded variables (bits, one-hot) that sublayer
+    writes: a run measures how far those features are from 0 or 1 there (the residual code margin,
+    0.5 minus the largest distance; a bit decodes right while it is > 0)."""
+    out: dict = {}
+    for v in compiled.program.residual_vars:
+        b = compiled.layout.born.get(v.name, -1)
+        if v.kind in ("bits", "onehot") and b >= 0:
+            out.setdefault(int(b), []).extend(compiled.layout.dims[(v.name, i)] for i in range(v.size))
+    return {k: sorted(fs) for k, fs in sorted(out.items())}
 
 
 def _report(compiled) -> dict:
@@ -179,6 +194,7 @@ def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
         "tokens": [t.text for t in hw.p.tokens],
         "placements": {n: compiled.placement(mem).to_json() for n, mem in names.items()},
         "report": report,
+        "probes": {str(k): fs for k, fs in residual_probes(compiled).items()},
     }
     (path / MACHINE_FILE).write_text(json.dumps(meta))
 
@@ -187,16 +203,20 @@ def open_machine(path) -> Machine:
     from qwengpu.compiler.build import MemoryPlacement
     path = Path(path)
     meta = json.loads((path / MACHINE_FILE).read_text())
-    cfg = dict(meta["config"])
+    from dataclasses import fields
+    known = {f.name for f in fields(MachineConfig)}
+    cfg = {k: v for k, v in meta["config"].items() if k in known}
     for k in ("slots", "shifters", "bitcount", "multipliers"):
         if cfg.get(k) is not None:
             cfg[k] = tuple(cfg[k])
     config = MachineConfig(**cfg)
-    if meta.get("source_hash") != _source_hash(config, {}):
+    if set(meta["config"]) - known or meta.get("source_hash") != _source_hash(config, {}):
         raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
                          f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")
+    probes = {int(k): fs for k, fs in meta["probes"].items()} if "probes" in meta else None
     return Machine(config, path, meta["tokens"],
-                   {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}))
+                   {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}),
+                   probes)
 
 
 def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, dense: bool = True,

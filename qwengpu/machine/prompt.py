@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from qwengpu.launch import LaunchSpec
 
-from .format import BLOCK_BITS, LANES, PC_BITS, REG_BITS, WARP_BITS, WordFormat
+from .format import BLOCK_BITS, LANES, REG_BITS, WARP_BITS, WordFormat
 from .layout import LINE, LINES
 from .lower import AssemblerError
 from .schedule import Image
@@ -22,8 +22,9 @@ from .simulator import initial_memory
 
 def check_fits(image: Image, spec: LaunchSpec):
     """A clear error when the launch exceeds what the compiled machine holds."""
-    if len(image.bundles) > 1 << PC_BITS:
-        raise AssemblerError(f"the program needs {len(image.bundles)} bundles; the machine's ROM holds {1 << PC_BITS}")
+    rom = image.config.rom_bundles
+    if len(image.bundles) > rom:
+        raise AssemblerError(f"the program needs {len(image.bundles)} bundles; the machine's ROM holds {rom}")
     if image.nregs > 1 << REG_BITS:
         raise AssemblerError(f"the program needs {image.nregs} registers per warp; the machine has {1 << REG_BITS}")
     if spec.blocks > 1 << BLOCK_BITS:
@@ -67,7 +68,7 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
     gx, gy, gz = spec.grid
     for blk in range(spec.blocks):
         put("btab", blk, bytes([blk % gx, (blk // gx) % gy, blk // (gx * gy)]))
-    put("conf", 0, bytes([spec.blocks - 1, image.entry, n]))
+    put("conf", 0, bytes([spec.blocks - 1, image.entry & 0xFF, n, image.entry >> 8]))
     out.append("<go>")
     return out
 

@@ -97,6 +97,19 @@ class CompactForward:
         self.fast = machine.fast()
         self.state = self.fast.new_state()
         self.threads = torch.get_num_threads()
+        self.probes = {k: torch.tensor(fs) for k, fs in (getattr(machine, "probes", None) or {}).items()}
+        self.worst = 0.0             # largest distance of a probed feature from its 0/1 code
+        self.hook = self._measure if self.probes else None
+
+    def _measure(self, sublayer, h):
+        idx = self.probes.get(sublayer)
+        if idx is not None:
+            x = h[:, idx]
+            self.worst = max(self.worst, float((x - x.round()).abs().max()))
+
+    @property
+    def residual_margin(self) -> float | None:
+        return 0.5 - self.worst if self.probes else None
 
     def __enter__(self):
         # its operations are tiny: one thread beats a contended pool by ~20x
@@ -108,11 +121,11 @@ class CompactForward:
 
     def prefill(self, ids: list, chunk: int = 256):
         for i in range(0, len(ids), chunk):
-            logits = self.fast.forward(ids[i:i + chunk], self.state)
+            logits = self.fast.forward(ids[i:i + chunk], self.state, hidden_hook=self.hook)
         return logits
 
     def step(self, token: int):
-        return self.fast.step(token, self.state)
+        return self.fast.step(token, self.state, hidden_hook=self.hook)
 
 
 FORWARDS = {"model": StockForward, "compact": CompactForward}
@@ -199,6 +212,8 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     memory, margin = machine.memory_image(fw.state)
     extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
              "memory_margin": margin, "image": img, "forward": forward, "device": device}
+    if getattr(fw, "residual_margin", None) is not None:
+        extra["residual_margin"] = fw.residual_margin
     if check is not None:
         extra["states_checked"] = check.checked
     if prefix_ids:
