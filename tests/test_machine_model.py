@@ -149,6 +149,22 @@ def test_state_check_catches_a_corrupted_register_file(compact):
         run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
 
 
+def test_state_check_compares_memory_after_every_store(compact):
+    """dot's atomicAdd stores through MEMW tokens: the memory decoded from the model's state is
+    compared with the simulator's after each such pass; wiping the memory's state is caught."""
+    k, m, spec = _case("dot")
+    res = run(m, spec, engine="compact", machine=compact, progress=False, check_states=True)
+    assert res.extra["memory_checked"] >= 1
+    layer = compact.placements["mem"].layer
+
+    def wipe(i, text, state):
+        if text.startswith("<memw"):
+            state.get_recurrent_state(layer).zero_()
+
+    with pytest.raises(ExecutionFault, match="memory byte at machine address 0x[0-9a-f]+ is 0x00; the simulator has"):
+        run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
+
+
 def test_devices():
     import torch
     assert best_device() == ("cuda" if torch.cuda.is_available() else

@@ -17,7 +17,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec
 from .assembler import assemble
 from .config import COMPACT, MachineConfig
 from .prompt import prompt_tokens, token_text
-from .simulator import FAULT_KINDS, MachineStepLimit, Simulator, read_buffers
+from .simulator import FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers
 
 DEFAULT_MAX_TOKENS = 100_000
 FINAL = ("<halt>",)
@@ -152,12 +152,15 @@ def _device_for(forward: str, device: str | None) -> str:
 
 class StateCheck:
     """Compares, after every EXEC pass, the registers decoded from the model's GDN state with the
-    simulator's (the per-step state the token protocol exposes), raising at the first difference."""
+    simulator's, and after every pass that stored to memory the machine memory too (the per-step
+    state the token protocol exposes), raising at the first difference."""
 
     def __init__(self, machine, img, module, spec, max_tokens: int):
         sim = Simulator(img, module, spec, max_tokens=max_tokens).run()
         self.machine = machine
         self.kernel = img.kernel
+        self.memory = bytearray(initial_memory(img, module, spec))
+        self.memory_checked = 0
         # a PassRecord's tokens are its EXEC then the tokens it decides, from generated index
         # `token_index` on, the last one the next control token; the carried registers are in the
         # state once the token before it has been read, i.e. at the pass generating it
@@ -180,6 +183,16 @@ class StateCheck:
                                      f"register r{reg} of warp {warp} is {got.get(key)}; the simulator has {want}",
                                      kernel=self.kernel)
         self.checked += 1
+        if p.stores:
+            for a, v in p.stores.items():
+                self.memory[a] = v
+            have, _ = self.machine.memory_image(state)
+            if have != self.memory:
+                a = next(i for i in range(len(have)) if have[i] != self.memory[i])
+                raise ExecutionFault(f"after the pass of bundle {p.pc} (generated token {index}) the model's memory "
+                                     f"byte at machine address 0x{a:x} is 0x{have[a]:02x}; the simulator has "
+                                     f"0x{self.memory[a]:02x}", kernel=self.kernel)
+            self.memory_checked += 1
 
 
 def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -216,6 +229,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
         extra["residual_margin"] = fw.residual_margin
     if check is not None:
         extra["states_checked"] = check.checked
+        extra["memory_checked"] = check.memory_checked
     if prefix_ids:
         extra["prefix_tokens"] = len(prefix_ids)
     last = stream.generated[-1]

@@ -51,6 +51,7 @@ class PassRecord:
     mask: int
     tokens: list
     writes: dict = field(default_factory=dict)   # physical reg -> [value per lane] after the pass
+    stores: dict = field(default_factory=dict)   # machine address -> byte the pass's MEMW tokens wrote
     ptx_pcs: list = field(default_factory=list)
 
 
@@ -291,6 +292,7 @@ class Simulator:
                 nb = (new >> (8 * byte)) & 0xFF
                 if nb != (old >> (8 * byte)) & 0xFF:
                     out.append(("MEMW", l, byte, nb))
+                    rec.stores[maddr + byte] = nb
             self.memory[maddr:maddr + size] = new.to_bytes(size, "little")
         # next lane states
         t = b.term
