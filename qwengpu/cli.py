@@ -34,6 +34,9 @@ def _print_result(res, spec, as_json: bool):
     print(f"kernel {res.kernel} on {res.engine}: {res.steps} steps"
           + (f", {res.tokens} tokens" if res.tokens is not None else "")
           + f", {res.lane_instructions} lane-instructions")
+    m = res.margins()
+    if m:
+        print("  smallest margins: " + ", ".join(f"{k.replace('_', ' ')} {v:.5g}" for k, v in m.items()))
     for i, (a, b) in enumerate(zip(spec.args, res.buffers)):
         if b is None:
             print(f"  arg {i}: scalar {a.dtype} = {a.value}")

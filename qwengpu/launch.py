@@ -210,6 +210,15 @@ class LaunchResult:
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "engine": self.engine,
-                "buffers": [None if b is None else values_to_json(b) for b in self.buffers],
-                "steps": self.steps, "tokens": self.tokens}
+        d = {"kernel": self.kernel, "engine": self.engine,
+             "buffers": [None if b is None else values_to_json(b) for b in self.buffers],
+             "steps": self.steps, "tokens": self.tokens}
+        if self.margins():
+            d["margins"] = self.margins()
+        return d
+
+    def margins(self) -> dict:
+        """A model engine's smallest decision margins over the launch: logit gap, memory code
+        margin (of 16), residual code margin (of 0.5, compact engine)."""
+        keys = {"min_logit_gap": "logit_gap", "memory_margin": "memory", "residual_margin": "residual"}
+        return {name: float(self.extra[k]) for k, name in keys.items() if self.extra.get(k) is not None}

@@ -186,6 +186,7 @@ def test_cli_runs_a_launch_on_the_model(compact, tmp_path, capsys):
                  "--device", "cpu", "--check-states", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["buffers"][2] == [32] and out["tokens"] == 19 and out["steps"] == 6 and out["engine"] == "compact"
+    assert out["margins"]["logit_gap"] > 15.9 and out["margins"]["memory"] > 15.9 and out["margins"]["residual"] > 0.49
 
 
 TID = "mov.u32 %r1, %tid.x;\nld.param.u64 %rd1, [out];\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
