@@ -263,3 +263,23 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
     assert "exact  (logit gap 16.00, residual code margin 0.49" in out[0]
     assert out[-1].startswith("verify compact: 1/1 exact; smallest margins: logit gap 16.00 (dot), "
                               "memory code 16.00 (dot), residual code 0.49")
+
+
+def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
+    """Builds from other circuits (older qwengpu versions) are removed; the current one, builds of
+    the same circuits with other compiler options and other machines stay."""
+    import json
+
+    from qwengpu.machine import model as mm
+    monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
+    current = mm._source_hash(TINY, {})
+    for name, h in [("tiny-old", "0123"), ("tiny-now", current), ("tiny-now-other-options", current),
+                    ("compact-old", "0123")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": h}))
+    (tmp_path / "tiny-broken").mkdir()
+    (tmp_path / "tiny-x.partial").mkdir()
+    removed = mm.evict_stale_builds(TINY, progress=False)
+    assert sorted(p.name for p in removed) == ["tiny-broken", "tiny-old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["compact-old", "tiny-now", "tiny-now-other-options",
+                                                          "tiny-x.partial"]

@@ -233,6 +233,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     from .hardware import Hardware
     target_kw.setdefault("mlp_budget", MLP_BUDGET)
     target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    cached = path is None
     path = Path(path) if path is not None else _cache_path(config, target_kw)
     bar = _bar(4, f"building machine {config.name}", progress)
     hw = Hardware(config)
@@ -259,6 +260,8 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     if path.exists():
         shutil.rmtree(path)
     tmp.rename(path)
+    if cached:
+        evict_stale_builds(config, progress)
     bar.update(1)
     bar.close()
     m = open_machine(path)
@@ -268,6 +271,29 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
 
 def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
     return cache_root() / f"{config.name}-{_source_hash(config, target_kw)}"
+
+
+def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
+    """Remove cached builds of `config` made from other circuits than this version's (a dense
+    COMPACT build is ~7 GB; every upgrade would leave one behind). Builds of the same circuits with
+    other compiler options stay. Returns the removed folders."""
+    import shutil
+    current = _source_hash(config, {})
+    removed = []
+    for d in sorted(cache_root().glob(f"{config.name}-*")):
+        meta = d / MACHINE_FILE
+        if not d.is_dir() or d.name.endswith(".partial"):
+            continue
+        try:
+            stale = json.loads(meta.read_text()).get("source_hash") != current
+        except (OSError, ValueError):
+            stale = True                  # no readable metadata: an interrupted or foreign build
+        if stale:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    if removed and progress:
+        print(f"removed {len(removed)} cached build(s) of machine {config.name} from older versions of qwengpu")
+    return removed
 
 
 def has_checkpoint(path) -> bool:
