@@ -219,6 +219,8 @@ class LaunchResult:
 
     def margins(self) -> dict:
         """A model engine's smallest decision margins over the launch: logit gap, memory code
-        margin (of 16), residual code margin (of 0.5, compact engine)."""
-        keys = {"min_logit_gap": "logit_gap", "memory_margin": "memory", "residual_margin": "residual"}
+        margin (of 16), residual code margin (of 0.5, compact engine), and the largest form noise
+        (the measured error of the integer forms behind the MLP gates; the design assumes <= 0.1)."""
+        keys = {"min_logit_gap": "logit_gap", "memory_margin": "memory", "residual_margin": "residual",
+                "form_noise": "form_noise"}
         return {name: float(self.extra[k]) for k, name in keys.items() if self.extra.get(k) is not None}

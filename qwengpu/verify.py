@@ -30,6 +30,8 @@ class Row:
         parts = [f"logit gap {m['logit_gap']:.2f}"] if "logit_gap" in m else []
         if "residual" in m:
             parts.append(f"residual code margin {m['residual']:.5f}")
+        if "form_noise" in m:
+            parts.append(f"form noise {m['form_noise']:.4f}")
         return ", ".join(parts)
 
 
@@ -47,10 +49,12 @@ class Report:
         return self.passed == len(self.rows)
 
     def smallest_margins(self) -> dict:
+        """{margin: (worst value, kernel)}: the smallest of each margin, the largest form noise."""
         out = {}
         for r in self.rows:
             for k, v in r.margins.items():
-                if v is not None and (k not in out or v < out[k][0]):
+                worse = (v > out[k][0]) if k == "form_noise" and k in out else (k not in out or v < out[k][0])
+                if v is not None and worse:
                     out[k] = (v, r.name)
         return out
 
@@ -58,7 +62,8 @@ class Report:
         line = f"verify {self.engine}: {self.passed}/{len(self.rows)} exact"
         small = self.smallest_margins()
         if small:
-            label = {"logit_gap": "logit gap {:.2f}", "memory": "memory code {:.2f}", "residual": "residual code {:.5f}"}
+            label = {"logit_gap": "logit gap {:.2f}", "memory": "memory code {:.2f}", "residual": "residual code {:.5f}",
+                     "form_noise": "largest form noise {:.4f} (premise <= 0.1)"}
             line += "; smallest margins: " + ", ".join(label.get(k, k + " {}").format(v) + f" ({name})"
                                                         for k, (v, name) in small.items())
         return line
@@ -116,6 +121,8 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
         row.margins = {"logit_gap": res.extra.get("min_logit_gap"), "memory": res.extra.get("memory_margin")}
         if res.extra.get("residual_margin") is not None:
             row.margins["residual"] = res.extra["residual_margin"]
+        if res.extra.get("form_noise") is not None:
+            row.margins["form_noise"] = res.extra["form_noise"]
         # the machine's token stream must be the simulator's, token for token
         m = options.get("machine")
         sim = run(kernel.ptx(), kernel.spec(), engine="sim",

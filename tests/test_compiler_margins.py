@@ -184,3 +184,45 @@ def test_report_command(capsys):
     assert R.main(["--only", "lut", "--only", "erase", "--no-bf16", "--no-decode", "--tokens", "40"]) == 0
     out = capsys.readouterr().out
     assert "| lut |" in out and "| erase |" in out
+
+
+def test_form_noise_is_measured_on_every_gate_and_catches_a_perturbation():
+    """`gate_lattices` + `FormNoise`: a run's MLP gate pre-activations, measured against the lattice
+    their ideal values lie on. On a clean run the integer forms behind them are within ~1e-3 of
+    their lattice (the static margins' premise is 0.1); a gate pushed 0.3 of a spacing off is
+    reported with its node. (The compact engine runs GDN and MLP layers: no attention here.)"""
+    rng = random.Random(3)
+    prog = Program("noise")
+    a, b, x = prog.input_bits("a", 16), prog.input_bits("b", 16), prog.input_bits("x", 4)
+    addr = prog.input_onehot("addr", 8)
+    for i in range(32):
+        prog.token(f"t{i}", a=rng.randrange(1 << 16), b=rng.randrange(1 << 16), x=rng.randrange(16),
+                   addr=rng.randrange(8))
+    s = gadgets.add(prog, a, b)
+    gadgets.compare(prog, prog.slice(a, 0, 8), prog.slice(b, 0, 8))
+    gadgets.multiply(prog, x, prog.slice(s, 0, 8))
+    m = memory.GDNMemory(prog, "ram", slots=8, width=16, field_bits=8)
+    m.write(addr, s)
+    gadgets.mux(prog, prog.slice(a, 0, 1), [m.read(addr), b])
+    c = compile_program(prog, Target(require_attention=False))
+    lat = MG.gate_lattices(c)
+    probed = sum(len(d["index"]) for d in lat.values())
+    gated = sum(1 for ns in c.schedule.mlp.values() for n in ns for nr in n.neurons if nr.shape in ("step", "gated"))
+    assert probed >= gated > 0
+    ids = [rng.choice(prog.tokens).id for _ in range(150)]
+    fast = c.fast()
+    noise = MG.FormNoise(lat)
+    fast.forward(ids, fast.new_state(), gate_hook=noise)
+    assert 0 <= noise.worst < 0.01 and noise.where in {n.name for ns in c.schedule.mlp.values() for n in ns}
+    L = min(lat)
+    k, period = lat[L]["index"][0], lat[L]["period"][0]
+    victim = lat[L]["names"][lat[L]["node"][0]]
+
+    def push(layer, g):
+        if layer == L:
+            g[:, k] += 0.3 * period
+        noise(layer, g)
+
+    noise = MG.FormNoise(lat)
+    fast.forward(ids[:20], fast.new_state(), gate_hook=push)
+    assert noise.worst == pytest.approx(0.3, abs=0.02) and noise.where == victim

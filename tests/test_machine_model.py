@@ -83,6 +83,7 @@ def test_stock_forward_is_exact_in_decode_and_prefill(tiny):
     assert res.extra["prefill_exact"]
     assert res.extra["min_logit_gap"] > 8 and res.extra["prefill_min_gap"] > 8
     assert res.extra["memory_margin"] > 8
+    assert 0 < res.extra["form_noise"] < 0.1          # measured through hooks on the stock MLPs
 
 
 def test_saved_machine_runs_with_stock_generate(tiny):
@@ -134,6 +135,8 @@ def test_compact_engine_runs_the_suite_exactly(compact, name):
     # every 0/1-coded residual variable within 0.1 of its code where it is written (fp32 noise of the
     # lookahead steps is ~4e-3; a variable near 0.5 is a decision about to go wrong)
     assert res.extra["residual_margin"] > 0.4
+    # and every MLP gate's integer form within the design's 0.1 of its lattice
+    assert res.extra["form_noise"] < 0.1, (res.extra["form_noise"], res.extra["form_noise_at"])
 
 
 def test_state_check_catches_a_corrupted_register_file(compact):
@@ -260,9 +263,10 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
     monkeypatch.setattr(model_module, "load_machine", lambda *a, **k: compact)
     assert main(["verify", "--engine", "compact", "--check-states", "dot"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "exact  (logit gap 16.00, residual code margin 0.49" in out[0]
+    assert "exact  (logit gap 16.00, residual code margin 0.49" in out[0] and "form noise 0.0" in out[0]
     assert out[-1].startswith("verify compact: 1/1 exact; smallest margins: logit gap 16.00 (dot), "
                               "memory code 16.00 (dot), residual code 0.49")
+    assert "largest form noise 0.0" in out[-1] and "(premise <= 0.1)" in out[-1]
 
 
 def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):

@@ -201,10 +201,11 @@ class FastModel:
         return g.out @ o.reshape(T, -1)
 
     @torch.no_grad()
-    def forward(self, token_ids: list, state: FastState, hidden_hook=None) -> torch.Tensor:
+    def forward(self, token_ids: list, state: FastState, hidden_hook=None, gate_hook=None) -> torch.Tensor:
         """Forward passes for consecutive tokens (layer by layer, the recurrences in token order);
         returns the last token's logits. `hidden_hook(sublayer, h)` sees the residual [T, width]
-        after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP)."""
+        after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP);
+        `gate_hook(L, g)` the MLP's gate pre-activations [T, intermediate] of every layer."""
         T = len(token_ids)
         h = torch.zeros(T, self.width)
         for t, tok in enumerate(token_ids):
@@ -217,12 +218,15 @@ class FastModel:
                 hidden_hook(2 * L, h)
             if lay.down.nnz:
                 x = self._norm(h, lay.post_norm)
-                h = h + lay.down @ (torch.nn.functional.silu(lay.gate @ x) * (lay.up @ x))
+                g = lay.gate @ x
+                if gate_hook is not None:
+                    gate_hook(L, g)
+                h = h + lay.down @ (torch.nn.functional.silu(g) * (lay.up @ x))
             if hidden_hook is not None:
                 hidden_hook(2 * L + 1, h)
         state.length += T
         return self.lm_head @ self._norm(h[-1:], self.final_norm)[0]
 
-    def step(self, token_id: int, state: FastState, hidden_hook=None) -> torch.Tensor:
+    def step(self, token_id: int, state: FastState, hidden_hook=None, gate_hook=None) -> torch.Tensor:
         """One forward pass for one token (the decode path); returns its logits."""
-        return self.forward([token_id], state, hidden_hook)
+        return self.forward([token_id], state, hidden_hook, gate_hook)

@@ -332,3 +332,62 @@ def check(report: dict):
     more = f" (and {len(low) - 5} more)" if len(low) > 5 else ""
     raise CompileError("decision margins below the fp32 safe bound (pre-activation >= "
                        f"{SILU_SAFE:g} after the worst-case error): " + "; ".join(lines) + more)
+
+
+# ---------------------------------------------------------------------------------------------
+# measured: how far a run's gate pre-activations are from their lattice (the premise, measured)
+
+
+def gate_lattices(compiled) -> dict:
+    """{layer: {"index", "offset", "period", "node", "names"}}: for every MLP neuron whose gate is a
+    form of residual features, its place in the layer's MLP and the lattice its ideal value lies on
+    (`offset + period Z`: the form's constant and the gcd of its coefficients). A run's distance from
+    that lattice, in lattice spacings, is the measured error of the integer form behind the gate:
+    the static margin's premise is that it stays within TAU (`form_noise`). Erase neurons (constant
+    gates) come after these and are not listed."""
+    out = {}
+    sched = compiled.schedule
+    for L in range(sched.layers):
+        idx, off, per, node_of, names = [], [], [], [], []
+        k = 0
+        for node in sched.mlp.get(L, []):
+            for nr in node.neurons:
+                coefs = [c for f, c in nr.gate.terms.items() if f != ANCHOR_FEATURE]
+                g = _gcd(coefs) if coefs else None
+                if g:
+                    idx.append(k)
+                    off.append(float(nr.gate.terms.get(ANCHOR_FEATURE, 0.0)))
+                    per.append(float(g))
+                    node_of.append(len(names))
+                k += 1
+            names.append(node.name)
+        if idx:
+            out[L] = {"index": idx, "offset": off, "period": per, "node": node_of, "names": names}
+    return out
+
+
+class FormNoise:
+    """The largest distance of measured gate pre-activations from their lattices over a run (in
+    lattice spacings; the design's premise: <= TAU), and the node where it was. Feed it each
+    layer's gate pre-activations [T, intermediate] (`FastModel.forward(gate_hook=...)`, or a hook
+    on a stock model's `mlp.gate_proj`)."""
+
+    def __init__(self, lattices: dict):
+        import torch
+        self.lattices = {int(L): (torch.tensor(d["index"]), torch.tensor(d["offset"], dtype=torch.float64),
+                                  torch.tensor(d["period"], dtype=torch.float64), d["node"], d["names"])
+                         for L, d in lattices.items()}
+        self.worst = 0.0
+        self.where = None
+
+    def __call__(self, layer: int, gate):
+        lat = self.lattices.get(layer)
+        if lat is None:
+            return
+        idx, off, per, node_of, names = lat
+        x = (gate.detach().reshape(-1, gate.shape[-1]).cpu()[:, idx].double() - off) / per
+        d = (x - x.round()).abs().max(dim=0).values
+        j = int(d.argmax())
+        if float(d[j]) > self.worst:
+            self.worst = float(d[j])
+            self.where = names[node_of[j]]

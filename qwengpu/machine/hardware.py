@@ -942,7 +942,8 @@ class Hardware:
         for l in range(LANES):
             for i in range(32):
                 nm += n_gated(st, data[l].f(i), {mv.feature(32 * l + i): 1})
-                nm += n_gated(at + first.f(l) - 1, new.f(i), {mv.feature(32 * l + i): 1})
+                # the atomic's new value comes out of its adder's lookahead: re-thresholded (see mux)
+                nm += n_step(64 * (at + first.f(l) - 1) + new.f(i), 65, {mv.feature(32 * l + i): 1})
         self.circ(f"mbuf.{k}", [mv], nm)
         mb = M.GDNMemory(self.p, "mbuf", slots=1, width=32 * LANES, field_bits=8)
         slot = self.p.vars["slot0"]
@@ -1140,8 +1141,8 @@ class Hardware:
                     var = u.hi[l] if part else u.lo[l]
                     if var is None:
                         continue
-                    for i in range(var.size):
-                        neurons += n_gated(cond, var.f(i), {cvs[j].feature(32 * l + i): 1})
+                    for i in range(var.size):      # re-thresholded: results carry fp32 noise (see mux)
+                        neurons += n_step(64 * cond + var.f(i), 65, {cvs[j].feature(32 * l + i): 1})
         self.circ_groups("cbuf.mux", [[v] for v in cvs], neurons)
         cv = self.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
         mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * self.J, field_bits=8)

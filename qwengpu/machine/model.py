@@ -21,11 +21,13 @@ from .config import COMPACT, MachineConfig
 from .format import LANES, REG_BITS, WARP_BITS
 from .layout import LINE, LINES
 from .tokenizer import machine_tokenizer, save_tokenizer
+from qwengpu.compiler.margins import gate_lattices
 
 MACHINE_FILE = "qwengpu_machine.json"
 FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
-#: what a saved machine's metadata holds (part of the cache key: 2 added the residual probes)
-META_VERSION = 2
+#: what a saved machine's metadata holds (part of the cache key: 2 added the residual probes, 3 the
+#: gate lattices)
+META_VERSION = 3
 
 
 def _source_hash(config: MachineConfig, target_kw: dict) -> str:
@@ -62,6 +64,7 @@ class Machine:
     placements: dict = field(repr=False)                   # memory name -> MemoryPlacement
     report: dict = field(default_factory=dict)
     probes: dict | None = field(default=None, repr=False)  # sublayer -> 0/1-coded residual features
+    lattices: dict | None = field(default=None, repr=False)  # layer -> MLP gates' lattices (margins.gate_lattices)
     _model: object = field(default=None, repr=False)
     _ids: dict | None = field(default=None, repr=False)
 
@@ -158,7 +161,8 @@ def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **targe
     compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
     names = {m.name: m for m in hw.p.memories}
     m = Machine(config, None, [t.text for t in hw.p.tokens],
-                {n: compiled.placement(mem) for n, mem in names.items()}, _report(compiled), residual_probes(compiled))
+                {n: compiled.placement(mem) for n, mem in names.items()}, _report(compiled), residual_probes(compiled),
+                gate_lattices(compiled))
     m._fast = compiled.fast() if not dense else None
     if dense:
         m._model = compiled.model()
@@ -195,6 +199,7 @@ def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
         "placements": {n: compiled.placement(mem).to_json() for n, mem in names.items()},
         "report": report,
         "probes": {str(k): fs for k, fs in residual_probes(compiled).items()},
+        "lattices": {str(k): d for k, d in gate_lattices(compiled).items()},
     }
     (path / MACHINE_FILE).write_text(json.dumps(meta))
 
@@ -214,9 +219,10 @@ def open_machine(path) -> Machine:
         raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
                          f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")
     probes = {int(k): fs for k, fs in meta["probes"].items()} if "probes" in meta else None
+    lattices = {int(k): d for k, d in meta["lattices"].items()} if "lattices" in meta else None
     return Machine(config, path, meta["tokens"],
                    {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}),
-                   probes)
+                   probes, lattices)
 
 
 def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, dense: bool = True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qwengpu.compiler.margins import FormNoise
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchResult, LaunchSpec
 
@@ -68,12 +69,21 @@ class StockForward:
         self.state = DynamicCache(config=self.model.config)
         from qwengpu.compiler.run import _cache_kwarg
         self.kw = _cache_kwarg(self.model)
+        lattices = getattr(machine, "lattices", None)
+        self.form_noise = FormNoise(lattices) if lattices else None
+        self.hooks = []
 
     def __enter__(self):
+        if self.form_noise is not None:         # the gate pre-activations of every MLP, as they are computed
+            for L, layer in enumerate(self.model.model.layers):
+                self.hooks.append(layer.mlp.gate_proj.register_forward_hook(
+                    lambda mod, args, out, L=L: self.form_noise(L, out)))
         return self
 
     def __exit__(self, *exc):
-        pass
+        for h in self.hooks:
+            h.remove()
+        self.hooks = []
 
     def prefill(self, ids: list):
         with self.torch.no_grad():
@@ -100,6 +110,8 @@ class CompactForward:
         self.probes = {k: torch.tensor(fs) for k, fs in (getattr(machine, "probes", None) or {}).items()}
         self.worst = 0.0             # largest distance of a probed feature from its 0/1 code
         self.hook = self._measure if self.probes else None
+        lattices = getattr(machine, "lattices", None)
+        self.form_noise = FormNoise(lattices) if lattices else None
 
     def _measure(self, sublayer, h):
         idx = self.probes.get(sublayer)
@@ -121,11 +133,12 @@ class CompactForward:
 
     def prefill(self, ids: list, chunk: int = 256):
         for i in range(0, len(ids), chunk):
-            logits = self.fast.forward(ids[i:i + chunk], self.state, hidden_hook=self.hook)
+            logits = self.fast.forward(ids[i:i + chunk], self.state, hidden_hook=self.hook,
+                                       gate_hook=self.form_noise)
         return logits
 
     def step(self, token: int):
-        return self.fast.step(token, self.state, hidden_hook=self.hook)
+        return self.fast.step(token, self.state, hidden_hook=self.hook, gate_hook=self.form_noise)
 
 
 FORWARDS = {"model": StockForward, "compact": CompactForward}
@@ -227,6 +240,8 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
              "memory_margin": margin, "image": img, "forward": forward, "device": device}
     if getattr(fw, "residual_margin", None) is not None:
         extra["residual_margin"] = fw.residual_margin
+    if getattr(fw, "form_noise", None) is not None:
+        extra["form_noise"], extra["form_noise_at"] = fw.form_noise.worst, fw.form_noise.where
     if check is not None:
         extra["states_checked"] = check.checked
         extra["memory_checked"] = check.memory_checked
