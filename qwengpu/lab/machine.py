@@ -296,7 +296,7 @@ class _CompactTap:
         fast, orig = self.fast, type(self.fast).forward
         tap = self
 
-        def forward(token_ids, state, hidden_hook=None):
+        def forward(token_ids, state, hidden_hook=None, gate_hook=None):
             T = len(token_ids)
             tap.taps.begin(T)
             h = tap.torch.zeros(T, fast.width)
@@ -311,7 +311,7 @@ class _CompactTap:
                     hidden_hook(sub, hh)
                 if sub % 2 == 1 and sub // 2 + 1 in tap.mats:
                     tap.layer(sub // 2 + 1, hh)
-            return orig(fast, token_ids, state, hook)
+            return orig(fast, token_ids, state, hook, gate_hook)
 
         fast.forward = forward
 
