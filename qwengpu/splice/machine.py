@@ -329,11 +329,11 @@ class SplicedCompact:
     def new_state(self):
         return self.fast.new_state()
 
-    def forward(self, token_ids: list, state, hidden_hook=None):
-        return self._global(self.fast.forward([self._local(t) for t in token_ids], state, hidden_hook))
+    def forward(self, token_ids: list, state, hidden_hook=None, gate_hook=None):
+        return self._global(self.fast.forward([self._local(t) for t in token_ids], state, hidden_hook, gate_hook))
 
-    def step(self, token_id: int, state, hidden_hook=None):
-        return self._global(self.fast.step(self._local(token_id), state, hidden_hook))
+    def step(self, token_id: int, state, hidden_hook=None, gate_hook=None):
+        return self._global(self.fast.step(self._local(token_id), state, hidden_hook, gate_hook))
 
 
 @dataclass
