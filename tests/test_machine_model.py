@@ -287,3 +287,8 @@ def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
     assert sorted(p.name for p in removed) == ["tiny-broken", "tiny-old"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["compact-old", "tiny-now", "tiny-now-other-options",
                                                           "tiny-x.partial"]
+    # load_machine building into the cache evicts too
+    (tmp_path / "tiny-old").mkdir()
+    (tmp_path / "tiny-old" / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": "0123"}))
+    m = mm.load_machine(TINY, progress=False)
+    assert m.path.parent == tmp_path and not (tmp_path / "tiny-old").exists()

@@ -322,7 +322,7 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
         return m
     if not build:
         raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")
-    return build_machine(config, p, progress=progress, dense=dense, **kw)
+    return build_machine(config, None if path is None else p, progress=progress, dense=dense, **kw)  # None: the cache
 
 
 def build_gpu(target="compact", out=None, *, dense: bool = True, progress: bool = True, **target_kw) -> Machine:
