@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from . import __version__
+from .launch import margin_text
 
 
 def _engines():
@@ -34,9 +35,8 @@ def _print_result(res, spec, as_json: bool):
     print(f"kernel {res.kernel} on {res.engine}: {res.steps} steps"
           + (f", {res.tokens} tokens" if res.tokens is not None else "")
           + f", {res.lane_instructions} lane-instructions")
-    m = res.margins()
-    if m:
-        print("  smallest margins: " + ", ".join(f"{k.replace('_', ' ')} {v:.5g}" for k, v in m.items()))
+    if res.margins():
+        print(f"  smallest margins: {margin_text(res.margins())}")
     for i, (a, b) in enumerate(zip(spec.args, res.buffers)):
         if b is None:
             print(f"  arg {i}: scalar {a.dtype} = {a.value}")
@@ -106,11 +106,8 @@ def cmd_demo(args) -> int:
         print(f"  generated: {' '.join(res.extra['generated'])}")
     print(f"  result {int(res.buffers[2][0])} in {res.steps} steps"
           + (f", {res.tokens} tokens" if res.tokens is not None else "") + f" ({dt:.2f} s)")
-    if res.extra.get("min_logit_gap") is not None:
-        print(f"  smallest logit gap {res.extra['min_logit_gap']:.2f}, memory code margin "
-              f"{res.extra['memory_margin']:.2f} (of 16)"
-              + (f", residual code margin {res.extra['residual_margin']:.5f} (of 0.5)"
-                 if res.extra.get("residual_margin") is not None else ""))
+    if res.margins():
+        print(f"  smallest margins: {margin_text(res.margins())}")
     return 0
 
 

@@ -224,3 +224,10 @@ class LaunchResult:
         keys = {"min_logit_gap": "logit_gap", "memory_margin": "memory", "residual_margin": "residual",
                 "form_noise": "form_noise"}
         return {name: float(self.extra[k]) for k, name in keys.items() if self.extra.get(k) is not None}
+
+
+def margin_text(m: dict) -> str:
+    """`LaunchResult.margins()` for people: what `qwengpu run`, `demo` and `verify` print."""
+    fmt = [("logit_gap", "logit gap {:.2f}"), ("residual", "residual code margin {:.5f}"),
+           ("form_noise", "form noise {:.4f}"), ("memory", "memory code margin {:.2f}")]
+    return ", ".join(f.format(m[k]) for k, f in fmt if m.get(k) is not None)

@@ -26,13 +26,8 @@ class Row:
     margins: dict = field(default_factory=dict)   # model engines: smallest logit gap, memory and residual code margins
 
     def margin_text(self) -> str:
-        m = self.margins
-        parts = [f"logit gap {m['logit_gap']:.2f}"] if "logit_gap" in m else []
-        if "residual" in m:
-            parts.append(f"residual code margin {m['residual']:.5f}")
-        if "form_noise" in m:
-            parts.append(f"form noise {m['form_noise']:.4f}")
-        return ", ".join(parts)
+        from .launch import margin_text
+        return margin_text(self.margins)
 
 
 @dataclass
@@ -53,8 +48,8 @@ class Report:
         out = {}
         for r in self.rows:
             for k, v in r.margins.items():
-                worse = (v > out[k][0]) if k == "form_noise" and k in out else (k not in out or v < out[k][0])
-                if v is not None and worse:
+                sign = -1 if k == "form_noise" else 1          # a noise is worse when larger
+                if k not in out or sign * v < sign * out[k][0]:
                     out[k] = (v, r.name)
         return out
 
@@ -118,11 +113,7 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
         row.exact, row.detail = False, f"oracle: {d}"
         return row
     if engine in ("model", "compact"):
-        row.margins = {"logit_gap": res.extra.get("min_logit_gap"), "memory": res.extra.get("memory_margin")}
-        if res.extra.get("residual_margin") is not None:
-            row.margins["residual"] = res.extra["residual_margin"]
-        if res.extra.get("form_noise") is not None:
-            row.margins["form_noise"] = res.extra["form_noise"]
+        row.margins = res.margins()
         # the machine's token stream must be the simulator's, token for token
         m = options.get("machine")
         sim = run(kernel.ptx(), kernel.spec(), engine="sim",
