@@ -137,6 +137,13 @@ class Hardware:
             form = form + big * (cond - 1)
         return n_step(form, t, out)
 
+    @staticmethod
+    def clean_gate(cond: Lin, bit: Lin, out: dict) -> list:
+        """coef*bit when cond (a clean 0/1 form) is 1, else 0, re-thresholded: a step on 64*cond + bit,
+        so the output is an exact 0/1 even when `bit` arrives with fp32 noise (a unit's result: its
+        lookahead steps sum terms of ~1e5, leaving up to ~4e-3), where a gate would pass the noise on."""
+        return n_step(64 * cond + bit, 65, out)
+
     def field_forms(self, segvar, segname: str, fname: str) -> list[Lin]:
         seg = self.fmt.segment(segname)
         f = seg.field(fname)
@@ -219,10 +226,9 @@ class Hardware:
         t_pad = lambda fs, n: fs + [Lin()] * (n - len(fs))
         # pc bits 8.. sit above the mask (bits 12..15), address bits 8.. above the space (36..39):
         # each in the byte its token kind writes
+        lo8 = lambda v: [v.f(i) for i in range(8)]
         hi = lambda v: [v.f(i) for i in range(8, v.size)]
-        lo8 = lambda v: [v.f(i) for i in range(min(8, v.size))]
-        forms = (lo8(self.t_pc) + [Lin()] * (8 - min(8, self.pcb)) + t(self.t_mask, 4) + t_pad(hi(self.t_pc), 4)
-                 + t(self.t_warp, 8) + t(self.t_block, 8)
+        forms = (lo8(self.t_pc) + t(self.t_mask, 4) + t_pad(hi(self.t_pc), 4) + t(self.t_warp, 8) + t(self.t_block, 8)
                  + t(self.t_space, 4) + t_pad(hi(self.t_addr), 4) + lo8(self.t_addr) + t(self.t_epoch, 8))
         value = self.view("ctl.in", forms)
         slot = p.view("slot0", "onehot", [Lin.const(1)], lambda: 0, [])
@@ -369,10 +375,8 @@ class Hardware:
     def mux(self, k: int, name: str, sel, opts: list, ports, outs: list, nbits: int = 32) -> list:
         """Neurons for outs[lane] (bits var) = the selected option (sel: onehot var over opts).
 
-        A result forwarded from an earlier slot of the same bundle is re-thresholded (a step on
-        64*sel + bit) rather than passed through a gate: its bits carry fp32 noise of up to ~4e-3
-        (the lookahead steps that make it sum terms of ~1e5), and the adder's digit forms weigh a
-        bit by up to 128, the multiplier's column sums by thousands."""
+        A result forwarded from an earlier slot of the same bundle is re-thresholded (`clean_gate`):
+        the adder's digit forms weigh a bit by up to 128, the multiplier's column sums by thousands."""
         neurons = []
         for oi, opt in enumerate(opts):
             forwarded = opt[0] in ("slot", "slothi")
@@ -384,7 +388,7 @@ class Hardware:
                     if not forms[i].terms:
                         continue
                     if forwarded:
-                        neurons += n_step(64 * sel.f(oi) + forms[i], 65, {outs[l].feature(i): 1})
+                        neurons += self.clean_gate(sel.f(oi), forms[i], {outs[l].feature(i): 1})
                     else:
                         neurons += n_gated(sel.f(oi), forms[i], {outs[l].feature(i): 1})
         return neurons
@@ -942,8 +946,7 @@ class Hardware:
         for l in range(LANES):
             for i in range(32):
                 nm += n_gated(st, data[l].f(i), {mv.feature(32 * l + i): 1})
-                # the atomic's new value comes out of its adder's lookahead: re-thresholded (see mux)
-                nm += n_step(64 * (at + first.f(l) - 1) + new.f(i), 65, {mv.feature(32 * l + i): 1})
+                nm += self.clean_gate(at + first.f(l) - 1, new.f(i), {mv.feature(32 * l + i): 1})  # an adder's output
         self.circ(f"mbuf.{k}", [mv], nm)
         mb = M.GDNMemory(self.p, "mbuf", slots=1, width=32 * LANES, field_bits=8)
         slot = self.p.vars["slot0"]
@@ -1141,8 +1144,8 @@ class Hardware:
                     var = u.hi[l] if part else u.lo[l]
                     if var is None:
                         continue
-                    for i in range(var.size):      # re-thresholded: results carry fp32 noise (see mux)
-                        neurons += n_step(64 * cond + var.f(i), 65, {cvs[j].feature(32 * l + i): 1})
+                    for i in range(var.size):
+                        neurons += self.clean_gate(cond, var.f(i), {cvs[j].feature(32 * l + i): 1})
         self.circ_groups("cbuf.mux", [[v] for v in cvs], neurons)
         cv = self.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
         mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * self.J, field_bits=8)
