@@ -194,3 +194,36 @@ def test_binary_addresses_many_fields_and_late_reads():
     assert compiled.config.linear_num_value_heads // compiled.config.linear_num_key_heads == 4
     assert m.layer > 0
     check(compiled, toks)
+
+
+@FAST
+@given(st.integers(0, 2 ** 32 - 1))
+def test_memories_larger_than_a_layer_are_banked_and_spread_over_layers(seed):
+    """A fixed geometry like a base model's (1 value head per key head, small key heads, few key
+    heads per layer): memories with more slots than a key head are split into banks, and memories
+    needing more key heads than a layer has are spread over several GDN layers; reads, writes,
+    field enables, read enables and the decoded final state stay exact."""
+    rng = random.Random(seed)
+    prog = Program("banked")
+    wa = prog.input_onehot("wa", 20)
+    ra = prog.input_onehot("ra", 20)
+    ba = prog.input_bits("ba", 5)
+    bb = prog.input_bits("bb", 5)
+    val = prog.input_bits("val", 24)
+    fe = prog.input_bits("fe", 3)
+    ren = prog.input_bits("ren", 1)
+    toks = random_tokens(prog, 150, rng, wa=(0, 20), ra=(0, 20), ba=(0, 32), bb=(0, 32), val=(0, 1 << 24),
+                         fe=(0, 8), ren=(0, 2))
+    onehot = memory.GDNMemory(prog, "onehot", slots=20, width=24, field_bits=8)
+    onehot.write(wa, val, field_enable=[fe.f(i) for i in range(3)])
+    onehot.read(ra)
+    onehot.read(wa, enable=ren.f(0))
+    binary = memory.GDNMemory(prog, "binary", slots=32, width=16, field_bits=8)
+    binary.write(ba, gadgets.add(prog, prog.slice(val, 0, 16), prog.const_bits(77, 16)))
+    binary.read(bb)
+    t = Target(linear_key_heads=2, linear_value_heads=2, linear_key_dim=8, linear_value_dim=16)
+    compiled = compile_program(prog, t)
+    assert len(set(onehot.unit_layers)) >= 3          # 2 ports x 3 fields x 3 banks = 18 heads
+    pl = compiled.placement(binary)
+    assert pl.pieces is not None and {pc[4] for pc in pl.pieces} == {0, 8, 16, 24}
+    check(compiled, toks)

@@ -67,6 +67,8 @@ class Schedule:
     mlp: dict = field(default_factory=dict)      # layer -> [MLPNode]
     mixers: dict = field(default_factory=dict)   # layer -> [Node]
     available: dict = field(default_factory=dict)  # var name -> sublayer index after which it exists
+    first_write: dict = field(default_factory=dict)  # var name -> first sublayer writing part of it
+                                                     # (a memory spread over layers), when earlier
 
 
 def _mixer_type(node: Node) -> str:
@@ -79,11 +81,37 @@ def _chunks(node: Node, group: int) -> list[list[int]]:
     return [list(range(i, min(i + group, n))) for i in range(0, n, group)]
 
 
-def _key_heads(node: Node, group: int | None = None) -> int:
+def _banks(node: Node, dk: int | None) -> int:
+    """Key heads one (port, field chunk) of a memory spans: its slots in banks of `dk` (the key
+    head dimension). Bank b holds slots [b dk, (b + 1) dk); a key or query whose slot lies in
+    another bank is ~0 after SiLU and the L2 norm, and beta and the output gate of the bank are
+    also closed by the address's bank match, so the banks' reads add up to the word."""
+    if node.kind != "gdn" or not dk:
+        return 1
+    return max(1, -(-int(getattr(node, "address_slots", node.slots)) // dk))
+
+
+def _units(node: Node, group: int | None, dk: int | None = None) -> list[tuple[int, int, int]]:
+    """(port, field chunk, bank) of every key head a GDN node takes, in head order."""
+    chunks = len(_chunks(node, group)) if group is not None else 1
+    return [(p, c, b) for p in range(node.ports) for c in range(chunks) for b in range(_banks(node, dk))]
+
+
+def _key_heads(node: Node, group: int | None = None, dk: int | None = None) -> int:
     ports = node.ports if hasattr(node, "ports") else 1
     if node.kind != "gdn" or group is None:
         return ports
-    return ports * len(_chunks(node, group))
+    return len(_units(node, group, dk))
+
+
+def _layer_units(node: Node, layer: int, group: int, dk: int | None) -> list[tuple[int, int, int]]:
+    """The units of a GDN node held by `layer` (a memory too large for one layer is split over
+    several: `node.unit_layers`, one layer per unit)."""
+    units = _units(node, group, dk)
+    spread = getattr(node, "unit_layers", None)
+    if spread is None:
+        return units if node.layer == layer else []
+    return [u for u, L in zip(units, spread) if L == layer]
 
 
 def _topo(prog: Program) -> list[Node]:
@@ -116,6 +144,7 @@ def schedule(prog: Program, target: Target) -> Schedule:
     mixers: dict[int, list] = {}
     mlp_load: dict[int, int] = {}
     heads_load: dict[int, int] = {}
+    first_write: dict[str, int] = {}
     for node in _topo(prog):
         if isinstance(node, EmbedNode):
             for v in node.outputs:
@@ -147,8 +176,16 @@ def schedule(prog: Program, target: Target) -> Schedule:
                 layer += 1
             layer = max(layer, node.min_layer)
             want = _mixer_type(node)
-            kh = _key_heads(node, (target.linear_value_heads // target.linear_key_heads)
-                            if target.linear_key_heads and target.linear_value_heads else target.max_group)
+            group = ((target.linear_value_heads // target.linear_key_heads)
+                     if target.linear_key_heads and target.linear_value_heads else target.max_group)
+            kh = _key_heads(node, group, target.linear_key_dim)
+            if (node.kind == "gdn" and target.linear_key_heads and kh > target.linear_key_heads
+                    and not target.layer_types):
+                layer = _spread_units(node, layer, group, target, layer_types, mixers, heads_load)
+                for v in node.outputs:
+                    avail[v.name] = 2 * layer
+                    first_write[v.name] = 2 * node.unit_layers[0]
+                continue
             while True:
                 if target.layer_types:
                     t = target.layer_types[layer % len(target.layer_types)]
@@ -184,7 +221,28 @@ def schedule(prog: Program, target: Target) -> Schedule:
         # transformers' cache needs one full-attention layer: add an inert one at the end
         types.append("full_attention")
         n_layers += 1
-    return Schedule(n_layers, types, mlp, mixers, avail)
+    return Schedule(n_layers, types, mlp, mixers, avail, first_write)
+
+
+def _spread_units(node, layer, group, target, layer_types, mixers, heads_load) -> int:
+    """Place a memory with more key heads than a layer has over consecutive GDN layers from
+    `layer` on, filling each layer's free key heads (a fixed geometry, e.g. a base model's). Every
+    unit gets the write and its own query, so the parts are independent; the word is complete
+    after the last part's layer. Returns that layer."""
+    cap = target.linear_key_heads
+    spread = []
+    L = layer
+    for _unit in _units(node, group, target.linear_key_dim):
+        while layer_types.get(L, "linear_attention") != "linear_attention" or heads_load.get(L, 0) >= cap:
+            L += 1
+        spread.append(L)
+        heads_load[L] = heads_load.get(L, 0) + 1
+        layer_types[L] = "linear_attention"
+        if node not in mixers.setdefault(L, []):
+            mixers[L].append(node)
+    node.unit_layers = spread
+    node.layer = spread[-1]
+    return node.layer
 
 
 def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dict, target: "Target",
@@ -286,8 +344,9 @@ def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, o
     free: list[tuple] = []                  # (free from sublayer, feature index, var, its feature)
     erase: dict = {}
     k = offset + 1
-    for v in sorted(rvars, key=lambda v: (born[v.name], v.name)):
-        b = born[v.name]
+    first_write = sched.first_write
+    for v in sorted(rvars, key=lambda v: (first_write.get(v.name, born[v.name]), v.name)):
+        b = first_write.get(v.name, born[v.name])      # its features must be free from the first write
         usable = [f for f in free if f[0] <= b and (f[0] < b or b % 2 == 1)]
         usable.sort()
         got = []
@@ -346,23 +405,35 @@ class Compiled:
 
     def placement(self, memory) -> "MemoryPlacement":
         """Where a `GDNMemory` lives in the model: its layer and, for its first port, the value
-        head of each field (see `decode_memory`)."""
-        L = memory.layer
-        hk = self.config.linear_num_key_heads
-        group = self.config.linear_num_value_heads // hk
-        head = 0
-        for node in self.schedule.mixers.get(L, []):
-            if node is memory:
-                chunks = _chunks(node, group)
-                heads = {}
-                for c, chunk in enumerate(chunks):
-                    for slot, fi in enumerate(chunk):
-                        heads[fi] = (head + c) * group + slot
-                fields = [(heads[fi], f.lo, f.width) for fi, f in enumerate(node.fields)]
-                return MemoryPlacement(memory.name, L, fields, memory.slots)
-            if node.kind == "gdn":
-                head += _key_heads(node, group)
-        raise CompileError(f"{memory.name} is not a memory of layer {L}")
+        head of each field (see `decode_memory`); a memory spread over layers or banks lists its
+        pieces instead."""
+        cfg = self.config
+        group = cfg.linear_num_value_heads // cfg.linear_num_key_heads
+        dk = cfg.linear_key_head_dim
+        banked = dk if self.target.linear_key_dim else None
+        slots = int(getattr(memory, "address_slots", memory.slots))
+        pieces = []
+        for L in sorted(set(getattr(memory, "unit_layers", None) or [memory.layer])):
+            head = 0
+            for node in self.schedule.mixers.get(L, []):
+                if node.kind != "gdn":
+                    continue
+                units = _layer_units(node, L, group, banked)
+                if node is memory:
+                    chunks = _chunks(node, group)
+                    for k, (port, ci, bank) in enumerate(units):
+                        if port:
+                            continue
+                        for slot, fi in enumerate(chunks[ci]):
+                            f = node.fields[fi]
+                            pieces.append((L, (head + k) * group + slot, f.lo, f.width, bank * dk,
+                                           min(dk, slots - bank * dk)))
+                head += len(units)
+        if not pieces:
+            raise CompileError(f"{memory.name} is not a memory of layer {memory.layer}")
+        if len({pc[0] for pc in pieces}) == 1 and all(pc[4] == 0 for pc in pieces):
+            return MemoryPlacement(memory.name, pieces[0][0], [pc[1:4] for pc in pieces], memory.slots)
+        return MemoryPlacement(memory.name, pieces[0][0], [], memory.slots, pieces)
 
     def decode(self, hidden_row, var) -> tuple[int, float]:
         """(value, margin) of a residual variable from one residual-stream vector."""
@@ -372,34 +443,61 @@ class Compiled:
 
 @dataclass
 class MemoryPlacement:
-    """A word memory's place in the model: GDN layer, (value head, first bit, width) per field."""
+    """A word memory's place in the model: GDN layer, (value head, first bit, width) per field.
+    A memory spread over several layers or key-head banks (a base model's fixed geometry) has
+    `pieces` instead: (layer, value head, first bit, width, first slot, slots) each."""
     name: str
     layer: int
     fields: list
     slots: int
+    pieces: list | None = None
+
+    @property
+    def layers(self) -> list[int]:
+        return sorted({pc[0] for pc in self.all_pieces()})
+
+    def all_pieces(self) -> list[tuple]:
+        if self.pieces is not None:
+            return [tuple(pc) for pc in self.pieces]
+        return [(self.layer, h, lo, w, 0, self.slots) for h, lo, w in self.fields]
 
     def to_json(self) -> dict:
-        return {"name": self.name, "layer": self.layer, "fields": [list(f) for f in self.fields], "slots": self.slots}
+        d = {"name": self.name, "layer": self.layer, "fields": [list(f) for f in self.fields], "slots": self.slots}
+        if self.pieces is not None:
+            d["pieces"] = [list(pc) for pc in self.pieces]
+        return d
 
     @staticmethod
     def from_json(d: dict) -> "MemoryPlacement":
-        return MemoryPlacement(d["name"], d["layer"], [tuple(f) for f in d["fields"]], d["slots"])
+        pieces = d.get("pieces")
+        return MemoryPlacement(d["name"], d["layer"], [tuple(f) for f in d["fields"]], d["slots"],
+                               [tuple(pc) for pc in pieces] if pieces is not None else None)
 
 
 def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, float]:
-    """({slot: word} of the written slots, code margin) of a memory, from its layer's recurrent
-    state [value heads, key dim, value dim]. A bit reads as the circuits read it: its 1-rail against
-    half the rail level (an unwritten field holds only ~1e-16 crosstalk and reads 0); the margin is
-    the smallest distance of a 1-rail from that threshold."""
+    """({slot: word} of the written slots, code margin) of a memory, from the recurrent state
+    [value heads, key dim, value dim] of its layer (or `state(layer)` for each layer of a memory
+    spread over several). A bit reads as the circuits read it: its 1-rail against half the rail
+    level (an unwritten field holds only ~1e-16 crosstalk and reads 0); the margin is the smallest
+    distance of a 1-rail from that threshold."""
     import numpy as np
-    st = np.asarray(state, dtype=np.float64)
+    pieces = placement.all_pieces()
+    if callable(state):
+        get = state
+    elif len({pc[0] for pc in pieces}) > 1:
+        raise ValueError(f"{placement.name} spans layers {placement.layers}: pass state as a function of the layer")
+    else:
+        get = (lambda _layer: state)
+    states = {L: np.asarray(get(L), dtype=np.float64) for L in {pc[0] for pc in pieces}}
     half = VALUE_L / 2
     out = {}
     margin = float("inf")
     for s in (range(placement.slots) if slots is None else slots):
         word, peak = 0, 0.0
-        for head, lo, width in placement.fields:
-            rails = st[head, s, 0:2 * width]
+        for layer, head, lo, width, s0, n in pieces:
+            if not s0 <= s < s0 + n:
+                continue
+            rails = states[layer][head, s - s0, 0:2 * width]
             peak = max(peak, float(np.abs(rails).max()))
             one = rails[0::2]
             for j in np.nonzero(one > half)[0]:
@@ -451,24 +549,30 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     s = norm_scale(width, target.rms_norm_eps)
 
     # GDN geometry: one key head per port, value heads per key head = max fields of a memory
-    gdn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "gdn"]
+    gdn_nodes = list({id(n): n for ns in sched.mixers.values() for n in ns if n.kind == "gdn"}.values())
     if target.linear_key_heads and target.linear_value_heads:
         group = target.linear_value_heads // target.linear_key_heads
     else:
         group = min(max([len(n.fields) for n in gdn_nodes], default=1), target.max_group)
     dk = target.linear_key_dim or max([_pow2(n.slots) for n in gdn_nodes] + [8])
     dv = target.linear_value_dim or max([2 * f.width for n in gdn_nodes for f in n.fields] + [8])
-    hk = target.linear_key_heads or max([sum(_key_heads(n, group) for n in sched.mixers.get(L, []) if n.kind == "gdn")
-                                         for L in range(sched.layers)] + [1])
-    hv = target.linear_value_heads or hk * group
-    for L in range(sched.layers):
-        need = sum(_key_heads(n, group) for n in sched.mixers.get(L, []) if n.kind == "gdn")
-        if need > hk:
-            raise CompileError(f"layer {L} needs {need} key heads; the target has {hk}")
+    banked = dk if target.linear_key_dim else None     # a fixed key dim: larger memories in banks
     for n in gdn_nodes:
         slots = n.slots if not hasattr(n, "address_slots") else n.address_slots
-        if slots > dk:
+        if slots > dk and banked is None:
             raise CompileError(f"{n.name}: {slots} slots exceed the key head dimension {dk}")
+        if slots > dk and _banks(n, dk) > 1 and any(a.addr.kind == "bits" for a in n.writes + n.reads) \
+                and dk & (dk - 1):
+            raise CompileError(f"{n.name}: binary addresses over banks need a power-of-two key head dimension, not {dk}")
+
+    def heads_in(L):
+        return sum(len(_layer_units(n, L, group, banked)) for n in sched.mixers.get(L, []) if n.kind == "gdn")
+    hk = target.linear_key_heads or max([heads_in(L) for L in range(sched.layers)] + [1])
+    hv = target.linear_value_heads or hk * group
+    for L in range(sched.layers):
+        if heads_in(L) > hk:
+            raise CompileError(f"layer {L} needs {heads_in(L)} key heads; the target has {hk}")
+    for n in gdn_nodes:
         for f in n.fields:
             if 2 * f.width > dv:
                 raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
@@ -531,7 +635,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         sd[p + "mlp.up_proj.weight"] = up
         sd[p + "mlp.down_proj.weight"] = down
         if sched.layer_types[L] == "linear_attention":
-            _emit_gdn(sd, p + "linear_attn.", sched.mixers.get(L, []), width, hk, hv, dk, dv, row, s, lay)
+            _emit_gdn(sd, p + "linear_attn.", sched.mixers.get(L, []), L, banked, width, hk, hv, dk, dv, row, s, lay)
         else:
             _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s, lay)
     sd["model.norm.weight"] = np.zeros(width)
@@ -599,7 +703,23 @@ def key_form(addr, i: int) -> Lin:
     return 2 * KEY_L * (match - (n - 0.5))
 
 
-def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
+def bank_match(addr, bank: int, dk: int) -> Lin:
+    """A form that is 1 when the address lies in bank `bank` (slots [bank dk, (bank + 1) dk)) and
+    <= 0 otherwise."""
+    if addr.kind == "onehot":
+        m = Lin()
+        for i in range(bank * dk, min((bank + 1) * dk, addr.size)):
+            m = m + addr.f(i)
+        return m
+    low = dk.bit_length() - 1
+    high = range(low, addr.size)
+    m = Lin.const(1.0 - len(high))
+    for bit in high:
+        m = m + (addr.f(bit) if (bank >> (bit - low)) & 1 else 1 - addr.f(bit))
+    return m
+
+
+def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
     group = hv // hk
     q = np.zeros((hk * dk, width), dtype=np.float32)
     kk = np.zeros((hk * dk, width), dtype=np.float32)
@@ -614,58 +734,69 @@ def _emit_gdn(sd, p, nodes, width, hk, hv, dk, dv, row, s, lay):
     head = 0
     for node in nodes:
         chunks = _chunks(node, group)
-        for port in range(node.ports):
+        banks = _banks(node, banked)
+        keyrows: dict = {}                    # (port, bank) -> rows of its query and key
+        for port, ci, bank in _layer_units(node, layer, group, banked):
             acc_w = None if isinstance(node, Previous) or not node.writes else node.writes[0]
             acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
-            if isinstance(node, Previous):
+            off = bank * dk
+            if (port, bank) in keyrows:
+                qrows, krows = keyrows[(port, bank)]
+            elif isinstance(node, Previous):
                 # constant slot 0; the value is this channel's input `back` tokens ago
                 qrows = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
                 krows = qrows
             else:
-                qrows = [row(key_form(acc_r.addr, i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_L), 1 / s)
+                qrows = [row(key_form(acc_r.addr, off + i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_L), 1 / s)
                          for i in range(dk)]
-                krows = [row(key_form(acc_w.addr, i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_L), 1 / s)
+                krows = [row(key_form(acc_w.addr, off + i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_L), 1 / s)
                          for i in range(dk)]
-            for chunk in chunks:
-                h = head
-                head += 1
-                q[h * dk:(h + 1) * dk] = qrows
-                kk[h * dk:(h + 1) * dk] = krows
-                for slot, fi in enumerate(chunk):
-                    fld = node.fields[fi]
-                    vh = h * group + slot
-                    base = vh * dv
-                    src = node.var if isinstance(node, Previous) else (acc_w.value if acc_w else None)
-                    for j in range(fld.width):
-                        bit = fld.lo + j
-                        if src is not None:
-                            form = VALUE_L * (2 * src.f(bit) - 1)
-                            v[base + 2 * j] = row(form, 1 / s)
-                            v[base + 2 * j + 1] = row(-1 * form, 1 / s)
-                        if isinstance(node, Previous):
-                            ch = 2 * hk * dk + base
-                            conv[ch + 2 * j, 0, :] = 0
-                            conv[ch + 2 * j + 1, 0, :] = 0
-                            conv[ch + 2 * j, 0, 3 - node.back] = 1.0
-                            conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
-                    # beta: write enable of this field
+            keyrows[(port, bank)] = qrows, krows
+            # a bank closes its beta and output gate unless the address lies in it
+            w_match = bank_match(acc_w.addr, bank, dk) if banks > 1 and acc_w is not None else None
+            r_match = bank_match(acc_r.addr, bank, dk) if banks > 1 and acc_r is not None else None
+            h = head
+            head += 1
+            q[h * dk:(h + 1) * dk] = qrows
+            kk[h * dk:(h + 1) * dk] = krows
+            for slot, fi in enumerate(chunks[ci]):
+                fld = node.fields[fi]
+                vh = h * group + slot
+                base = vh * dv
+                src = node.var if isinstance(node, Previous) else (acc_w.value if acc_w else None)
+                for j in range(fld.width):
+                    bit = fld.lo + j
+                    if src is not None:
+                        form = VALUE_L * (2 * src.f(bit) - 1)
+                        v[base + 2 * j] = row(form, 1 / s)
+                        v[base + 2 * j + 1] = row(-1 * form, 1 / s)
                     if isinstance(node, Previous):
-                        b[vh] = row(Lin.const(BETA_L), 1 / s)
-                    elif acc_w is not None:
-                        en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
-                        b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
-                    else:
-                        b[vh] = row(Lin.const(-BETA_L), 1 / s)
-                    # read enable through the output gate; output: the positive rail of each bit
-                    zform = Lin.const(Z_ON)
-                    if acc_r is not None and acc_r.enable is not None:
-                        zform = 2 * Z_ON * acc_r.enable - Z_ON
-                    z[base:base + dv] = row(zform, 1 / s)
-                    outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
-                    if outvar is not None:
-                        on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
-                        for j in range(fld.width):
-                            out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
+                        ch = 2 * hk * dk + base
+                        conv[ch + 2 * j, 0, :] = 0
+                        conv[ch + 2 * j + 1, 0, :] = 0
+                        conv[ch + 2 * j, 0, 3 - node.back] = 1.0
+                        conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
+                # beta: write enable of this field
+                if isinstance(node, Previous):
+                    b[vh] = row(Lin.const(BETA_L), 1 / s)
+                elif acc_w is not None:
+                    en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
+                    if w_match is not None:
+                        en = en + w_match - 1
+                    b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
+                else:
+                    b[vh] = row(Lin.const(-BETA_L), 1 / s)
+                # read enable through the output gate; output: the positive rail of each bit
+                ren = acc_r.enable if acc_r is not None and acc_r.enable is not None else None
+                if r_match is not None:
+                    ren = r_match if ren is None else ren + r_match - 1
+                zform = Lin.const(Z_ON) if ren is None else 2 * Z_ON * ren - Z_ON
+                z[base:base + dv] = row(zform, 1 / s)
+                outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
+                if outvar is not None:
+                    on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
+                    for j in range(fld.width):
+                        out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
     sd[p + "in_proj_qkv.weight"] = np.concatenate([q, kk, v])
     sd[p + "in_proj_z.weight"] = z
     sd[p + "in_proj_b.weight"] = b

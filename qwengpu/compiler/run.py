@@ -216,8 +216,7 @@ def measure_margins(compiled, tokens: list[str], mode: str = "prefill", model=No
         if not isinstance(mem, GDNMemory) or run.cache is None:
             continue
         pl = compiled.placement(mem)
-        st = run.cache.get_recurrent_state(pl.layer)[0].detach().float().cpu().numpy()
-        words, m = decode_memory(st, pl)
+        words, m = decode_memory(lambda L: run.cache.get_recurrent_state(L)[0].detach().float().cpu().numpy(), pl)
         want = {s: w for s, w in state.get(mem.name, {}).items()}
         ok = all(words.get(s, 0) == w for s, w in want.items()) and set(words) <= set(want) | set(mem.init)
         if not ok:

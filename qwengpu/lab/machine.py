@@ -165,6 +165,9 @@ def memory_infos(machine, group: int) -> dict:
     ports = _ports_of(machine.config)
     out = {}
     for name, pl in machine.placements.items():
+        if pl.pieces is not None:
+            raise ValueError(f"the lab shows memories held whole in one GDN layer; {name} is spread over "
+                             f"layers {pl.layers} or key-head banks (a base model's geometry, docs/splice.md)")
         fields = [tuple(f) for f in pl.fields]
         chunk_heads = sorted({h // group for h, _, _ in fields})
         n = len(chunk_heads)

@@ -123,8 +123,7 @@ class Machine:
     def state_of(self, cache, name: str):
         from qwengpu.compiler.build import decode_memory
         pl = self.placements[name]
-        s = cache.get_recurrent_state(pl.layer)
-        return decode_memory(s[0].detach().float().cpu().numpy(), pl)
+        return decode_memory(lambda L: cache.get_recurrent_state(L)[0].detach().float().cpu().numpy(), pl)
 
     def memory_image(self, cache) -> tuple[bytearray, float]:
         """The machine memory (LINES x LINE bytes) held in the model's state, and its code margin."""

@@ -84,31 +84,30 @@ class MachineFit:
     def fits(self) -> bool:
         return not self.problems
 
-    def key_heads(self, ratio: int) -> int:
-        """Key heads per layer the largest memory needs at `ratio` value heads per key head."""
-        return max(m.ports * math.ceil(m.fields / ratio) for m in self.memories)
+    def key_heads(self, ratio: int, key_dim: int) -> int:
+        """Key heads all memories take together at `ratio` value heads per key head and key heads
+        of `key_dim` dimensions (banks of key_dim slots)."""
+        return sum(m.ports * math.ceil(m.fields / ratio) * math.ceil(m.slots / key_dim) for m in self.memories)
 
     def needs(self) -> dict:
-        ratios = (1, 2, 4, 8, 16, 32)
-        return {"linear_key_head_dim": max(m.slots for m in self.memories),
-                "linear_value_head_dim": 2 * max(m.field_bits for m in self.memories),
-                "linear_num_key_heads_by_ratio": {r: self.key_heads(r) for r in ratios},
+        b = self.base
+        r = max(1, (b["linear_value_heads"] or 1) // (b["linear_key_heads"] or 1))
+        return {"linear_value_head_dim": 2 * max(m.field_bits for m in self.memories),
+                "memory_key_heads": self.key_heads(r, b["linear_key_dim"] or max(m.slots for m in self.memories)),
                 "intermediate_size_at_least": self.largest_circuit[1]}
 
     def message(self) -> str:
         n = self.needs()
-        kh = ", ".join(f"{k} at {r}" for r, k in n["linear_num_key_heads_by_ratio"].items())
         b = self.base
         return (f"machine {self.machine} does not fit this base's layer geometry (every layer of a model shares "
                 f"one config, so the GPU layers must use the base's: {b['linear_key_heads']} GDN key heads and "
                 f"{b['linear_value_heads']} value heads per layer, key dim {b['linear_key_dim']}, value dim "
                 f"{b['linear_value_dim']}, MLP {b['intermediate']}):\n  - " + "\n  - ".join(self.problems)
-                + f"\n  it needs linear_key_head_dim >= {n['linear_key_head_dim']} (memory slots), "
-                f"linear_value_head_dim >= {n['linear_value_head_dim']} (two rails per bit of the widest field), "
-                f"linear_num_key_heads >= the largest memory's ports x ceil(fields / r) for r value heads per key "
-                f"head ({kh}), intermediate_size > {n['intermediate_size_at_least']} plus room to erase dead "
-                f"variables. Qwen3.5-2B (16 key and 16 value heads of 128) cannot hold it: see docs/splice.md, "
-                f"'The real machine'.")
+                + f"\n  it needs linear_value_head_dim >= {n['linear_value_head_dim']} (two rails per bit of the "
+                f"widest field), a power-of-two linear_key_head_dim when a memory with binary addresses has more "
+                f"slots than a key head (banks), and intermediate_size > {n['intermediate_size_at_least']} plus room "
+                f"to erase dead variables; its memories take {n['memory_key_heads']} key heads in all, spread over "
+                f"as many GDN layers as they need. See docs/splice.md, 'The real machine'.")
 
 
 @functools.lru_cache(maxsize=None)
@@ -138,24 +137,17 @@ def machine_fit(base, machine="tiny", program=None) -> MachineFit:
     fit = MachineFit(cfg.name, geo, mems, largest, attn)
     hk, hv, dk, dv = t.linear_key_heads, t.linear_value_heads, t.linear_key_dim, t.linear_value_dim
     p = fit.problems
-    big = [m for m in mems if m.slots > dk]
-    if big:
-        p.append(f"linear_key_head_dim {dk} < {max(m.slots for m in big)} slots of "
-                 f"{', '.join(m.name for m in big)} (a memory's slots are its key head's dimensions)")
+    # memories larger than a key head are banked, and those needing more key heads than a layer
+    # has are spread over layers (the compiler's `_spread_units`); fields must fit a value head
     wide = [m for m in mems if 2 * m.field_bits > dv]
     if wide:
         p.append(f"linear_value_head_dim {dv} < {2 * max(m.field_bits for m in wide)} for the "
                  f"{max(m.field_bits for m in wide)}-bit fields of {', '.join(m.name for m in wide)}")
+    if dk & (dk - 1) and any(m.slots > dk for m in mems):
+        p.append(f"linear_key_head_dim {dk} is not a power of two, and memories larger than a key head are "
+                 f"banked by their address bits")
     if hv % hk:
         p.append(f"linear_num_value_heads {hv} is not a multiple of linear_num_key_heads {hk}")
-    else:
-        r = hv // hk
-        over = [(m, m.ports * math.ceil(m.fields / r)) for m in mems if m.ports * math.ceil(m.fields / r) > hk]
-        if over:
-            worst = sorted(over, key=lambda x: -x[1])
-            shown = "; ".join(f"{m.name}: {m.ports} ports x ceil({m.fields} fields / {r}) = {k}" for m, k in worst[:4])
-            p.append(f"linear_num_key_heads {hk} < the key heads of {len(over)} memories at {r} value head(s) "
-                     f"per key head ({shown}{'; ...' if len(over) > 4 else ''})")
     if t.intermediate is not None and largest[1] > t.intermediate:
         p.append(f"intermediate_size {t.intermediate} < {largest[1]} neurons of the circuit {largest[0]}")
     return fit
