@@ -1,12 +1,17 @@
 """The real machine (the SIMT GPU) spliced into a Qwen3.5 checkpoint.
 
-A small random base whose layer geometry holds the TINY machine (GDN key heads of 256, 18 value
-heads of 16 per key head, MLP 2560: `fitting_text_config`) gets the machine spliced in by the
-command line (`qwengpu build --base .. --machine tiny`, in a child process: the compile's memory is
-not this process's), then launches run through the spliced checkpoint: the stock transformers
-forward (decode after a text prefix, and the chunked prefill path) and the compact engine on its
-GPU layers, against the token simulator and the kernels' oracles. Qwen3.5-2B's geometry is refused
-with what it lacks.
+Two small random bases get the TINY machine spliced in by the command line (`qwengpu build --base
+.. --machine tiny`, in a child process: the compile's memory is not this process's):
+
+- text layout, in Qwen3.5's own GDN shape class (`fitting_text_config()`: one value head per key
+  head, key heads of 128 dims as in Qwen3.5-2B, so the machine's 256-slot memories are banked and
+  spread over layers);
+- multimodal layout, with 18 value heads per key head (`fitting_text_config(grouped=True)`).
+
+Launches run through the spliced checkpoints: the stock transformers forward (decode after a text
+prefix, and the chunked prefill path) and the compact engine on its GPU layers, against the token
+simulator and the kernels' oracles. TINY compiled for Qwen3.5-2B's true layer geometry runs a
+launch exactly; a geometry that cannot hold the machine is refused with what it lacks.
 """
 import gc
 import json
@@ -66,7 +71,8 @@ def spliced_mm(tmp_path_factory, spliced):
     spliced[3]._model = None                 # one dense model in memory at a time
     gc.collect()
     root = tmp_path_factory.mktemp("splice_machine_mm")
-    base = fixtures.write_random_base(root / "base", fitting_text_config("tiny", V), fixtures.tiny_vision_config(),
+    base = fixtures.write_random_base(root / "base", fitting_text_config("tiny", V, grouped=True),
+                                      fixtures.tiny_vision_config(),
                                       tied=False, head_std=0.3, embed_std=0.003, dtype="bfloat16")
     report = _build(base, root / "out")
     return base, root / "out", report, open_spliced_machine(root / "out")
@@ -87,22 +93,46 @@ def _text_ids(base, n):
     return AutoTokenizer.from_pretrained(str(base))(fixtures.corpus_text()).input_ids[:n]
 
 
-def test_qwen35_2b_geometry_is_refused_with_what_it_needs(tmp_path, capsys):
+def test_qwen35_2b_geometry_holds_the_machine_and_runs_a_launch_exactly():
+    """TINY compiled for Qwen3.5-2B's true layer geometry (16 GDN key heads and 16 value heads of
+    128, MLP 6144, 8 attention heads of 256): its memories take 667 key heads, banked and spread
+    over 43 GDN layers; the dot launch is exact on the compact engine, states checked."""
+    import dataclasses
+
+    from qwengpu.machine.config import TINY
+    from qwengpu.machine.model import compile_machine
     fit = machine_fit(fixtures.qwen35_2b_text_config(), "tiny")
-    assert not fit.fits
-    msg = fit.message()
-    assert "linear_key_head_dim 128 < 256 slots" in msg and "mem: 4 ports x ceil(18 fields / 1) = 72" in msg
-    assert fit.needs()["linear_key_head_dim"] == 256 and fit.needs()["linear_value_head_dim"] == 16
-    assert fit.needs()["linear_num_key_heads_by_ratio"][1] == 72
-    with pytest.raises(SpliceError, match="does not fit"):
-        compile_for_base(target_for_base(fixtures.qwen35_2b_text_config()), "tiny")
-    # the command line refuses a base of that GDN geometry before compiling anything
+    assert fit.fits, fit.problems
+    assert fit.needs()["memory_key_heads"] == 667
+    t = target_for_base(fixtures.qwen35_2b_text_config())
+    kw = {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
+    kw.update(offset=0, require_attention=True)           # stand-alone: no base features in front
+    m = compile_machine(TINY, dense=False, **kw)
+    cfg = m.compiled.config
+    assert (cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim,
+            cfg.linear_value_head_dim, cfg.intermediate_size) == (16, 16, 128, 128, 6144)
+    assert m.placements["mem"].pieces is not None and len(m.placements["mem"].layers) > 1
+    k, ptx, spec = _dot()
+    r = run(ptx, spec, engine="compact", machine=m, progress=False, max_steps=MAX, check_states=True)
+    assert compare_buffers(r.buffers, k.expected(), nan_equal=True) is None
+    assert r.extra["generated"] == _sim(m) and r.buffers[2][0] == 32
+    assert r.extra["min_logit_gap"] > 8 and r.extra["memory_margin"] > 8
+
+
+def test_a_geometry_that_cannot_hold_the_machine_is_refused(tmp_path, capsys):
     cfg = fixtures.tiny_text_config(V)
-    cfg.update(linear_num_key_heads=16, linear_num_value_heads=16, linear_key_head_dim=128, linear_value_head_dim=128)
+    cfg.update(linear_num_key_heads=16, linear_num_value_heads=16, linear_key_head_dim=96, linear_value_head_dim=8)
+    fit = machine_fit(cfg, "tiny")
+    msg = fit.message()
+    assert "linear_value_head_dim 8 < 16" in msg and "linear_key_head_dim 96 is not a power of two" in msg
+    assert "intermediate_size 128 < 1822" in msg
+    with pytest.raises(SpliceError, match="does not fit"):
+        compile_for_base(target_for_base(cfg), "tiny")
+    # the command line refuses it before compiling anything
     base = fixtures.write_random_base(tmp_path / "b2", cfg, tokenizer="none")
     assert main(["build", "--base", str(base), "--out", str(tmp_path / "o"), "--machine", "tiny", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "does not fit" in err and "linear_num_key_heads 16" in err and not (tmp_path / "o").exists()
+    assert "does not fit" in err and "linear_value_head_dim 8" in err and not (tmp_path / "o").exists()
 
 
 def test_the_spliced_checkpoint(spliced):
@@ -115,7 +145,9 @@ def test_the_spliced_checkpoint(spliced):
     # every memory lives in one of the GPU layers (first in the stack), a GDN layer
     assert set(m.placements) == set(meta["machine"]["placements"]) and "mem" in m.placements
     for p in m.placements.values():
-        assert p.layer < m.gpu_layers and cfg["layer_types"][p.layer] == "linear_attention"
+        assert all(L < m.gpu_layers and cfg["layer_types"][L] == "linear_attention" for L in p.layers)
+    # one value head per key head and 256-slot memories on key heads of 128: banked, spread over layers
+    assert m.placements["mem"].pieces is not None and len(m.placements["mem"].layers) > 1
     assert meta["gpu"]["sample_launch"][-1] == "<halt>"
 
 

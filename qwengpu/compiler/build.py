@@ -137,7 +137,12 @@ def _topo(prog: Program) -> list[Node]:
     return order
 
 
-def schedule(prog: Program, target: Target) -> Schedule:
+def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Schedule:
+    """`mlp_cap`: neurons per MLP the circuits may take (default the target's MLP width), the
+    rest left to the erases of dead variables."""
+    for n in prog.nodes:
+        if hasattr(n, "unit_layers"):
+            del n.unit_layers
     avail: dict[str, int] = {}
     layer_types: dict[int, str] = {}
     mlp: dict[int, list] = {}
@@ -157,10 +162,10 @@ def schedule(prog: Program, target: Target) -> Schedule:
                 layer += 1
             layer = max(layer, node.min_layer)
             n = len(node.neurons)
-            cap = target.intermediate or target.mlp_budget
+            cap = mlp_cap or target.intermediate or target.mlp_budget
             while cap and mlp_load.get(layer, 0) + n > cap:
                 if n > cap:
-                    if not target.intermediate:
+                    if not target.intermediate or (n <= target.intermediate and not mlp_load.get(layer, 0)):
                         break                   # a soft budget: an oversized circuit gets a layer of its own
                     raise CompileError(f"{node.name} needs {n} neurons; the target's MLP has "
                                        f"{target.intermediate}")
@@ -539,9 +544,16 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     from transformers import Qwen3_5TextConfig
 
     target = target or Target.compact()
-    sched = schedule(prog, target)
-    lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse)
-    erase_at = _place_erases(prog, sched, lay)
+    # a fixed MLP width: when the erases of dead variables do not fit beside the circuits,
+    # schedule again leaving them a growing share of every MLP
+    for reserve in ((0, 8, 4, 3, 2) if target.intermediate and target.reuse else (0,)):
+        cap = target.intermediate - target.intermediate // reserve if reserve else None
+        sched = schedule(prog, target, cap)
+        lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse)
+        erase_at = _place_erases(prog, sched, lay)
+        if not target.intermediate or max(sum(len(n.neurons) for n in sched.mlp.get(L, [])) + len(erase_at.get(L, []))
+                                          for L in range(sched.layers)) <= target.intermediate:
+            break
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
     width = target.hidden or lay.width

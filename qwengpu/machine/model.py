@@ -157,11 +157,18 @@ def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **targe
     target_kw.setdefault("mlp_budget", MLP_BUDGET)
     target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
     hw = Hardware(config)
-    compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
-    names = {m.name: m for m in hw.p.memories}
-    m = Machine(config, None, [t.text for t in hw.p.tokens],
-                {n: compiled.placement(mem) for n, mem in names.items()}, _report(compiled), residual_probes(compiled),
-                gate_lattices(compiled))
+    return machine_of(config, compile_program(hw.p, Target(**target_kw), dense=dense))
+
+
+def machine_of(config: MachineConfig, compiled) -> Machine:
+    """The `Machine` of a compiled machine program (its engines on the compiled weights: the
+    compact engine always, the stock model when the weights are dense)."""
+    import torch
+    prog = compiled.program
+    m = Machine(config, None, [t.text for t in prog.tokens],
+                {mem.name: compiled.placement(mem) for mem in prog.memories}, _report(compiled),
+                residual_probes(compiled), gate_lattices(compiled))
+    dense = all(isinstance(v, torch.Tensor) and v.layout == torch.strided for v in compiled.state_dict.values())
     m._fast = compiled.fast() if not dense else None
     if dense:
         m._model = compiled.model()

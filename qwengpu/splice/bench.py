@@ -195,3 +195,199 @@ def print_figures(f: dict):
         for m, v in f["gpu_check"].items():
             print(f"  GPU exact ({m:7})   {v['exact']} ({v['checked']} values, code margin {v['min_code_margin']:.3f}, "
                   f"logit gap {v['min_logit_gap']})")
+
+
+# ---------------------------------------------------------------------------------------------
+# the real machine in the 2B geometry
+
+#: kernels run through the machine's GPU layers in the benchmark (TINY assembles them all)
+MACHINE_KERNELS = ("dot", "atomic_inc_dec", "shift_clamp", "switch_sparse", "syncwarp")
+
+
+def _machine_build_child(base: str, out: str, machine: str, kernels: str):
+    """Run in the child process: compile the machine for the base, splice it without writing
+    (`dry_run`), run kernels through its GPU layers (compact engine, states checked); print JSON."""
+    from ..machine.model import machine_of
+    from ..suite import get
+    from ..verify import compare_buffers
+    from .machine import _config, compile_for_base
+    from .splice import read_checkpoint, splice
+    from .target import target_for_base
+    ck = read_checkpoint(base)
+    t0 = time.perf_counter()
+    compiled = compile_for_base(target_for_base(ck), machine)
+    compile_s = time.perf_counter() - t0
+    rep = splice(ck, compiled, out, progress=False, dry_run=True)
+    cfg = compiled.config
+    m = machine_of(_config(machine), compiled)
+    runs = []
+    from .. import run
+    for name in [k for k in kernels.split(",") if k]:
+        k = get(name)
+        t0 = time.perf_counter()
+        r = run(k.ptx(), k.spec(), engine="compact", machine=m, progress=False, check_states=True)
+        secs = time.perf_counter() - t0
+        sim = run(k.ptx(), k.spec(), engine="sim", config=m.config).extra["generated"]
+        bad = compare_buffers(r.buffers, k.expected(), nan_equal=True)
+        runs.append({"kernel": name, "exact": bad is None and r.extra["generated"] == sim, "detail": bad or "",
+                     "tokens": len(r.extra["generated"]), "seconds": secs, "margins": r.margins()})
+    print(json.dumps({
+        "compile_s": compile_s, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers, "width": rep.width,
+        "bytes": rep.bytes_written, "shards": rep.shards, "vocab": rep.vocab_size,
+        "gdn_layers": sum(1 for t in compiled.schedule.layer_types if t == "linear_attention"),
+        "memory_key_heads": compiled.machine_meta["fit"]["memory_key_heads"],
+        "gpu_nonzero": compiled.report["nonzero"], "layer_types": list(compiled.schedule.layer_types),
+        "intermediate": cfg.intermediate_size, "runs": runs}))
+
+
+def _decode_cost_child(args_json: str):
+    """Run in a child process: seconds per cached decode step of one GDN layer, one attention layer
+    and the unembedding, at a config's true shapes (random weights: the cost is the shapes'), and
+    the estimate for a stack of `linear` + `full` layers; print JSON."""
+    import torch
+    from transformers import DynamicCache, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+    a = json.loads(args_json)
+    torch.manual_seed(0)
+    d = dict(a["config"], num_hidden_layers=2, layer_types=["linear_attention", "full_attention"], vocab_size=1024,
+             tie_word_embeddings=False)
+    with torch.device("meta"):
+        model = Qwen3_5ForCausalLM(Qwen3_5TextConfig(**d))
+    model = model.to_empty(device="cpu").eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.02)
+    spent = {0: 0.0, 1: 0.0}
+    starts = {}
+    for i, layer in enumerate(model.model.layers):
+        layer.register_forward_pre_hook(lambda mod, args, i=i: starts.__setitem__(i, time.perf_counter()))
+        layer.register_forward_hook(lambda mod, args, out, i=i: spent.__setitem__(i, spent[i] + time.perf_counter() - starts[i]))
+    steps = a["steps"]
+    with torch.no_grad():
+        cache = DynamicCache(config=model.config)
+        model(input_ids=torch.arange(32)[None], cache=cache, use_cache=True)
+        model(input_ids=torch.tensor([[5]]), cache=cache, use_cache=True)                 # warm-up
+        spent.update({0: 0.0, 1: 0.0})
+        for t in range(steps):
+            model(input_ids=torch.tensor([[t + 7]]), cache=cache, use_cache=True)
+        head = torch.empty(a["vocab"], d["hidden_size"]).normal_(0, 0.02)
+        x = torch.randn(1, d["hidden_size"])
+        x @ head.T
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            x @ head.T
+        t_head = (time.perf_counter() - t0) / steps
+    t_lin, t_full = spent[0] / steps, spent[1] / steps
+    per_token = a["linear"] * t_lin + a["full"] * t_full + t_head
+    print(json.dumps({"linear_layer_s": t_lin, "full_layer_s": t_full, "unembedding_s": t_head,
+                      "linear_layers": a["linear"], "full_layers": a["full"], "decode_s_per_token": per_token,
+                      "decode_tok_s": 1.0 / per_token}))
+
+
+def _decode_cost(config: dict, linear: int, full: int, vocab: int, steps: int = 6) -> dict:
+    arg = json.dumps({"config": config, "linear": linear, "full": full, "vocab": vocab, "steps": steps})
+    p = subprocess.run([sys.executable, "-c", "import sys; from qwengpu.splice.bench import _decode_cost_child; "
+                        "_decode_cost_child(sys.argv[1])", arg], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"decode timing failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep: bool = False,
+                         kernels=MACHINE_KERNELS, base_throughput: bool = True, log=print) -> dict:
+    """The real machine spliced into a random Qwen3.5-2B-shaped checkpoint: build figures, the
+    launches' exactness through its GPU layers, and fp32 decode speed. Returns the figures.
+
+    The spliced checkpoint of TINY in this geometry is ~10 B parameters (its ~46 GPU layers have
+    the base's full layer shape, an MLP of 6144 and 16 GDN heads of 128 x 128 each, mostly zeros):
+    tens of GiB that neither this machine's disk budget nor its 24 GiB of memory hold. So the
+    splice is a dry run (every output tensor computed, sizes counted, nothing written), the
+    launches run on the compact engine over the compiled GPU layers (the spliced model's, with
+    the base's features in front), and the stock forward's speed is estimated from timed decode
+    steps of one GDN and one attention layer of the spliced shapes plus the unembedding."""
+    import torch
+    from . import fixtures
+    from .checkpoint import read_checkpoint
+    root = Path(workdir or tempfile.mkdtemp(prefix="qwengpu-bench-machine-"))
+    root.mkdir(parents=True, exist_ok=True)
+    base, out = root / "base", root / "spliced"
+    if base.exists():
+        shutil.rmtree(base)
+    figures: dict = {"machine": {"cpus": os.cpu_count(), "torch": torch.__version__,
+                                 "threads": torch.get_num_threads(), "load_average": os.getloadavg()},
+                     "gpu": machine}
+    try:
+        log("writing a random Qwen3.5-2B-shaped base (bf16, multimodal layout, MTP head) ...")
+        t0 = time.perf_counter()
+        fixtures.write_random_base(base, fixtures.qwen35_2b_text_config(), fixtures.qwen35_2b_vision_config(),
+                                   tied=True, mtp=True, dtype="bfloat16", tokenizer="wordlevel",
+                                   tokenizer_size=248320 - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
+        figures["base"] = {"bytes": _dir_bytes(base), "write_s": time.perf_counter() - t0}
+        log(f"  {figures['base']['bytes'] / 2**30:.2f} GiB in {figures['base']['write_s']:.0f} s")
+        log(f"compile machine {machine} for the base + splice (dry run) + kernels on its GPU layers (child) ...")
+        cmd = [sys.executable, "-c", "import sys; from qwengpu.splice.bench import _machine_build_child; "
+               "_machine_build_child(*sys.argv[1:5])", str(base), str(out), machine, ",".join(kernels)]
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise RuntimeError(f"machine build failed:\n{p.stderr[-3000:]}")
+        child = json.loads(p.stdout.strip().splitlines()[-1])
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        figures["build"] = {"wall_s": wall, "peak_rss_bytes": peak, **child}
+        log(f"  compile {child['compile_s']:.0f} s, splice (dry run) {child['splice_s']:.0f} s, "
+            f"{child['gpu_layers']} GPU layers ({child['gdn_layers']} GDN), width {child['width']}, "
+            f"{child['bytes'] / 2**30:.1f} GiB, peak RSS {peak / 2**30:.2f} GiB")
+        for r in child["runs"]:
+            log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
+        ck = read_checkpoint(base)
+        tc = ck.hf_text_config().to_dict()
+        keep_keys = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                     "linear_value_head_dim", "linear_conv_kernel_dim", "rms_norm_eps", "rope_parameters",
+                     "max_position_embeddings", "attn_output_gate")
+        cfg = {k: tc[k] for k in keep_keys if k in tc}
+        n_lin = sum(1 for t in tc["layer_types"] if t == "linear_attention")
+        n_full = len(tc["layer_types"]) - n_lin
+        log("fp32 decode cost at the true shapes (timed layers, child processes) ...")
+        figures["base"]["decode"] = _decode_cost(cfg, n_lin, n_full, ck.vocab_size)
+        gl = child["layer_types"]
+        g_lin = sum(1 for t in gl if t == "linear_attention")
+        figures["spliced"] = {"bytes": child["bytes"],
+                              "decode": _decode_cost(dict(cfg, hidden_size=child["width"]), n_lin + g_lin,
+                                                     n_full + len(gl) - g_lin, child["vocab"])}
+        log(f"  base {figures['base']['decode']['decode_tok_s']:.2f} tok/s, spliced "
+            f"{figures['spliced']['decode']['decode_tok_s']:.3f} tok/s (estimated)")
+        if base_throughput:
+            log("tokens/s of the base model, measured (fp32, stock transformers, own process) ...")
+            g = torch.Generator().manual_seed(0)
+            ids = torch.randint(10, 248000, (64,), generator=g).tolist()
+            figures["base"]["fp32"] = _throughput_isolated(base, ids, None, 8)
+            log("  " + ", ".join(f"{k} {v:.3g}" for k, v in figures["base"]["fp32"].items()))
+    finally:
+        if not keep and workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return figures
+
+
+def print_machine_figures(f: dict):
+    gib = 2 ** 30
+    b, s, bu = f["base"], f["spliced"], f["build"]
+    print(f"Qwen3.5-2B geometry (random weights), machine {f['gpu']} spliced in")
+    print(f"  base checkpoint      {b['bytes'] / gib:7.2f} GiB (bf16)")
+    print(f"  spliced checkpoint   {s['bytes'] / gib:7.2f} GiB, computed by a dry-run splice (not written): "
+          f"{bu['gpu_layers']} GPU layers ({bu['gdn_layers']} GDN) + 24, width {bu['width']}, vocabulary {bu['vocab']}")
+    print(f"  machine memories     {bu['memory_key_heads']} GDN key heads of 128 (banked, spread over layers)")
+    print(f"  build time           {bu['wall_s']:7.1f} s in all (compile {bu['compile_s']:.1f} s, splice dry run "
+          f"{bu['splice_s']:.1f} s, and the kernels)")
+    print(f"  build peak memory    {bu['peak_rss_bytes'] / gib:7.2f} GiB RSS")
+    for r in bu["runs"]:
+        mg = r["margins"]
+        print(f"  {r['kernel']:16} exact={r['exact']}  {r['tokens']} tokens, {r['tokens'] / r['seconds']:.1f} tok/s "
+              f"(compact engine, GPU layers), logit gap {mg.get('logit_gap', float('nan')):.2f}, residual "
+              f"{mg.get('residual', float('nan')):.3f}, form noise {mg.get('form_noise', float('nan')):.3f}")
+    for name, d in (("base", b["decode"]), ("spliced", s["decode"])):
+        print(f"  {name:8} fp32 decode {d['decode_tok_s']:.3f} tok/s estimated ({d['linear_layers']} GDN layers x "
+              f"{d['linear_layer_s'] * 1e3:.0f} ms + {d['full_layers']} attention x {d['full_layer_s'] * 1e3:.0f} ms "
+              f"+ unembedding {d['unembedding_s'] * 1e3:.0f} ms)")
+    if b.get("fp32"):
+        print(f"  base     fp32 decode {b['fp32']['decode_text_tok_s']:.3f} tok/s measured (whole model)")

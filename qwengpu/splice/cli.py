@@ -4,7 +4,7 @@
     qwengpu build --base PATH --out DIR [--machine tiny|compact | --program MODULE:FUNC] [--mtp widen|drop]
                   [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
-    qwengpu bench-splice [--workdir DIR] [--keep] [--json]
+    qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact] [--json]
 
 `add_parsers(subparsers)` adds them; each sets `func` to a `cmd_*` taking the parsed args and
 returning an exit status.
@@ -76,8 +76,14 @@ def cmd_kl(args) -> int:
 
 
 def cmd_bench_splice(args) -> int:
-    from .bench import bench_splice, print_figures
+    from .bench import bench_splice, bench_splice_machine, print_figures, print_machine_figures
     log = (lambda *a, **k: print(*a, file=sys.stderr, **k)) if args.json else print
+    if args.machine:
+        if args.program:
+            raise ValueError("--machine and --program are alternatives")
+        f = bench_splice_machine(args.machine, args.workdir, keep=args.keep, base_throughput=not args.no_base, log=log)
+        print(json.dumps(f, default=str)) if args.json else print_machine_figures(f)
+        return 0
     f = bench_splice(args.workdir, keep=args.keep, program=args.program, prefill=args.prefill,
                      decode=args.decode, check=not args.no_check, base_throughput=not args.no_base, log=log)
     if args.json:
@@ -121,6 +127,9 @@ def add_parsers(sub) -> None:
     s.add_argument("--workdir", help="where to write the checkpoints (default: a temporary folder)")
     s.add_argument("--keep", action="store_true", help="keep the checkpoints")
     s.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target")
+    s.add_argument("--machine", choices=["tiny", "compact"],
+                   help="splice the machine (the SIMT GPU): dry-run splice, kernels on its GPU layers, "
+                        "estimated decode speed (its checkpoint does not fit this machine)")
     s.add_argument("--prefill", type=int, default=256)
     s.add_argument("--decode", type=int, default=16)
     s.add_argument("--no-check", action="store_true", help="skip the GPU exactness check")

@@ -393,16 +393,23 @@ def open_spliced_machine(model_dir, check_source: bool = True) -> SplicedMachine
 # a base geometry the machine fits (tests, docs)
 
 
-def fitting_text_config(machine="tiny", vocab: int = 416, hidden: int = 64, layers: int = 4) -> dict:
-    """A small Qwen3.5 text config whose layer geometry holds `machine` (for random test bases):
-    4 GDN key heads of 256 dims (the machine's 256-slot memories), 18 value heads of 16 dims per
-    key head (8-bit fields; the widest memory, `mem`, has 18 fields per port and 4 ports, so it
-    takes the 4 key heads of a layer) and an MLP of 2560 (the widest circuit has 1822 neurons; the
-    compiler also needs room to erase dead variables: 2432 is too narrow for TINY)."""
+def fitting_text_config(machine="tiny", vocab: int = 416, hidden: int = 64, layers: int = 4,
+                        grouped: bool = False) -> dict:
+    """A small Qwen3.5 text config whose layer geometry holds `machine` (for random test bases).
+
+    Default: Qwen3.5's own GDN shape class, one value head per key head and key heads of 128
+    dims (as Qwen3.5-2B), with 32 key heads per layer (the 2B has 16: twice as many keeps the
+    GPU's layer count down) and value heads of 16 dims (8-bit fields): the machine's 256-slot
+    memories are banked over two key heads and spread over layers. `grouped=True`: 4 key heads of
+    256 dims with 18 value heads each (r = 18: a memory's fields share its key head; `mem`, 18
+    fields x 4 ports, fills a layer). MLP 2560 either way (the widest circuit has 1822 neurons)."""
     _config(machine)
     from .fixtures import tiny_text_config
     c = tiny_text_config(vocab, hidden)
-    c.update(intermediate_size=2560, linear_num_key_heads=4,
-             linear_num_value_heads=72, linear_key_head_dim=256, linear_value_head_dim=16,
-             num_hidden_layers=layers, layer_types=(["linear_attention", "full_attention"] * layers)[:layers])
+    if grouped:
+        c.update(linear_num_key_heads=4, linear_num_value_heads=72, linear_key_head_dim=256, linear_value_head_dim=16)
+    else:
+        c.update(linear_num_key_heads=32, linear_num_value_heads=32, linear_key_head_dim=128, linear_value_head_dim=16)
+    c.update(intermediate_size=2560, num_hidden_layers=layers,
+             layer_types=(["linear_attention", "full_attention"] * layers)[:layers])
     return c

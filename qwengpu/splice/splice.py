@@ -479,7 +479,7 @@ def _layout_json(compiled) -> dict:
 
 def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp: str = "widen",
            sample_launch: list[str] | None = None, special_tokens: bool = False, overwrite: bool = False,
-           max_shard_bytes: int = 1 << 30, progress: bool = True) -> SpliceReport:
+           max_shard_bytes: int = 1 << 30, progress: bool = True, dry_run: bool = False) -> SpliceReport:
     """Splice `compiled` (compiled with `target_for_base(base)`) into the checkpoint at `base`
     and write the result to `out_dir`.
 
@@ -487,7 +487,9 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     they must not already be tokens of the base). mtp: "widen" (keep the MTP head, widened
     consistently) or "drop". sample_launch: a GPU token sequence (program texts) recorded in
     qwengpu.json for measurements (default: the program's first tokens). Output shards are cut
-    at `max_shard_bytes` (a single larger tensor gets a shard of its own).
+    at `max_shard_bytes` (a single larger tensor gets a shard of its own). `dry_run`: compute
+    every output tensor but write nothing (the report's size and time figures without the disk
+    space: the benchmark on geometries whose checkpoint does not fit this machine).
     """
     from tqdm.auto import tqdm
     from .tokenizer import copy_side_files, extend_tokenizer
@@ -500,11 +502,12 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     if mtp not in ("widen", "drop"):
         raise SpliceError(f"mtp must be 'widen' or 'drop', not {mtp!r}")
     out = Path(out_dir)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(out.iterdir()) and not dry_run:
         if not overwrite:
             raise SpliceError(f"{out} exists and is not empty (pass overwrite=True)")
         shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not dry_run:
+        out.mkdir(parents=True, exist_ok=True)
     sp = _Splicer(ck, compiled, out, mtp, texts)
 
     from safetensors.torch import save_file
@@ -519,7 +522,8 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
         if not tensors:
             return
         tmp = f"part-{len(parts):05d}.safetensors"
-        save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
+        if not dry_run:
+            save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
         total_bytes += sum(v.numel() * v.element_size() for v in tensors.values())
         parts.append((tmp, list(tensors)))
         tensors.clear()
@@ -546,6 +550,10 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     write_part(pending)
     bar.close()
     n = len(parts)
+    if dry_run:
+        return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
+                            sp.V, sp.g, sp.mtp_mode, n, total_bytes, time.perf_counter() - t0, None,
+                            sp.notes + ["dry run: nothing written"], None)
     for i, (tmp, names) in enumerate(parts):
         final = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
         os.replace(out / tmp, out / final)
