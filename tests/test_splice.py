@@ -305,3 +305,16 @@ def test_tokenizer_extension_keeps_transformers_records_consistent(text_case, tm
     assert tok.convert_tokens_to_ids(["<|a|>", "<|b|>"]) == [V, V + 1] and len(tok) == V + 2
     with pytest.raises(ValueError, match="already in the base tokenizer"):
         extend_tokenizer(tmp_path, ["<|a|>"], V + 2)
+
+
+def test_a_dry_run_splice_computes_everything_and_writes_nothing(mm_case, tmp_path):
+    """`dry_run=True` (the benchmark on checkpoints too large to write here): the same tensors,
+    shards and bytes as the real splice, and no output folder."""
+    base, out, compiled, rep = mm_case
+    dry = splice(base, compiled, tmp_path / "dry", progress=False, dry_run=True)
+    assert not (tmp_path / "dry").exists()
+    assert (dry.bytes_written, dry.shards, dry.width, dry.gpu_layers, dry.vocab_size) == \
+        (rep.bytes_written, rep.shards, rep.width, rep.gpu_layers, rep.vocab_size)
+    on_disk = sum(f.stat().st_size for f in out.glob("*.safetensors"))
+    assert 0 < dry.bytes_written <= on_disk < dry.bytes_written * 1.01       # + the safetensors headers
+    assert any("dry run" in n for n in dry.notes)

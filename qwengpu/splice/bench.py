@@ -237,6 +237,7 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
         "gdn_layers": sum(1 for t in compiled.schedule.layer_types if t == "linear_attention"),
         "memory_key_heads": compiled.machine_meta["fit"]["memory_key_heads"],
         "gpu_nonzero": compiled.report["nonzero"], "layer_types": list(compiled.schedule.layer_types),
+        "base_layers": rep.base_layers,
         "intermediate": cfg.intermediate_size, "runs": runs}))
 
 
@@ -293,7 +294,8 @@ def _decode_cost(config: dict, linear: int, full: int, vocab: int, steps: int = 
 
 
 def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep: bool = False,
-                         kernels=MACHINE_KERNELS, base_throughput: bool = True, log=print) -> dict:
+                         kernels=MACHINE_KERNELS, base_throughput: bool = True, log=print,
+                         text_config: dict | None = None, vision_config: dict | None = None) -> dict:
     """The real machine spliced into a random Qwen3.5-2B-shaped checkpoint: build figures, the
     launches' exactness through its GPU layers, and fp32 decode speed. Returns the figures.
 
@@ -303,7 +305,8 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     splice is a dry run (every output tensor computed, sizes counted, nothing written), the
     launches run on the compact engine over the compiled GPU layers (the spliced model's, with
     the base's features in front), and the stock forward's speed is estimated from timed decode
-    steps of one GDN and one attention layer of the spliced shapes plus the unembedding."""
+    steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
+    `text_config` / `vision_config`: other base shapes (the tests use small ones)."""
     import torch
     from . import fixtures
     from .checkpoint import read_checkpoint
@@ -314,13 +317,14 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
         shutil.rmtree(base)
     figures: dict = {"machine": {"cpus": os.cpu_count(), "torch": torch.__version__,
                                  "threads": torch.get_num_threads(), "load_average": os.getloadavg()},
-                     "gpu": machine}
+                     "gpu": machine, "shape": "Qwen3.5-2B" if text_config is None else "custom"}
     try:
         log("writing a random Qwen3.5-2B-shaped base (bf16, multimodal layout, MTP head) ...")
         t0 = time.perf_counter()
-        fixtures.write_random_base(base, fixtures.qwen35_2b_text_config(), fixtures.qwen35_2b_vision_config(),
+        tc = text_config or fixtures.qwen35_2b_text_config()
+        fixtures.write_random_base(base, tc, vision_config or fixtures.qwen35_2b_vision_config(),
                                    tied=True, mtp=True, dtype="bfloat16", tokenizer="wordlevel",
-                                   tokenizer_size=248320 - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
+                                   tokenizer_size=tc["vocab_size"] - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
         figures["base"] = {"bytes": _dir_bytes(base), "write_s": time.perf_counter() - t0}
         log(f"  {figures['base']['bytes'] / 2**30:.2f} GiB in {figures['base']['write_s']:.0f} s")
         log(f"compile machine {machine} for the base + splice (dry run) + kernels on its GPU layers (child) ...")
@@ -360,7 +364,7 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
         if base_throughput:
             log("tokens/s of the base model, measured (fp32, stock transformers, own process) ...")
             g = torch.Generator().manual_seed(0)
-            ids = torch.randint(10, 248000, (64,), generator=g).tolist()
+            ids = torch.randint(10, ck.vocab_size - 256, (64,), generator=g).tolist()
             figures["base"]["fp32"] = _throughput_isolated(base, ids, None, 8)
             log("  " + ", ".join(f"{k} {v:.3g}" for k, v in figures["base"]["fp32"].items()))
     finally:
@@ -372,11 +376,11 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
 def print_machine_figures(f: dict):
     gib = 2 ** 30
     b, s, bu = f["base"], f["spliced"], f["build"]
-    print(f"Qwen3.5-2B geometry (random weights), machine {f['gpu']} spliced in")
+    print(f"{f.get('shape', 'Qwen3.5-2B')} geometry (random weights), machine {f['gpu']} spliced in")
     print(f"  base checkpoint      {b['bytes'] / gib:7.2f} GiB (bf16)")
     print(f"  spliced checkpoint   {s['bytes'] / gib:7.2f} GiB, computed by a dry-run splice (not written): "
-          f"{bu['gpu_layers']} GPU layers ({bu['gdn_layers']} GDN) + 24, width {bu['width']}, vocabulary {bu['vocab']}")
-    print(f"  machine memories     {bu['memory_key_heads']} GDN key heads of 128 (banked, spread over layers)")
+          f"{bu['gpu_layers']} GPU layers ({bu['gdn_layers']} GDN) + {bu['base_layers']}, width {bu['width']}, vocabulary {bu['vocab']}")
+    print(f"  machine memories     {bu['memory_key_heads']} GDN key heads (banked, spread over layers)")
     print(f"  build time           {bu['wall_s']:7.1f} s in all (compile {bu['compile_s']:.1f} s, splice dry run "
           f"{bu['splice_s']:.1f} s, and the kernels)")
     print(f"  build peak memory    {bu['peak_rss_bytes'] / gib:7.2f} GiB RSS")
@@ -390,4 +394,7 @@ def print_machine_figures(f: dict):
               f"{d['linear_layer_s'] * 1e3:.0f} ms + {d['full_layers']} attention x {d['full_layer_s'] * 1e3:.0f} ms "
               f"+ unembedding {d['unembedding_s'] * 1e3:.0f} ms)")
     if b.get("fp32"):
-        print(f"  base     fp32 decode {b['fp32']['decode_text_tok_s']:.3f} tok/s measured (whole model)")
+        ratio = b["fp32"]["decode_text_tok_s"] / b["decode"]["decode_tok_s"]
+        print(f"  base     fp32 decode {b['fp32']['decode_text_tok_s']:.3f} tok/s measured (whole model): "
+              f"{ratio:.2f}x the estimate; the spliced model's estimate x {ratio:.2f} = "
+              f"{s['decode']['decode_tok_s'] * ratio:.3f} tok/s")

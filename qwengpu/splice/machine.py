@@ -13,12 +13,14 @@ runs launches through the result.
 
 **Why the geometry matters.** Every decoder layer of a model shares one config, so the machine's
 GPU layers are compiled with the base's layer geometry (`target_for_base`). A machine memory is a
-GDN state: its slots are the key head's dimensions (slots <= linear_key_head_dim), each field of
-b bits takes one value head (2 b <= linear_value_head_dim: two rails per bit) and, since the write
-enable (beta) is per value head, a field is the write granule; the fields of one read port share a
-key head when the base has several value heads per key head (r = value heads / key heads), so one
-memory needs ports x ceil(fields / r) key heads in one layer. `machine_fit` checks all of that
-before compiling and names what does not fit.
+set of GDN key heads: its slots are a key head's dimensions, each field of b bits takes one value
+head (2 b <= linear_value_head_dim: two rails per bit) and, since the write enable (beta) is per
+value head, a field is the write granule; the fields of one read port share a key head when the
+base has several value heads per key head. A memory with more slots than a key head is split into
+banks and one needing more key heads than a layer has is spread over GDN layers (the compiler's
+fixed-geometry placement), so Qwen3.5's own shape (one value head per key head, key heads of 128)
+holds the machine as depth. `machine_fit` checks the hard limits (value head width, a power-of-two
+key dim for banked binary addresses, the MLP) before compiling and names what does not fit.
 
 **Launches.** The GPU layers are the spliced model's first layers, so the compiled memory
 placements (layer, value heads) are the spliced model's, and GPU token k has id `base vocab + k`:
