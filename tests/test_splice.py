@@ -318,3 +318,13 @@ def test_a_dry_run_splice_computes_everything_and_writes_nothing(mm_case, tmp_pa
     on_disk = sum(f.stat().st_size for f in out.glob("*.safetensors"))
     assert 0 < dry.bytes_written <= on_disk < dry.bytes_written * 1.01       # + the safetensors headers
     assert any("dry run" in n for n in dry.notes)
+
+
+def test_a_full_disk_stops_the_splice_with_a_clear_error_and_no_partial_output(text_case, tmp_path, monkeypatch):
+    import importlib
+    splice_module = importlib.import_module("qwengpu.splice.splice")
+    base, out, compiled, rep = text_case
+    monkeypatch.setattr(splice_module, "DISK_RESERVE", 1 << 60)       # as if the disk were full
+    with pytest.raises(SpliceError, match="not enough disk space"):
+        splice(base, compiled, tmp_path / "full", progress=False)
+    assert not (tmp_path / "full").exists()
