@@ -281,6 +281,9 @@ def test_machine_splice_benchmark_on_small_shapes(tmp_path, capsys):
         assert d["decode_tok_s"] > 0 and d["linear_layer_s"] > 0
     assert f["spliced"]["decode"]["linear_layers"] == b["gdn_layers"] + 2
     assert f["base"]["fp32"]["decode_text_tok_s"] > 0
+    st = f["stock"]                                                 # the GPU layers alone, stock forward
+    assert [(r["kernel"], r["exact"]) for r in st["runs"]] == [("dot", True)]
+    assert st["layers"] == b["gpu_layers"] and st["params"] > 1e8
     print_machine_figures(f)
     out = capsys.readouterr().out
-    assert "dry-run splice" in out and "dot" in out and "exact=True" in out
+    assert "dry-run splice" in out and "through stock transformers" in out and "exact=True" in out

@@ -241,6 +241,41 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
         "intermediate": cfg.intermediate_size, "runs": runs}))
 
 
+def _machine_stock_child(base: str, machine: str, kernels: str):
+    """Run in a child process: the machine compiled for the base's layer geometry alone (no base
+    features in front, dense fp32), kernels through the stock transformers forward, states
+    checked; print JSON. These are the spliced model's GPU layers at their true shapes, small
+    enough to load where the whole spliced checkpoint is not."""
+    import dataclasses
+
+    import torch
+
+    from .. import run
+    from ..machine.model import compile_machine
+    from ..suite import get
+    from ..verify import compare_buffers
+    from .machine import _config
+    from .target import target_for_base
+    torch.set_num_threads(1)
+    t = target_for_base(base)
+    kw = {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
+    kw.update(offset=0, require_attention=True)
+    t0 = time.perf_counter()
+    m = compile_machine(_config(machine), dense=True, **kw)
+    out = {"compile_s": time.perf_counter() - t0, "params": sum(p.numel() for p in m.model.parameters()),
+           "layers": m.compiled.config.num_hidden_layers, "width": m.compiled.config.hidden_size, "runs": []}
+    for name in [k for k in kernels.split(",") if k]:
+        k = get(name)
+        t0 = time.perf_counter()
+        r = run(k.ptx(), k.spec(), engine="model", machine=m, device="cpu", progress=False, check_states=True)
+        secs = time.perf_counter() - t0
+        sim = run(k.ptx(), k.spec(), engine="sim", config=m.config).extra["generated"]
+        bad = compare_buffers(r.buffers, k.expected(), nan_equal=True)
+        out["runs"].append({"kernel": name, "exact": bad is None and r.extra["generated"] == sim,
+                            "tokens": len(r.extra["generated"]), "seconds": secs, "margins": r.margins()})
+    print(json.dumps(out))
+
+
 def _decode_cost_child(args_json: str):
     """Run in a child process: seconds per cached decode step of one GDN layer, one attention layer
     and the unembedding, at a config's true shapes (random weights: the cost is the shapes'), and
@@ -294,7 +329,7 @@ def _decode_cost(config: dict, linear: int, full: int, vocab: int, steps: int = 
 
 
 def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep: bool = False,
-                         kernels=MACHINE_KERNELS, base_throughput: bool = True, log=print,
+                         kernels=MACHINE_KERNELS, stock_kernels=("dot",), base_throughput: bool = True, log=print,
                          text_config: dict | None = None, vision_config: dict | None = None) -> dict:
     """The real machine spliced into a random Qwen3.5-2B-shaped checkpoint: build figures, the
     launches' exactness through its GPU layers, and fp32 decode speed. Returns the figures.
@@ -304,8 +339,10 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     tens of GiB that neither this machine's disk budget nor its 24 GiB of memory hold. So the
     splice is a dry run (every output tensor computed, sizes counted, nothing written), the
     launches run on the compact engine over the compiled GPU layers (the spliced model's, with
-    the base's features in front), and the stock forward's speed is estimated from timed decode
-    steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
+    the base's features in front), `stock_kernels` run through the stock transformers forward
+    of the GPU layers compiled alone (dense fp32, the base's layer geometry without its features:
+    ~12 GiB for TINY in the 2B), and the whole spliced model's speed is estimated from timed
+    decode steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
     `text_config` / `vision_config`: other base shapes (the tests use small ones)."""
     import torch
     from . import fixtures
@@ -343,6 +380,16 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
             f"{child['bytes'] / 2**30:.1f} GiB, peak RSS {peak / 2**30:.2f} GiB")
         for r in child["runs"]:
             log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
+        if stock_kernels:
+            log("the GPU layers alone, dense fp32, through stock transformers (child) ...")
+            cmd = [sys.executable, "-c", "import sys; from qwengpu.splice.bench import _machine_stock_child; "
+                   "_machine_stock_child(*sys.argv[1:4])", str(base), machine, ",".join(stock_kernels)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"stock forward run failed:\n{p.stderr[-3000:]}")
+            figures["stock"] = json.loads(p.stdout.strip().splitlines()[-1])
+            for r in figures["stock"]["runs"]:
+                log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
         ck = read_checkpoint(base)
         tc = ck.hf_text_config().to_dict()
         keep_keys = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
@@ -389,6 +436,13 @@ def print_machine_figures(f: dict):
         print(f"  {r['kernel']:16} exact={r['exact']}  {r['tokens']} tokens, {r['tokens'] / r['seconds']:.1f} tok/s "
               f"(compact engine, GPU layers), logit gap {mg.get('logit_gap', float('nan')):.2f}, residual "
               f"{mg.get('residual', float('nan')):.3f}, form noise {mg.get('form_noise', float('nan')):.3f}")
+    st = f.get("stock")
+    if st:
+        print(f"  GPU layers alone     {st['layers']} layers, width {st['width']}, {st['params'] / 1e9:.2f} B parameters "
+              f"dense fp32 (compiled in {st['compile_s']:.0f} s), through stock transformers:")
+        for r in st["runs"]:
+            print(f"  {r['kernel']:16} exact={r['exact']}  {r['tokens']} tokens in {r['seconds']:.1f} s (one thread, "
+                  f"prompt prefill + cached decode), logit gap {r['margins'].get('logit_gap', float('nan')):.2f}")
     for name, d in (("base", b["decode"]), ("spliced", s["decode"])):
         print(f"  {name:8} fp32 decode {d['decode_tok_s']:.3f} tok/s estimated ({d['linear_layers']} GDN layers x "
               f"{d['linear_layer_s'] * 1e3:.0f} ms + {d['full_layers']} attention x {d['full_layer_s'] * 1e3:.0f} ms "
