@@ -88,7 +88,7 @@ def _banks(node: Node, dk: int | None) -> int:
     also closed by the address's bank match, so the banks' reads add up to the word."""
     if node.kind != "gdn" or not dk:
         return 1
-    return max(1, -(-int(getattr(node, "address_slots", node.slots)) // dk))
+    return max(1, -(-node.slots // dk))
 
 
 def _units(node: Node, group: int | None, dk: int | None = None) -> list[tuple[int, int, int]]:
@@ -112,6 +112,18 @@ def _layer_units(node: Node, layer: int, group: int, dk: int | None) -> list[tup
     if spread is None:
         return units if node.layer == layer else []
     return [u for u, L in zip(units, spread) if L == layer]
+
+
+def _layer_heads(nodes, layer: int, group: int, dk: int | None):
+    """(node, (port, chunk, bank), key head) of every GDN unit `layer` holds, in head order: the
+    one head assignment the weights and `Compiled.placement` both follow."""
+    head = 0
+    for node in nodes:
+        if node.kind != "gdn":
+            continue
+        for unit in _layer_units(node, layer, group, dk):
+            yield node, unit, head
+            head += 1
 
 
 def _topo(prog: Program) -> list[Node]:
@@ -416,24 +428,15 @@ class Compiled:
         group = cfg.linear_num_value_heads // cfg.linear_num_key_heads
         dk = cfg.linear_key_head_dim
         banked = dk if self.target.linear_key_dim else None
-        slots = int(getattr(memory, "address_slots", memory.slots))
+        slots = memory.slots
+        chunks = _chunks(memory, group)
         pieces = []
         for L in sorted(set(getattr(memory, "unit_layers", None) or [memory.layer])):
-            head = 0
-            for node in self.schedule.mixers.get(L, []):
-                if node.kind != "gdn":
-                    continue
-                units = _layer_units(node, L, group, banked)
-                if node is memory:
-                    chunks = _chunks(node, group)
-                    for k, (port, ci, bank) in enumerate(units):
-                        if port:
-                            continue
-                        for slot, fi in enumerate(chunks[ci]):
-                            f = node.fields[fi]
-                            pieces.append((L, (head + k) * group + slot, f.lo, f.width, bank * dk,
-                                           min(dk, slots - bank * dk)))
-                head += len(units)
+            for node, (port, ci, bank), head in _layer_heads(self.schedule.mixers.get(L, []), L, group, banked):
+                if node is memory and port == 0:
+                    for slot, fi in enumerate(chunks[ci]):
+                        f = node.fields[fi]
+                        pieces.append((L, head * group + slot, f.lo, f.width, bank * dk, min(dk, slots - bank * dk)))
         if not pieces:
             raise CompileError(f"{memory.name} is not a memory of layer {memory.layer}")
         if len({pc[0] for pc in pieces}) == 1 and all(pc[4] == 0 for pc in pieces):
@@ -551,8 +554,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         sched = schedule(prog, target, cap)
         lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse)
         erase_at = _place_erases(prog, sched, lay)
-        if not target.intermediate or max(sum(len(n.neurons) for n in sched.mlp.get(L, [])) + len(erase_at.get(L, []))
-                                          for L in range(sched.layers)) <= target.intermediate:
+        if not target.intermediate or max(_mlp_neurons(sched, erase_at)) <= target.intermediate:
             break
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
@@ -570,11 +572,9 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     dv = target.linear_value_dim or max([2 * f.width for n in gdn_nodes for f in n.fields] + [8])
     banked = dk if target.linear_key_dim else None     # a fixed key dim: larger memories in banks
     for n in gdn_nodes:
-        slots = n.slots if not hasattr(n, "address_slots") else n.address_slots
-        if slots > dk and banked is None:
-            raise CompileError(f"{n.name}: {slots} slots exceed the key head dimension {dk}")
-        if slots > dk and _banks(n, dk) > 1 and any(a.addr.kind == "bits" for a in n.writes + n.reads) \
-                and dk & (dk - 1):
+        if n.slots > dk and banked is None:
+            raise CompileError(f"{n.name}: {n.slots} slots exceed the key head dimension {dk}")
+        if n.slots > dk and dk & (dk - 1) and any(a.addr.kind == "bits" for a in n.writes + n.reads):
             raise CompileError(f"{n.name}: binary addresses over banks need a power-of-two key head dimension, not {dk}")
 
     def heads_in(L):
@@ -588,10 +588,8 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         for f in n.fields:
             if 2 * f.width > dv:
                 raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
-    def layer_neurons(L):
-        return sum(len(n.neurons) for n in sched.mlp.get(L, [])) + len(erase_at.get(L, []))
-    inter = target.intermediate or max([layer_neurons(L) for L in range(sched.layers)] + [8])
-    if target.intermediate and max(layer_neurons(L) for L in range(sched.layers)) > target.intermediate:
+    inter = target.intermediate or max(_mlp_neurons(sched, erase_at) + [8])
+    if target.intermediate and max(_mlp_neurons(sched, erase_at)) > target.intermediate:
         raise CompileError("erasing dead variables overflows an MLP of the target")
     inter = (inter + 7) // 8 * 8
     vocab = max(len(prog.tokens), 2)
@@ -675,6 +673,11 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     return compiled
 
 
+def _mlp_neurons(sched: Schedule, erase_at: dict) -> list[int]:
+    """Neurons each layer's MLP needs: its circuits plus the erases placed there."""
+    return [sum(len(n.neurons) for n in sched.mlp.get(L, [])) + len(erase_at.get(L, [])) for L in range(sched.layers)]
+
+
 def _place_erases(prog: Program, sched: Schedule, lay: Layout) -> dict:
     """layer -> [(var, feature)] its MLP erases: each erase goes to the least loaded MLP between
     the variable's death and the reuse of its feature (keeps the widest MLP narrow)."""
@@ -743,72 +746,68 @@ def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
     conv[:, 0, 3] = 1.0                       # identity on the current token
     out = np.zeros((width, hv * dv), dtype=np.float32)
     a_log = np.full(hv, -1e4)                 # exp(A_log) = 0: no decay
-    head = 0
-    for node in nodes:
+    keyrows: dict = {}                        # (node, port, bank) -> rows of its query and key
+    for node, (port, ci, bank), h in _layer_heads(nodes, layer, group, banked):
         chunks = _chunks(node, group)
         banks = _banks(node, banked)
-        keyrows: dict = {}                    # (port, bank) -> rows of its query and key
-        for port, ci, bank in _layer_units(node, layer, group, banked):
-            acc_w = None if isinstance(node, Previous) or not node.writes else node.writes[0]
-            acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
-            off = bank * dk
-            if (port, bank) in keyrows:
-                qrows, krows = keyrows[(port, bank)]
-            elif isinstance(node, Previous):
-                # constant slot 0; the value is this channel's input `back` tokens ago
-                qrows = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
-                krows = qrows
-            else:
-                qrows = [row(key_form(acc_r.addr, off + i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_L), 1 / s)
-                         for i in range(dk)]
-                krows = [row(key_form(acc_w.addr, off + i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_L), 1 / s)
-                         for i in range(dk)]
-            keyrows[(port, bank)] = qrows, krows
-            # a bank closes its beta and output gate unless the address lies in it
-            w_match = bank_match(acc_w.addr, bank, dk) if banks > 1 and acc_w is not None else None
-            r_match = bank_match(acc_r.addr, bank, dk) if banks > 1 and acc_r is not None else None
-            h = head
-            head += 1
-            q[h * dk:(h + 1) * dk] = qrows
-            kk[h * dk:(h + 1) * dk] = krows
-            for slot, fi in enumerate(chunks[ci]):
-                fld = node.fields[fi]
-                vh = h * group + slot
-                base = vh * dv
-                src = node.var if isinstance(node, Previous) else (acc_w.value if acc_w else None)
-                for j in range(fld.width):
-                    bit = fld.lo + j
-                    if src is not None:
-                        form = VALUE_L * (2 * src.f(bit) - 1)
-                        v[base + 2 * j] = row(form, 1 / s)
-                        v[base + 2 * j + 1] = row(-1 * form, 1 / s)
-                    if isinstance(node, Previous):
-                        ch = 2 * hk * dk + base
-                        conv[ch + 2 * j, 0, :] = 0
-                        conv[ch + 2 * j + 1, 0, :] = 0
-                        conv[ch + 2 * j, 0, 3 - node.back] = 1.0
-                        conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
-                # beta: write enable of this field
+        acc_w = None if isinstance(node, Previous) or not node.writes else node.writes[0]
+        acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
+        off = bank * dk
+        if (id(node), port, bank) in keyrows:
+            qrows, krows = keyrows[(id(node), port, bank)]
+        elif isinstance(node, Previous):
+            # constant slot 0; the value is this channel's input `back` tokens ago
+            qrows = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
+            krows = qrows
+        else:
+            qrows = [row(key_form(acc_r.addr, off + i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_L), 1 / s)
+                     for i in range(dk)]
+            krows = [row(key_form(acc_w.addr, off + i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_L), 1 / s)
+                     for i in range(dk)]
+        keyrows[(id(node), port, bank)] = qrows, krows
+        # a bank closes its beta and output gate unless the address lies in it
+        w_match = bank_match(acc_w.addr, bank, dk) if banks > 1 and acc_w is not None else None
+        r_match = bank_match(acc_r.addr, bank, dk) if banks > 1 and acc_r is not None else None
+        q[h * dk:(h + 1) * dk] = qrows
+        kk[h * dk:(h + 1) * dk] = krows
+        for slot, fi in enumerate(chunks[ci]):
+            fld = node.fields[fi]
+            vh = h * group + slot
+            base = vh * dv
+            src = node.var if isinstance(node, Previous) else (acc_w.value if acc_w else None)
+            for j in range(fld.width):
+                bit = fld.lo + j
+                if src is not None:
+                    form = VALUE_L * (2 * src.f(bit) - 1)
+                    v[base + 2 * j] = row(form, 1 / s)
+                    v[base + 2 * j + 1] = row(-1 * form, 1 / s)
                 if isinstance(node, Previous):
-                    b[vh] = row(Lin.const(BETA_L), 1 / s)
-                elif acc_w is not None:
-                    en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
-                    if w_match is not None:
-                        en = en + w_match - 1
-                    b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
-                else:
-                    b[vh] = row(Lin.const(-BETA_L), 1 / s)
-                # read enable through the output gate; output: the positive rail of each bit
-                ren = acc_r.enable if acc_r is not None and acc_r.enable is not None else None
-                if r_match is not None:
-                    ren = r_match if ren is None else ren + r_match - 1
-                zform = Lin.const(Z_ON) if ren is None else 2 * Z_ON * ren - Z_ON
-                z[base:base + dv] = row(zform, 1 / s)
-                outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
-                if outvar is not None:
-                    on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
-                    for j in range(fld.width):
-                        out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
+                    ch = 2 * hk * dk + base
+                    conv[ch + 2 * j, 0, :] = 0
+                    conv[ch + 2 * j + 1, 0, :] = 0
+                    conv[ch + 2 * j, 0, 3 - node.back] = 1.0
+                    conv[ch + 2 * j + 1, 0, 3 - node.back] = 1.0
+            # beta: write enable of this field
+            if isinstance(node, Previous):
+                b[vh] = row(Lin.const(BETA_L), 1 / s)
+            elif acc_w is not None:
+                en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
+                if w_match is not None:
+                    en = en + w_match - 1
+                b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)
+            else:
+                b[vh] = row(Lin.const(-BETA_L), 1 / s)
+            # read enable through the output gate; output: the positive rail of each bit
+            ren = acc_r.enable if acc_r is not None and acc_r.enable is not None else None
+            if r_match is not None:
+                ren = r_match if ren is None else ren + r_match - 1
+            zform = Lin.const(Z_ON) if ren is None else 2 * Z_ON * ren - Z_ON
+            z[base:base + dv] = row(zform, 1 / s)
+            outvar = node.outputs[0] if isinstance(node, Previous) else (acc_r.out if acc_r else None)
+            if outvar is not None:
+                on_scale = Z_ON * math.sqrt(dv / fld.width)   # normalized on-rail * silu(z)
+                for j in range(fld.width):
+                    out[lay.dims[(outvar.name, fld.lo + j)], base + 2 * j] = 1.0 / on_scale
     sd[p + "in_proj_qkv.weight"] = np.concatenate([q, kk, v])
     sd[p + "in_proj_z.weight"] = z
     sd[p + "in_proj_b.weight"] = b

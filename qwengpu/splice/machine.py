@@ -119,7 +119,7 @@ def _machine_needs(cfg: MachineConfig) -> tuple[list, tuple, int]:
 
 
 def _program_needs(prog) -> tuple[list, tuple, int]:
-    mems = [MemoryNeed(m.name, int(getattr(m, "address_slots", m.slots)), int(m.ports), len(m.fields),
+    mems = [MemoryNeed(m.name, int(m.slots), int(m.ports), len(m.fields),
                        max(f.width for f in m.fields)) for m in prog.memories]
     mlp = [(n.name, len(n.neurons)) for n in prog.nodes if n.kind == "mlp"]
     attn = sum(1 for n in prog.nodes if n.kind == "attn")
