@@ -97,17 +97,11 @@ def test_qwen35_2b_geometry_holds_the_machine_and_runs_a_launch_exactly():
     """TINY compiled for Qwen3.5-2B's true layer geometry (16 GDN key heads and 16 value heads of
     128, MLP 6144, 8 attention heads of 256): its memories take 667 key heads, banked and spread
     over 43 GDN layers; the dot launch is exact on the compact engine, states checked."""
-    import dataclasses
-
-    from qwengpu.machine.config import TINY
-    from qwengpu.machine.model import compile_machine
+    from qwengpu.splice.machine import compile_for_base_geometry
     fit = machine_fit(fixtures.qwen35_2b_text_config(), "tiny")
     assert fit.fits, fit.problems
     assert fit.needs()["memory_key_heads"] == 667
-    t = target_for_base(fixtures.qwen35_2b_text_config())
-    kw = {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
-    kw.update(offset=0, require_attention=True)           # stand-alone: no base features in front
-    m = compile_machine(TINY, dense=False, **kw)
+    m = compile_for_base_geometry(fixtures.qwen35_2b_text_config(), "tiny")   # stand-alone: no base features
     cfg = m.compiled.config
     assert (cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim,
             cfg.linear_value_head_dim, cfg.intermediate_size) == (16, 16, 128, 128, 6144)

@@ -37,6 +37,26 @@ def _dir_bytes(p: Path) -> int:
     return sum(f.stat().st_size for f in p.iterdir() if f.is_file())
 
 
+def _in_child(func: str, *args: str, what: str) -> dict:
+    """Run `qwengpu.splice.bench.<func>(*args)` in a child process (a clean memory state, and its
+    peak RSS measurable apart from this process) and return the JSON line it prints last."""
+    p = subprocess.run([sys.executable, "-c", f"import sys; from qwengpu.splice.bench import {func}; "
+                        f"{func}(*sys.argv[1:])", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _write_base(base: Path, text: dict | None = None, vision: dict | None = None):
+    """A random checkpoint of Qwen3.5-2B's true shapes (or `text` / `vision`): bf16, multimodal
+    layout, tied embeddings, MTP head, a word-level tokenizer of vocab - 256 entries."""
+    from . import fixtures
+    text = text or fixtures.qwen35_2b_text_config()
+    fixtures.write_random_base(base, text, vision or fixtures.qwen35_2b_vision_config(),
+                               tied=True, mtp=True, dtype="bfloat16", tokenizer="wordlevel",
+                               tokenizer_size=text["vocab_size"] - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
+
+
 def _build_child(base: str, out: str, program: str | None):
     """Run in the child process: build and print a JSON line."""
     from .splice import build
@@ -90,11 +110,7 @@ def _throughput_child(args_json: str):
 
 def _throughput_isolated(model_dir, ids_text, ids_gpu, decode, dtype="float32") -> dict:
     arg = json.dumps({"model": str(model_dir), "text": ids_text, "gpu": ids_gpu, "decode": decode, "dtype": dtype})
-    p = subprocess.run([sys.executable, "-c", "import sys; from qwengpu.splice.bench import _throughput_child; "
-                        "_throughput_child(sys.argv[1])", arg], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"throughput run failed:\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return _in_child("_throughput_child", arg, what="throughput run")
 
 
 def bench_splice(workdir: str | None = None, keep: bool = False, program: str | None = None,
@@ -103,7 +119,6 @@ def bench_splice(workdir: str | None = None, keep: bool = False, program: str | 
     """Build the GPU into a random Qwen3.5-2B-shaped checkpoint and measure; returns the figures."""
     import torch
     from ..compiler import compile_program
-    from . import fixtures
     from .demo import demo_sequence
     from .model import check_program, gpu_ids
     from .splice import read_meta
@@ -119,23 +134,16 @@ def bench_splice(workdir: str | None = None, keep: bool = False, program: str | 
     try:
         log("writing a random Qwen3.5-2B-shaped base (bf16, multimodal layout, MTP head) ...")
         t0 = time.perf_counter()
-        fixtures.write_random_base(base, fixtures.qwen35_2b_text_config(), fixtures.qwen35_2b_vision_config(),
-                                   tied=True, mtp=True, dtype="bfloat16", tokenizer="wordlevel",
-                                   tokenizer_size=248320 - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
+        _write_base(base)
         figures["base"] = {"bytes": _dir_bytes(base), "write_s": time.perf_counter() - t0}
         log(f"  {figures['base']['bytes'] / 2**30:.2f} GiB in {figures['base']['write_s']:.0f} s")
 
         log("qwengpu build (child process) ...")
-        cmd = [sys.executable, "-c", "import sys; from qwengpu.splice.bench import _build_child; "
-               "_build_child(sys.argv[1], sys.argv[2], sys.argv[3] or None)", str(base), str(out), program or ""]
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        child = _in_child("_build_child", str(base), str(out), program or "", what="build")
         wall = time.perf_counter() - t0
-        if p.returncode != 0:
-            raise RuntimeError(f"build failed:\n{p.stderr[-3000:]}")
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        child = json.loads(p.stdout.strip().splitlines()[-1])
         figures["build"] = {"wall_s": wall, **child, "peak_rss_bytes": peak_kib * 1024,
                             "peak_rss_note": "" if peak_kib > before else "(ru_maxrss of an earlier child)"}
         figures["spliced"] = {"bytes": _dir_bytes(out)}
@@ -204,12 +212,24 @@ def print_figures(f: dict):
 MACHINE_KERNELS = ("dot", "atomic_inc_dec", "shift_clamp", "switch_sparse", "syncwarp")
 
 
+def _verify_rows(m, kernels: str, engine: str) -> list[dict]:
+    """`qwengpu.verify.verify_kernel` on each of the comma-separated kernels (oracle, simulator
+    token stream, states checked after every pass)."""
+    from ..suite import get
+    from ..verify import verify_kernel
+    rows = []
+    for name in [k for k in kernels.split(",") if k]:
+        r = verify_kernel(get(name), engine, machine=m, progress=False, check_states=True,
+                          **({"device": "cpu"} if engine == "model" else {}))
+        rows.append({"kernel": r.name, "exact": r.exact, "detail": r.detail, "tokens": r.tokens or 0,
+                     "seconds": r.seconds, "margins": r.margins})
+    return rows
+
+
 def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     """Run in the child process: compile the machine for the base, splice it without writing
-    (`dry_run`), run kernels through its GPU layers (compact engine, states checked); print JSON."""
+    (`dry_run`), run kernels through its GPU layers (compact engine); print JSON."""
     from ..machine.model import machine_of
-    from ..suite import get
-    from ..verify import compare_buffers
     from .machine import _config, compile_for_base
     from .splice import read_checkpoint, splice
     from .target import target_for_base
@@ -218,61 +238,30 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     compiled = compile_for_base(target_for_base(ck), machine)
     compile_s = time.perf_counter() - t0
     rep = splice(ck, compiled, out, progress=False, dry_run=True)
-    cfg = compiled.config
-    m = machine_of(_config(machine), compiled)
-    runs = []
-    from .. import run
-    for name in [k for k in kernels.split(",") if k]:
-        k = get(name)
-        t0 = time.perf_counter()
-        r = run(k.ptx(), k.spec(), engine="compact", machine=m, progress=False, check_states=True)
-        secs = time.perf_counter() - t0
-        sim = run(k.ptx(), k.spec(), engine="sim", config=m.config).extra["generated"]
-        bad = compare_buffers(r.buffers, k.expected(), nan_equal=True)
-        runs.append({"kernel": name, "exact": bad is None and r.extra["generated"] == sim, "detail": bad or "",
-                     "tokens": len(r.extra["generated"]), "seconds": secs, "margins": r.margins()})
+    runs = _verify_rows(machine_of(_config(machine), compiled), kernels, "compact")
     print(json.dumps({
         "compile_s": compile_s, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers, "width": rep.width,
         "bytes": rep.bytes_written, "shards": rep.shards, "vocab": rep.vocab_size,
         "gdn_layers": sum(1 for t in compiled.schedule.layer_types if t == "linear_attention"),
         "memory_key_heads": compiled.machine_meta["fit"]["memory_key_heads"],
         "gpu_nonzero": compiled.report["nonzero"], "layer_types": list(compiled.schedule.layer_types),
-        "base_layers": rep.base_layers,
-        "intermediate": cfg.intermediate_size, "runs": runs}))
+        "base_layers": rep.base_layers, "intermediate": compiled.config.intermediate_size, "runs": runs}))
 
 
 def _machine_stock_child(base: str, machine: str, kernels: str):
-    """Run in a child process: the machine compiled for the base's layer geometry alone (no base
-    features in front, dense fp32), kernels through the stock transformers forward, states
-    checked; print JSON. These are the spliced model's GPU layers at their true shapes, small
-    enough to load where the whole spliced checkpoint is not."""
-    import dataclasses
-
+    """Run in a child process: the machine compiled for the base's layer geometry alone (dense
+    fp32), kernels through the stock transformers forward on one thread; print JSON. These are
+    the spliced model's GPU layers at their true shapes, small enough to load where the whole
+    spliced checkpoint is not."""
     import torch
 
-    from .. import run
-    from ..machine.model import compile_machine
-    from ..suite import get
-    from ..verify import compare_buffers
-    from .machine import _config
-    from .target import target_for_base
+    from .machine import compile_for_base_geometry
     torch.set_num_threads(1)
-    t = target_for_base(base)
-    kw = {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
-    kw.update(offset=0, require_attention=True)
     t0 = time.perf_counter()
-    m = compile_machine(_config(machine), dense=True, **kw)
+    m = compile_for_base_geometry(base, machine, dense=True)
     out = {"compile_s": time.perf_counter() - t0, "params": sum(p.numel() for p in m.model.parameters()),
-           "layers": m.compiled.config.num_hidden_layers, "width": m.compiled.config.hidden_size, "runs": []}
-    for name in [k for k in kernels.split(",") if k]:
-        k = get(name)
-        t0 = time.perf_counter()
-        r = run(k.ptx(), k.spec(), engine="model", machine=m, device="cpu", progress=False, check_states=True)
-        secs = time.perf_counter() - t0
-        sim = run(k.ptx(), k.spec(), engine="sim", config=m.config).extra["generated"]
-        bad = compare_buffers(r.buffers, k.expected(), nan_equal=True)
-        out["runs"].append({"kernel": name, "exact": bad is None and r.extra["generated"] == sim,
-                            "tokens": len(r.extra["generated"]), "seconds": secs, "margins": r.margins()})
+           "layers": m.compiled.config.num_hidden_layers, "width": m.compiled.config.hidden_size}
+    out["runs"] = _verify_rows(m, kernels, "model")
     print(json.dumps(out))
 
 
@@ -321,11 +310,7 @@ def _decode_cost_child(args_json: str):
 
 def _decode_cost(config: dict, linear: int, full: int, vocab: int, steps: int = 6) -> dict:
     arg = json.dumps({"config": config, "linear": linear, "full": full, "vocab": vocab, "steps": steps})
-    p = subprocess.run([sys.executable, "-c", "import sys; from qwengpu.splice.bench import _decode_cost_child; "
-                        "_decode_cost_child(sys.argv[1])", arg], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"decode timing failed:\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return _in_child("_decode_cost_child", arg, what="decode timing")
 
 
 def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep: bool = False,
@@ -345,7 +330,6 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     decode steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
     `text_config` / `vision_config`: other base shapes (the tests use small ones)."""
     import torch
-    from . import fixtures
     from .checkpoint import read_checkpoint
     root = Path(workdir or tempfile.mkdtemp(prefix="qwengpu-bench-machine-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -358,21 +342,14 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     try:
         log("writing a random Qwen3.5-2B-shaped base (bf16, multimodal layout, MTP head) ...")
         t0 = time.perf_counter()
-        tc = text_config or fixtures.qwen35_2b_text_config()
-        fixtures.write_random_base(base, tc, vision_config or fixtures.qwen35_2b_vision_config(),
-                                   tied=True, mtp=True, dtype="bfloat16", tokenizer="wordlevel",
-                                   tokenizer_size=tc["vocab_size"] - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
+        _write_base(base, text_config, vision_config)
         figures["base"] = {"bytes": _dir_bytes(base), "write_s": time.perf_counter() - t0}
         log(f"  {figures['base']['bytes'] / 2**30:.2f} GiB in {figures['base']['write_s']:.0f} s")
         log(f"compile machine {machine} for the base + splice (dry run) + kernels on its GPU layers (child) ...")
-        cmd = [sys.executable, "-c", "import sys; from qwengpu.splice.bench import _machine_build_child; "
-               "_machine_build_child(*sys.argv[1:5])", str(base), str(out), machine, ",".join(kernels)]
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        child = _in_child("_machine_build_child", str(base), str(out), machine, ",".join(kernels),
+                          what="machine build")
         wall = time.perf_counter() - t0
-        if p.returncode != 0:
-            raise RuntimeError(f"machine build failed:\n{p.stderr[-3000:]}")
-        child = json.loads(p.stdout.strip().splitlines()[-1])
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         figures["build"] = {"wall_s": wall, "peak_rss_bytes": peak, **child}
         log(f"  compile {child['compile_s']:.0f} s, splice (dry run) {child['splice_s']:.0f} s, "
@@ -382,12 +359,8 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
             log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
         if stock_kernels:
             log("the GPU layers alone, dense fp32, through stock transformers (child) ...")
-            cmd = [sys.executable, "-c", "import sys; from qwengpu.splice.bench import _machine_stock_child; "
-                   "_machine_stock_child(*sys.argv[1:4])", str(base), machine, ",".join(stock_kernels)]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode != 0:
-                raise RuntimeError(f"stock forward run failed:\n{p.stderr[-3000:]}")
-            figures["stock"] = json.loads(p.stdout.strip().splitlines()[-1])
+            figures["stock"] = _in_child("_machine_stock_child", str(base), machine, ",".join(stock_kernels),
+                                         what="stock forward run")
             for r in figures["stock"]["runs"]:
                 log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
         ck = read_checkpoint(base)

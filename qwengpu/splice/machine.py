@@ -6,6 +6,7 @@ run through the spliced checkpoint.
     splice_machine("base/", "out/", "tiny")         # compile the machine for the base + splice it
     m = open_spliced_machine("out/")                # a qwengpu.machine.model.Machine
     qwengpu.run(ptx, spec, engine="model", machine=m, prefix_ids=text_ids)   # or engine="compact"
+    compile_for_base_geometry("base/", "tiny")      # the GPU layers alone, at the base's layer shapes
 
 `qwengpu build --base PATH --out DIR --machine tiny|compact` (or `--program
 qwengpu.splice.machine:tiny`) does the same from the command line; `qwengpu verify|run --model DIR`
@@ -199,6 +200,18 @@ def compile_for_base(target, machine="tiny"):
     }
     compiled.sample_launch = sample_launch(cfg)
     return compiled
+
+
+def compile_for_base_geometry(base, machine="tiny", dense: bool = False):
+    """The machine compiled stand-alone for the base's layer geometry (`target_for_base` without
+    the base's features in front): the GPU layers a splice would add, at their true shapes, as a
+    `Machine` that runs on its own (where the whole spliced checkpoint is too large to load)."""
+    import dataclasses
+
+    from ..machine.model import compile_machine
+    from .target import target_for_base
+    t = dataclasses.replace(target_for_base(base), offset=0, require_attention=True)
+    return compile_machine(_config(machine), dense=dense, **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
 
 
 def tiny(target):
