@@ -526,17 +526,17 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
         if not tensors:
             return
         tmp = f"part-{len(parts):05d}.safetensors"
-        size = sum(v.numel() * v.element_size() for v in tensors.values())
-        if not dry_run and shutil.disk_usage(out).free < size + DISK_RESERVE:
-            free = shutil.disk_usage(out).free
-            shutil.rmtree(out, ignore_errors=True)          # no half-written checkpoint left behind
-            raise SpliceError(f"not enough disk space at {out}: {(total_bytes + size) / 2**30:.1f} GiB of the "
-                              f"spliced checkpoint so far (the GPU layers first) and {free / 2**30:.1f} GiB free; "
-                              f"nothing was kept. `splice(..., dry_run=True)` (or `qwengpu bench-splice --machine`) "
-                              f"reports the full size without writing")
+        size = nbytes(tensors)
         if not dry_run:
+            free = shutil.disk_usage(out).free
+            if free < size + DISK_RESERVE:
+                shutil.rmtree(out, ignore_errors=True)          # no half-written checkpoint left behind
+                raise SpliceError(f"not enough disk space at {out}: {(total_bytes + size) / 2**30:.1f} GiB of the "
+                                  f"spliced checkpoint so far (the GPU layers first) and {free / 2**30:.1f} GiB free; "
+                                  f"nothing was kept. `splice(..., dry_run=True)` (or `qwengpu bench-splice "
+                                  f"--machine`) reports the full size without writing")
             save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
-        total_bytes += sum(v.numel() * v.element_size() for v in tensors.values())
+        total_bytes += size
         parts.append((tmp, list(tensors)))
         tensors.clear()
 
