@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, MLPNode, Node
-from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, GDNMemory, Previous
+from .memory import BETA_L, KEY_OFF, KEY_ON, KEY_SLOPE, VALUE_L, Z_ON, GDNMemory, Previous
 from .program import Program, View
 
 
@@ -705,17 +705,17 @@ def _pow2(n: int) -> int:
 
 
 def key_form(addr, i: int) -> Lin:
-    """Pre-activation of key dimension i for an address variable: +L at the address, <= -L
+    """Pre-activation of key dimension i for an address variable: KEY_ON at the address, <= -KEY_OFF
     elsewhere. A onehot address is read directly; a binary one through its match count."""
     if addr.kind == "onehot":
-        return 2 * KEY_L * addr.f(i) - KEY_L if i < addr.size else Lin.const(-KEY_L)
+        return KEY_SLOPE * addr.f(i) - KEY_OFF if i < addr.size else Lin.const(-KEY_OFF)
     n = addr.size
     if i >> n:
-        return Lin.const(-KEY_L)
+        return Lin.const(-KEY_OFF)
     match = Lin()
     for bit in range(n):
         match = match + (addr.f(bit) if (i >> bit) & 1 else 1 - addr.f(bit))
-    return 2 * KEY_L * (match - (n - 0.5))
+    return KEY_SLOPE * (match - n) + KEY_ON
 
 
 def bank_match(addr, bank: int, dk: int) -> Lin:
@@ -757,12 +757,12 @@ def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
             qrows, krows = keyrows[(id(node), port, bank)]
         elif isinstance(node, Previous):
             # constant slot 0; the value is this channel's input `back` tokens ago
-            qrows = [row(Lin.const(KEY_L if i == 0 else -KEY_L), 1 / s) for i in range(dk)]
+            qrows = [row(Lin.const(KEY_ON if i == 0 else -KEY_OFF), 1 / s) for i in range(dk)]
             krows = qrows
         else:
-            qrows = [row(key_form(acc_r.addr, off + i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_L), 1 / s)
+            qrows = [row(key_form(acc_r.addr, off + i), 1 / s) if acc_r is not None else row(Lin.const(-KEY_OFF), 1 / s)
                      for i in range(dk)]
-            krows = [row(key_form(acc_w.addr, off + i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_L), 1 / s)
+            krows = [row(key_form(acc_w.addr, off + i), 1 / s) if acc_w is not None else row(Lin.const(-KEY_OFF), 1 / s)
                      for i in range(dk)]
         keyrows[(id(node), port, bank)] = qrows, krows
         # a bank closes its beta and output gate unless the address lies in it

@@ -12,13 +12,14 @@ compiler knows, in units of that saturation point: `(D - E) / 17`, safe bound 1.
 - E = TAU * slope + (nnz + 4) u sum|terms| + rel_norm sum|terms|: the integer form behind the
   pre-activation known to +-TAU = 0.1 (the circuits' premise, docs/compiler.md "Exactness"),
   times the pre-activation per unit of that form (step 120, gated 64, product 1, linear 0; GDN
-  keys, values and output gates 64, write enables 80; attention output gates 80); the fp32
+  keys 152, values and output gates 64, write enables 80; attention output gates 80); the fp32
   rounding of the projection (weight, normalised input, product, and a sum of nnz terms;
   u = 2^-24); the RMSNorm's drift from the non-anchor features (~1e-20 in practice).
 
 Linear, gated and product neurons have D = 32 (product: a + K >= 32), step pairs D = 44 (an
 integer form, the threshold halfway between integers, +-16 between the two neurons of a pair),
-GDN keys, values and gates 32, write enables 40; attention heads are built to a guaranteed score
+GDN keys 40 (their off slots sit at -112, where SiLU is exactly 0), values and gates 32, write
+enables 40; attention heads are built to a guaranteed score
 gap of 32 (`attention.MARGIN`).
 
 Per kind:
@@ -267,25 +268,30 @@ def _primitive_of(prog, node_name: str) -> str:
 def _gdn(node, ranges, rel, dk, acc, layer):
     """A GDN memory's (or previous()'s) pre-activations and its rail bound."""
     from .build import key_form
-    from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, Previous
+    from .memory import BETA_L, KEY_OFF, KEY_ON, KEY_SLOPE, VALUE_L, Z_ON, Previous
 
     worst = {}
 
-    slopes = {"key": 2 * KEY_L, "query": 2 * KEY_L, "gdn.value": 2 * VALUE_L, "gdn.beta": 2 * BETA_L,
+    slopes = {"key": KEY_SLOPE, "query": KEY_SLOPE, "gdn.value": 2 * VALUE_L, "gdn.beta": 2 * BETA_L,
               "gdn.gate": 2 * Z_ON}
 
+    off_error = 0.0          # the largest error of a key or query form (its off slots sit <= -KEY_OFF)
+
     def see(kind, form):
+        nonlocal off_error
         d, e = preactivation(form, ranges, False, rel, slopes[kind])
         if d - e < worst.get(kind, math.inf):
             worst[kind] = d - e
+        if kind in ("key", "query"):
+            off_error = max(off_error, e)
 
     def addr_forms(addr):
         n = addr.size if addr.kind == "onehot" else (1 << addr.size)
-        return [key_form(addr, i) for i in range(min(n, dk))] + ([Lin.const(-KEY_L)] if n < dk else [])
+        return [key_form(addr, i) for i in range(min(n, dk))] + ([Lin.const(-KEY_OFF)] if n < dk else [])
 
     if isinstance(node, Previous):
-        see("key", Lin.const(KEY_L))
-        see("key", Lin.const(-KEY_L))
+        see("key", Lin.const(KEY_ON))
+        see("key", Lin.const(-KEY_OFF))
         worst["query"] = worst["key"]
         for i in range(node.var.size):
             see("gdn.value", VALUE_L * (2 * node.var.f(i) - 1))
@@ -308,6 +314,8 @@ def _gdn(node, ranges, rel, dk, acc, layer):
             see("gdn.gate", Lin.const(Z_ON) if r.enable is None else 2 * Z_ON * r.enable - Z_ON)
     k, q = worst.pop("key", math.inf), worst.pop("query", math.inf)
     worst["gdn.key"] = min(k, q)
+    # crosstalk comes from the off slots' components: SiLU of at most -(KEY_OFF - error)
+    k = q = KEY_OFF - off_error
     for kind, de in worst.items():
         if de == math.inf:
             continue

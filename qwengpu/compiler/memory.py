@@ -1,8 +1,9 @@
 """GDN gadgets: a Gated DeltaNet layer's heads used as exact word memories.
 
 One key head is one copy of a memory: its key dimension indexes slots, its value heads (the GQA
-group of that key head) hold the word, split into fields. Keys and queries are one-hot (+L at the
-slot, -L elsewhere, so SiLU then L2-norm gives an exact unit vector); values are dual-rail bits
+group of that key head) hold the word, split into fields. Keys and queries are one-hot (KEY_ON at
+the slot, -KEY_OFF elsewhere, so SiLU then L2-norm gives an exact unit vector: the off slots are
+exactly 0 in fp32, which lets the compact engine touch only the addressed rows); values are dual-rail bits
 ((L, 0) or (0, L) after SiLU), so every field read back has the same RMS, which the per-head
 `RMSNormGated` needs; the read-out uses the positive rail only, so an unwritten slot or a disabled
 read gives zeros. `A_log = -1e4` makes the decay exactly 1; beta = sigmoid(+-40) is 1 (overwrite) or
@@ -22,7 +23,11 @@ from dataclasses import dataclass, field
 from .core import CompileError, Lin, Node, Var
 from .program import Program, evaluate_view
 
-KEY_L = 32.0        # key/query pre-activation magnitude
+KEY_ON = 40.0       # key/query pre-activation at the addressed slot (SiLU(x) == x from 17 on)
+#: elsewhere: SiLU is exactly -0 in fp32 below -88.7 (exp overflows), and -KEY_OFF stays below that
+#: with the form TAU = 0.1 off (a slope of KEY_ON + KEY_OFF), so keys and queries are exactly sparse
+KEY_OFF = 112.0
+KEY_SLOPE = KEY_ON + KEY_OFF
 VALUE_L = 32.0      # value pre-activation magnitude
 BETA_L = 40.0       # sigmoid(40) == 1.0 in fp32
 Z_ON = 32.0         # silu(32) == 32

@@ -1,0 +1,784 @@
+"""The compact engine: a compiled model's forward passes, run over the sparsity its weights have
+exactly, in numba-compiled loops.
+
+It computes the stock Qwen3.5 decode path (zero-centred RMSNorm, GDN with its causal conv, SiLU,
+l2-normed keys and queries, the gated delta rule, gated RMSNorm, SwiGLU, the LM head) in float32,
+one token after another, and skips only work whose result is exactly known:
+
+- **Sparse weights.** Every matrix is kept by columns (CSC), and a column whose input is 0 is
+  skipped: each output still sums its non-zero terms in increasing column order, the order of a
+  sequential dense sum, so skipping adds nothing but exact zeros.
+- **Exactly sparse keys and queries.** The compiler places a GDN memory's off slots at a
+  pre-activation of -112 (`memory.KEY_OFF`), where SiLU is exactly -0 in fp32. The delta rule then
+  reads and writes only the rows where the key is non-zero, and the read-out sums only the rows
+  where the query is: every skipped term is an exact zero. The engine finds the non-zero entries
+  on every token, so a head whose keys are dense is still computed right (only slower).
+- **Constant parts.** A channel whose projection row is empty is 0 at every token; a head without
+  decay (`exp(A_log) == 0`, the machine's) keeps its state as it is.
+
+What it does not reproduce bit for bit is the stock forward's summation order inside the norms
+and the chunked prefill, nor the vectorised `exp` of torch (it uses the C library's): those are
+fp32 rounding differences, and the decisions have margins far above them. `tests/test_engine.py`
+checks it against the stock forward (prefill and decode) and against the reference engine
+(`qwengpu.compiler.fast`, `--engine compact-ref`) token by token, with decoded states.
+
+The engine keeps no Python per layer: `forward` runs a whole chunk of tokens in one compiled call,
+and measures the run's margins (the residual code margin of probed 0/1 features, the form noise of
+every MLP gate against its lattice) inside it. Hooks (`hidden_hook`, `gate_hook`, `gdn_hook`) are
+served from per-token captures when given.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+try:
+    import numba
+    from numba import njit
+except ImportError:                                   # pragma: no cover - numba is a model dependency
+    numba = None
+
+    def njit(*a, **k):
+        def wrap(f):
+            def missing(*args, **kw):
+                raise ImportError("the compact engine needs numba: pip install 'qwengpu[model]'")
+            return missing
+        return wrap(a[0]) if a and callable(a[0]) else wrap
+
+F32 = np.float32
+ONE = np.float32(1.0)
+ZERO = np.float32(0.0)
+
+#: what a forward call captures for the hooks (bit flags)
+CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
+
+
+class Weights(NamedTuple):
+    """Every matrix of the model as CSC pieces in shared flat arrays, and per-layer parameters."""
+    # matrices: matrix m's non-empty columns are colidx[mcol[m]:mcol[m+1]]; column k's entries are
+    # the segments [cstart[k], cstart[k + 1]) of consecutive rows (row0, slen): a run of one value
+    # sval (soff -1) or values dense[soff:soff + slen]; the rows matrix m writes are
+    # rowlist[mrow[m]:mrow[m+1]]
+    mcol: np.ndarray
+    colidx: np.ndarray
+    cstart: np.ndarray
+    row0: np.ndarray
+    slen: np.ndarray
+    sval: np.ndarray
+    soff: np.ndarray
+    dense: np.ndarray
+    mrow: np.ndarray
+    rowlist: np.ndarray
+    # embedding rows by token: cols/vals[estart[t]:estart[t + 1]]
+    estart: np.ndarray
+    ecols: np.ndarray
+    evals: np.ndarray
+    # per layer (-1: absent)
+    in_norm: np.ndarray          # [L, width] 1 + w
+    post_norm: np.ndarray        # [L, width] 1 + w
+    mix_mat: np.ndarray          # [L] the fused q, k, v, z, b, a projection
+    out_mat: np.ndarray          # [L]
+    gdn_of: np.ndarray           # [L] index into the GDN arrays
+    gu_mat: np.ndarray           # [L] the fused gate, up projection
+    down_mat: np.ndarray         # [L]
+    # per GDN layer
+    conv: np.ndarray             # [G, C, 4]
+    conv_plain: np.ndarray       # [G, C] 1 where the conv is the identity on the current token
+    lchan: np.ndarray            # [G + 1] live channels (non-empty projection rows) of GDN layer g:
+    chan: np.ndarray             #   chan[lchan[g]:lchan[g + 1]]
+    decay_scale: np.ndarray      # [G, hv] exp(A_log)
+    dt_bias: np.ndarray          # [G, hv]
+    gnorm: np.ndarray            # [G, dv]
+    # MLP neurons that can be non-zero (non-empty up row and down column): live_idx[lstart[L]:lstart[L+1]]
+    lstart: np.ndarray
+    live_idx: np.ndarray
+    final_norm: np.ndarray       # [width] 1 + w
+    lm_mat: np.ndarray           # [1]
+    dims: np.ndarray             # width, inter, vocab, hk, hv, dk, dv, layers, gdn layers, kernel
+    eps: np.ndarray              # [1] rms eps
+    # margins measured in the run: residual probes per sublayer, MLP gate lattices per layer
+    pstart: np.ndarray           # [2L + 1] into pfeat
+    pfeat: np.ndarray
+    fstart: np.ndarray           # [L + 1] into fidx/foff/finv
+    fidx: np.ndarray
+    foff: np.ndarray             # float64
+    finv: np.ndarray             # float64: 1 / period
+
+
+@dataclass
+class EngineState:
+    """The cached state of a run: per GDN layer its conv window (the last kernel - 1 inputs, a ring)
+    and its recurrent state; the run's measured margins."""
+    recurrent: np.ndarray        # [G, hv, dk, dv]
+    conv: np.ndarray             # [G, kernel - 1, C]
+    gdn_layers: tuple
+    length: int = 0
+    residual_worst: float = 0.0  # largest distance of a probed feature from its 0/1 code
+    noise_worst: float = 0.0     # largest form noise, in lattice spacings
+    noise_at: tuple = (-1, -1)   # (layer, neuron) where it was
+
+    def get_recurrent_state(self, layer: int):
+        """Same accessor as a transformers cache: [1, hv, dk, dv] (a view, no copy)."""
+        import torch
+        return torch.from_numpy(self.recurrent[self.gdn_layers.index(layer)]).unsqueeze(0)
+
+    def recurrent_array(self, layer: int) -> np.ndarray:
+        """[hv, dk, dv]: the state of GDN layer `layer` as a NumPy view."""
+        return self.recurrent[self.gdn_layers.index(layer)]
+
+
+# ------------------------------------------------------------------------------------------------
+# compiled kernels
+
+
+@njit(cache=True, inline="always")
+def _spmv(W, m, x, y):
+    """y += W_m x over the non-empty columns whose input is non-zero (each row sums its terms in
+    increasing column order, as a sequential dense sum does)."""
+    colidx, cstart, row0, slen, sval, soff, dense = W.colidx, W.cstart, W.row0, W.slen, W.sval, W.soff, W.dense
+    for k in range(W.mcol[m], W.mcol[m + 1]):
+        xj = x[colidx[k]]
+        if xj != 0:
+            for p in range(cstart[k], cstart[k + 1]):
+                r = row0[p]
+                n = slen[p]
+                d = soff[p]
+                if d < 0:
+                    v = sval[p] * xj
+                    for i in range(r, r + n):
+                        y[i] += v
+                else:
+                    for i in range(n):
+                        y[r + i] += dense[d + i] * xj
+
+
+@njit(cache=True, inline="always")
+def _silu(x):
+    if x >= F32(17.0):               # 1 + exp(-x) rounds to 1: SiLU(x) == x
+        return x
+    if x <= F32(-89.0):              # exp(-x) overflows: SiLU(x) == -0
+        return x * ZERO
+    return x / (ONE + np.exp(-x))
+
+
+@njit(cache=True, inline="always")
+def _sigmoid(x):
+    return ONE / (ONE + np.exp(-x))
+
+
+@njit(cache=True, inline="always")
+def _rms(h, eps):
+    """1 / sqrt(mean(h^2) + eps). The squares are summed in float64: a residual carries hundreds of
+    features of ~1e-19 (SiLU's tails), whose fp32 squares are subnormal and cost a microcode assist
+    each (~100 cycles); their sum is far below the fp32 rounding of the O(1) features' sum."""
+    n = h.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        a0 = np.float64(h[i])
+        a1 = np.float64(h[i + 1])
+        a2 = np.float64(h[i + 2])
+        a3 = np.float64(h[i + 3])
+        s0 += a0 * a0
+        s1 += a1 * a1
+        s2 += a2 * a2
+        s3 += a3 * a3
+        i += 4
+    while i < n:
+        a0 = np.float64(h[i])
+        s0 += a0 * a0
+        i += 1
+    return ONE / np.sqrt(F32((s0 + s1) + (s2 + s3)) / F32(n) + eps)
+
+
+@njit(cache=True, inline="always")
+def _norm_into(W, m, h, w1, eps, x):
+    """x = RMSNorm(h) (zero-centred weight w1 = 1 + w), on the columns matrix m reads."""
+    r = _rms(h, eps)
+    for k in range(W.mcol[m], W.mcol[m + 1]):
+        c = W.colidx[k]
+        x[c] = h[c] * r * w1[c]
+
+
+@njit(cache=True, inline="always")
+def _add_rows(W, m, h, y):
+    """h += y on the rows matrix m writes, and y back to 0 there."""
+    for p in range(W.mrow[m], W.mrow[m + 1]):
+        r = W.rowlist[p]
+        h[r] = h[r] + y[r]
+        y[r] = ZERO
+
+
+@njit(cache=True)
+def _scratch(W):
+    """The work buffers of a forward pass (zero; every stage leaves what it used at zero)."""
+    width, inter, hk, hv, dk, dv = W.dims[0], W.dims[1], W.dims[3], W.dims[4], W.dims[5], W.dims[6]
+    kd, vd = hk * dk, hv * dv
+    R = 2 * kd + 2 * vd + 2 * hv
+    return (np.zeros(width, np.float32),                  # x: the normed residual
+            np.zeros(max(R, 2 * inter, width), np.float32),  # y: a projection's output
+            np.zeros(2 * kd + vd, np.float32),            # mixed: q, k, v after the conv and SiLU
+            np.zeros(kd, np.float32),                     # qu: l2-normed queries
+            np.zeros(kd, np.float32),                     # qn: ... over sqrt(dk)
+            np.zeros(kd, np.float32),                     # kn: l2-normed keys
+            np.zeros(hk, np.int64), np.zeros(hk, np.int64),  # nq, nk: non-zero entries per key head
+            np.zeros((hk, dk), np.int64), np.zeros((hk, dk), np.int64),  # nzq, nzk: where
+            np.zeros(vd, np.float32),                     # o: the delta rule's read-out
+            np.zeros(hv, np.float32), np.zeros(hv, np.float32),  # beta, decay
+            np.zeros(dv, np.float32), np.zeros(dv, np.float32),  # kv, delta
+            np.zeros(inter, np.float32))                  # act: the MLP's activations
+
+
+@njit(cache=True, inline="always")
+def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
+    """The GDN mixer of layer L (GDN layer g) on one token: h += out(delta rule(norm(h)))."""
+    hk, hv, dk, dv, kernel = W.dims[3], W.dims[4], W.dims[5], W.dims[6], W.dims[9]
+    x, y, mixed, qu, qn, kn, nq, nk, nzq, nzk, o, beta, decay, kv, delta = sc[:15]
+    eps = W.eps[0]
+    kd = hk * dk
+    vd = hv * dv
+    C = 2 * kd + vd
+    R = C + vd + 2 * hv
+    group = hv // hk
+    sqrt_dk = F32(math.sqrt(dk))
+    m = W.mix_mat[L]
+    _norm_into(W, m, h, W.in_norm[L], eps, x)
+    _spmv(W, m, x, y)
+    # the causal conv (a ring of the last kernel - 1 inputs) and SiLU, on live channels
+    cw = W.conv[g]
+    for p in range(W.lchan[g], W.lchan[g + 1]):
+        c = W.chan[p]
+        if W.conv_plain[g, c] == 1:
+            val = y[c] * cw[c, kernel - 1]
+        else:
+            val = ZERO
+            for j in range(kernel - 1):
+                val += ring[(pos + j) % (kernel - 1), c] * cw[c, j]
+            val += y[c] * cw[c, kernel - 1]
+            ring[pos % (kernel - 1), c] = y[c]
+        mixed[c] = _silu(val)
+    # l2-normed queries and keys per key head, with their non-zero entries
+    for a in range(hk):
+        sq = ZERO
+        sk = ZERO
+        cq = 0
+        ck = 0
+        for i in range(dk):
+            vq = mixed[a * dk + i]
+            vk = mixed[kd + a * dk + i]
+            if vq != 0:
+                sq += vq * vq
+                nzq[a, cq] = i
+                cq += 1
+            if vk != 0:
+                sk += vk * vk
+                nzk[a, ck] = i
+                ck += 1
+        rq = ONE / np.sqrt(sq + F32(1e-6))
+        rk = ONE / np.sqrt(sk + F32(1e-6))
+        for n in range(cq):
+            i = a * dk + nzq[a, n]
+            qu[i] = mixed[i] * rq
+            qn[i] = qu[i] / sqrt_dk
+        for n in range(ck):
+            i = a * dk + nzk[a, n]
+            kn[i] = mixed[kd + i] * rk
+        nq[a] = cq
+        nk[a] = ck
+    for v in range(hv):
+        beta[v] = _sigmoid(y[C + vd + v])
+        sc_ = W.decay_scale[g, v]
+        if sc_ != 0:
+            av = y[C + vd + hv + v] + W.dt_bias[g, v]
+            sp = av if av > F32(20.0) else np.log1p(np.exp(av))
+            decay[v] = -sc_ * sp
+        else:
+            decay[v] = ZERO
+    # the gated delta rule, head by head, on the rows the key and the query touch
+    for v in range(hv):
+        a = v // group
+        S = S_all[v]
+        if decay[v] != 0:
+            f = np.exp(decay[v])
+            for i in range(dk):
+                for j in range(dv):
+                    S[i, j] = S[i, j] * f
+        if nk[a] > 0:
+            for j in range(dv):
+                kv[j] = ZERO
+            for n in range(nk[a]):
+                i = nzk[a, n]
+                ki = kn[a * dk + i]
+                for j in range(dv):
+                    kv[j] += S[i, j] * ki
+            bv = beta[v]
+            for j in range(dv):
+                delta[j] = (mixed[2 * kd + v * dv + j] - kv[j]) * bv
+            for n in range(nk[a]):
+                i = nzk[a, n]
+                ki = kn[a * dk + i]
+                for j in range(dv):
+                    S[i, j] = S[i, j] + ki * delta[j]
+        # the read-out, then the gated RMSNorm of the head
+        ss = ZERO
+        for j in range(dv):
+            acc = ZERO
+            for n in range(nq[a]):
+                i = nzq[a, n]
+                acc += S[i, j] * qn[a * dk + i]
+            o[v * dv + j] = acc
+            ss += acc * acc
+        if ss != 0:
+            r = ONE / np.sqrt(ss / F32(dv) + eps)
+            for j in range(dv):
+                o[v * dv + j] = (W.gnorm[g, j] * (o[v * dv + j] * r)) * _silu(y[C + v * dv + j])
+    if cap_flags & CAP_GDN:
+        cg = cap_gdn[t, g]
+        cg[0, :kd] = qu
+        cg[1, :kd] = kn
+        cg[2, :vd] = mixed[2 * kd:]
+        cg[3, :hv] = beta
+        cg[4, :hv] = decay
+        cg[5, :vd] = y[C:C + vd]
+    # back to zeros for the next layer: the projection, the live channels, the normed q and k
+    y[:R] = ZERO
+    for p in range(W.lchan[g], W.lchan[g + 1]):
+        mixed[W.chan[p]] = ZERO
+    for a in range(hk):
+        for n in range(nq[a]):
+            qu[a * dk + nzq[a, n]] = ZERO
+            qn[a * dk + nzq[a, n]] = ZERO
+        for n in range(nk[a]):
+            kn[a * dk + nzk[a, n]] = ZERO
+    mo = W.out_mat[L]
+    _spmv(W, mo, o, y)
+    _add_rows(W, mo, h, y)
+
+
+@njit(cache=True, inline="always")
+def _mlp(W, L, h, sc, margins, cap_flags, cap_gates, t):
+    """The SwiGLU MLP of layer L on one token: h += down(silu(gate) * up)."""
+    inter = W.dims[1]
+    x, y, act = sc[0], sc[1], sc[15]
+    m = W.gu_mat[L]
+    _norm_into(W, m, h, W.post_norm[L], W.eps[0], x)
+    _spmv(W, m, x, y)
+    _noise(W, L, y, margins)
+    if cap_flags & CAP_GATES:
+        cap_gates[t, L] = y[:inter]
+    for p in range(W.lstart[L], W.lstart[L + 1]):
+        i = W.live_idx[p]
+        act[i] = _silu(y[i]) * y[inter + i]
+    y[:2 * inter] = ZERO
+    md = W.down_mat[L]
+    _spmv(W, md, act, y)
+    _add_rows(W, md, h, y)
+    for p in range(W.lstart[L], W.lstart[L + 1]):
+        act[W.live_idx[p]] = ZERO
+
+
+@njit(cache=True, inline="always")
+def _layer(W, L, h, pos, recurrent, conv_state, sc, margins, cap_flags, cap_hidden, cap_gates, cap_gdn, t):
+    """Decoder layer L on one token at position `pos` (tokens before it)."""
+    g = W.gdn_of[L]
+    if g >= 0:
+        _mixer(W, L, g, h, pos, recurrent[g], conv_state[g], sc, cap_flags, cap_gdn, t)
+    _probe(W, 2 * L, h, margins)
+    if cap_flags & CAP_HIDDEN:
+        cap_hidden[t, 2 * L] = h
+    if W.down_mat[L] >= 0:
+        _mlp(W, L, h, sc, margins, cap_flags, cap_gates, t)
+    _probe(W, 2 * L + 1, h, margins)
+    if cap_flags & CAP_HIDDEN:
+        cap_hidden[t, 2 * L + 1] = h
+
+
+@njit(cache=True, inline="always")
+def _embed(W, tok, h):
+    h[:] = ZERO
+    for p in range(W.estart[tok], W.estart[tok + 1]):
+        h[W.ecols[p]] = W.evals[p]
+
+
+@njit(cache=True, inline="always")
+def _logits(W, h, x, logits):
+    m = W.lm_mat[0]
+    _norm_into(W, m, h, W.final_norm, W.eps[0], x)
+    logits[:] = ZERO
+    _spmv(W, m, x, logits)
+
+
+@njit(cache=True)
+def _forward(W, tokens, h, recurrent, conv_state, length0, margins, cap_flags, cap_hidden, cap_gates,
+             cap_gdn, logits):
+    """Run `tokens` through the model, token after token, from the state (recurrent, conv_state,
+    length0); the last token's logits into `logits`, its final residual in `h`. margins: [residual
+    worst, noise worst, noise layer, noise neuron] (updated). Captures for hooks when `cap_flags`
+    asks: the residual after every sublayer [T, 2L, width], the MLP gates [T, L, inter], the GDN
+    inputs [T, G, 6, max(hk dk, hv dv)] (l2-normed q and k, v, beta, decay, z)."""
+    sc = _scratch(W)
+    T = tokens.shape[0]
+    for t in range(T):
+        _embed(W, tokens[t], h)
+        for L in range(W.dims[7]):
+            _layer(W, L, h, length0 + t, recurrent, conv_state, sc, margins, cap_flags, cap_hidden, cap_gates,
+                   cap_gdn, t)
+    if T > 0:
+        _logits(W, h, sc[0], logits)
+
+
+@njit(cache=True)
+def _step_batch(W, tokens, h, recurrent, conv_state, lengths, margins, logits):
+    """One token for each of B sequences (tokens[b] < 0: sequence b sits this step out), layer by
+    layer over the batch, so that a layer's weights are read once per step; logits[b] of each."""
+    sc = _scratch(W)
+    B = tokens.shape[0]
+    no3 = np.zeros((0, 0, 0), np.float32)
+    no4 = np.zeros((0, 0, 0, 0), np.float32)
+    for b in range(B):
+        if tokens[b] >= 0:
+            _embed(W, tokens[b], h[b])
+    for L in range(W.dims[7]):
+        for b in range(B):
+            if tokens[b] >= 0:
+                _layer(W, L, h[b], lengths[b], recurrent[b], conv_state[b], sc, margins[b], 0, no3, no3, no4, 0)
+    for b in range(B):
+        if tokens[b] >= 0:
+            _logits(W, h[b], sc[0], logits[b])
+            lengths[b] += 1
+
+
+@njit(cache=True, inline="always")
+def _probe(W, sub, h, margins):
+    for p in range(W.pstart[sub], W.pstart[sub + 1]):
+        v = h[W.pfeat[p]]
+        d = abs(v - np.rint(v))
+        margins[0] = max(margins[0], d)
+
+
+@njit(cache=True, inline="always")
+def _noise(W, L, gate, margins):
+    for p in range(W.fstart[L], W.fstart[L + 1]):
+        xv = (np.float64(gate[W.fidx[p]]) - W.foff[p]) * W.finv[p]
+        d = abs(xv - np.rint(xv))
+        if d > margins[1]:
+            margins[1] = d
+            margins[2] = L
+            margins[3] = W.fidx[p]
+
+
+# ------------------------------------------------------------------------------------------------
+# building the packed weights
+
+
+class _Packer:
+    """Collects matrices (COO triples) into the shared arrays, column by column: a column of long
+    runs of equal values on consecutive rows keeps them as runs, one of short runs keeps its
+    consecutive rows as dense segments (vectorised either way; the order of each row's sum is
+    the same)."""
+
+    #: a column whose runs are shorter than this on average is stored dense
+    DENSE_BELOW = 6.0
+
+    def __init__(self):
+        self.mcol, self.mrow = [0], [0]
+        self.colidx, self.cstart, self.row0, self.slen, self.sval, self.soff = [], [], [], [], [], []
+        self.rowlist, self.dense = [], []
+        self.n_seg = self.n_cols = self.n_rows = self.n_dense = 0
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> int:
+        keep = vals != 0
+        rows, cols, vals = rows[keep].astype(np.int64), cols[keep].astype(np.int64), vals[keep].astype(np.float32)
+        order = np.lexsort((rows, cols))                 # by column, then row
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        n = len(rows)
+        newcol = np.ones(n, bool)
+        newcol[1:] = cols[1:] != cols[:-1]
+        gap = newcol.copy()                              # a new column or a row gap
+        gap[1:] |= rows[1:] != rows[:-1] + 1
+        run = gap.copy()                                 # ... or a new value
+        run[1:] |= vals[1:] != vals[:-1]
+        col_of = np.cumsum(newcol) - 1                   # the entry's column, 0..
+        per_col = np.bincount(col_of, minlength=int(newcol.sum()))
+        runs_per_col = np.bincount(col_of, weights=run, minlength=len(per_col))
+        dense_col = per_col < self.DENSE_BELOW * runs_per_col
+        starts = np.flatnonzero(np.where(dense_col[col_of], gap, run))
+        lens = np.diff(np.append(starts, n))
+        dense_seg = dense_col[col_of[starts]] & (lens > 1)
+        in_dense = np.repeat(dense_seg, lens)
+        offs = np.cumsum(np.where(dense_seg, lens, 0)) - np.where(dense_seg, lens, 0) + self.n_dense
+        seg_col = col_of[starts]
+        first_seg = np.searchsorted(seg_col, np.arange(len(per_col)))
+        self.colidx.append(cols[newcol].astype(np.int32))
+        self.cstart.append(first_seg + self.n_seg)
+        self.row0.append(rows[starts].astype(np.int32))
+        self.slen.append(lens.astype(np.int32))
+        self.sval.append(np.where(dense_seg, np.float32(0), vals[starts]).astype(np.float32))
+        self.soff.append(np.where(dense_seg, offs, -1).astype(np.int64))
+        self.dense.append(vals[in_dense])
+        self.n_dense += int(in_dense.sum())
+        self.n_seg += len(starts)
+        urows = np.unique(rows).astype(np.int32)
+        self.rowlist.append(urows)
+        self.n_cols += len(per_col)
+        self.n_rows += len(urows)
+        self.mcol.append(self.n_cols)
+        self.mrow.append(self.n_rows)
+        return len(self.mcol) - 2
+
+    def arrays(self):
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+        return (np.array(self.mcol, np.int64), cat(self.colidx, np.int32),
+                np.append(cat(self.cstart, np.int64), self.n_seg), cat(self.row0, np.int32), cat(self.slen, np.int32),
+                cat(self.sval, np.float32), cat(self.soff, np.int64), cat(self.dense, np.float32),
+                np.array(self.mrow, np.int64), cat(self.rowlist, np.int32))
+
+
+def _triples(m):
+    """(rows, cols, vals) NumPy triples of a SparseMatrix or a dense 2-D tensor."""
+    import torch
+    if isinstance(m, torch.Tensor):
+        r, c = torch.nonzero(m, as_tuple=True)
+        return r.numpy(), c.numpy(), m[r, c].float().numpy()
+    return m.rows.numpy(), m.cols.numpy(), m.vals.numpy()
+
+
+def _stack(parts):
+    """Row-stack several (rows, cols, vals, nrows) matrices into one."""
+    rows, cols, vals, off = [], [], [], 0
+    for r, c, v, n in parts:
+        rows.append(r + off)
+        cols.append(c)
+        vals.append(v)
+        off += n
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+class SparseEngine:
+    """The compact engine on a compiled model (built from the reference engine's sparse copy,
+    `qwengpu.compiler.fast.FastModel`, which reads the checkpoint)."""
+
+    def __init__(self, fast, probes: dict | None = None, lattices: dict | None = None):
+        """`fast`: a FastModel; `probes`: {sublayer: 0/1-coded residual features} whose distance
+        from their code the run measures; `lattices`: `margins.gate_lattices` (form noise)."""
+        self.config = fast.config
+        self.width = fast.width
+        self.kinds = [lay.kind for lay in fast.layers]
+        nL = len(fast.layers)
+        gdn_layers = [L for L, lay in enumerate(fast.layers) if lay.gdn is not None]
+        self.gdn_layers = tuple(gdn_layers)
+        g0 = fast.layers[gdn_layers[0]].gdn if gdn_layers else None
+        hk, hv, dk, dv = (g0.hk, g0.hv, g0.dk, g0.dv) if g0 else (1, 1, 1, 1)
+        kernel = g0.conv.shape[1] if g0 else 4
+        self.hk, self.hv, self.dk, self.dv, self.kernel = hk, hv, dk, dv, kernel
+        inter = max((lay.gate.shape[0] for lay in fast.layers), default=1)
+        vocab = fast.lm_head.shape[0]
+        P = _Packer()
+        kd, vd = hk * dk, hv * dv
+        C = 2 * kd + vd
+        G = len(gdn_layers)
+        mix = np.full(nL, -1, np.int64)
+        outm = np.full(nL, -1, np.int64)
+        gu = np.full(nL, -1, np.int64)
+        down = np.full(nL, -1, np.int64)
+        gdn_of = np.full(nL, -1, np.int64)
+        conv = np.zeros((G, C, kernel), np.float32)
+        plain = np.ones((G, C), np.int8)
+        lchan, chan = [0], []
+        dscale = np.zeros((G, hv), np.float32)
+        dt_bias = np.zeros((G, hv), np.float32)
+        gnorm = np.zeros((G, dv), np.float32)
+        in_norm = np.zeros((nL, self.width), np.float32)
+        post_norm = np.zeros((nL, self.width), np.float32)
+        lstart, live_idx = [0], []
+        for L, lay in enumerate(fast.layers):
+            in_norm[L] = ONE + lay.in_norm.numpy().astype(np.float32)
+            post_norm[L] = ONE + lay.post_norm.numpy().astype(np.float32)
+            if lay.gdn is not None:
+                g = lay.gdn
+                gi = gdn_layers.index(L)
+                gdn_of[L] = gi
+                parts = []
+                for m, n in ((g.qkv, C), (g.z, vd), (g.b, hv), (g.a, hv)):
+                    r, c, v = _triples(m)
+                    parts.append((r, c, v, n))
+                r, c, v = _stack(parts)
+                mix[L] = P.add(r, c, v)
+                chan.extend(np.unique(_triples(g.qkv)[0]).tolist())
+                lchan.append(len(chan))
+                cw = g.conv.numpy().astype(np.float32)
+                conv[gi] = cw
+                plain[gi] = np.all(cw[:, :-1] == 0, axis=1).astype(np.int8)
+                dscale[gi] = np.exp(g.a_log.numpy().astype(np.float32))
+                dt_bias[gi] = g.dt_bias.numpy().astype(np.float32)
+                gnorm[gi] = g.norm_w.numpy().astype(np.float32)
+                outm[L] = P.add(*_triples(g.out))
+            if lay.down.nnz:
+                gr, gc, gv = _triples(lay.gate)
+                ur, uc, uv = _triples(lay.up)
+                I = lay.gate.shape[0]
+                gu[L] = P.add(*_stack([(gr, gc, gv, inter), (ur, uc, uv, I)]))
+                dr, dc, dv_ = _triples(lay.down)
+                down[L] = P.add(dr, dc, dv_)
+                neurons = np.intersect1d(np.unique(ur), np.unique(dc))
+                live_idx.extend(neurons.tolist())
+            lstart.append(len(live_idx))
+        if any(gu[L] >= 0 and fast.layers[L].gate.shape[0] != inter for L in range(nL)):
+            raise ValueError("layers of different MLP widths")
+        # the fused gate/up rows: gate at [0, inter), up at [inter, 2 inter)
+        lm = P.add(*_triples(fast.lm_head))
+        packed = P.arrays()
+        order = np.argsort(fast.embed_rows.numpy(), kind="stable")
+        erows = fast.embed_rows.numpy()[order]
+        estart = np.searchsorted(erows, np.arange(vocab + 1)).astype(np.int64)
+        probes = probes or {}
+        pstart, pfeat = [0], []
+        for sub in range(2 * nL):
+            pfeat.extend(probes.get(sub, []))
+            pstart.append(len(pfeat))
+        fstart, fidx, foff, fper = [0], [], [], []
+        self.noise_names = {}
+        for L in range(nL):
+            d = (lattices or {}).get(L)
+            if d is not None:
+                for j, (i, off, per, node) in enumerate(zip(d["index"], d["offset"], d["period"], d["node"])):
+                    fidx.append(i)
+                    foff.append(off)
+                    fper.append(per)
+                    self.noise_names[(L, i)] = d["names"][node]
+            fstart.append(len(fidx))
+        self.W = Weights(
+            *packed,
+            estart, fast.embed_cols.numpy()[order].astype(np.int32), fast.embed_vals.numpy()[order].astype(np.float32),
+            in_norm, post_norm, mix, outm, gdn_of, gu, down,
+            conv, plain, np.array(lchan, np.int64), np.array(chan, np.int64), dscale, dt_bias, gnorm,
+            np.array(lstart, np.int64), np.array(live_idx, np.int64),
+            ONE + fast.final_norm.numpy().astype(np.float32), np.array([lm], np.int64),
+            np.array([self.width, inter, vocab, hk, hv, dk, dv, nL, G, kernel], np.int64),
+            np.array([fast.eps], np.float32),
+            np.array(pstart, np.int64), np.array(pfeat, np.int64),
+            np.array(fstart, np.int64), np.array(fidx, np.int64), np.array(foff, np.float64),
+            1.0 / np.array(fper, np.float64))
+        self.inter, self.vocab = inter, vocab
+        self.nnz = int(packed[4].sum())           # the entries of every segment
+
+    # -- running --------------------------------------------------------------------------------
+
+    def new_state(self) -> EngineState:
+        G = len(self.gdn_layers)
+        C = 2 * self.hk * self.dk + self.hv * self.dv
+        return EngineState(np.zeros((G, self.hv, self.dk, self.dv), np.float32),
+                           np.zeros((G, self.kernel - 1, C), np.float32), self.gdn_layers)
+
+    def forward(self, token_ids, state: EngineState, hidden_hook=None, gate_hook=None, gdn_hook=None):
+        """Forward passes for consecutive tokens (the decode path, token after token); returns the
+        last token's logits (a torch tensor). `hidden_hook(sublayer, h [1, width])` sees the
+        residual after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP),
+        `gate_hook(L, g [1, inter])` every MLP's gate pre-activations, `gdn_hook(L, GDNInputs)`
+        every GDN layer's normalised queries and keys, values, write strengths, decays and output
+        gates, token by token."""
+        import torch
+        tokens = np.asarray(list(token_ids), dtype=np.int64)
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= self.vocab):
+            raise ValueError(f"token id outside the vocabulary (0..{self.vocab - 1})")
+        logits = np.zeros(self.vocab, np.float32)
+        h = np.zeros(self.width, np.float32)
+        margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
+        hooks = (hidden_hook, gate_hook, gdn_hook)
+        if not any(hooks):
+            empty = np.zeros((0, 0, 0), np.float32)
+            _forward(self.W, tokens, h, state.recurrent, state.conv, state.length, margins, 0, empty, empty,
+                     np.zeros((0, 0, 0, 0), np.float32), logits)
+        else:
+            flags = (CAP_HIDDEN if hidden_hook else 0) | (CAP_GATES if gate_hook else 0) | (CAP_GDN if gdn_hook else 0)
+            nL, G = len(self.kinds), len(self.gdn_layers)
+            ch = np.zeros((1, 2 * nL, self.width) if hidden_hook else (0, 0, 0), np.float32)
+            cg = np.zeros((1, nL, self.inter) if gate_hook else (0, 0, 0), np.float32)
+            big = max(self.hk * self.dk, self.hv * self.dv)
+            cd = np.zeros((1, G, 6, big) if gdn_hook else (0, 0, 0, 0), np.float32)
+            for i, tok in enumerate(tokens):
+                _forward(self.W, tokens[i:i + 1], h, state.recurrent, state.conv, state.length + i, margins, flags,
+                         ch, cg, cd, logits)
+                if hidden_hook:
+                    for s in range(2 * nL):
+                        hidden_hook(s, torch.from_numpy(ch[0, s:s + 1].copy()))
+                if gate_hook:
+                    for L in range(nL):
+                        if self.W.down_mat[L] >= 0:
+                            gate_hook(L, torch.from_numpy(cg[0, L:L + 1].copy()))
+                if gdn_hook:
+                    for gi, L in enumerate(self.gdn_layers):
+                        gdn_hook(L, self._gdn_inputs(cd[0, gi]))
+        state.length += len(tokens)
+        state.residual_worst, state.noise_worst = float(margins[0]), float(margins[1])
+        state.noise_at = (int(margins[2]), int(margins[3]))
+        return torch.from_numpy(logits)
+
+    def step(self, token_id: int, state: EngineState, hidden_hook=None, gate_hook=None, gdn_hook=None):
+        """One forward pass for one token (the decode path); returns its logits."""
+        return self.forward([token_id], state, hidden_hook, gate_hook, gdn_hook)
+
+    def new_batch(self, size: int) -> EngineBatch:
+        """States for `size` sequences in one block (`step_batch` runs them together)."""
+        return EngineBatch(self, size)
+
+    def step_batch(self, tokens, batch: EngineBatch):
+        """One forward pass for each sequence of the batch whose token is not None; returns the
+        logits [B, vocab] (rows of sequences that sat out are stale)."""
+        import torch
+        B = len(batch.states)
+        ids = np.array([-1 if t is None else int(t) for t in tokens], np.int64)
+        if len(ids) != B:
+            raise ValueError(f"{len(ids)} tokens for a batch of {B}")
+        if (ids >= self.vocab).any() or (ids < -1).any():
+            raise ValueError(f"token id outside the vocabulary (0..{self.vocab - 1})")
+        lengths = np.array([st.length for st in batch.states], np.int64)
+        margins = np.array([[st.residual_worst, st.noise_worst, *st.noise_at] for st in batch.states], np.float64)
+        _step_batch(self.W, ids, batch.h, batch.recurrent, batch.conv, lengths, margins, batch.logits)
+        for b, st in enumerate(batch.states):
+            if ids[b] >= 0:
+                st.length = int(lengths[b])
+                st.residual_worst, st.noise_worst = float(margins[b, 0]), float(margins[b, 1])
+                st.noise_at = (int(margins[b, 2]), int(margins[b, 3]))
+        return torch.from_numpy(batch.logits)
+
+    def _gdn_inputs(self, c) -> GDNInputs:
+        kd, vd, hv = self.hk * self.dk, self.hv * self.dv, self.hv
+        return GDNInputs(c[0, :kd].reshape(1, self.hk, self.dk).copy(), c[1, :kd].reshape(1, self.hk, self.dk).copy(),
+                         c[2, :vd].reshape(1, hv, self.dv).copy(), c[3, :hv][None].copy(), c[4, :hv][None].copy(),
+                         c[5, :vd].reshape(1, hv, self.dv).copy())
+
+    def noise_where(self, state: EngineState) -> str | None:
+        """The node of the largest form noise of the run (None before any)."""
+        return self.noise_names.get(state.noise_at)
+
+
+class EngineBatch:
+    """The states of B sequences in one block of memory; `states[b]` is sequence b's own state (a
+    view), which `SparseEngine.forward` runs alone (a prompt) and `step_batch` together."""
+
+    def __init__(self, engine: SparseEngine, size: int):
+        G = len(engine.gdn_layers)
+        C = 2 * engine.hk * engine.dk + engine.hv * engine.dv
+        self.recurrent = np.zeros((size, G, engine.hv, engine.dk, engine.dv), np.float32)
+        self.conv = np.zeros((size, G, engine.kernel - 1, C), np.float32)
+        self.h = np.zeros((size, engine.width), np.float32)
+        self.logits = np.zeros((size, engine.vocab), np.float32)
+        self.states = [EngineState(self.recurrent[b], self.conv[b], engine.gdn_layers) for b in range(size)]
+
+
+@dataclass
+class GDNInputs:
+    """One GDN layer's inputs to the delta rule at one token (NumPy, leading axis: tokens)."""
+    q: np.ndarray        # [T, hk, dk] l2-normalised queries (before the 1/sqrt(dk) scale)
+    k: np.ndarray        # [T, hk, dk] l2-normalised keys
+    v: np.ndarray        # [T, hv, dv] values (after SiLU)
+    beta: np.ndarray     # [T, hv] write strengths
+    decay: np.ndarray    # [T, hv] log decay (0: none)
+    z: np.ndarray        # [T, hv, dv] output gate pre-activations
