@@ -5,6 +5,7 @@ import statistics
 import time
 
 from .machine.assembler import AssemblerError
+from .program import MODEL_ENGINES
 
 
 def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, **options) -> list[dict]:
@@ -12,7 +13,7 @@ def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, **opti
     tokens per lane-instruction, seconds (best of `repeat`), lane-instructions/s, tokens/s."""
     from . import suite
     from .program import load_program, run
-    if engine in ("model", "compact"):
+    if engine in MODEL_ENGINES:
         options.setdefault("progress", False)
         if options.get("machine") is None:         # load once: the timings are of launches, not loads
             from .machine.model import load_machine

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import __version__
 from .launch import margin_text
+from .program import MODEL_ENGINES
 
 
 def _engines():
@@ -47,7 +48,7 @@ def _print_result(res, spec, as_json: bool):
 
 def _model_options(args) -> dict:
     """--device, --check-states and --model: options of the model engines only."""
-    if args.engine not in ("model", "compact"):
+    if args.engine not in MODEL_ENGINES:
         if getattr(args, "device", None) or getattr(args, "check_states", False) or getattr(args, "model", None):
             raise ValueError(f"--device, --check-states and --model apply to the model engines, not {args.engine!r}")
         return {}

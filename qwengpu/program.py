@@ -10,7 +10,9 @@ from .ptx.ir import Module
 from .ptx.isa import validate_module
 from .ptx.parser import parse_ptx
 
-ENGINES = ("interp", "sim", "model", "compact")
+ENGINES = ("interp", "sim", "model", "compact", "compact-ref")
+#: the engines that run the model's forward passes (the stock forward and the compact engines)
+MODEL_ENGINES = ("model", "compact", "compact-ref")
 
 
 def _looks_like_ptx(text: str) -> bool:
@@ -38,8 +40,9 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
     """Run one launch of `program` (see `load_program`) with `launch` (a `LaunchSpec`, a dict in
     the CLI's JSON format, a JSON string or a path) on `engine`: "interp" (the reference
     interpreter), "sim" (the machine's token-level simulator) or "model" (the model's stock
-    forward passes; options: machine, check_prefill, progress, device, on_token) or "compact" (the
-    same weights through the compact sparse engine; same options). `max_steps` bounds
+    forward passes; options: machine, check_prefill, progress, device, on_token), "compact" (the
+    same weights through the compact engine; same options) or "compact-ref" (the reference compact
+    engine, to check and time the compact one). `max_steps` bounds
     interpreter steps, or generated tokens on the machine."""
     module = load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
@@ -51,7 +54,7 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
     if engine == "sim":
         from .machine.runtime import DEFAULT_MAX_TOKENS, run_on_simulator
         return run_on_simulator(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS, **options)
-    if engine in ("model", "compact"):
+    if engine in MODEL_ENGINES:
         from .machine.runtime import DEFAULT_MAX_TOKENS, run_on_model
         return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS,
                             forward=engine, **options)

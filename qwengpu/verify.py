@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
+from .program import MODEL_ENGINES
+
 
 @dataclass
 class Row:
@@ -112,7 +114,7 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     if d:
         row.exact, row.detail = False, f"oracle: {d}"
         return row
-    if engine in ("model", "compact"):
+    if engine in MODEL_ENGINES:
         row.margins = res.margins()
         # the machine's token stream must be the simulator's, token for token
         m = options.get("machine")
@@ -136,7 +138,7 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
 def verify(engine: str = "interp", names=None, progress: bool = True, **options) -> Report:
     from . import suite
     ks = [suite.get(n) for n in names] if names else suite.kernels()
-    if engine in ("model", "compact"):
+    if engine in MODEL_ENGINES:
         options.setdefault("progress", False)
     rows = []
     for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False):

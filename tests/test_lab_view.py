@@ -356,9 +356,8 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
     from qwengpu.machine.config import COMPACT
     from qwengpu.machine.model import load_machine
     machine = load_machine(COMPACT, progress=False)
-    g = machine.fast().layers
-    gdn = next(lay.gdn for lay in g if lay.gdn is not None)
-    infos = memory_infos(machine, gdn.hv // gdn.hk)
+    engine = machine.fast()
+    infos = memory_infos(machine, engine.hv // engine.hk)
     v = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine, on_token=corrupt, names=["a", "b", "out"])
     assert "reg.emit" in hit and len(hit) >= 2
     c = v.consistency

@@ -668,6 +668,17 @@ class SparseEngine:
         self.inter, self.vocab = inter, vocab
         self.nnz = int(packed[4].sum())           # the entries of every segment
 
+    def add_input_row(self, cols, vals) -> int:
+        """Append an embedding row (a token that is only ever input, e.g. a base model's text token
+        run through a spliced model's GPU layers); returns its id."""
+        cols = np.asarray(cols, np.int32)
+        W = self.W
+        k = len(W.estart) - 1
+        self.W = W._replace(estart=np.append(W.estart, W.estart[-1] + len(cols)),
+                            ecols=np.concatenate([W.ecols, cols]),
+                            evals=np.concatenate([W.evals, np.asarray(vals, np.float32)]))
+        return k
+
     # -- running --------------------------------------------------------------------------------
 
     def new_state(self) -> EngineState:
@@ -685,8 +696,8 @@ class SparseEngine:
         gates, token by token."""
         import torch
         tokens = np.asarray(list(token_ids), dtype=np.int64)
-        if tokens.size and (tokens.min() < 0 or tokens.max() >= self.vocab):
-            raise ValueError(f"token id outside the vocabulary (0..{self.vocab - 1})")
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.W.estart) - 1):
+            raise ValueError(f"token id outside the vocabulary (0..{len(self.W.estart) - 2})")
         logits = np.zeros(self.vocab, np.float32)
         h = np.zeros(self.width, np.float32)
         margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
@@ -736,8 +747,8 @@ class SparseEngine:
         ids = np.array([-1 if t is None else int(t) for t in tokens], np.int64)
         if len(ids) != B:
             raise ValueError(f"{len(ids)} tokens for a batch of {B}")
-        if (ids >= self.vocab).any() or (ids < -1).any():
-            raise ValueError(f"token id outside the vocabulary (0..{self.vocab - 1})")
+        if (ids >= len(self.W.estart) - 1).any() or (ids < -1).any():
+            raise ValueError(f"token id outside the vocabulary (0..{len(self.W.estart) - 2})")
         lengths = np.array([st.length for st in batch.states], np.int64)
         margins = np.array([[st.residual_worst, st.noise_worst, *st.noise_at] for st in batch.states], np.float64)
         _step_batch(self.W, ids, batch.h, batch.recurrent, batch.conv, lengths, margins, batch.logits)

@@ -145,6 +145,17 @@ class FastModel:
                                               "engine runs inert attention layers only")
             self.layers.append(lay)
 
+    def add_input_row(self, cols, vals) -> int:
+        """Append an embedding row (a token that is only ever input, e.g. a base model's text token
+        run through a spliced model's GPU layers); returns its id."""
+        cols = torch.as_tensor(cols)
+        k = len(self.embed_start) - 1
+        self.embed_rows = torch.cat([self.embed_rows, torch.full((len(cols),), k, dtype=self.embed_rows.dtype)])
+        self.embed_cols = torch.cat([self.embed_cols, cols.to(self.embed_cols.dtype)])
+        self.embed_vals = torch.cat([self.embed_vals, torch.as_tensor(vals).to(self.embed_vals.dtype)])
+        self.embed_start = torch.cat([self.embed_start, self.embed_start[-1:] + len(cols)])
+        return k
+
     def new_state(self) -> FastState:
         s = FastState()
         for L, lay in enumerate(self.layers):

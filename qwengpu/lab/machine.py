@@ -271,66 +271,36 @@ def _select(q, k, hk, dk):
 
 class _CompactTap:
     """Taps on the compact engine: its `forward` is wrapped for the run (an instance attribute,
-    removed afterwards) to see the residual entering every layer."""
+    removed afterwards) to run token by token with a `gdn_hook`, which sees every GDN layer's
+    normalised queries and keys, write strengths and output gates as the engine computed them."""
 
-    def __init__(self, fast, taps: _Taps):
+    def __init__(self, engine, taps: _Taps):
         import torch
-
-        from qwengpu.compiler.fast import SparseMatrix
-        self.fast, self.taps = fast, taps
-        self.mats = {}
-        for L in taps.layers:
-            g = fast.layers[L].gdn
-            kd = g.hk * g.dk
-            sel = torch.nonzero(g.qkv.rows < 2 * kd).squeeze(1)
-            qk = SparseMatrix.__new__(SparseMatrix)
-            qk.shape, qk.rows, qk.cols, qk.vals = (2 * kd, g.qkv.shape[1]), g.qkv.rows[sel], g.qkv.cols[sel], g.qkv.vals[sel]
-            # the output gate of each key head's first value head (every value head of a read shares it)
-            want = torch.arange(g.hk) * (g.hv // g.hk) * g.dv
-            pos = torch.full((g.z.shape[0],), -1, dtype=torch.long)
-            pos[want] = torch.arange(g.hk)
-            zs = torch.nonzero(pos[g.z.rows] >= 0).squeeze(1)
-            zm = SparseMatrix.__new__(SparseMatrix)
-            zm.shape, zm.rows, zm.cols, zm.vals = (g.hk, g.z.shape[1]), pos[g.z.rows[zs]], g.z.cols[zs], g.z.vals[zs]
-            self.mats[L] = (qk, g.conv[:2 * kd, -1].clone(), zm, g)
-        self.torch = torch
+        self.engine, self.taps, self.torch = engine, taps, torch
+        # the output gate of each key head's first value head (every value head of a read shares it)
+        self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
 
     def install(self):
-        fast, orig = self.fast, type(self.fast).forward
+        engine, orig = self.engine, type(self.engine).forward
         tap = self
 
-        def forward(token_ids, state, hidden_hook=None, gate_hook=None):
-            T = len(token_ids)
-            tap.taps.begin(T)
-            h = tap.torch.zeros(T, fast.width)
-            for t, tok in enumerate(token_ids):
-                lo, hi = int(fast.embed_start[tok]), int(fast.embed_start[tok + 1])
-                h[t, fast.embed_cols[lo:hi]] = fast.embed_vals[lo:hi]
-            if 0 in tap.mats:
-                tap.layer(0, h)
+        def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None):
+            logits = None
+            for tok in token_ids:
+                tap.taps.begin(1)
+                logits = orig(engine, [tok], state, hidden_hook, gate_hook, tap.put)
+            return logits
 
-            def hook(sub, hh):
-                if hidden_hook is not None:
-                    hidden_hook(sub, hh)
-                if sub % 2 == 1 and sub // 2 + 1 in tap.mats:
-                    tap.layer(sub // 2 + 1, hh)
-            return orig(fast, token_ids, state, hook, gate_hook)
-
-        fast.forward = forward
+        engine.forward = forward
 
     def remove(self):
-        self.fast.__dict__.pop("forward", None)
+        self.engine.__dict__.pop("forward", None)
 
-    def layer(self, L: int, h):
+    def put(self, L: int, inputs):
         torch = self.torch
-        qk, convw, zm, g = self.mats[L]
-        x = self.fast._norm(h, self.fast.layers[L].in_norm)
-        mixed = torch.nn.functional.silu((qk @ x) * convw)
-        kd = g.hk * g.dk
-        q, k = _select(mixed[:, :kd], mixed[:, kd:], g.hk, g.dk)
-        beta = (g.b @ x).sigmoid()
-        gate = torch.nn.functional.silu(zm @ x) / Z_ON
-        self.taps.put(L, q, k, beta, gate)
+        z = torch.from_numpy(inputs.z[:, self.gate_heads, 0])
+        gate = torch.nn.functional.silu(z) / Z_ON
+        self.taps.put(L, torch.from_numpy(inputs.q), torch.from_numpy(inputs.k), torch.from_numpy(inputs.beta), gate)
 
 
 class _StockTap:
@@ -624,10 +594,9 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     # the model's geometry
     if engine == "compact":
         fast = machine.fast()
-        kinds = [lay.kind for lay in fast.layers]
-        gdn_layers = [L for L, lay in enumerate(fast.layers) if lay.gdn is not None]
-        g0 = fast.layers[gdn_layers[0]].gdn
-        hk, hv, dk = g0.hk, g0.hv, g0.dk
+        kinds = list(fast.kinds)
+        gdn_layers = list(fast.gdn_layers)
+        hk, hv, dk = fast.hk, fast.hv, fast.dk
         attending: list = []
     else:
         model = machine.model

@@ -41,7 +41,8 @@ def _source_hash(config: MachineConfig, target_kw: dict) -> str:
 
 
 def _fast_file() -> str:
-    """The compact engine's cache file, tagged by the engine's source (a pickled FastModel)."""
+    """The compact engine's cache file, tagged by the source that reads it: a pickled FastModel
+    (the sparse weights; the compact engine is packed from them when loaded)."""
     import qwengpu.compiler.fast as fast_module
     return FAST_FILE.format(hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8])
 
@@ -81,20 +82,29 @@ class Machine:
         return self._model
 
     def fast(self):
-        """The compact engine on this machine's weights (sparse copy cached next to the checkpoint)."""
+        """The compact engine (`qwengpu.compiler.engine.SparseEngine`) on this machine's weights,
+        measuring the residual code margin and the form noise of every run."""
         if getattr(self, "_fast", None) is None:
+            from qwengpu.compiler.engine import SparseEngine
+            self._fast = SparseEngine(self.fast_reference(), self.probes, self.lattices)
+        return self._fast
+
+    def fast_reference(self):
+        """The reference compact engine (`qwengpu.compiler.fast.FastModel`, `--engine compact-ref`):
+        the sparse weights in torch, cached next to the checkpoint."""
+        if getattr(self, "_reference", None) is None:
             import torch
 
             from qwengpu.compiler.fast import FastModel
             f = self.path / _fast_file() if self.path is not None else None
             if f is None:
-                self._fast = FastModel(self.model)
+                self._reference = FastModel(self.model)
             elif f.exists():
-                self._fast = torch.load(f, weights_only=False)
+                self._reference = torch.load(f, weights_only=False)
             else:
-                self._fast = FastModel(self.model)
-                torch.save(self._fast, f)
-        return self._fast
+                self._reference = FastModel(self.model)
+                torch.save(self._reference, f)
+        return self._reference
 
     @property
     def tokenizer(self):
@@ -169,7 +179,7 @@ def machine_of(config: MachineConfig, compiled) -> Machine:
                 {mem.name: compiled.placement(mem) for mem in prog.memories}, _report(compiled),
                 residual_probes(compiled), gate_lattices(compiled))
     dense = all(isinstance(v, torch.Tensor) and v.layout == torch.strided for v in compiled.state_dict.values())
-    m._fast = compiled.fast() if not dense else None
+    m._reference = compiled.fast() if not dense else None
     if dense:
         m._model = compiled.model()
     m.compiled = compiled
@@ -265,8 +275,8 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
         model.generation_config.pad_token_id = ends[0]
         model.save_pretrained(tmp)
     bar.update(1)
-    fast = compiled.fast()
-    torch.save(fast, tmp / _fast_file())
+    reference = compiled.fast()
+    torch.save(reference, tmp / _fast_file())
     _save_meta(tmp, config, compiled, hw, _report(compiled))
     save_tokenizer(tmp, [t.text for t in hw.p.tokens])
     if path.exists():
@@ -277,7 +287,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     bar.update(1)
     bar.close()
     m = open_machine(path)
-    m._model, m._fast = model, fast
+    m._model, m._reference = model, reference
     return m
 
 

@@ -97,14 +97,54 @@ class StockForward:
                              **{self.kw: self.state})
         return out.logits[0, -1].float()
 
+    def measured(self) -> dict:
+        """The run's measured margins: the form noise (hooks on every MLP's gate projection)."""
+        if self.form_noise is None:
+            return {}
+        return {"form_noise": self.form_noise.worst, "form_noise_at": self.form_noise.where}
+
 
 class CompactForward:
-    """The compact engine (`qwengpu.compiler.fast`): the decode path with sparse weights."""
+    """The compact engine (`qwengpu.compiler.engine.SparseEngine`): the decode path over the
+    weights' exact sparsity, margins measured inside its loop."""
+
+    def __init__(self, machine, device: str = "cpu"):
+        self.engine = machine.fast()
+        self.state = self.engine.new_state()
+        self.probed = bool(getattr(machine, "probes", None))
+        self.lattices = bool(getattr(machine, "lattices", None))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def prefill(self, ids: list):
+        return self.engine.forward(ids, self.state)
+
+    def step(self, token: int):
+        return self.engine.step(token, self.state)
+
+    def measured(self) -> dict:
+        """The run's measured margins: residual code margin, form noise and where it peaked."""
+        out = {}
+        if self.probed:
+            out["residual_margin"] = 0.5 - self.state.residual_worst
+        if self.lattices:
+            out["form_noise"] = self.state.noise_worst
+            out["form_noise_at"] = self.engine.noise_where(self.state)
+        return out
+
+
+class ReferenceCompactForward:
+    """The reference compact engine (`qwengpu.compiler.fast.FastModel`, `--engine compact-ref`): the
+    same function in torch, margins measured by hooks; kept to check and time the compact engine."""
 
     def __init__(self, machine, device: str = "cpu"):
         import torch
         self.torch = torch
-        self.fast = machine.fast()
+        self.fast = machine.fast_reference()
         self.state = self.fast.new_state()
         self.threads = torch.get_num_threads()
         self.probes = {k: torch.tensor(fs) for k, fs in (getattr(machine, "probes", None) or {}).items()}
@@ -118,10 +158,6 @@ class CompactForward:
         if idx is not None:
             x = h[:, idx]
             self.worst = max(self.worst, float((x - x.round()).abs().max()))
-
-    @property
-    def residual_margin(self) -> float | None:
-        return 0.5 - self.worst if self.probes else None
 
     def __enter__(self):
         # its operations are tiny: one thread beats a contended pool by ~20x
@@ -140,8 +176,16 @@ class CompactForward:
     def step(self, token: int):
         return self.fast.step(token, self.state, hidden_hook=self.hook, gate_hook=self.form_noise)
 
+    def measured(self) -> dict:
+        out = {}
+        if self.probes:
+            out["residual_margin"] = 0.5 - self.worst
+        if self.form_noise is not None:
+            out["form_noise"], out["form_noise_at"] = self.form_noise.worst, self.form_noise.where
+        return out
 
-FORWARDS = {"model": StockForward, "compact": CompactForward}
+
+FORWARDS = {"model": StockForward, "compact": CompactForward, "compact-ref": ReferenceCompactForward}
 
 
 def best_device() -> str:
@@ -155,7 +199,7 @@ def best_device() -> str:
 
 
 def _device_for(forward: str, device: str | None) -> str:
-    if forward == "compact":
+    if forward != "model":
         if device not in (None, "cpu"):
             raise ValueError(f"the compact engine runs on the CPU only (asked for {device!r}); "
                              "use engine='model' for other devices")
@@ -214,7 +258,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
                  prefix_ids: list | None = None) -> LaunchResult:
     """Run the launch through the model's forward passes (`forward`: "model" = the stock
     transformers forward on `device` (default: cuda, mps or cpu, the best there is), "compact" =
-    the compact engine on the same weights, CPU only). `on_token(index, text, state)` is called
+    the compact engine on the same weights, CPU only, "compact-ref" = the reference compact engine). `on_token(index, text, state)` is called
     after every generated token's pass (the lab records states with it). `check_states` compares
     the registers decoded from the model's state with the simulator's after every pass;
     `check_prefill` re-runs the whole sequence through the chunked prefill path. `prefix_ids`:
@@ -238,10 +282,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     memory, margin = machine.memory_image(fw.state)
     extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
              "memory_margin": margin, "image": img, "forward": forward, "device": device}
-    if getattr(fw, "residual_margin", None) is not None:
-        extra["residual_margin"] = fw.residual_margin
-    if getattr(fw, "form_noise", None) is not None:
-        extra["form_noise"], extra["form_noise_at"] = fw.form_noise.worst, fw.form_noise.where
+    extra.update(fw.measured())
     if check is not None:
         extra["states_checked"] = check.checked
         extra["memory_checked"] = check.memory_checked
@@ -255,7 +296,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
                                                                           stream.generated, device, prefix_ids)
         if not extra["prefill_exact"]:
             raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
-    return LaunchResult(img.kernel, "model" if forward == "model" else forward, read_buffers(img, spec, memory),
+    return LaunchResult(img.kernel, forward, read_buffers(img, spec, memory),
                         steps=sum(t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
                         lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
 

@@ -247,14 +247,16 @@ def _safetensors_index(path: Path) -> dict:
 
 class SplicedCompact:
     """The compact engine on a spliced checkpoint's GPU layers (see the module doc): the same
-    interface as `FastModel` (`new_state`, `forward`, `step`), in the spliced model's token ids;
-    logits over the whole vocabulary, base tokens at -inf."""
+    interface as the engine (`new_state`, `forward`, `step`), in the spliced model's token ids;
+    logits over the whole vocabulary, base tokens at -inf. `reference`: the reference engine
+    (`FastModel`, `--engine compact-ref`) instead of `SparseEngine`."""
 
-    def __init__(self, path, meta: dict, cache: bool = True):
+    def __init__(self, path, meta: dict, cache: bool = True, reference: bool = False):
         import torch
         from safetensors import safe_open
         from transformers import Qwen3_5TextConfig
 
+        from ..compiler.engine import SparseEngine
         from ..compiler.fast import FastModel, SparseMatrix
         from ..machine.model import _fast_file
         path = Path(path)
@@ -269,7 +271,7 @@ class SplicedCompact:
         self.wmap = _safetensors_index(path)
         f = path / _fast_file().replace("compact_engine", "compact_gpu_layers")
         if cache and f.exists():
-            self.fast = torch.load(f, weights_only=False)
+            self.weights = torch.load(f, weights_only=False)
         else:
             tc = {k: v for k, v in tc.items() if k not in ("model_type", "transformers_version")}
             tc.update(num_hidden_layers=self.n, layer_types=list(tc["layer_types"][:self.n]), vocab_size=self.g,
@@ -292,12 +294,13 @@ class SplicedCompact:
             sd["model.embed_tokens.weight"] = self._rows(P + "embed_tokens.weight", self.offset, self.vocab)
             sd["lm_head.weight"] = self._rows("lm_head.weight", self.offset, self.vocab)
             sd["model.norm.weight"] = self._rows(P + "norm.weight", None, None)
-            self.fast = FastModel.from_state_dict(config, sd)
+            self.weights = FastModel.from_state_dict(config, sd)
             if cache:
                 try:
-                    torch.save(self.fast, f)
+                    torch.save(self.weights, f)
                 except OSError:
                     pass
+        self.engine = self.weights if reference else SparseEngine(self.weights)
         self.text_rows: dict = {}          # text token id -> local row (appended after the GPU tokens)
 
     def _rows(self, name: str, lo, hi):
@@ -318,12 +321,7 @@ class SplicedCompact:
         if k is None:
             row = self._rows(self.prefix + "embed_tokens.weight", tok, tok + 1)[0]
             cols = torch.nonzero(row, as_tuple=True)[0]
-            k = self.g + len(self.text_rows)
-            fm = self.fast
-            fm.embed_rows = torch.cat([fm.embed_rows, torch.full((len(cols),), k, dtype=fm.embed_rows.dtype)])
-            fm.embed_cols = torch.cat([fm.embed_cols, cols.to(fm.embed_cols.dtype)])
-            fm.embed_vals = torch.cat([fm.embed_vals, row[cols].to(fm.embed_vals.dtype)])
-            fm.embed_start = torch.cat([fm.embed_start, fm.embed_start[-1:] + len(cols)])
+            k = self.engine.add_input_row(cols, row[cols])
             self.text_rows[tok] = k
         return k
 
@@ -334,13 +332,13 @@ class SplicedCompact:
         return out
 
     def new_state(self):
-        return self.fast.new_state()
+        return self.engine.new_state()
 
     def forward(self, token_ids: list, state, hidden_hook=None, gate_hook=None):
-        return self._global(self.fast.forward([self._local(t) for t in token_ids], state, hidden_hook, gate_hook))
+        return self._global(self.engine.forward([self._local(t) for t in token_ids], state, hidden_hook, gate_hook))
 
     def step(self, token_id: int, state, hidden_hook=None, gate_hook=None):
-        return self._global(self.fast.step(self._local(token_id), state, hidden_hook, gate_hook))
+        return self._global(self.engine.step(self._local(token_id), state, hidden_hook, gate_hook))
 
 
 @dataclass
@@ -365,6 +363,11 @@ class SplicedMachine(Machine):
         if getattr(self, "_fast", None) is None:
             self._fast = SplicedCompact(self.path, self.meta)
         return self._fast
+
+    def fast_reference(self):
+        if getattr(self, "_reference", None) is None:
+            self._reference = SplicedCompact(self.path, self.meta, reference=True)
+        return self._reference
 
     @property
     def tokenizer(self):
