@@ -6,7 +6,7 @@ the semantics every engine is tested against.
 """
 from .cuda import compile_cuda
 from .launch import LaunchResult, LaunchSpec
-from .program import load_program, run
+from .program import load_program, run, run_many
 
 
 def build_gpu(target="compact", out=None, **options):
@@ -16,4 +16,4 @@ def build_gpu(target="compact", out=None, **options):
 
 
 __version__ = "0.1.0"
-__all__ = ["compile_cuda", "load_program", "run", "build_gpu", "LaunchSpec", "LaunchResult", "__version__"]
+__all__ = ["compile_cuda", "load_program", "run", "run_many", "build_gpu", "LaunchSpec", "LaunchResult", "__version__"]

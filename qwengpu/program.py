@@ -59,3 +59,45 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
         return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS,
                             forward=engine, **options)
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
+
+
+def run_many(programs, launches, *, engine: str = "compact", kernels: list | None = None,
+             max_steps: int | None = None, batch_size: int | None = None, return_exceptions: bool = False,
+             **options) -> list:
+    """Run many launches: `programs` is one program for every launch or a list with one per launch
+    (see `load_program`), `launches` a list of launch specs. On the model engines ("model",
+    "compact", "compact-ref") the launches run as batches of `batch_size` (default: all of them)
+    through the model's forward passes, each result identical to its single run; on "interp" and
+    "sim" one after another. A launch that fails: with `return_exceptions` its entry is the
+    exception, else the first failure is raised. Options as for `run` (machine, device,
+    check_states, progress, ...)."""
+    specs = [s if isinstance(s, LaunchSpec) else LaunchSpec.from_json(s) for s in launches]
+    if isinstance(programs, (list, tuple)):
+        if len(programs) != len(specs):
+            raise ValueError(f"{len(programs)} programs for {len(specs)} launches")
+        loaded: dict = {}
+        modules = [loaded.setdefault(id(p), load_program(p)) for p in programs]
+    else:
+        modules = [load_program(programs)] * len(specs)
+    kernels = list(kernels) if kernels is not None else [None] * len(specs)
+    if engine not in MODEL_ENGINES:
+        out = []
+        for m, sp, k in zip(modules, specs, kernels):
+            try:
+                out.append(run(m, sp, engine=engine, kernel=k, max_steps=max_steps, **options))
+            except Exception as e:
+                if not return_exceptions:
+                    raise
+                out.append(e)
+        return out
+    from .machine.runtime import DEFAULT_MAX_TOKENS, run_batch_on_model
+    if options.get("machine") is None:            # load once for every batch
+        from .machine.model import load_machine
+        options["machine"] = load_machine(dense=engine == "model", progress=options.get("progress", True))
+    size = batch_size or max(1, len(specs))
+    out = []
+    for i in range(0, len(specs), size):
+        out += run_batch_on_model(modules[i:i + size], specs[i:i + size], kernels[i:i + size],
+                                  max_tokens=max_steps or DEFAULT_MAX_TOKENS, forward=engine,
+                                  return_exceptions=return_exceptions, **options)
+    return out

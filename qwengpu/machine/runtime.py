@@ -55,9 +55,11 @@ def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config
 
 
 class StockForward:
-    """The stock transformers forward: chunked prefill of the prompt, then cached decode."""
+    """The stock transformers forward on B sequences: the prompts left-padded through the chunked
+    prefill path (padding masked), then one cached decode pass per token for every sequence still
+    running (a finished sequence leaves the batch)."""
 
-    def __init__(self, machine, device: str = "cpu"):
+    def __init__(self, machine, device: str = "cpu", size: int = 1):
         import torch
         from transformers import DynamicCache
         self.torch = torch
@@ -66,18 +68,21 @@ class StockForward:
         self.model = machine.model.to(device)
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        self.state = DynamicCache(config=self.model.config)
+        self.cache = DynamicCache(config=self.model.config)
         from qwengpu.compiler.run import _cache_kwarg
         self.kw = _cache_kwarg(self.model)
         lattices = getattr(machine, "lattices", None)
-        self.form_noise = FormNoise(lattices) if lattices else None
+        self.form_noise = [FormNoise(lattices) for _ in range(size)] if lattices else None
+        self.rows = list(range(size))       # the sequence in each row of the cache
+        self.mask = None                    # [rows, positions] padding mask (batches only)
+        self.live = None                    # [rows, T] positions of this pass that measure form noise
         self.hooks = []
 
     def __enter__(self):
         if self.form_noise is not None:         # the gate pre-activations of every MLP, as they are computed
             for L, layer in enumerate(self.model.model.layers):
                 self.hooks.append(layer.mlp.gate_proj.register_forward_hook(
-                    lambda mod, args, out, L=L: self.form_noise(L, out)))
+                    lambda mod, args, out, L=L: self._noise(L, out)))
         return self
 
     def __exit__(self, *exc):
@@ -85,32 +90,82 @@ class StockForward:
             h.remove()
         self.hooks = []
 
-    def prefill(self, ids: list):
-        with self.torch.no_grad():
-            out = self.model(input_ids=self.torch.tensor([ids], device=self.device), use_cache=True,
-                             **{self.kw: self.state})
-        return out.logits[0, -1].float()
+    def _noise(self, L, gate):
+        for r, b in enumerate(self.rows):
+            g = gate[r] if self.live is None else gate[r][self.live[r]]
+            self.form_noise[b](L, g)
 
-    def step(self, token: int):
+    def _run(self, ids, mask):
         with self.torch.no_grad():
-            out = self.model(input_ids=self.torch.tensor([[token]], device=self.device), use_cache=True,
-                             **{self.kw: self.state})
-        return out.logits[0, -1].float()
+            kw = {} if mask is None else {"attention_mask": mask}
+            out = self.model(input_ids=ids, use_cache=True, **kw, **{self.kw: self.cache})
+        return out.logits[:, -1].float()
 
-    def measured(self) -> dict:
-        """The run's measured margins: the form noise (hooks on every MLP's gate projection)."""
+    def prefill_all(self, id_lists: list):
+        """Each sequence's prompt; returns the logits after each [B, vocab]."""
+        torch = self.torch
+        T = max(len(x) for x in id_lists)
+        if len(id_lists) == 1:
+            return self._run(torch.tensor(id_lists, device=self.device), None)
+        ids = torch.zeros((len(id_lists), T), dtype=torch.long)
+        self.mask = torch.zeros((len(id_lists), T), dtype=torch.long)
+        for b, x in enumerate(id_lists):
+            ids[b, T - len(x):] = torch.tensor(x)
+            self.mask[b, T - len(x):] = 1
+        self.live = self.mask.bool()
+        try:
+            return self._run(ids.to(self.device), self.mask.to(self.device))
+        finally:
+            self.live = None
+
+    def step(self, tokens: list):
+        """One decode pass for every sequence whose token is not None (the others have finished and
+        leave the batch); returns logits [B, vocab] (rows of finished sequences: zero)."""
+        torch = self.torch
+        keep = [r for r, b in enumerate(self.rows) if tokens[b] is not None]
+        if len(keep) < len(self.rows):
+            self.cache.batch_select_indices(torch.tensor(keep, device=self.device))
+            self.rows = [self.rows[r] for r in keep]
+            if self.mask is not None:
+                self.mask = self.mask[keep]
+        ids = torch.tensor([[tokens[b]] for b in self.rows], device=self.device)
+        if self.mask is not None:
+            self.mask = torch.cat([self.mask, torch.ones((len(self.rows), 1), dtype=torch.long)], dim=1)
+        logits = self._run(ids, None if self.mask is None else self.mask.to(self.device))
+        out = torch.zeros((len(tokens), logits.shape[-1]), dtype=logits.dtype, device=logits.device)
+        out[self.rows] = logits
+        return out
+
+    def state(self, b: int):
+        """Sequence b's state, as a cache (`get_recurrent_state(layer)` -> [1, hv, dk, dv])."""
+        if len(self.rows) == 1 and self.rows[0] == b:
+            return self.cache
+        return _RowOf(self.cache, self.rows.index(b))
+
+    def measured(self, b: int) -> dict:
+        """Sequence b's measured margins: the form noise (hooks on every MLP's gate projection)."""
         if self.form_noise is None:
             return {}
-        return {"form_noise": self.form_noise.worst, "form_noise_at": self.form_noise.where}
+        return {"form_noise": self.form_noise[b].worst, "form_noise_at": self.form_noise[b].where}
+
+
+class _RowOf:
+    """One row of a batched cache, read like a cache of one sequence."""
+
+    def __init__(self, cache, row: int):
+        self.cache, self.row = cache, row
+
+    def get_recurrent_state(self, layer: int):
+        return self.cache.get_recurrent_state(layer)[self.row:self.row + 1]
 
 
 class CompactForward:
     """The compact engine (`qwengpu.compiler.engine.SparseEngine`): the decode path over the
-    weights' exact sparsity, margins measured inside its loop."""
+    weights' exact sparsity, B sequences stepped together, margins measured inside its loop."""
 
-    def __init__(self, machine, device: str = "cpu"):
+    def __init__(self, machine, device: str = "cpu", size: int = 1):
         self.engine = machine.fast()
-        self.state = self.engine.new_state()
+        self.batch = self.engine.new_batch(size)
         self.probed = bool(getattr(machine, "probes", None))
         self.lattices = bool(getattr(machine, "lattices", None))
 
@@ -120,44 +175,52 @@ class CompactForward:
     def __exit__(self, *exc):
         pass
 
-    def prefill(self, ids: list):
-        return self.engine.forward(ids, self.state)
+    def prefill_all(self, id_lists: list):
+        import torch
+        return torch.stack([self.engine.forward(ids, st).clone() for ids, st in zip(id_lists, self.batch.states)])
 
-    def step(self, token: int):
-        return self.engine.step(token, self.state)
+    def step(self, tokens: list):
+        if len(tokens) == 1:                    # one sequence: the same loop without the batch's bookkeeping
+            return self.engine.step(tokens[0], self.batch.states[0])[None]
+        return self.engine.step_batch(tokens, self.batch)
 
-    def measured(self) -> dict:
-        """The run's measured margins: residual code margin, form noise and where it peaked."""
-        out = {}
+    def state(self, b: int):
+        return self.batch.states[b]
+
+    def measured(self, b: int) -> dict:
+        """Sequence b's measured margins: residual code margin, form noise and where it peaked."""
+        st, out = self.batch.states[b], {}
         if self.probed:
-            out["residual_margin"] = 0.5 - self.state.residual_worst
+            out["residual_margin"] = 0.5 - st.residual_worst
         if self.lattices:
-            out["form_noise"] = self.state.noise_worst
-            out["form_noise_at"] = self.engine.noise_where(self.state)
+            out["form_noise"] = st.noise_worst
+            out["form_noise_at"] = self.engine.noise_where(st)
         return out
 
 
 class ReferenceCompactForward:
     """The reference compact engine (`qwengpu.compiler.fast.FastModel`, `--engine compact-ref`): the
-    same function in torch, margins measured by hooks; kept to check and time the compact engine."""
+    same function in torch, margins measured by hooks, sequences run one after another; kept to
+    check and time the compact engine."""
 
-    def __init__(self, machine, device: str = "cpu"):
+    def __init__(self, machine, device: str = "cpu", size: int = 1):
         import torch
         self.torch = torch
         self.fast = machine.fast_reference()
-        self.state = self.fast.new_state()
+        self.states = [self.fast.new_state() for _ in range(size)]
         self.threads = torch.get_num_threads()
         self.probes = {k: torch.tensor(fs) for k, fs in (getattr(machine, "probes", None) or {}).items()}
-        self.worst = 0.0             # largest distance of a probed feature from its 0/1 code
-        self.hook = self._measure if self.probes else None
+        self.worst = [0.0] * size    # largest distance of a probed feature from its 0/1 code
         lattices = getattr(machine, "lattices", None)
-        self.form_noise = FormNoise(lattices) if lattices else None
+        self.form_noise = [FormNoise(lattices) for _ in range(size)] if lattices else None
 
-    def _measure(self, sublayer, h):
-        idx = self.probes.get(sublayer)
-        if idx is not None:
-            x = h[:, idx]
-            self.worst = max(self.worst, float((x - x.round()).abs().max()))
+    def _hooks(self, b):
+        def measure(sublayer, h):
+            idx = self.probes.get(sublayer)
+            if idx is not None:
+                x = h[:, idx]
+                self.worst[b] = max(self.worst[b], float((x - x.round()).abs().max()))
+        return (measure if self.probes else None), (self.form_noise[b] if self.form_noise else None)
 
     def __enter__(self):
         # its operations are tiny: one thread beats a contended pool by ~20x
@@ -167,21 +230,30 @@ class ReferenceCompactForward:
     def __exit__(self, *exc):
         self.torch.set_num_threads(self.threads)
 
-    def prefill(self, ids: list, chunk: int = 256):
-        for i in range(0, len(ids), chunk):
-            logits = self.fast.forward(ids[i:i + chunk], self.state, hidden_hook=self.hook,
-                                       gate_hook=self.form_noise)
-        return logits
+    def prefill_all(self, id_lists: list, chunk: int = 256):
+        out = []
+        for b, ids in enumerate(id_lists):
+            for i in range(0, len(ids), chunk):
+                logits = self.fast.forward(ids[i:i + chunk], self.states[b], *self._hooks(b))
+            out.append(logits)
+        return self.torch.stack(out)
 
-    def step(self, token: int):
-        return self.fast.step(token, self.state, hidden_hook=self.hook, gate_hook=self.form_noise)
+    def step(self, tokens: list):
+        out = self.torch.zeros((len(tokens), self.fast.lm_head.shape[0]))
+        for b, tok in enumerate(tokens):
+            if tok is not None:
+                out[b] = self.fast.step(tok, self.states[b], *self._hooks(b))
+        return out
 
-    def measured(self) -> dict:
+    def state(self, b: int):
+        return self.states[b]
+
+    def measured(self, b: int) -> dict:
         out = {}
         if self.probes:
-            out["residual_margin"] = 0.5 - self.worst
+            out["residual_margin"] = 0.5 - self.worst[b]
         if self.form_noise is not None:
-            out["form_noise"], out["form_noise_at"] = self.form_noise.worst, self.form_noise.where
+            out["form_noise"], out["form_noise_at"] = self.form_noise[b].worst, self.form_noise[b].where
         return out
 
 
@@ -252,78 +324,145 @@ class StateCheck:
             self.memory_checked += 1
 
 
+class _Launch:
+    """One launch of a batch: its program image and prompt, the tokens it generates, its checks,
+    and what it leaves in the model's state when it ends."""
+
+    def __init__(self, machine, module, spec, kernel, max_tokens, check_states, on_token, prefix):
+        self.machine, self.module, self.spec = machine, module, spec
+        self.img = assemble(module, spec, kernel, machine.config)
+        self.prompt = prompt_tokens(self.img, module, spec)
+        self.prefix = list(prefix or [])
+        self.stream = TokenStream(self.prompt)
+        self.max_tokens = max_tokens
+        self.check = StateCheck(machine, self.img, module, spec, max_tokens) if check_states else None
+        self.hooks = [h for h in (self.check, on_token) if h is not None]
+        self.error = None
+        self.ended = None        # (memory image, memory margin, pending addresses) read when it ended
+
+    def prompt_ids(self) -> list:
+        return self.prefix + [self.machine.token_id(t) for t in self.prompt]
+
+    def decide(self, logits, state) -> int | None:
+        """Take the winning token of `logits`; returns it, or None when the launch has ended."""
+        import torch
+        top = torch.topk(logits, 2)
+        tok = int(top.indices[0])
+        text = self.machine.text(tok)
+        self.stream.generated.append(text)
+        self.stream.gaps.append(float(top.values[0] - top.values[1]))
+        try:
+            for h in self.hooks:
+                h(len(self.stream.generated) - 1, text, state)
+            if text in FINAL or text.startswith("<fault"):
+                self.end(state)
+                return None
+            if len(self.stream.generated) >= self.max_tokens:
+                raise MachineStepLimit(f"token limit of {self.max_tokens} reached (a runaway loop?)",
+                                       kernel=self.img.kernel).locate()
+        except Exception as e:               # a failed check or a runaway loop ends this launch only
+            self.error = e
+            return None
+        return tok
+
+    def end(self, state):
+        memory, margin = self.machine.memory_image(state)
+        pending = self.machine.pending_addresses(state) if self.stream.generated[-1].startswith("<fault") else None
+        self.ended = (memory, margin, pending)
+
+    def result(self, forward: str, device: str, measured: dict) -> LaunchResult:
+        if self.error is not None:
+            raise self.error
+        memory, margin, pending = self.ended
+        gen = self.stream.generated
+        extra = {"prompt": self.prompt, "generated": gen, "min_logit_gap": self.stream.min_gap,
+                 "memory_margin": margin, "image": self.img, "forward": forward, "device": device, **measured}
+        if self.check is not None:
+            extra["states_checked"] = self.check.checked
+            extra["memory_checked"] = self.check.memory_checked
+        if self.prefix:
+            extra["prefix_tokens"] = len(self.prefix)
+        if gen[-1].startswith("<fault"):
+            raise _model_fault(self.img, gen, gen[-1], pending)
+        return LaunchResult(self.img.kernel, forward, read_buffers(self.img, self.spec, memory),
+                            steps=sum(t.startswith("<exec") for t in gen), tokens=len(gen),
+                            lane_instructions=_lane_instructions(self.img, gen), extra=extra)
+
+
+def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, machine=None,
+                       max_tokens: int = DEFAULT_MAX_TOKENS, check_states: bool = False, progress: bool = True,
+                       device: str | None = None, forward: str = "compact", on_token=None,
+                       prefix_ids: list | None = None, return_exceptions: bool = False) -> list:
+    """Run B launches through the model's forward passes as one batch (`forward`: "model", the
+    stock transformers forward with a batch dimension, the prompts left-padded; "compact", the
+    compact engine stepping the sequences together; "compact-ref"). Each launch's result is what
+    its single run gives: its own tokens, state checks and margins. A launch that faults or fails a
+    check ends alone: with `return_exceptions` its entry is the exception, else the first one is
+    raised after the batch. `on_token(b, index, text, state)` sees every generated token."""
+    from tqdm.auto import tqdm
+
+    from .model import load_machine
+    B = len(modules)
+    if len(specs) != B:
+        raise ValueError(f"{B} programs for {len(specs)} launches")
+    device = _device_for(forward, device)
+    machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
+    kernels = kernels or [None] * B
+    prefix_ids = prefix_ids or [None] * B
+    launches = [_Launch(machine, m, sp, k, max_tokens, check_states,
+                        None if on_token is None else (lambda i, t, st, b=b: on_token(b, i, t, st)), pre)
+                for b, (m, sp, k, pre) in enumerate(zip(modules, specs, kernels, prefix_ids))]
+    name = launches[0].img.kernel if B == 1 else f"{B} launches"
+    bar = tqdm(desc=f"{name} on the {forward}", unit="tok", disable=not progress)
+    with FORWARDS[forward](machine, device, B) as fw:
+        logits = fw.prefill_all([ln.prompt_ids() for ln in launches])
+        running = list(range(B))
+        while running:
+            tokens = [None] * B
+            for b in running:
+                tokens[b] = launches[b].decide(logits[b], fw.state(b))
+            bar.update(len(running))
+            running = [b for b in running if tokens[b] is not None]
+            if running:
+                logits = fw.step(tokens)
+        measured = [fw.measured(b) for b in range(B)]
+    bar.close()
+    out = []
+    for b, ln in enumerate(launches):
+        try:
+            out.append(ln.result(forward, device, measured[b]))
+        except Exception as e:
+            if not return_exceptions:
+                raise
+            out.append(e)
+    return out
+
+
 def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
                  check_prefill: bool = False, check_states: bool = False, progress: bool = True,
                  device: str | None = None, on_token=None, forward: str = "model",
                  prefix_ids: list | None = None) -> LaunchResult:
     """Run the launch through the model's forward passes (`forward`: "model" = the stock
     transformers forward on `device` (default: cuda, mps or cpu, the best there is), "compact" =
-    the compact engine on the same weights, CPU only, "compact-ref" = the reference compact engine). `on_token(index, text, state)` is called
-    after every generated token's pass (the lab records states with it). `check_states` compares
-    the registers decoded from the model's state with the simulator's after every pass;
-    `check_prefill` re-runs the whole sequence through the chunked prefill path. `prefix_ids`:
-    model token ids (text, on a spliced checkpoint) run in the same context before the prompt."""
-
+    the compact engine on the same weights, CPU only, "compact-ref" = the reference compact
+    engine). `on_token(index, text, state)` is called after every generated token's pass (the lab
+    records states with it). `check_states` compares the registers decoded from the model's state
+    with the simulator's after every pass; `check_prefill` re-runs the whole sequence through the
+    chunked prefill path. `prefix_ids`: model token ids (text, on a spliced checkpoint) run in the
+    same context before the prompt."""
     from .model import load_machine
-    device = _device_for(forward, device)
     machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
-    img = assemble(module, spec, kernel, machine.config)
-    prompt = prompt_tokens(img, module, spec)
-    check = StateCheck(machine, img, module, spec, max_tokens) if check_states else None
-    hooks = [h for h in (check, on_token) if h is not None]
-
-    def each_token(i, text, state):
-        for h in hooks:
-            h(i, text, state)
-
-    with FORWARDS[forward](machine, device) as fw:
-        stream = _generate(fw, machine, img, prompt, max_tokens, progress, each_token if hooks else None, forward,
-                           list(prefix_ids or []))
-    memory, margin = machine.memory_image(fw.state)
-    extra = {"prompt": prompt, "generated": stream.generated, "min_logit_gap": stream.min_gap,
-             "memory_margin": margin, "image": img, "forward": forward, "device": device}
-    extra.update(fw.measured())
-    if check is not None:
-        extra["states_checked"] = check.checked
-        extra["memory_checked"] = check.memory_checked
-    if prefix_ids:
-        extra["prefix_tokens"] = len(prefix_ids)
-    last = stream.generated[-1]
-    if last.startswith("<fault"):
-        raise _model_fault(img, stream.generated, last, machine.pending_addresses(fw.state))
+    res = run_batch_on_model([module], [spec], [kernel], machine, max_tokens, check_states, progress, device,
+                             forward, None if on_token is None else (lambda b, i, t, st: on_token(i, t, st)),
+                             [prefix_ids])[0]
     if check_prefill:
-        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(machine.model, machine, prompt,
-                                                                          stream.generated, device, prefix_ids)
+        extra = res.extra
+        extra["prefill_exact"], extra["prefill_min_gap"] = _check_prefill(machine.model, machine, extra["prompt"],
+                                                                          extra["generated"], extra["device"],
+                                                                          prefix_ids)
         if not extra["prefill_exact"]:
-            raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=img.kernel)
-    return LaunchResult(img.kernel, forward, read_buffers(img, spec, memory),
-                        steps=sum(t.startswith("<exec") for t in stream.generated), tokens=len(stream.generated),
-                        lane_instructions=_lane_instructions(img, stream.generated), extra=extra)
-
-
-def _generate(fw, machine, img, prompt, max_tokens, progress, on_token, forward, prefix=()) -> TokenStream:
-    import torch
-    from tqdm.auto import tqdm
-    stream = TokenStream(prompt)
-    bar = tqdm(desc=f"{img.kernel} on the {forward}", unit="tok", disable=not progress)
-    logits = fw.prefill(list(prefix) + [machine.token_id(t) for t in prompt])
-    while True:
-        top = torch.topk(logits, 2)
-        tok = int(top.indices[0])
-        text = machine.text(tok)
-        stream.generated.append(text)
-        stream.gaps.append(float(top.values[0] - top.values[1]))
-        bar.update(1)
-        if on_token is not None:
-            on_token(len(stream.generated) - 1, text, fw.state)
-        if text in FINAL or text.startswith("<fault"):
-            break
-        if len(stream.generated) >= max_tokens:
-            bar.close()
-            raise MachineStepLimit(f"token limit of {max_tokens} reached (a runaway loop?)", kernel=img.kernel).locate()
-        logits = fw.step(tok)
-    bar.close()
-    return stream
+            raise ExecutionFault("the chunked prefill path disagrees with the decode path", kernel=res.kernel)
+    return res
 
 
 def _check_prefill(model, machine, prompt, generated, device, prefix=None):
