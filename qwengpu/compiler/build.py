@@ -394,8 +394,14 @@ class Compiled:
     state_dict: dict
     report: dict
 
-    def fast(self):
-        """The compact engine (`qwengpu.compiler.fast`) on these weights."""
+    def fast(self, probes: dict | None = None, lattices: dict | None = None):
+        """The compact engine (`qwengpu.compiler.engine.SparseEngine`) on these weights; `probes`
+        and `lattices` as `SparseEngine` takes them (the margins its runs measure)."""
+        from .engine import SparseEngine
+        return SparseEngine(self.fast_reference(), probes, lattices)
+
+    def fast_reference(self):
+        """The reference compact engine (`qwengpu.compiler.fast.FastModel`) on these weights."""
         from .fast import FastModel
         return FastModel.from_state_dict(self.config, self.state_dict)
 

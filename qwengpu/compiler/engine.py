@@ -473,6 +473,35 @@ def _noise(W, L, gate, margins):
             margins[3] = W.fidx[p]
 
 
+@njit(cache=True)
+def _top2(logits):
+    """(index of the largest logit, largest - runner-up): the first index on a tie, as argmax."""
+    best = 0
+    v1 = logits[0]
+    v2 = -np.inf
+    for i in range(1, logits.shape[0]):
+        v = logits[i]
+        if v > v1:
+            v2 = v1
+            v1 = v
+            best = i
+        elif v > v2:
+            v2 = v
+    return best, v1 - v2
+
+
+def top2(logits) -> tuple[int, float]:
+    """The winning token of a logits vector and its gap to the runner-up (a CPU float32 vector in
+    one compiled pass; anything else through torch.topk)."""
+    import torch
+    if isinstance(logits, torch.Tensor) and logits.device.type == "cpu" and logits.dtype == torch.float32 \
+            and logits.is_contiguous():
+        i, gap = _top2(logits.numpy())
+        return int(i), float(gap)
+    top = torch.topk(logits, 2)
+    return int(top.indices[0]), float(top.values[0] - top.values[1])
+
+
 # ------------------------------------------------------------------------------------------------
 # building the packed weights
 

@@ -179,7 +179,7 @@ def machine_of(config: MachineConfig, compiled) -> Machine:
                 {mem.name: compiled.placement(mem) for mem in prog.memories}, _report(compiled),
                 residual_probes(compiled), gate_lattices(compiled))
     dense = all(isinstance(v, torch.Tensor) and v.layout == torch.strided for v in compiled.state_dict.values())
-    m._reference = compiled.fast() if not dense else None
+    m._reference = compiled.fast_reference() if not dense else None
     if dense:
         m._model = compiled.model()
     m.compiled = compiled
@@ -275,7 +275,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
         model.generation_config.pad_token_id = ends[0]
         model.save_pretrained(tmp)
     bar.update(1)
-    reference = compiled.fast()
+    reference = compiled.fast_reference()
     torch.save(reference, tmp / _fast_file())
     _save_meta(tmp, config, compiled, hw, _report(compiled))
     save_tokenizer(tmp, [t.text for t in hw.p.tokens])

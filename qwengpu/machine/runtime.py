@@ -56,8 +56,8 @@ def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config
 
 class StockForward:
     """The stock transformers forward on B sequences: the prompts left-padded through the chunked
-    prefill path (padding masked), then one cached decode pass per token for every sequence still
-    running (a finished sequence leaves the batch)."""
+    prefill path (padding masked), then one cached decode pass per token for every row (a finished
+    sequence's row runs on, ignored: its results were read when it ended)."""
 
     def __init__(self, machine, device: str = "cpu", size: int = 1):
         import torch
@@ -65,6 +65,7 @@ class StockForward:
         self.torch = torch
         self.machine = machine
         self.device = device
+        self.size = size
         self.model = machine.model.to(device)
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -73,9 +74,8 @@ class StockForward:
         self.kw = _cache_kwarg(self.model)
         lattices = getattr(machine, "lattices", None)
         self.form_noise = [FormNoise(lattices) for _ in range(size)] if lattices else None
-        self.rows = list(range(size))       # the sequence in each row of the cache
-        self.mask = None                    # [rows, positions] padding mask (batches only)
-        self.live = None                    # [rows, T] positions of this pass that measure form noise
+        self.mask = None                    # [B, positions] padding mask (batches only)
+        self.live = None                    # [B, T] positions of this pass that measure form noise
         self.hooks = []
 
     def __enter__(self):
@@ -91,56 +91,51 @@ class StockForward:
         self.hooks = []
 
     def _noise(self, L, gate):
-        for r, b in enumerate(self.rows):
-            g = gate[r] if self.live is None else gate[r][self.live[r]]
-            self.form_noise[b](L, g)
+        for b in range(self.size):
+            if self.live is None:
+                self.form_noise[b](L, gate[b])
+            elif self.live[b].any():
+                self.form_noise[b](L, gate[b][self.live[b]])
 
     def _run(self, ids, mask):
         with self.torch.no_grad():
-            kw = {} if mask is None else {"attention_mask": mask}
-            out = self.model(input_ids=ids, use_cache=True, **kw, **{self.kw: self.cache})
+            kw = {} if mask is None else {"attention_mask": mask.to(self.device)}
+            out = self.model(input_ids=ids.to(self.device), use_cache=True, **kw, **{self.kw: self.cache})
         return out.logits[:, -1].float()
 
     def prefill_all(self, id_lists: list):
         """Each sequence's prompt; returns the logits after each [B, vocab]."""
         torch = self.torch
+        if self.size == 1:
+            return self._run(torch.tensor(id_lists), None)
         T = max(len(x) for x in id_lists)
-        if len(id_lists) == 1:
-            return self._run(torch.tensor(id_lists, device=self.device), None)
-        ids = torch.zeros((len(id_lists), T), dtype=torch.long)
-        self.mask = torch.zeros((len(id_lists), T), dtype=torch.long)
+        ids = torch.zeros((self.size, T), dtype=torch.long)
+        self.mask = torch.zeros((self.size, T), dtype=torch.long)
         for b, x in enumerate(id_lists):
             ids[b, T - len(x):] = torch.tensor(x)
             self.mask[b, T - len(x):] = 1
         self.live = self.mask.bool()
         try:
-            return self._run(ids.to(self.device), self.mask.to(self.device))
+            return self._run(ids, self.mask)
         finally:
             self.live = None
 
     def step(self, tokens: list):
-        """One decode pass for every sequence whose token is not None (the others have finished and
-        leave the batch); returns logits [B, vocab] (rows of finished sequences: zero)."""
+        """One decode pass for every row; rows whose token is None (ended) get token 0 and are not
+        measured. Returns logits [B, vocab]."""
         torch = self.torch
-        keep = [r for r, b in enumerate(self.rows) if tokens[b] is not None]
-        if len(keep) < len(self.rows):
-            self.cache.batch_select_indices(torch.tensor(keep, device=self.device))
-            self.rows = [self.rows[r] for r in keep]
-            if self.mask is not None:
-                self.mask = self.mask[keep]
-        ids = torch.tensor([[tokens[b]] for b in self.rows], device=self.device)
+        ids = torch.tensor([[0 if t is None else t] for t in tokens])
         if self.mask is not None:
-            self.mask = torch.cat([self.mask, torch.ones((len(self.rows), 1), dtype=torch.long)], dim=1)
-        logits = self._run(ids, None if self.mask is None else self.mask.to(self.device))
-        out = torch.zeros((len(tokens), logits.shape[-1]), dtype=logits.dtype, device=logits.device)
-        out[self.rows] = logits
-        return out
+            self.mask = torch.cat([self.mask, torch.ones((self.size, 1), dtype=torch.long)], dim=1)
+        self.live = torch.tensor([[t is not None] for t in tokens])
+        try:
+            return self._run(ids, self.mask)
+        finally:
+            self.live = None
 
     def state(self, b: int):
         """Sequence b's state, as a cache (`get_recurrent_state(layer)` -> [1, hv, dk, dv])."""
-        if len(self.rows) == 1 and self.rows[0] == b:
-            return self.cache
-        return _RowOf(self.cache, self.rows.index(b))
+        return self.cache if self.size == 1 else _RowOf(self.cache, b)
 
     def measured(self, b: int) -> dict:
         """Sequence b's measured margins: the form noise (hooks on every MLP's gate projection)."""
@@ -345,12 +340,11 @@ class _Launch:
 
     def decide(self, logits, state) -> int | None:
         """Take the winning token of `logits`; returns it, or None when the launch has ended."""
-        import torch
-        top = torch.topk(logits, 2)
-        tok = int(top.indices[0])
+        from qwengpu.compiler.engine import top2
+        tok, gap = top2(logits)
         text = self.machine.text(tok)
         self.stream.generated.append(text)
-        self.stream.gaps.append(float(top.values[0] - top.values[1]))
+        self.stream.gaps.append(gap)
         try:
             for h in self.hooks:
                 h(len(self.stream.generated) - 1, text, state)

@@ -1,0 +1,268 @@
+"""The compact engine (`qwengpu.compiler.engine.SparseEngine`) is the stock Qwen3.5 forward:
+
+- on random Qwen3.5 models (dense keys, decaying heads, conv taps: every general path) and on
+  compiled circuits, its logits follow the stock forward's, in the chunked prefill path and the
+  cached decode path, within fp32 summation-order noise;
+- on the machine, against the reference compact engine (`FastModel`) token by token: the same
+  tokens, the same states, the same hooks' views;
+- a batch of sequences stepped together gives every sequence exactly its own run;
+- `run_many` gives each launch what its single run gives, on both model paths.
+"""
+import random
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import qwengpu
+from qwengpu import suite
+from qwengpu.compiler import Program, compile_program, gadgets, memory
+from qwengpu.compiler.engine import SparseEngine, top2
+from qwengpu.compiler.fast import FastModel
+from qwengpu.machine.config import TINY
+from qwengpu.machine.model import compile_machine
+
+FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                      HealthCheck.function_scoped_fixture])
+
+
+def _random_qwen(seed: int, hk=2, hv=4, dk=16, dv=8, layers=4, width=48, vocab=64):
+    """A random Qwen3.5 text model: GDN layers with dense keys, decays and conv taps, and inert
+    full-attention layers (the compact engine runs models whose attention layers add nothing)."""
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+    torch.manual_seed(seed)
+    types = ["linear_attention", "linear_attention", "full_attention", "linear_attention"][:layers]
+    cfg = Qwen3_5TextConfig(vocab_size=vocab, hidden_size=width, intermediate_size=64, num_hidden_layers=layers,
+                            layer_types=types, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                            linear_num_key_heads=hk, linear_num_value_heads=hv, linear_key_head_dim=dk,
+                            linear_value_head_dim=dv, linear_conv_kernel_dim=4, tie_word_embeddings=False)
+    model = Qwen3_5ForCausalLM(cfg).float().eval()
+    with torch.no_grad():
+        for L, layer in enumerate(model.model.layers):
+            for p in layer.parameters():
+                if p.dim() >= 1:
+                    p.normal_(0, 0.3)
+            if types[L] == "full_attention":
+                layer.self_attn.o_proj.weight.zero_()
+            else:
+                layer.linear_attn.A_log.uniform_(-3, 0.5)           # decays: exp(g) < 1
+        model.model.embed_tokens.weight.normal_(0, 1)
+        model.lm_head.weight.normal_(0, 0.3)
+    return model
+
+
+def _stock_logits(model, ids, mode):
+    from transformers import DynamicCache
+    with torch.no_grad():
+        if mode == "prefill":
+            return model(input_ids=torch.tensor([ids])).logits[0]
+        cache, out = DynamicCache(config=model.config), []
+        for t in ids:
+            out.append(model(input_ids=torch.tensor([[t]]), use_cache=True, cache=cache).logits[0, -1])
+        return torch.stack(out)
+
+
+def _engine_logits(engine, ids):
+    st_ = engine.new_state()
+    return torch.stack([engine.step(t, st_).clone() for t in ids]), st_
+
+
+@FAST
+@given(st.integers(0, 2 ** 31 - 1))
+def test_random_qwen35_models_match_the_stock_forward(seed):
+    """General weights: keys dense after SiLU, decaying heads, a causal conv over earlier tokens."""
+    model = _random_qwen(seed)
+    ids = random.Random(seed).choices(range(64), k=40)
+    engine = SparseEngine(FastModel(model))
+    got, state = _engine_logits(engine, ids)
+    scale = float(got.abs().max())
+    for mode in ("decode", "prefill"):
+        want = _stock_logits(model, ids, mode)
+        assert float((got - want).abs().max()) <= 2e-5 * max(1.0, scale), mode
+    ref = FastModel(model)
+    rs = ref.new_state()
+    for t in ids:
+        ref.step(t, rs)
+    for L in engine.gdn_layers:
+        np.testing.assert_allclose(state.recurrent_array(L), rs.recurrent[L].numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _memory_program(seed):
+    """Circuits with a GDN memory (one-hot and binary addresses), adders and products: the
+    compiler's exactly sparse keys, queries and write enables."""
+    rng = random.Random(seed)
+    prog = Program("engine")
+    a = prog.input_bits("a", 8)
+    b = prog.input_bits("b", 8)
+    addr = prog.input_bits("addr", 3)
+    hot = prog.input_onehot("slot", 4)
+    s = gadgets.add(prog, a, b)
+    gadgets.multiply(prog, prog.slice(a, 0, 4), prog.slice(b, 0, 4))
+    ram = memory.GDNMemory(prog, "ram", slots=8, width=8, field_bits=4)
+    ram.write(addr, s)
+    r = ram.read(addr)
+    tab = memory.GDNMemory(prog, "tab", slots=4, width=8)
+    tab.write(hot, r, enable=prog.slice(a, 0, 1))
+    gadgets.mux(prog, prog.slice(b, 0, 1), [tab.read(hot), a])
+    tokens = [prog.token(f"t{i}", a=rng.randrange(256), b=rng.randrange(256), addr=rng.randrange(8),
+                         slot=rng.randrange(4)).text for i in range(60)]
+    return prog, tokens
+
+
+@FAST
+@given(st.integers(0, 2 ** 31 - 1))
+def test_compiled_circuits_match_the_stock_forward_and_the_reference_engine(seed):
+    prog, tokens = _memory_program(seed)
+    c = compile_program(prog)
+    model = c.model()
+    ids = [c.token_id(t) for t in tokens]
+    engine = c.fast()
+    got, state = _engine_logits(engine, ids)
+    ref = c.fast_reference()
+    rs = ref.new_state()
+    want_ref = torch.stack([ref.step(t, rs).clone() for t in ids])
+    # the same arithmetic but for the C library's exp against torch's (an ulp, here and there)
+    assert float((got - want_ref).abs().max()) <= 1e-5
+    for L in engine.gdn_layers:
+        np.testing.assert_allclose(state.recurrent_array(L), rs.recurrent[L].numpy(), rtol=1e-6, atol=1e-12)
+    for mode in ("decode", "prefill"):
+        want = _stock_logits(model, ids, mode)
+        assert (got.argmax(-1) == want.argmax(-1)).all(), mode
+        assert float((got - want).abs().max()) < 1e-3, mode
+
+
+def test_keys_and_queries_are_exactly_sparse():
+    """The compiler's off slots give SiLU exactly 0, so every key and query has one non-zero
+    entry: the engine touches one row per head."""
+    prog, tokens = _memory_program(1)
+    c = compile_program(prog)
+    engine = c.fast()
+    seen = []
+    state = engine.new_state()
+    for t in tokens[:20]:
+        engine.step(c.token_id(t), state, gdn_hook=lambda L, g: seen.append(g))
+    assert seen
+    for g in seen:
+        for x in (g.q, g.k):
+            nz = (x != 0).sum(-1)
+            assert set(np.unique(nz)) <= {0, 1}
+
+
+def test_hooks_see_what_the_reference_engine_sees():
+    prog, tokens = _memory_program(2)
+    c = compile_program(prog)
+    ids = [c.token_id(t) for t in tokens[:12]]
+    views = []
+    for engine in (c.fast(), c.fast_reference()):
+        hid, gates = {}, {}
+        engine.forward(ids, engine.new_state(),
+                       hidden_hook=lambda s, h: hid.setdefault(s, []).append(h.clone()),
+                       gate_hook=lambda L, g: gates.setdefault(L, []).append(g.clone()))
+        views.append(({s: torch.cat(v) for s, v in hid.items()}, {L: torch.cat(v) for L, v in gates.items()}))
+    (h1, g1), (h2, g2) = views
+    assert h1.keys() == h2.keys() and g1.keys() == g2.keys()
+    for s in h1:
+        assert torch.allclose(h1[s], h2[s], atol=1e-5)
+    for L in g1:
+        assert torch.allclose(g1[L], g2[L], atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return compile_machine(TINY, dense=False)
+
+
+def test_machine_tokens_states_and_margins_match_the_reference_engine(tiny):
+    k = suite.get("dot")
+    new = qwengpu.run(k.ptx(), k.spec(), engine="compact", machine=tiny, progress=False, check_states=True)
+    ref = qwengpu.run(k.ptx(), k.spec(), engine="compact-ref", machine=tiny, progress=False, check_states=True)
+    assert new.extra["generated"] == ref.extra["generated"]
+    assert new.extra["states_checked"] == ref.extra["states_checked"] == new.steps
+    assert all((a == b).all() for a, b in zip(new.buffers, ref.buffers) if a is not None)
+    m1, m2 = new.margins(), ref.margins()
+    assert m1.keys() == m2.keys() >= {"logit_gap", "memory", "residual", "form_noise"}
+    for key in m1:
+        assert m1[key] == pytest.approx(m2[key], abs=1e-4)
+    assert new.extra["form_noise_at"] == ref.extra["form_noise_at"]
+
+
+@FAST
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30))
+def test_a_batch_steps_every_sequence_exactly_as_alone(tiny, order):
+    """Sequences stepped together, some sitting out some steps, give bit for bit their own runs."""
+    engine = tiny.fast()
+    kernels = ["dot", "syncwarp", "switch_sparse", "shift_clamp"]
+    streams = []
+    for name in kernels:
+        r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
+        streams.append([tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]])
+    batch = engine.new_batch(len(kernels))
+    for b, s in enumerate(streams):
+        engine.forward(s[:40], batch.states[b])
+    pos = [40] * len(kernels)
+    alone = [engine.new_state() for _ in kernels]
+    for b, s in enumerate(streams):
+        engine.forward(s[:40], alone[b])
+    for b in order:                       # the sequences that step this time: b and every one after it
+        toks = [streams[j][pos[j]] if j >= b else None for j in range(len(kernels))]
+        logits = engine.step_batch(toks, batch).clone()
+        for j in range(b, len(kernels)):
+            want = engine.step(streams[j][pos[j]], alone[j])
+            assert torch.equal(logits[j], want)
+            pos[j] += 1
+    for b in range(len(kernels)):
+        assert np.array_equal(batch.recurrent[b], alone[b].recurrent)
+        assert batch.states[b].length == alone[b].length
+
+
+def test_run_many_gives_each_launch_its_single_run(tiny):
+    names = ["dot", "syncwarp", "switch_sparse", "atomic_inc_dec", "early_return", "grid_2d"]
+    ks = [suite.get(n) for n in names]
+    single = [qwengpu.run(k.ptx(), k.spec(), engine="compact", machine=tiny, progress=False) for k in ks]
+    batch = qwengpu.run_many([k.ptx() for k in ks], [k.spec() for k in ks], engine="compact", machine=tiny,
+                             progress=False, check_states=True)
+    for a, b in zip(single, batch):
+        assert a.extra["generated"] == b.extra["generated"]
+        assert all((x == y).all() for x, y in zip(a.buffers, b.buffers) if x is not None)
+        assert a.margins() == b.margins()
+        assert b.extra["states_checked"] == b.steps
+
+
+def test_run_many_returns_or_raises_a_failing_launch(tiny):
+    from qwengpu.interp.memory import MemoryFault
+    bad = "__global__ void oob(int *x) { x[threadIdx.x + 1000000] = 1; }"
+    ok = suite.get("dot")
+    launches = [ok.spec(), {"grid": 1, "block": 4, "args": [{"buffer": "int32", "size": 4}]}]
+    out = qwengpu.run_many([ok.ptx(), qwengpu.compile_cuda(bad)], launches, engine="compact", machine=tiny,
+                           progress=False, return_exceptions=True)
+    assert out[0].buffers[2][0] == 32 and isinstance(out[1], MemoryFault)
+    with pytest.raises(MemoryFault):
+        qwengpu.run_many([ok.ptx(), qwengpu.compile_cuda(bad)], launches, engine="compact", machine=tiny,
+                         progress=False)
+
+
+def test_run_many_on_the_stock_forward_left_pads_a_batch(tmp_path):
+    """The stock transformers forward with a batch dimension (prompts of different lengths,
+    left-padded; sequences ending at different tokens)."""
+    machine = qwengpu.build_gpu("tiny", out=tmp_path / "tiny", progress=False)
+    names = ["dot", "syncwarp"]
+    ks = [suite.get(n) for n in names]
+    batch = qwengpu.run_many([k.ptx() for k in ks], [k.spec() for k in ks], engine="model", machine=machine,
+                             progress=False, device="cpu", check_states=True)
+    for k, res in zip(ks, batch):
+        sim = qwengpu.run(k.ptx(), k.spec(), engine="sim", config=TINY)
+        assert res.extra["generated"] == sim.extra["generated"]
+        assert res.extra["states_checked"] == res.steps
+        assert res.extra["min_logit_gap"] > 8
+        assert all((x == y).all() for x, y in zip(res.buffers, sim.buffers) if x is not None)
+    # each sequence measures its own form noise (dot's smallest, as when it runs alone: 0.004)
+    assert batch[0].extra["form_noise"] < batch[1].extra["form_noise"] < 0.1
+
+
+def test_top2():
+    x = torch.tensor([1.0, 5.0, 3.0, 5.0, -2.0])
+    assert top2(x) == (1, 0.0)                   # the first of equals, as argmax
+    assert top2(torch.tensor([0.5, -1.0, 2.5])) == (2, 2.0)
+    assert top2(x.double()) == (1, 0.0)          # not float32: torch.topk
