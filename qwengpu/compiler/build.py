@@ -502,23 +502,25 @@ def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, 
         raise ValueError(f"{placement.name} spans layers {placement.layers}: pass state as a function of the layer")
     else:
         get = (lambda _layer: state)
-    states = {L: np.asarray(get(L), dtype=np.float64) for L in {pc[0] for pc in pieces}}
+    states = {L: get(L) for L in {pc[0] for pc in pieces}}
     half = VALUE_L / 2
-    out = {}
+    want = np.arange(placement.slots) if slots is None else np.asarray(list(slots), dtype=np.int64)
+    peak = np.zeros(len(want))
+    words = [0] * len(want)
     margin = float("inf")
-    for s in (range(placement.slots) if slots is None else slots):
-        word, peak = 0, 0.0
-        for layer, head, lo, width, s0, n in pieces:
-            if not s0 <= s < s0 + n:
-                continue
-            rails = states[layer][head, s - s0, 0:2 * width]
-            peak = max(peak, float(np.abs(rails).max()))
-            one = rails[0::2]
-            for j in np.nonzero(one > half)[0]:
-                word |= 1 << (lo + int(j))
-            margin = min(margin, float(np.abs(one - half).min()))
-        if peak > VALUE_L / 4:
-            out[s] = word
+    for layer, head, lo, width, s0, n in pieces:
+        at = np.nonzero((want >= s0) & (want < s0 + n))[0]          # the wanted slots this piece holds
+        if not len(at):
+            continue
+        rails = np.asarray(states[layer][head], dtype=np.float32)[want[at] - s0, 0:2 * width].astype(np.float64)
+        peak[at] = np.maximum(peak[at], np.abs(rails).max(axis=1))
+        one = rails[:, 0::2]
+        margin = min(margin, float(np.abs(one - half).min()))
+        bits = one > half
+        for i in np.nonzero(bits.any(axis=1))[0]:
+            packed = np.packbits(bits[i], bitorder="little").tobytes()
+            words[at[i]] |= int.from_bytes(packed, "little") << lo
+    out = {int(s): words[i] for i, s in enumerate(want) if peak[i] > VALUE_L / 4}
     return out, margin
 
 
