@@ -2,8 +2,8 @@
 
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
                 [--device cpu|cuda|mps] [--check-states] [--model DIR] [--json]
-    qwengpu verify [--engine interp] [--device D] [--check-states] [--model DIR] [--json] [KERNEL ...]
-    qwengpu bench [--engine interp] [--device D] [KERNEL ...]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--model DIR] [--json] [KERNEL ...]
+    qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
@@ -73,7 +73,8 @@ def cmd_run(args) -> int:
 
 def cmd_verify(args) -> int:
     from .verify import verify
-    report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, **_model_options(args))
+    report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, batch_size=args.batch,
+                    **_model_options(args))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -86,8 +87,21 @@ def cmd_verify(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import bench
-    bench(engine=args.engine, names=args.kernels or None, repeat=args.repeat, **_model_options(args))
+    from .bench import bench, plot, write_json
+    engines = args.engine.split(",")
+    opts = {}
+    for e in engines:
+        args.engine = e
+        opts.update(_model_options(args))
+    repeat = args.repeat if args.repeat is not None else (1 if any(e in MODEL_ENGINES for e in engines) else 3)
+    batches = [int(x) for x in args.batch.split(",")] if args.batch else None
+    report = bench(engine=engines, names=args.kernels or None, repeat=repeat, batches=batches, **opts)
+    if args.json:
+        write_json(report, args.json)
+        print(f"figures: {args.json}")
+    if args.plot:
+        plot(report, args.plot)
+        print(f"plot: {args.plot}")
     return 0
 
 
@@ -151,14 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("kernels", nargs="*", help="suite kernels (default: all)")
     v.add_argument("--engine", default="interp")
     v.add_argument("--json", action="store_true")
+    v.add_argument("--batch", type=int, default=1, help="model engines: run the kernels in batches of N (run_many)")
     _model_arguments(v)
     v.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     v.set_defaults(func=cmd_verify)
 
     b = sub.add_parser("bench", help="throughput figures per suite kernel")
     b.add_argument("kernels", nargs="*")
-    b.add_argument("--engine", default="interp")
-    b.add_argument("--repeat", type=int, default=3)
+    b.add_argument("--engine", default="interp",
+                   help="an engine, or several side by side: compact,compact-ref (default: interp)")
+    b.add_argument("--repeat", type=int, default=None, help="best of N runs per kernel (default: 3; 1 on the model)")
+    b.add_argument("--batch", help="also run the selection as batches of these sizes (run_many), e.g. 1,2,4,8")
+    b.add_argument("--json", help="write the figures to this JSON file")
+    b.add_argument("--plot", help="write a plot (PNG) of tokens/s per kernel and against batch size")
     _model_arguments(b, checks=False)
     b.set_defaults(func=cmd_bench)
 

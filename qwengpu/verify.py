@@ -101,14 +101,23 @@ def compare_buffers(got: list, want: list, nan_equal: bool) -> str | None:
 
 
 def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
+    """One suite kernel on `engine`, checked against its oracle (and, on the model engines, the
+    simulator's token stream; hardware goldens where recorded)."""
     from .program import run
     t0 = time.perf_counter()
     try:
         res = run(kernel.ptx(), kernel.spec(), engine=engine, **options)
     except Exception as e:   # a fault or an unsupported construct is a failure of this kernel
-        return Row(kernel.name, False, f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
-    dt = time.perf_counter() - t0
-    row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=dt)
+        res = e
+    return check_result(kernel, engine, res, time.perf_counter() - t0, options.get("machine"))
+
+
+def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
+    """A Row for `res`, the LaunchResult (or the exception) of `kernel` on `engine`."""
+    from .program import run
+    if isinstance(res, Exception):
+        return Row(kernel.name, False, f"{type(res).__name__}: {res}", seconds=seconds)
+    row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
     d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
     row.checked.append("oracle")
     if d:
@@ -117,9 +126,8 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     if engine in MODEL_ENGINES:
         row.margins = res.margins()
         # the machine's token stream must be the simulator's, token for token
-        m = options.get("machine")
         sim = run(kernel.ptx(), kernel.spec(), engine="sim",
-                  **({"config": m.config} if m is not None else {})).extra["generated"]
+                  **({"config": machine.config} if machine is not None else {})).extra["generated"]
         row.checked.append("simulator")
         got = res.extra["generated"]
         if got != sim:
@@ -135,12 +143,43 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     return row
 
 
-def verify(engine: str = "interp", names=None, progress: bool = True, **options) -> Report:
+def verify(engine: str = "interp", names=None, progress: bool = True, batch_size: int = 1, **options) -> Report:
+    """Every kernel (or `names`) on `engine` against its oracle. On the model engines the kernels
+    run through `run_many` in batches of `batch_size` (a kernel's seconds: its batch's time shared
+    by generated tokens)."""
     from . import suite
+    from .program import run_many
     ks = [suite.get(n) for n in names] if names else suite.kernels()
-    if engine in MODEL_ENGINES:
-        options.setdefault("progress", False)
+    if engine not in MODEL_ENGINES:
+        return Report(engine, [verify_kernel(k, engine, **options)
+                               for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False)])
+    options.setdefault("progress", False)
+    if options.get("machine") is None:
+        from .machine.model import load_machine
+        options["machine"] = load_machine(dense=engine == "model", progress=progress)
     rows = []
-    for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False):
-        rows.append(verify_kernel(k, engine, **options))
+    bar = tqdm(total=len(ks), desc=f"verify {engine}", disable=not progress, leave=False)
+    for i in range(0, len(ks), max(1, batch_size)):
+        chunk = ks[i:i + max(1, batch_size)]
+        t0 = time.perf_counter()
+        try:
+            results = run_many([k.ptx() for k in chunk], [k.spec() for k in chunk], engine=engine,
+                               return_exceptions=True, **options)
+        except Exception as e:             # a kernel the machine cannot take fails before the batch runs
+            if len(chunk) > 1:
+                results = []
+                for k in chunk:
+                    try:
+                        results += run_many([k.ptx()], [k.spec()], engine=engine, return_exceptions=True, **options)
+                    except Exception as e1:
+                        results.append(e1)
+            else:
+                results = [e]
+        dt = time.perf_counter() - t0
+        total = sum(getattr(r, "tokens", 0) or 0 for r in results) or 1
+        for k, r in zip(chunk, results):
+            share = dt * (getattr(r, "tokens", 0) or 0) / total if len(chunk) > 1 else dt
+            rows.append(check_result(k, engine, r, share, options.get("machine")))
+            bar.update(1)
+    bar.close()
     return Report(engine, rows)
