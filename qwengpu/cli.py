@@ -7,6 +7,7 @@
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
+    qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
 
 Errors go to stderr with a non-zero exit status.
 """
@@ -126,6 +127,25 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_soak(args) -> int:
+    from .soak import plot, soak
+    rep = soak(tokens=args.tokens, window=args.window, progress=not args.quiet)
+    w = rep.worst()
+    print(f"soak: {rep.kernel} with a loop of {rep.loop_count:,}: {rep.tokens:,} tokens in {rep.seconds:.0f} s "
+          f"({rep.tokens_per_s:.0f} tokens/s) on the {rep.engine} engine; "
+          + ("exact (the interpreter's and the oracle's result)" if rep.exact else f"NOT EXACT: {rep.detail}"))
+    print(f"  over the run: {margin_text(w)}; per window of {rep.window:,} tokens in "
+          + (args.json or "the JSON (--json)"))
+    if args.json:
+        import json as _json
+        with open(args.json, "w") as f:
+            _json.dump(rep.to_json(), f)
+    if args.plot:
+        plot(rep, args.plot)
+        print(f"  plot: {args.plot}")
+    return 0 if rep.exact else 1
+
+
 def cmd_compile(args) -> int:
     from .cuda import compile_cuda
     ptx = compile_cuda(args.file, arch=args.arch)
@@ -187,6 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "transformers forward), sim, interp")
     _model_arguments(d, checks=False)
     d.set_defaults(func=cmd_demo)
+
+    so = sub.add_parser("soak", help="one long launch on the compact engine: exact? margins over the run")
+    so.add_argument("--tokens", type=int, default=1_000_000, help="at least this many generated tokens (default 1M)")
+    so.add_argument("--window", type=int, default=10_000, help="margins per window of this many tokens")
+    so.add_argument("--json", help="write the report (per-window margins) to this JSON file")
+    so.add_argument("--plot", help="write the margins per window to this PNG")
+    so.add_argument("--quiet", action="store_true", help="no progress bar")
+    so.set_defaults(func=cmd_soak)
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")
     c.add_argument("file")

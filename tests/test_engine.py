@@ -266,3 +266,21 @@ def test_top2():
     assert top2(x) == (1, 0.0)                   # the first of equals, as argmax
     assert top2(torch.tensor([0.5, -1.0, 2.5])) == (2, 2.0)
     assert top2(x.double()) == (1, 0.0)          # not float32: torch.topk
+
+
+def test_soak_runs_a_long_launch_exactly_and_follows_its_margins(tmp_path, capsys):
+    """`qwengpu soak` on a short run: the loop count reaches the token count, the result is the
+    interpreter's, every window has its margins, and the plot and JSON are written."""
+    import json
+
+    from qwengpu.cli import main
+    code = main(["soak", "--tokens", "3000", "--window", "1000", "--quiet", "--json", str(tmp_path / "s.json"),
+                 "--plot", str(tmp_path / "s.png")])
+    out = capsys.readouterr().out
+    assert code == 0 and "exact" in out
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert rep["exact"] and rep["tokens"] >= 3000
+    assert [w["end"] for w in rep["windows"]][:3] == [1000, 2000, 3000]
+    for w in rep["windows"]:
+        assert w["logit_gap"] > 8 and w["memory"] > 8 and w["residual"] > 0.4 and 0 < w["form_noise"] < 0.25
+    assert (tmp_path / "s.png").stat().st_size > 10_000

@@ -369,7 +369,9 @@ class _Launch:
             raise self.error
         memory, margin, pending = self.ended
         gen = self.stream.generated
+        import numpy as np
         extra = {"prompt": self.prompt, "generated": gen, "min_logit_gap": self.stream.min_gap,
+                 "logit_gaps": np.asarray(self.stream.gaps, dtype=np.float32),
                  "memory_margin": margin, "image": self.img, "forward": forward, "device": device, **measured}
         if self.check is not None:
             extra["states_checked"] = self.check.checked

@@ -572,6 +572,18 @@ def collatz(n, steps):
     return [n, steps]
 
 
+@oracle("lcg_soak", tags={"loop", "int"}, about="n LCG steps per lane (the soak test's loop; n is an argument)")
+def lcg_soak(out, n):
+    out = out.copy()
+    for t in range(len(out)):
+        x, acc = u32(t * 2654435761 + 1), 0
+        for _ in range(int(n)):
+            x = u32(x * 1664525 + 1013904223)
+            acc = u32(acc + (x >> 7)) if x & 0x10000 else acc ^ x
+        out[t] = acc
+    return [out, n]
+
+
 @oracle("isqrt_bisect", tags={"algo", "int64", "loop"}, about="integer sqrt by bisection (mul.wide.u32)")
 def isqrt_bisect(x, out):
     out = out.copy()
