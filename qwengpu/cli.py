@@ -2,7 +2,7 @@
 
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
                 [--device cpu|cuda|mps] [--check-states] [--model DIR] [--json]
-    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--model DIR] [--json] [KERNEL ...]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--jobs N] [--model DIR] [--json] [KERNEL ...]
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
@@ -75,7 +75,7 @@ def cmd_run(args) -> int:
 def cmd_verify(args) -> int:
     from .verify import verify
     report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, batch_size=args.batch,
-                    **_model_options(args))
+                    jobs=args.jobs, **_model_options(args))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -186,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--engine", default="interp")
     v.add_argument("--json", action="store_true")
     v.add_argument("--batch", type=int, default=1, help="model engines: run the kernels in batches of N (run_many)")
+    v.add_argument("--jobs", type=int, default=1, help="model engines: share the kernels out to N processes")
     _model_arguments(v)
     v.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     v.set_defaults(func=cmd_verify)

@@ -143,13 +143,60 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     return row
 
 
-def verify(engine: str = "interp", names=None, progress: bool = True, batch_size: int = 1, **options) -> Report:
+_WORKER: dict = {}
+
+
+def _worker_init(engine: str, options: dict, model_dir):
+    import torch
+    torch.set_num_threads(1)
+    opts = dict(options)
+    if model_dir is not None:
+        from .splice.machine import open_spliced_machine
+        opts["machine"] = open_spliced_machine(model_dir)
+    _WORKER.update(engine=engine, options=opts)
+
+
+def _worker_verify(name: str) -> Row:
+    from . import suite
+    opts = dict(_WORKER["options"])
+    opts.setdefault("progress", False)
+    if opts.get("machine") is None:
+        from .machine.model import load_machine
+        opts["machine"] = load_machine(dense=_WORKER["engine"] == "model", progress=False)
+        _WORKER["options"]["machine"] = opts["machine"]
+    return verify_kernel(suite.get(name), _WORKER["engine"], **opts)
+
+
+def _verify_in_processes(engine: str, ks: list, jobs: int, progress: bool, options: dict) -> list:
+    """The kernels shared out to `jobs` worker processes (each loads the machine once), longest
+    launches first."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    machine = options.pop("machine", None)
+    model_dir = getattr(machine, "meta", None) and machine.path        # a spliced checkpoint: reopened by path
+    if machine is not None and model_dir is None:
+        raise ValueError("verify with jobs > 1 runs the built-in machine or a spliced checkpoint (--model)")
+    order = sorted(ks, key=lambda k: -k.ptx_path.stat().st_size)      # big programs run long: start them first
+    ctx = multiprocessing.get_context("spawn")
+    rows = {}
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
+                             initargs=(engine, options, model_dir)) as pool:
+        futures = {pool.submit(_worker_verify, k.name): k.name for k in order}
+        for fut in tqdm(futures, desc=f"verify {engine} ({jobs} processes)", disable=not progress, leave=False):
+            rows[futures[fut]] = fut.result()
+    return [rows[k.name] for k in ks]
+
+
+def verify(engine: str = "interp", names=None, progress: bool = True, batch_size: int = 1, jobs: int = 1,
+           **options) -> Report:
     """Every kernel (or `names`) on `engine` against its oracle. On the model engines the kernels
     run through `run_many` in batches of `batch_size` (a kernel's seconds: its batch's time shared
-    by generated tokens)."""
+    by generated tokens), or, with `jobs` > 1, one by one in that many processes."""
     from . import suite
     from .program import run_many
     ks = [suite.get(n) for n in names] if names else suite.kernels()
+    if engine in MODEL_ENGINES and jobs > 1:
+        return Report(engine, _verify_in_processes(engine, ks, jobs, progress, dict(options)))
     if engine not in MODEL_ENGINES:
         return Report(engine, [verify_kernel(k, engine, **options)
                                for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False)])
