@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 
 import numpy as np

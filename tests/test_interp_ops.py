@@ -1,6 +1,5 @@
 """Per-opcode edge cases of the reference interpreter, through the public `run` API."""
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

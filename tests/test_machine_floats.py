@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from qwengpu import load_program, run, suite
 from qwengpu.machine.assembler import AssemblerError, assemble
 from qwengpu.machine import softfloat as sf
-from qwengpu.machine.config import COMPACT, SIM
+from qwengpu.machine.config import COMPACT
 from qwengpu.machine.emit import Recorder
 from qwengpu.machine.isa import M32, Imm, src
 from qwengpu.machine.lower import _Lowerer
@@ -650,7 +650,7 @@ def test_approximate_instructions_are_refused(instr, operands):
     ptx = kernel(instr, operands[0], operands)
     spec = {"grid": 1, "block": 32, "args": [{"buffer": f"uint{bits(t)}", "size": 32} for t in operands + [operands[0]]]}
     for engine in ({}, {"engine": "sim"}):
-        with pytest.raises(Exception, match=rf"line \d+.*(approximate|rounding modifier)") as e:
+        with pytest.raises(Exception, match=r"line \d+.*(approximate|rounding modifier)") as e:
             run(ptx, spec, **engine)
         assert instr.split(".")[0] in str(e.value)
 

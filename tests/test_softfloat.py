@@ -16,14 +16,14 @@ import os
 
 import numpy as np
 import pytest
-
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from qwengpu.interp import floats as F
 from qwengpu.machine import softfloat as sf
 from qwengpu.machine.emit import Recorder
 from qwengpu.machine.isa import ALU_OPS, Imm, alu_eval
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 SCALE = max(1, int(os.environ.get("QWENGPU_SOFTFLOAT_SCALE", "1")))
 HYP = settings(max_examples=40 * SCALE, deadline=None,

@@ -18,7 +18,7 @@ from qwengpu.splice import (NotQwen35Error, SpliceError, fixtures, read_checkpoi
 from qwengpu.splice.demo import demo_program, demo_sequence  # noqa: E402
 from qwengpu.splice.geometry import INDICATOR_DIMS, Geometry  # noqa: E402
 from qwengpu.splice.kl import measure_kl  # noqa: E402
-from qwengpu.splice.model import check_program, run_tokens, text_model  # noqa: E402
+from qwengpu.splice.model import check_program, run_tokens  # noqa: E402
 
 H = 64
 V = 416
@@ -188,7 +188,7 @@ def test_text_and_gpu_dims_stay_exactly_apart(text_case):
     launch = [rep.gpu_token_offset + compiled.token_id(t) for t in seq]
     ids = text + launch + text[:10]
     run = run_tokens(model, ids, 0, "prefill", layers=rep.gpu_layers + 4)
-    W, n = rep.width, rep.gpu_layers
+    n = rep.gpu_layers
     is_text = np.array([i < V for i in ids])
     for sub in range(2 * (n + 4)):                   # after every sublayer, GPU layers first
         r = run.sublayers[sub]

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, MLPNode, Node
-from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, GDNMemory, Previous
-from .program import Program, View
+from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, Node
+from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, Previous
+from .program import Program
 
 
 @dataclass
@@ -517,7 +517,6 @@ def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, 
 
 
 def _inv_freq(config):
-    import torch
     from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
     inv, _ = Qwen3_5TextRotaryEmbedding.compute_default_rope_parameters(config)
     return inv

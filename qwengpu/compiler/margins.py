@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from .core import ANCHOR, ANCHOR_FEATURE, CompileError, Lin, MLPNode
+from .core import ANCHOR, ANCHOR_FEATURE, CompileError, Lin
 
 U32 = 2.0 ** -24
 #: pre-activation distance from 0 at which SiLU / sigmoid are exact (or off) in fp32

@@ -17,7 +17,7 @@ layer's causal convolution.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .core import CompileError, Lin, Node, Var
 from .program import Program, evaluate_view

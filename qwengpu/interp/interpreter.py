@@ -23,7 +23,7 @@ from qwengpu.ptx.isa import validate_module
 
 from . import alu
 from .cfg import immediate_postdominators
-from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, LOCAL_WINDOW, SHARED_WINDOW,
+from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, SHARED_WINDOW,
                      WINDOW_SIZE, ExecutionFault, FlatMemory, MemoryFault, buffers_to_global,
                      check_alignment, layout_variables, read_back)
 

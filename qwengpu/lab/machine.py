@@ -46,13 +46,12 @@ projections; the simulator and the interpreter are only compared against.
 """
 from __future__ import annotations
 
-import bisect
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .model import (GDNState, LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, RegCheck, Selection)
+from .model import (LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, Selection)
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3

@@ -25,9 +25,9 @@ from qwengpu.compiler.gadgets import n_gated, n_linear, n_product, n_step
 
 from .config import ALU, MEM, XLANE, MachineConfig
 from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, LANES, MAX_PC_BITS, MEM_OPS, REG_BITS,
-                     SHFL_MODES, SPACES, SPECIALS, TERM_KINDS, VOTE_MODES, WARP_BITS, XLANE_OPS, WordFormat,
+                     SHFL_MODES, SPACES, TERM_KINDS, VOTE_MODES, WARP_BITS, XLANE_OPS, WordFormat,
                      sources_for)
-from .layout import LINE, LINES, LOCAL_THREADS, REGIONS
+from .layout import LINE, LINES, REGIONS
 from .schedule import PORTS
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]
@@ -221,7 +221,6 @@ class Hardware:
 
     def control_state(self):
         p = self.p
-        z = [Lin()] * 8
         t = lambda v, n: [v.f(i) for i in range(v.size)] + [Lin()] * (n - v.size)
         t_pad = lambda fs, n: fs + [Lin()] * (n - len(fs))
         # pc bits 8.. sit above the mask (bits 12..15), address bits 8.. above the space (36..39):
@@ -237,7 +236,6 @@ class Hardware:
         ctl.write(slot, value, field_enable=[self.k("EXEC"), self.k("EXEC"), self.k("WARP") + start, start,
                                              self.k("AT"), self.k("AT"), self.k("RELEASE") + start])
         r = ctl.read(slot, name="ctl.out")
-        sl = lambda lo, n: self.view(f"c_{lo}", [r.f(lo + i) for i in range(n)])
         self.c_pc = self.view("c_pc", [r.f(i) for i in range(8)] + [r.f(12 + i) for i in range(self.pcb - 8)])
         self.c_mask = self.view("c_mask", [r.f(8 + i) for i in range(LANES)])
         self.c_warp = self.view("c_warp", [r.f(16 + i) for i in range(WARP_BITS)])
@@ -400,7 +398,6 @@ class Hardware:
     # -- ALU slot ------------------------------------------------------------------------------------
 
     def alu(self, k: int):
-        p = self.p
         cfg = self.cfg
         segname = f"s{k}"
         seg = self.rom(segname)
@@ -915,7 +912,6 @@ class Hardware:
         # F: select the new value
         new = self.bits(f"a.new.{k}", 32)
         signed = mi["signed"]
-        lt = lambda: None
         nf = []
         ge_u, gt_u, lt_u, lt_s, eq = (cmp_.f(i) for i in range(5))
         zr = zero.f(0)

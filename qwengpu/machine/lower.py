@@ -1054,7 +1054,6 @@ class _Lowerer:
 
     def atom64(self, ctx, ins, space: str, addr: tuple, o: str, t: str, b: tuple, c: tuple) -> tuple:
         """A 64-bit atomic (see above); returns the old value as a (lo, hi) pair."""
-        pc = ctx["pc"]
         addr_hi = self.add64(ctx, addr, (src(Imm(4)), src(Imm(0))))
         if o in ("add", "and", "or", "xor", "exch") and t != "f64":
             dlo, dhi = self.new(), self.new()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import COMPACT, MachineConfig
-from .format import LANES, REG_BITS, WARP_BITS
+from .format import LANES, WARP_BITS
 from .layout import LINE, LINES
 from .tokenizer import machine_tokenizer, save_tokenizer
 from qwengpu.compiler.margins import gate_lattices

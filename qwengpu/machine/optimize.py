@@ -101,7 +101,7 @@ def _ranges(prog: MicroProgram, specials: dict) -> dict:
             for op in b.ops:
                 if op.kind != "alu" or defs.get(op.dst[0]) != 1:
                     continue
-                a, bb, c = r(op.a), r(op.b), r(op.c)
+                a, bb = r(op.a), r(op.b)
                 o = op.op
                 res = FULL
                 if o == "MOV":

@@ -467,7 +467,6 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
 def _rematerializable(prog: MicroProgram, max_ops: int = 3) -> dict:
     """Single-definition registers computed from immediates and specials by at most `max_ops`
     pure ALU micro-ops: {vreg: [defining ops in order]}."""
-    from .isa import Special
     defs, count = {}, {}
     for blk in prog.blocks:
         for op in blk.ops:

@@ -29,7 +29,7 @@ from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchSpec
 
 from .isa import M32, alu_eval
-from .layout import LINE, MEMORY_BYTES
+from .layout import MEMORY_BYTES
 from .schedule import Image, Source
 
 LANES = 4

@@ -97,7 +97,6 @@ def _throughput(model_dir: str, ids_text: list[int], ids_gpu: list[int] | None, 
         out["decode_text_tok_s"] = steps(ids_text[:32], ids_text[32:32 + decode])
         if ids_gpu:
             out["decode_gpu_tok_s"] = steps(ids_text[:32], ids_gpu[:decode])
-    del model
     return out
 
 

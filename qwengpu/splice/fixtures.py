@@ -11,7 +11,6 @@ splice that mishandles them shows.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 CHAT_TEMPLATE = (

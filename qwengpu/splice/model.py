@@ -9,7 +9,6 @@ absolute, and the GPU layers are the spliced model's first layers, so sublayer n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 

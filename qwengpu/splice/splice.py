@@ -149,7 +149,6 @@ def _pad_rows(t, width: int, scale: float = 1.0):
 
 class _Splicer:
     def __init__(self, ck: BaseCheckpoint, compiled, out: Path, mtp: str, token_texts: list[str]):
-        torch = _torch()
         self.ck = ck
         self.c = compiled
         self.H = ck.hidden
@@ -221,7 +220,7 @@ class _Splicer:
 
     def base_layer(self, idx: int, rest: str, t) -> dict:
         torch = _torch()
-        g, W, H = self.geo, self.W, self.H
+        g, W = self.geo, self.W
         name = f"{self.P}layers.{idx + self.n_gpu}.{rest}"
         if rest in _NORMS:
             return {name: _store(g.base_norm(t.double().numpy()), torch.float32)}
