@@ -5,11 +5,10 @@ Operands are drawn from hypothesis seeds (random patterns mixed with zeros, infi
 subnormals, extreme exponents, short significands that make ties, small integers and halves, related
 pairs that cancel); every suite kernel with floats must match the oracle on the simulator.
 
-MACHINE_FLOATS_SCALE (default 1) multiplies the hypothesis example counts.
+`pytest --soak N` multiplies the hypothesis example counts (tests/sizes.py).
 """
 from __future__ import annotations
 
-import os
 import random
 import zlib
 
@@ -18,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+import sizes
 from qwengpu import load_program, run, suite
 from qwengpu.machine.assembler import AssemblerError, assemble
 from qwengpu.machine import softfloat as sf
@@ -30,7 +30,7 @@ from qwengpu.verify import compare_buffers
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-SCALE = float(os.environ.get("MACHINE_FLOATS_SCALE", "1"))
+SCALE = sizes.SOAK
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 GLOBAL_BYTES = 2048                       # the built-in machine's global memory
 MODES = ("rn", "rz", "rm", "rp")

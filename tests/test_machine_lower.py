@@ -3,17 +3,16 @@
 optimise, pack, simulate) must write exactly what the reference interpreter writes. Also: the packer
 respects the carry limit, and every suite kernel the machine accepts gives the oracle's results.
 
-MACHINE_LOWER_SCALE (default 1) multiplies the hypothesis example counts.
+`pytest --soak N` multiplies the hypothesis example counts (tests/sizes.py).
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import sizes
 from qwengpu import load_program, run, suite
 from qwengpu.interp.memory import ExecutionFault
 from qwengpu.machine import intcode as ic
@@ -26,7 +25,7 @@ from qwengpu.machine.schedule import schedule
 from qwengpu.machine.simulator import Simulator
 from qwengpu.verify import compare_buffers
 
-SCALE = float(os.environ.get("MACHINE_LOWER_SCALE", "1"))
+SCALE = sizes.SOAK
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 REG = {8: "%rs", 16: "%rs", 32: "%r", 64: "%rd"}
 GLOBAL_BYTES = 2048                       # the built-in machine's global memory

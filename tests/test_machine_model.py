@@ -4,11 +4,9 @@ kernels' oracles.
 
 The built-in COMPACT machine is compiled once (sparse weights) for the compact engine; the stock
 forward runs on the small TINY machine (same circuits, one ALU slot), built, saved and reloaded.
-Set QWENGPU_FULL_SUITE=1 to run every kernel on the compact engine (~30 min on 2 cores); by default
-a set of kernels that exercises every unit and control path runs.
+`pytest --runslow` runs every kernel on the compact engine (~30 min on 2 cores); by default a set
+of kernels that exercises every unit and control path runs (the others are marked slow).
 """
-import os
-
 import pytest
 
 from ptxkit import kernel
@@ -42,7 +40,7 @@ def _machine_kernels():
     return out
 
 
-SUITE = _machine_kernels() if os.environ.get("QWENGPU_FULL_SUITE") else CI_KERNELS
+SUITE = CI_KERNELS + [pytest.param(n, marks=pytest.mark.slow) for n in _machine_kernels() if n not in CI_KERNELS]
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,15 @@ Two kinds of check for every routine and modifier combination:
   underflow thresholds, cancellations, subnormals, integers near 2^24/2^31/2^32 ...), evaluated
   with a numpy transcription of `alu_eval` that is itself checked against `Recorder.evaluate`.
 
-QWENGPU_SOFTFLOAT_SCALE=N multiplies every example count (a soak run).
+`pytest --soak N` multiplies every example count (a soak run; tests/sizes.py).
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import sizes
 from qwengpu.interp import floats as F
 from qwengpu.machine import softfloat as sf
 from qwengpu.machine.emit import Recorder
@@ -25,7 +24,7 @@ from qwengpu.machine.isa import ALU_OPS, Imm, alu_eval
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-SCALE = max(1, int(os.environ.get("QWENGPU_SOFTFLOAT_SCALE", "1")))
+SCALE = max(1, int(sizes.SOAK))
 HYP = settings(max_examples=40 * SCALE, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BULK = 4000 * SCALE                 # random inputs per generator per combination
@@ -210,9 +209,7 @@ def compare_bulk(bt, ref, arrays, what):
     """Vectorised run vs reference; a failure names the first bad inputs. Every 97th lane is
     also run through Recorder.evaluate."""
     got = bt.run(*arrays)
-    if os.environ.get("QWENGPU_SOFTFLOAT_COUNT"):          # soak bookkeeping: lanes checked
-        with open(os.environ["QWENGPU_SOFTFLOAT_COUNT"], "a") as fh:
-            fh.write(f"{len(arrays[0])}\n")
+    sizes.checked(len(arrays[0]))                           # the soak summary's count
     want = ref(*arrays)
     if not isinstance(want, tuple):
         want = (want,)
@@ -452,7 +449,7 @@ def test_fma_hyp(a, b, c, mode, ftz, sat):
 # div / rcp / sqrt: the integer approximations are proved by exhaustion, the rest by testing
 
 # every normalised 24-bit significand (every 8th at the default scale: the full sweep runs with
-# QWENGPU_SOFTFLOAT_SCALE >= 2)
+# --soak 2 and more)
 ALL_SIG = ((np.arange(0, 1 << 23, 1 if SCALE > 1 else 8, dtype=np.uint64) | U(1 << 23)) << U(8))
 
 
