@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 
 from .emit import Emitter, Recorder
-from .isa import M32, Imm, Src, VReg, alu_eval, src
+from .isa import M32, Imm, Src, VReg, src
+from .simplify import Operand, Sym, simplify
 
 __all__ = [
     "div_u32", "div_s32", "rem_u32", "rem_s32", "divrem_u32", "divrem_s32",
@@ -44,72 +45,22 @@ def _const(x) -> int | None:
     return None
 
 
+def _sym(x: Src):
+    """A `Src` as the simplifier sees it: its constant, or the register it reads."""
+    k = _const(x)
+    return k if k is not None else Sym(x.value, x.inv)
+
+
 def _op(em: Emitter, op: str, a, b=None, c=None, cin: str = "0") -> Src:
-    """Emit one ALU op (no carry flag out), folding constants and trivial identities."""
-    a = src(a)
-    b = None if b is None else src(b)
-    c = None if c is None else src(c)
-    ka = _const(a)
-    kb = None if b is None else _const(b)
-    kc = None if c is None else _const(c)
-    if cin != "flag" and ka is not None and (b is None or kb is not None) and (c is None or kc is not None):
-        r, _ = alu_eval(op, ka, kb or 0, kc or 0, int(cin))
+    """Emit one ALU op (no carry flag out), folding constants and trivial identities
+    (`qwengpu.machine.simplify`)."""
+    srcs = {"a": src(a), "b": None if b is None else src(b), "c": None if c is None else src(c)}
+    r = simplify(op, *(None if x is None else _sym(x) for x in srcs.values()), cin=cin)
+    if isinstance(r, int):
         return src(Imm(r))
-    zero = src(Imm(0))
-    if op == "MOV":
-        return a
-    if op == "ADD" and cin == "0":
-        if kb == 0:
-            return a
-        if ka == 0:
-            return b
-    elif op == "AND":
-        if ka == 0 or kb == 0:
-            return zero
-        if ka == M32:
-            return b
-        if kb == M32 or a == b:
-            return a
-    elif op == "OR":
-        if ka == M32 or kb == M32:
-            return src(Imm(M32))
-        if ka == 0:
-            return b
-        if kb == 0 or a == b:
-            return a
-    elif op == "XOR":
-        if ka == 0:
-            return b
-        if kb == 0:
-            return a
-        if a == b:
-            return zero
-    elif op in ("SHL", "SHR"):
-        if kb == 0:
-            return a
-        if ka == 0 or (kb is not None and kb >= 32):
-            return zero
-    elif op == "SAR":
-        if kb == 0 or ka in (0, M32):
-            return a
-    elif op == "SEL":
-        if kc is not None:
-            return a if kc else b
-        if a == b:
-            return a
-    elif op == "MUL":
-        if ka == 0 or kb == 0:
-            return zero
-        if kb == 1:
-            return a
-        if ka == 1:
-            return b
-    elif op in ("MULHU", "MULHS"):
-        if ka == 0 or kb == 0:
-            return zero
-        if op == "MULHU" and (ka == 1 or kb == 1):
-            return zero
-    return em.alu(op, a, b, c, cin=cin)
+    if isinstance(r, Operand):
+        return srcs[r.name]
+    return em.alu(op, srcs["a"], srcs["b"], srcs["c"], cin=cin)
 
 
 def _roots(x, out: set):

@@ -5,8 +5,9 @@ work; folding it here is what keeps bundles short and carries few.
 """
 from __future__ import annotations
 
-from .isa import ALU_OPS, Imm, MicroOp, Special, Src, VReg, alu_eval, src
+from .isa import ALU_OPS, Imm, MicroOp, Special, Src, VReg, src
 from .lower import Block, MicroProgram
+from .simplify import fold
 
 _PURE = set(ALU_OPS)
 
@@ -28,7 +29,7 @@ def _map_srcs(op: MicroOp, f):
 
 
 def _fold(op: MicroOp) -> MicroOp:
-    """An ALU op whose sources are all immediates becomes a MOV of the result."""
+    """An ALU op whose sources are all immediates becomes a MOV of the result (`simplify.fold`)."""
     if op.kind != "alu" or op.op == "MOV" or op.cin == "flag":
         return op
     if op.op == "SEL" and isinstance(op.c.value, Imm):
@@ -43,10 +44,9 @@ def _fold(op: MicroOp) -> MicroOp:
             vals.append((~s.value.value if s.inv else s.value.value) & 0xFFFFFFFF)
         else:
             return op
-    cin = int(op.cin) if op.cin in ("0", "1") else 0
-    r, flag = alu_eval(op.op, vals[0], vals[1], vals[2], cin)
     if op.sets_flag:
         return op                  # the flag is still needed by the next op
+    r = fold(op.op, *vals, cin=op.cin if op.cin in ("0", "1") else "0")
     return MicroOp("alu", "MOV", op.dst, src(Imm(r)), ptx_pc=op.ptx_pc)
 
 

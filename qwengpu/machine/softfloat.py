@@ -24,14 +24,15 @@ API (every routine returns Src results; f64 operands and results are (lo, hi) pa
 
 Unsupported combinations raise SoftFloatError (a ValueError).
 
-Routines are built with a small builder (`_B`) that folds constants, drops identities, shares
+Routines are built with a small builder (`Builder`) that folds constants, drops identities, shares
 common subexpressions and removes dead micro-ops before anything reaches the emitter, so the
 mode-generic code below costs only what a mode really needs. Carry-flag pairs stay adjacent and
 are never chained.
 """
 from __future__ import annotations
 
-from .isa import ALU_OPS, M32, Imm, Src, alu_eval, src
+from .isa import M32, Imm, Src, src
+from .simplify import Operand, Sym, simplify
 
 S31 = 0x80000000
 ABS = 0x7FFFFFFF
@@ -58,7 +59,7 @@ class SoftFloatError(ValueError):
 _COMMUTATIVE = {"ADD", "AND", "OR", "XOR", "MUL", "MULHU", "MULHS", "EQ"}
 
 
-class V:
+class Value:
     """A 32-bit value under construction: node `n` of builder `b`, optionally bit-inverted."""
     __slots__ = ("b", "n", "inv")
 
@@ -69,7 +70,7 @@ class V:
         return (self.n, self.inv)
 
     def __invert__(self):
-        return V(self.b, self.n, not self.inv)
+        return Value(self.b, self.n, not self.inv)
 
     def __and__(self, o):
         return self.b.op("AND", self, o)
@@ -113,24 +114,24 @@ class V:
         return ("~" if self.inv else "") + f"n{self.n}"
 
 
-class W(int):
+class Word(int):
     """A 32-bit constant under construction (an immediate operand, or a folded value): Python
     arithmetic on it wraps to 32 bits as the machine's does (`(k << 9) >> 5` keeps only the low
-    word), and it combines with a `V` by building the op."""
+    word), and it combines with a `Value` by building the op."""
     __slots__ = ()
 
     def __invert__(self):
-        return W(~int(self) & M32)
+        return Word(~int(self) & M32)
 
     def __neg__(self):
-        return W(-int(self) & M32)
+        return Word(-int(self) & M32)
 
 
 def _wrap(f):
     def op(self, o):
         if not isinstance(o, int):
             return NotImplemented
-        return W(f(int(self), int(o) & M32) & M32)
+        return Word(f(int(self), int(o) & M32) & M32)
     return op
 
 
@@ -139,16 +140,16 @@ for _name, _f in {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "rsub": 
                   "xor": lambda a, b: a ^ b, "lshift": lambda a, b: a << b if b < 32 else 0,
                   "rshift": lambda a, b: a >> b, "rlshift": lambda a, b: b << a if a < 32 else 0,
                   "rrshift": lambda a, b: b >> a}.items():
-    setattr(W, f"__{_name}__", _wrap(_f))
+    setattr(Word, f"__{_name}__", _wrap(_f))
 for _name in ("add", "mul", "and", "or", "xor"):
-    setattr(W, f"__r{_name}__", getattr(W, f"__{_name}__"))
+    setattr(Word, f"__r{_name}__", getattr(Word, f"__{_name}__"))
 
 
 def _inv(x):
     return (x ^ M32) if isinstance(x, int) else ~x
 
 
-class _B:
+class Builder:
     """Builds one routine: constant folding, identities, CSE, dead-code removal."""
 
     def __init__(self):
@@ -160,23 +161,23 @@ class _B:
         s = src(s)
         if isinstance(s.value, Imm):
             v = s.value.value
-            return W((v ^ M32) if s.inv else v)
+            return Word((v ^ M32) if s.inv else v)
         self.nodes.append(["IN", s])
-        return V(self, len(self.nodes) - 1)
+        return Value(self, len(self.nodes) - 1)
 
     def emit(self, em, outs):
         """Emit the live ops through `em.alu`; returns the outputs as Srcs."""
         live = set()
         n = len(self.nodes)
         for o in outs:
-            if isinstance(o, V):
+            if isinstance(o, Value):
                 live.add(o.n)
         for i in range(n - 1, -1, -1):
             node = self.nodes[i]
             if i not in live or node[0] == "IN":
                 continue
             for x in node[1:4]:
-                if isinstance(x, V):
+                if isinstance(x, Value):
                     live.add(x.n)
             if node[4] == "flag":
                 live.add(i - 1)
@@ -197,7 +198,7 @@ class _B:
     @staticmethod
     def _src(x, mapped):
         if isinstance(x, int):
-            return src(int(x) & M32)          # a plain int: W's wrapping stays in the builder
+            return src(int(x) & M32)          # a plain int: Word's wrapping stays in the builder
         s = mapped[x.n]
         return Src(s.value, s.inv ^ x.inv)
 
@@ -212,21 +213,21 @@ class _B:
         if cin != "flag" and not sets_flag:
             r = self._simplify(op, a, b, c, cin)
             if r is not None:
-                return W(r & M32) if isinstance(r, int) else r
+                return Word(r & M32) if isinstance(r, int) else r
         if cin == "flag":
             prev = self.nodes[-1] if self.nodes else None
             assert prev is not None and prev[5], "a flag consumer must follow its producer"
         if op in _COMMUTATIVE and not (isinstance(a, int) and isinstance(b, int)):
             ka, kb = self._k(a), self._k(b)
             # canonical order (for sharing); an inverted operand goes second (free there)
-            if (ka > kb and not (isinstance(b, V) and b.inv and not (isinstance(a, V) and a.inv))) \
-                    or (isinstance(a, V) and a.inv and not (isinstance(b, V) and b.inv)):
+            if (ka > kb and not (isinstance(b, Value) and b.inv and not (isinstance(a, Value) and a.inv))) \
+                    or (isinstance(a, Value) and a.inv and not (isinstance(b, Value) and b.inv)):
                 a, b = b, a
         key = (op, self._k(a), self._k(b), self._k(c), cin)
         if cin != "flag" and not sets_flag and key in self.cse:
             return self.cse[key]
         self.nodes.append([op, a, b, c, cin, sets_flag])
-        v = V(self, len(self.nodes) - 1)
+        v = Value(self, len(self.nodes) - 1)
         if cin != "flag" and not sets_flag:
             self.cse[key] = v
         return v
@@ -240,111 +241,23 @@ class _B:
         return (2, x.n, x.inv)
 
     def _simplify(self, op, a, b, c, cin):
-        ints = [x for x in (a, b, c) if x is not None]
-        nsrc = ALU_OPS[op]
-        if all(isinstance(x, int) for x in ints[:nsrc]):
-            return alu_eval(op, int(a or 0), int(b or 0), int(c or 0), int(cin))[0]
-        same = isinstance(a, V) and isinstance(b, V) and a.n == b.n
-        comp = same and a.inv != b.inv
-        same = same and a.inv == b.inv
-        if op == "AND":
-            if a == 0 or b == 0 or comp:
-                return 0
-            if a == M32:
-                return b
-            if b == M32 or same:
-                return a
-        elif op == "OR":
-            if a == M32 or b == M32 or comp:
-                return M32
-            if a == 0:
-                return b
-            if b == 0 or same:
-                return a
-        elif op == "XOR":
-            if same:
-                return 0
-            if comp:
-                return M32
-            if a == 0:
-                return b
-            if b == 0:
-                return a
-            if a == M32:
-                return ~b
-            if b == M32:
-                return ~a
-            if isinstance(a, V) and a.inv:
-                return ~self.op("XOR", ~a, b)
-            if isinstance(b, V) and b.inv:
-                return ~self.op("XOR", a, ~b)
-        elif op == "ADD":
-            if cin == "0":
-                if a == 0:
-                    return b
-                if b == 0:
-                    return a
-                if comp:
-                    return M32
-            else:
-                if a == M32:
-                    return b
-                if b == M32:
-                    return a
-                if comp:
-                    return 0
-        elif op in ("SHL", "SHR"):
-            if b == 0:
-                return a
-            if a == 0 or (isinstance(b, int) and b >= 32):
-                return 0
-            if op == "SHL" and isinstance(a, V) and a.inv and isinstance(b, int):
-                # only the second operand is inverted for free on the machine
-                return self.op("MUL", a, 1 << b)
-        elif op == "SAR":
-            if b == 0:
-                return a
-            if isinstance(b, int) and b > 31:
-                return self.op("SAR", a, 31)
-            if isinstance(a, V) and a.inv:
-                return ~self.op("SAR", ~a, b)            # sar(~x) == ~sar(x)
-        elif op == "SEL":
-            if isinstance(c, int):
-                return a if c else b
-            if isinstance(a, int) and isinstance(b, int) and a == b:
-                return a
-            if isinstance(a, V) and isinstance(b, V) and a.key() == b.key():
-                return a
-            if a == 1 and b == 0 and isinstance(c, V) and self.is01(c):
-                return c
-        elif op == "EQ":
-            if same:
-                return 1
-            if comp:
-                return 0
-        elif op == "LTU":
-            if b == 0 or same:
-                return 0
-            if a == M32:
-                return 0
-        elif op == "LEU":
-            if a == 0 or b == M32 or same:
-                return 1
-        elif op in ("LT", "LE") and same:
-            return int(op == "LE")
-        elif op == "MUL":
-            if a == 0 or b == 0:
-                return 0
-            if a == 1:
-                return b
-            if b == 1:
-                return a
-        elif op in ("MULHU",):
-            if a in (0, 1) or b in (0, 1):
-                return 0
-        elif op == "MOV":
-            return a
-        return None
+        """The algebra's answer (`qwengpu.machine.simplify`, every identity) as a value of this
+        builder, or None."""
+        args = {"a": a, "b": b, "c": c}
+        sym = (lambda x: x if x is None or isinstance(x, int) else Sym(x.n, x.inv))
+        r = simplify(op, sym(a), sym(b), sym(c), cin, full=True,
+                     is01=lambda s: self.is01(Value(self, s.key, s.inv)))
+        if r is None or isinstance(r, int):
+            return r
+
+        def value(x):
+            if isinstance(x, Operand):
+                return _inv(args[x.name]) if x.inv else args[x.name]
+            return x
+        if isinstance(r, Operand):
+            return value(r)
+        out = self.op(r.op, *(value(x) for x in r.args))
+        return _inv(out) if r.inv else out
 
     def is01(self, v):
         if isinstance(v, int):
@@ -417,7 +330,7 @@ class _B:
 
 def _run(em, build, *srcs):
     """Build a routine: `build(b, *inputs)` returns a value or a tuple of values."""
-    b = _B()
+    b = Builder()
     ins = [b.inp(s) for s in srcs]
     out = build(b, *ins)
     if not isinstance(out, tuple):
