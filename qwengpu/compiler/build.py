@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, Node
-from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, Previous
+from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, Previous, read_rails
 from .program import Program
 
 
@@ -485,9 +485,9 @@ class MemoryPlacement:
 def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, float]:
     """({slot: word} of the written slots, code margin) of a memory, from the recurrent state
     [value heads, key dim, value dim] of its layer (or `state(layer)` for each layer of a memory
-    spread over several). A bit reads as the circuits read it: its 1-rail against half the rail
-    level (an unwritten field holds only ~1e-16 crosstalk and reads 0); the margin is the smallest
-    distance of a 1-rail from that threshold."""
+    spread over several). Bits are read as the circuits read them (`memory.read_rails`: the 1-rail
+    against half the rail level; an unwritten field holds only ~1e-16 crosstalk and reads 0); the
+    margin is the smallest distance of a 1-rail from that level."""
     import numpy as np
     pieces = placement.all_pieces()
     if callable(state):
@@ -497,23 +497,21 @@ def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, 
     else:
         get = (lambda _layer: state)
     states = {L: np.asarray(get(L), dtype=np.float64) for L in {pc[0] for pc in pieces}}
-    half = VALUE_L / 2
-    out = {}
+    want = np.arange(placement.slots) if slots is None else np.asarray(list(slots), dtype=np.int64)
+    words = [0] * len(want)
+    written = np.zeros(len(want), dtype=bool)
     margin = float("inf")
-    for s in (range(placement.slots) if slots is None else slots):
-        word, peak = 0, 0.0
-        for layer, head, lo, width, s0, n in pieces:
-            if not s0 <= s < s0 + n:
-                continue
-            rails = states[layer][head, s - s0, 0:2 * width]
-            peak = max(peak, float(np.abs(rails).max()))
-            one = rails[0::2]
-            for j in np.nonzero(one > half)[0]:
-                word |= 1 << (lo + int(j))
-            margin = min(margin, float(np.abs(one - half).min()))
-        if peak > VALUE_L / 4:
-            out[s] = word
-    return out, margin
+    for layer, head, lo, width, s0, n in pieces:
+        idx = np.nonzero((want >= s0) & (want < s0 + n))[0]
+        if not len(idx):
+            continue
+        bits, m, w = read_rails(states[layer][head, want[idx] - s0, 0:2 * width])
+        margin = min(margin, float(m.min()))
+        written[idx] |= w
+        for i, row in zip(idx, bits):
+            for j in np.nonzero(row)[0]:
+                words[i] |= 1 << (lo + int(j))
+    return {int(s): words[i] for i, s in enumerate(want) if written[i]}, margin
 
 
 def _inv_freq(config):

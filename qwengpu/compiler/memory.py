@@ -26,6 +26,26 @@ KEY_L = 32.0        # key/query pre-activation magnitude
 VALUE_L = 32.0      # value pre-activation magnitude
 BETA_L = 40.0       # sigmoid(40) == 1.0 in fp32
 Z_ON = 32.0         # silu(32) == 32
+#: a slot is *written* when one of its rails is above this fraction of VALUE_L. Every written bit
+#: has one rail at VALUE_L (its 1-rail or its 0-rail), an unwritten slot holds only crosstalk (~1e-16
+#: of it; the `gdn.rail` margin bounds the leak). A quarter is below the bits' own decision level
+#: (half of VALUE_L): a slot that decodes a 1 bit is always written, and a written rail can lose
+#: three quarters of its level before the slot reads as empty.
+WRITTEN_FRACTION = 0.25
+
+
+def read_rails(rails, level: float = VALUE_L):
+    """Dual-rail words read as the circuits read them, the one decoder of GDN memory states.
+    `rails` [..., 2w]: bit j's 1-rail at column 2j, its 0-rail at 2j + 1. Returns (bits [..., w]
+    bool: the 1-rail above half the level; margin [...]: the smallest distance of a 1-rail from
+    that level; written [...] bool: a rail above `WRITTEN_FRACTION` of the level)."""
+    import numpy as np
+    r = np.asarray(rails, dtype=np.float64)
+    one = r[..., 0::2]
+    bits = one > level / 2
+    margin = np.abs(one - level / 2).min(axis=-1, initial=np.inf)
+    written = np.abs(r).max(axis=-1, initial=0.0) > WRITTEN_FRACTION * level
+    return bits, margin, written
 
 
 @dataclass

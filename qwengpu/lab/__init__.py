@@ -11,7 +11,7 @@ The widgets (`widgets.Inspector`) and the static HTML export draw these snapshot
 from .machine import MemoryInfo, decode_fields, parse_token, record_launch, selection_of, slot_label
 from .machine_view import BundleView, MachineReg, MachineSnapshot, MachineView
 from .model import (Field, GDNState, LayerInfo, MachineState, MemoryMap, Mismatch, ModelRecord, ModelTrace,
-                    RegCheck, Selection, decode_state, decode_word, memory_map_of, recurrent_state)
+                    RegCheck, Selection, decode_state, memory_map_of, recurrent_state)
 from .values import fmt, fmt_all
 from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, MemoryView, Operand, RegRow,
                    Snapshot, trace_launch)
@@ -19,6 +19,6 @@ from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, Mem
 __all__ = ["trace_launch", "record_launch", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction",
            "MemoryRegion", "MemoryView", "MachineView", "MachineSnapshot", "MachineReg", "BundleView",
            "EngineUnavailable", "ModelTrace", "ModelRecord", "MachineState", "GDNState", "MemoryMap", "Field",
-           "LayerInfo", "Mismatch", "RegCheck", "Selection", "MemoryInfo", "decode_state", "decode_word",
+           "LayerInfo", "Mismatch", "RegCheck", "Selection", "MemoryInfo", "decode_state",
            "decode_fields", "memory_map_of", "recurrent_state", "selection_of", "slot_label", "parse_token",
            "fmt", "fmt_all"]

@@ -51,12 +51,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import (LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, Selection)
+from qwengpu.compiler.memory import Z_ON, read_rails
+
+from .model import LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, Selection
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
-VALUE_L = 32.0
-Z_ON = 32.0
 LANES = 4
 M32 = 0xFFFFFFFF
 
@@ -116,11 +116,10 @@ class MemoryInfo:
         return slot_label(self.name, slot)
 
     def memory_map(self):
-        """The `qwengpu.lab.MemoryMap` of this memory (the circuits' read rule: 1-rail vs half level)."""
+        """The `qwengpu.lab.MemoryMap` of this memory."""
         from .model import Field, MemoryMap
         return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
-                         [Field(h, lo, w, 0) for h, lo, w in self.fields], self.width, level=VALUE_L,
-                         rule="half")
+                         [Field(h, lo, w, 0) for h, lo, w in self.fields], self.width)
 
 
 def slot_label(name: str, slot: int) -> str:
@@ -179,26 +178,24 @@ def memory_infos(machine, group: int) -> dict:
 
 def decode_fields(state, info: MemoryInfo):
     """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
-    exactly as `qwengpu.compiler.build.decode_memory` reads it: (values [fields, slots] int64,
-    written [slots] bool, margin)."""
+    with the compiler's reader (`qwengpu.compiler.memory.read_rails`, as `decode_memory` does),
+    vectorised over fields of one width: (values [fields, slots] int64, written [slots] bool,
+    margin)."""
     st = np.asarray(state)
-    half = VALUE_L / 2
     nf, ns = len(info.fields), info.slots
     vals = np.zeros((nf, ns), dtype=np.int64)
-    peak = np.zeros(ns)
+    written = np.zeros(ns, dtype=bool)
     margin = float("inf")
     by_width: dict = {}
     for i, (h, _, w) in enumerate(info.fields):
         by_width.setdefault(w, []).append(i)
     for w, idx in by_width.items():
         heads = [info.fields[i][0] for i in idx]
-        block = st[heads, :ns, :2 * w].astype(np.float64)          # [n, slots, 2w]
-        one = block[..., 0::2]
-        bits = one > half
+        bits, m, wr = read_rails(st[heads, :ns, :2 * w])             # [n, slots, w], [n, slots] x2
         vals[idx] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
-        peak = np.maximum(peak, np.abs(block).max(axis=(0, 2)))
-        margin = min(margin, float(np.abs(one - half).min()))
-    return vals, peak > VALUE_L / 4, margin
+        written |= wr.any(axis=0)
+        margin = min(margin, float(m.min()))
+    return vals, written, margin
 
 
 def words_of(vals, written, info: MemoryInfo) -> dict:

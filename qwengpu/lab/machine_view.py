@@ -197,8 +197,7 @@ class MachineView:
         self._gdn_cache[key] = cached
         st = block[:, :info.slots, :]
         mm = MemoryMap(memory, [info.label(s) for s in range(info.slots)],
-                       [Field(i, lo, w, 0) for i, (_, lo, w) in enumerate(info.fields)], info.width,
-                       level=32.0, rule="half")
+                       [Field(i, lo, w, 0) for i, (_, lo, w) in enumerate(info.fields)], info.width)
         return GDNState(info.layer, st.copy(), [mm])
 
     def bundle(self, pc: int) -> BundleView:

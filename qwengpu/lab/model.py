@@ -25,10 +25,10 @@ states are read.
 A `MemoryMap` says how to read a word memory out of a GDN layer's state [value heads, key dim,
 value dim] (the layout `qwengpu.compiler.memory.GDNMemory` writes): slot s is key row s; field f
 of the word sits in value head `fields[f].head`, columns `column + 2j` (the "1" rail) and
-`column + 2j + 1` (the "0" rail) for bit `lo + j`. With `rule="half"` (the machine's circuits) a bit
-is 1 when its 1-rail exceeds half the rail level, and the margin is the distance from that level;
-with `rule="rails"` a bit is 1 when its 1-rail exceeds its 0-rail. A slot whose rails are all ~0 was
-never written. `decode_state` gives every slot's word and its margin.
+`column + 2j + 1` (the "0" rail) for bit `lo + j`. `decode_state` reads every slot's word with the
+compiler's reader (`qwengpu.compiler.memory.read_rails`, as the circuits read: a bit is 1 when its
+1-rail exceeds half the rail level; the margin is the distance from that level; a slot whose rails
+are all below a quarter of the level was never written).
 
 The lab never invents these records: with engine="interp" there is no `ModelTrace`.
 """
@@ -38,9 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: a slot whose largest rail is below this fraction of the map's rail level reads as unwritten
-EMPTY_FRACTION = 0.25
-
+from qwengpu.compiler.memory import VALUE_L, read_rails
 
 @dataclass
 class Field:
@@ -58,9 +56,8 @@ class MemoryMap:
     slots: list                    # a label per key row (slot index = key row)
     fields: list                   # [Field]
     width: int                     # word width in bits
-    level: float = 32.0            # the rail level of a written bit (VALUE_L after SiLU)
+    level: float = VALUE_L         # the rail level of a written bit (after SiLU)
     key_rows: list | None = None   # key row of each slot when not 0..len(slots)-1
-    rule: str = "rails"            # "rails": 1-rail vs 0-rail; "half": 1-rail vs level / 2
 
     def rows(self) -> list[int]:
         return list(self.key_rows) if self.key_rows is not None else list(range(len(self.slots)))
@@ -86,55 +83,26 @@ class GDNState:
         return {m.name: decode_state(self.state, m) for m in self.maps}
 
 
-def decode_word(state: np.ndarray, row: int, fields: list, level: float = 32.0, rule: str = "rails"):
-    """(value or None, margin, bits) of the word at key row `row`."""
-    state = np.asarray(state, dtype=np.float64)
-    value, margin, bits, peak = 0, float("inf"), {}, 0.0
-    for f in fields:
-        for j in range(f.width):
-            one = float(state[f.head, row, f.column + 2 * j])
-            zero = float(state[f.head, row, f.column + 2 * j + 1])
-            peak = max(peak, abs(one), abs(zero))
-            if rule == "half":
-                b = 1 if one > level / 2 else 0
-                m = abs(one - level / 2)
-            else:
-                b = 1 if one > zero else 0
-                m = abs(one - zero)
-            bits[f.lo + j] = b
-            value |= b << (f.lo + j)
-            margin = min(margin, m)
-    if peak < EMPTY_FRACTION * level:
-        return None, float("inf"), []
-    width = max(bits) + 1 if bits else 0
-    return value, margin, [bits.get(i, 0) for i in range(width)]
-
-
 def decode_state(state: np.ndarray, mmap: MemoryMap) -> list[SlotValue]:
-    """Every slot of `mmap` decoded from one layer's recurrent state [heads, dk, dv] (`decode_word`
-    for every slot, vectorised over slots)."""
+    """Every slot of `mmap` decoded from one layer's recurrent state [heads, dk, dv]
+    (`qwengpu.compiler.memory.read_rails`, vectorised over slots)."""
     st = np.asarray(state, dtype=np.float64)
     rows = np.asarray(mmap.rows(), dtype=np.int64)
     n = len(rows)
     width = max((f.lo + f.width for f in mmap.fields), default=0)
     bits = np.zeros((n, width), dtype=np.int64)
     margin = np.full(n, np.inf)
-    peak = np.zeros(n)
+    written = np.zeros(n, dtype=bool)
     for f in mmap.fields:
-        block = st[f.head][rows][:, f.column:f.column + 2 * f.width]          # [n, 2w]
-        one, zero = block[:, 0::2], block[:, 1::2]
-        if mmap.rule == "half":
-            b, m = one > mmap.level / 2, np.abs(one - mmap.level / 2)
-        else:
-            b, m = one > zero, np.abs(one - zero)
+        b, m, w = read_rails(st[f.head][rows][:, f.column:f.column + 2 * f.width], mmap.level)
         bits[:, f.lo:f.lo + f.width] = b
-        margin = np.minimum(margin, m.min(axis=1, initial=np.inf))
-        peak = np.maximum(peak, np.abs(block).max(axis=1, initial=0.0))
+        margin = np.minimum(margin, m)
+        written |= w
     weights = [1 << j for j in range(width)]
     out = []
     for s in range(n):
         label = mmap.slots[s] if s < len(mmap.slots) else str(s)
-        if peak[s] < EMPTY_FRACTION * mmap.level:
+        if not written[s]:
             out.append(SlotValue(s, label, None, float("inf"), []))
             continue
         bl = bits[s].tolist()
@@ -147,12 +115,11 @@ def memory_map_of(gdn_memory, port: int = 0, key_heads_before: int = 0, value_he
     """The `MemoryMap` of a compiler `GDNMemory` (`qwengpu.compiler.memory`), read through key head
     `key_heads_before + port` of its layer (every port holds an identical copy). Value heads are
     grouped per key head (`value_heads_per_key`, default: the memory's field count)."""
-    from qwengpu.compiler.memory import VALUE_L
     group = value_heads_per_key or len(gdn_memory.fields)
     h = key_heads_before + port
     fields = [Field(h * group + fi, f.lo, f.width, 0) for fi, f in enumerate(gdn_memory.fields)]
     slots = labels or [str(i) for i in range(gdn_memory.slots)]
-    return MemoryMap(gdn_memory.name, slots, fields, gdn_memory.width, level=VALUE_L)
+    return MemoryMap(gdn_memory.name, slots, fields, gdn_memory.width)
 
 
 def recurrent_state(cache, layer: int, batch: int = 0) -> np.ndarray:
