@@ -315,7 +315,7 @@ def test_lowering_loops_are_found_for_the_register_check():
     instruction (a retry's old value in a CAS loop) when a later carry of that instruction replaces
     them; user loops are not such loops."""
     from qwengpu import load_program
-    from qwengpu.lab.machine import micro_loop_pcs
+    from qwengpu.lab.checks import micro_loop_pcs
     from qwengpu.machine.assembler import assemble
     from qwengpu.machine.config import COMPACT
 
@@ -336,7 +336,7 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
     interpreter's)."""
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
     from qwengpu.compiler.memory import VALUE_L
-    from qwengpu.lab.machine import memory_infos
+    from qwengpu.lab.recorder import memory_infos
 
     k = suite.get("dot")
     hit = []

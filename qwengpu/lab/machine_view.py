@@ -1,4 +1,4 @@
-"""`MachineView`: a launch recorded from the model (`qwengpu.lab.machine.record_launch`), one
+"""`MachineView`: a launch recorded from the model (`qwengpu.lab.recorder.record_launch`), one
 position per forward pass, every value decoded from the model's own state.
 
     view = trace_launch(ptx, spec, engine="compact")
@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import GDNState, LANE_BARRIER, LANE_RUN, Mismatch, RegCheck
+from qwengpu.machine.config import LANES
+from qwengpu.machine.tokens import parse_token, token_text
+
+from .checks import compare_states, micro_loop_pcs, ptx_aliases, reference_states, register_histories
+from .record import (LANE_BARRIER, LANE_RUN, Field, GDNState, MemoryMap, Mismatch, RegCheck, Selection,
+                     selection_of)
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
-
-LANES = 4
 
 
 @dataclass
@@ -155,9 +158,8 @@ class MachineView:
                 return t
         return len(self) - 1
 
-    def selection(self, memory: str):
-        """`qwengpu.lab.model.Selection` of a memory: what its key heads select, every consumed token."""
-        from .machine import selection_of
+    def selection(self, memory: str) -> Selection:
+        """`qwengpu.lab.record.Selection` of a memory: what its key heads select, every consumed token."""
         got = self._gdn_cache.get(("sel", memory))
         if got is None:
             got = self._gdn_cache[("sel", memory)] = selection_of(self.trace, memory)
@@ -167,7 +169,6 @@ class MachineView:
         """The raw recurrent state holding `memory` after pass `position`: the value heads of its
         fields (port 0's copy) [fields, slots, 2 x width], rebuilt from the state after the prompt
         and the rows every pass wrote, with the map that decodes it."""
-        from .model import Field, MemoryMap
         info = self.trace.memories[memory]
         heads = info.heads
         key = ("raw", memory)
@@ -263,7 +264,6 @@ class MachineView:
     def _parse(self):
         """Per position: the bundle being run, the warp of the last EXEC, and what each physical
         register holds (from the bundles' carries)."""
-        from .machine import parse_token
         recs = self.trace.records
         toks = self.trace.tokens
         self._exec_pc = [None] * len(recs)
@@ -302,9 +302,8 @@ class MachineView:
     def aliases(self) -> dict:
         got = getattr(self, "_aliases_cache", None)
         if got is None:
-            from .machine import _aliases
             try:
-                got = _aliases(self.module, self.spec, self.kernel_fn, self.image.layout)
+                got = ptx_aliases(self.module, self.spec, self.kernel_fn, self.image.layout)
             except Exception:                 # the lowering is re-run only to name registers
                 got = {}
             self._aliases_cache = got
@@ -422,41 +421,37 @@ class MachineView:
     # -- consistency ---------------------------------------------------------------------------------
 
     def _micro_loop_pcs(self) -> set:
-        from .machine import micro_loop_pcs
         return micro_loop_pcs(self.image, self.kernel_fn)
 
     def check(self, max_tokens: int):
         """Compare the records with the simulator (every token) and the interpreter (see
-        `qwengpu.lab.machine`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
-        from qwengpu.machine.prompt import token_text
-
-        from .machine import _Reference, compare_states
+        `qwengpu.lab.checks`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
         trace = self.trace
         recs = trace.records
-        ref = _Reference(self.image, self.module, self.spec, max_tokens)
-        ref.run(len(recs))
+        ref_tokens, ref_states, ref_errors = reference_states(self.image, self.module, self.spec, max_tokens,
+                                                              len(recs))
         mism: list = []
         used = self.image.config.max_warps * LANES
         compared = 0
         for i, rec in enumerate(recs):
-            if i >= len(ref.states):
+            if i >= len(ref_states):
                 mism.append(Mismatch(rec.index, i, "token", None, rec.text))
                 break
             # the pass that emits <fault>: the circuits still write the served lanes' next pc and
             # state, the simulator stops at the fault; the launch ends there, so its lane table is
             # not compared (everything else is)
             faulting = rec.text.startswith("<fault")
-            mism += compare_states(i, rec.index, rec.machine, ref.states[i], 0 if faulting else used)
+            mism += compare_states(i, rec.index, rec.machine, ref_states[i], 0 if faulting else used)
             compared = i + 1
-            want = token_text(ref.tokens[i])
+            want = token_text(ref_tokens[i])
             if want != rec.text:
                 mism.append(Mismatch(rec.index, i, "token", want, rec.text))
                 break
         self._compared = compared
-        tokens_equal = compared == len(recs) and len(ref.tokens) == len(recs) and \
+        tokens_equal = compared == len(recs) and len(ref_tokens) == len(recs) and \
             not any(m.what == "token" for m in mism)
         sim = {"tokens_equal": tokens_equal, "positions": compared,
-               "mismatches": len(mism), "replay_errors": list(ref.errors)}
+               "mismatches": len(mism), "replay_errors": list(ref_errors)}
         # the interpreter: final memory and buffers, carried registers
         interp, checks = self._check_interpreter(mism)
         trace.mismatches = mism
@@ -468,14 +463,13 @@ class MachineView:
         extra = self.result.extra if self.result is not None else {}
         trace.consistency = {
             "simulator": sim, "interpreter": interp,
-            "exact": tokens_equal and not mism and not ref.errors and interp["ok"],
+            "exact": tokens_equal and not mism and not ref_errors and interp["ok"],
             "min_code_margin": min(margins) if margins else None,
             "min_logit_gap": extra.get("min_logit_gap"),
             "raw_state_exact": trace.raw_exact,
         }
 
     def _check_interpreter(self, mism: list):
-        from .machine import _histories, parse_token
         recs = self.trace.records
         ref = self.reference
         final = recs[-1].machine if recs else None
@@ -513,7 +507,7 @@ class MachineView:
             out["registers_compared"] = False
             out["note"] = "registers not compared: the kernel calls device functions (inlined under other names)"
         else:
-            H = _histories(ref, self.kernel)
+            H = register_histories(ref, self.kernel)
             cursor: dict = {}
             pending: list = []
             toks = self.trace.tokens

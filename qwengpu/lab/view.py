@@ -23,20 +23,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import qwengpu
+from qwengpu.interp.interpreter import LANES, Interpreter
+from qwengpu.interp.memory import (CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault,
+                                   global_layout, layout_variables)
 from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 
 from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, type_width
 
-LANES = 4
 CHECKPOINT = 64
 #: the largest memory window a snapshot carries per region (bytes)
 MAX_WINDOW = 4096
-
-_SHARED_WINDOW = 0x1_0000_0000
-_LOCAL_WINDOW = 0x2_0000_0000
-_CONST_WINDOW = 0x3_0000_0000
-_WINDOW_SIZE = 0x1_0000_0000
 
 
 class EngineUnavailable(RuntimeError):
@@ -393,7 +391,6 @@ class LaunchView:
         return (block % gx, (block // gx) % gy, block // (gx * gy))
 
     def _build_regions(self):
-        from qwengpu.interp.memory import global_layout, layout_variables
         lay = global_layout(self.spec, self.module)
         self._layout = lay
         regs: dict[str, MemoryRegion] = {}
@@ -610,11 +607,11 @@ class LaunchView:
     def _locate(self, space: str | None, addr: int, block: int, warp: int, lane: int):
         """(region key, offset) of an address in `space` (None or "generic": generic addressing)."""
         if space in (None, "generic"):
-            if _SHARED_WINDOW <= addr < _SHARED_WINDOW + _WINDOW_SIZE:
-                space, addr = "shared", addr - _SHARED_WINDOW
-            elif _LOCAL_WINDOW <= addr < _LOCAL_WINDOW + _WINDOW_SIZE:
-                space, addr = "local", addr - _LOCAL_WINDOW
-            elif _CONST_WINDOW <= addr < _CONST_WINDOW + _WINDOW_SIZE:
+            if SHARED_WINDOW <= addr < SHARED_WINDOW + WINDOW_SIZE:
+                space, addr = "shared", addr - SHARED_WINDOW
+            elif LOCAL_WINDOW <= addr < LOCAL_WINDOW + WINDOW_SIZE:
+                space, addr = "local", addr - LOCAL_WINDOW
+            elif CONST_WINDOW <= addr < CONST_WINDOW + WINDOW_SIZE:
                 return None, 0
             else:
                 space = "global"
@@ -812,42 +809,13 @@ def _dtype_of(ptx_type: str) -> str:
 # building a view
 
 
-def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None = None,
-                 max_steps: int | None = None, names: list | None = None, progress=None, machine=None,
-                 on_token=None):
-    """Run one launch with a per-step trace and build its view.
-
-    `engine="interp"` runs the reference interpreter and gives a `LaunchView` (one position per
-    warp-instruction). A launch that faults still gives a view: its last step is the faulting one and
-    `view.fault` holds the `ExecutionFault`.
-
-    `engine="compact"` (the compact engine) or `engine="model"` (the stock transformers forward) runs
-    the launch through the model's forward passes and gives a `qwengpu.lab.MachineView`: one position
-    per forward pass, the machine decoded from the model's own state after it, checked against the
-    simulator and the interpreter (`qwengpu.lab.machine`). `machine`: a built machine (default: the
-    built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
-    `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
-    change it: fault injection, see `record_launch`).
-    """
-    import qwengpu
-
+def interp_view(program, launch, *, kernel: str | None = None, max_steps: int | None = None,
+                names: list | None = None, progress=None) -> LaunchView:
+    """Run one launch on the reference interpreter with a per-step trace and build its `LaunchView`
+    (one position per warp-instruction). A launch that faults still gives a view: its last step is
+    the faulting one and `view.fault` holds the `ExecutionFault`."""
     module = qwengpu.load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
-    if engine in ("model", "compact"):
-        try:
-            import torch  # noqa: F401
-        except ImportError as e:
-            raise EngineUnavailable(f"the {engine} engine needs torch and transformers: "
-                                    f"pip install -e '.[model]' ({e})") from None
-        from .machine import record_launch
-        return record_launch(module, spec, engine=engine, machine=machine, kernel=kernel, max_tokens=max_steps,
-                             names=names, progress=bool(progress), on_token=on_token)
-    if engine != "interp":
-        raise ValueError(f"unknown engine {engine!r} (the lab knows 'interp', 'compact' and 'model')")
-    if machine is not None or on_token is not None:
-        raise TypeError("machine= and on_token= are for the model engines ('compact', 'model')")
-    from qwengpu.interp.interpreter import Interpreter
-    from qwengpu.interp.memory import ExecutionFault
     it = Interpreter(module, spec, kernel=kernel, max_steps=max_steps or 200_000, trace=True)
     fault = None
     result = None

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from .config import ALU, MEM, XLANE, MachineConfig
 from .schedule import PORTS, Bundle, Image, Source
 
-LANES = 4
 MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
 
 

@@ -23,12 +23,13 @@ from qwengpu.compiler import gadgets as G
 from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_gated, n_linear, n_product, n_step
 
-from .config import ALU, MEM, XLANE, MachineConfig
-from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, LANES, MAX_PC_BITS, MEM_OPS, REG_BITS,
+from .config import ALU, LANES, MEM, XLANE, MachineConfig
+from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, MAX_PC_BITS, MEM_OPS, REG_BITS,
                      SHFL_MODES, SPACES, TERM_KINDS, VOTE_MODES, WARP_BITS, XLANE_OPS, WordFormat,
                      sources_for)
 from .layout import LINE, LINES, REGIONS
 from .schedule import PORTS
+from .tokens import ends_launch, token_text
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]
 OUT_KINDS = ["EXEC", "CARRY", "MEMW", "WARP", "BLOCK", "RELEASE", "HALT", "FAULT"]
@@ -180,42 +181,42 @@ class Hardware:
         p = self.p
         kb = lambda name: 1 << KINDS.index(name)
         self.tok: dict = {}
-        self.tok["GO"] = p.token("<go>", kind=kb("GO"))
+        self.tok["GO"] = p.token(token_text(("GO",)), kind=kb("GO"))
         for b in range(1, 1 << BLOCK_BITS):
-            self.tok[("BLOCK", b)] = p.token(f"<block {b}>", kind=kb("BLOCK"), t_block=b)
+            self.tok[("BLOCK", b)] = p.token(token_text(("BLOCK", b)), kind=kb("BLOCK"), t_block=b)
         for w in range(1 << WARP_BITS):
-            self.tok[("WARP", w)] = p.token(f"<warp {w}>", kind=kb("WARP"), t_warp=w)
+            self.tok[("WARP", w)] = p.token(token_text(("WARP", w)), kind=kb("WARP"), t_warp=w)
         for pc in range(1 << self.pcb):
             for m in range(1, 1 << LANES):
-                self.tok[("EXEC", pc, m)] = p.token(f"<exec {pc} {m:04b}>", kind=kb("EXEC"), t_pc=pc, t_mask=m)
+                self.tok[("EXEC", pc, m)] = p.token(token_text(("EXEC", pc, m)), kind=kb("EXEC"), t_pc=pc, t_mask=m)
         for j in range(self.J):
             for b in range(4):
                 for ls in range(LANES + 1):
                     name = "all" if ls == LANES else ls
                     for v in range(256):
                         self.tok[("CARRY", j, b, name, v)] = p.token(
-                            f"<carry {j} {b} {name} {v:02x}>", kind=kb("CARRY"), t_j=1 << j, t_byte=1 << b,
+                            token_text(("CARRY", j, b, name, v)), kind=kb("CARRY"), t_j=1 << j, t_byte=1 << b,
                             t_ls=1 << ls, t_v=v, t_pos=carry_pos(j, b, ls))
         for l in range(LANES):
             for b in range(4):
                 for v in range(256):
-                    self.tok[("MEMW", l, b, v)] = p.token(f"<memw {l} {b} {v:02x}>", kind=kb("MEMW"),
+                    self.tok[("MEMW", l, b, v)] = p.token(token_text(("MEMW", l, b, v)), kind=kb("MEMW"),
                                                           t_lane=1 << l, t_byte=1 << b, t_v=v,
                                                           t_pos=memw_pos(self.J, l, b))
         for e in range(1 << EPOCH_BITS):
-            self.tok[("RELEASE", e)] = p.token(f"<release {e}>", kind=kb("RELEASE"), t_epoch=e)
-        self.tok["HALT"] = p.token("<halt>", kind=kb("HALT"))
+            self.tok[("RELEASE", e)] = p.token(token_text(("RELEASE", e)), kind=kb("RELEASE"), t_epoch=e)
+        self.tok["HALT"] = p.token(token_text(("HALT",)), kind=kb("HALT"))
         for fk in range(4):
             for l in range(LANES):
-                self.tok[("FAULT", fk, l)] = p.token(f"<fault {fk} {l}>", kind=kb("FAULT"), t_lane=1 << l,
+                self.tok[("FAULT", fk, l)] = p.token(token_text(("FAULT", fk, l)), kind=kb("FAULT"), t_lane=1 << l,
                                                      t_byte=1 << fk)
         for si, space in enumerate(self.spaces):
             n = {"ltab": 1 << WARP_BITS, "conf": 1, "mem": LINES, "btab": 1 << BLOCK_BITS}.get(space, 1 << self.pcb)
             for a in range(n):
-                self.tok[("AT", space, a)] = p.token(f"<at {space} {a}>", kind=kb("AT"), t_space=si, t_addr=a)
+                self.tok[("AT", space, a)] = p.token(token_text(("AT", space, a)), kind=kb("AT"), t_space=si, t_addr=a)
         for f in range(self.F):
             for v in range(256):
-                self.tok[("W", f, v)] = p.token(f"<w {f} {v:02x}>", kind=kb("W"), t_f=1 << f, t_v=v)
+                self.tok[("W", f, v)] = p.token(token_text(("W", f, v)), kind=kb("W"), t_f=1 << f, t_v=v)
 
     # -- control state and the prompt's write cursor ---------------------------------------------------------
 
@@ -1473,7 +1474,7 @@ def reference_tokens(hw: Hardware, prompt: list, max_tokens: int = 10_000) -> li
     while len(out) < max_tokens:
         tok = emitted(hw.p, env)
         out.append(tok)
-        if tok == "<halt>" or tok.startswith("<fault"):
+        if ends_launch(tok):
             break
         env = step(tok)
     return out

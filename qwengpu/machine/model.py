@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import COMPACT, MachineConfig
-from .format import LANES, WARP_BITS
+from .config import COMPACT, LANES, MachineConfig
+from .format import WARP_BITS
 from .layout import LINE, LINES
 from .tokenizer import machine_tokenizer, save_tokenizer
 from qwengpu.compiler.margins import gate_lattices

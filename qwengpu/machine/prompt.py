@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from qwengpu.launch import LaunchSpec
 
-from .format import BLOCK_BITS, LANES, REG_BITS, WARP_BITS, WordFormat
+from .config import LANES
+from .format import BLOCK_BITS, REG_BITS, WARP_BITS, WordFormat
 from .layout import LINE, LINES
 from .lower import AssemblerError
 from .schedule import Image
 from .simulator import initial_memory
+from .tokens import token_text
 
 
 def check_fits(image: Image, spec: LaunchSpec):
@@ -41,9 +43,9 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
     out: list[str] = []
 
     def put(space: str, addr: int, data: bytes):
-        ws = [f"<w {f} {v:02x}>" for f, v in enumerate(data) if v]
+        ws = [token_text(("W", f, v)) for f, v in enumerate(data) if v]
         if ws:
-            out.append(f"<at {space} {addr}>")
+            out.append(token_text(("AT", space, addr)))
             out.extend(ws)
 
     for b in image.bundles:
@@ -69,25 +71,5 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
     for blk in range(spec.blocks):
         put("btab", blk, bytes([blk % gx, (blk // gx) % gy, blk // (gx * gy)]))
     put("conf", 0, bytes([spec.blocks - 1, image.entry & 0xFF, n, image.entry >> 8]))
-    out.append("<go>")
+    out.append(token_text(("GO",)))
     return out
-
-
-def token_text(tok: tuple) -> str:
-    """The vocabulary string of a simulator token."""
-    kind = tok[0]
-    if kind == "EXEC":
-        return f"<exec {tok[1]} {tok[2]:04b}>"
-    if kind == "CARRY":
-        return f"<carry {tok[1]} {tok[2]} {tok[3]} {tok[4]:02x}>"
-    if kind == "MEMW":
-        return f"<memw {tok[1]} {tok[2]} {tok[3]:02x}>"
-    if kind in ("WARP", "BLOCK", "RELEASE"):
-        return f"<{kind.lower()} {tok[1]}>"
-    if kind == "HALT":
-        return "<halt>"
-    if kind == "GO":
-        return "<go>"
-    if kind == "FAULT":
-        return f"<fault {tok[1]} {tok[2]}>"
-    raise ValueError(f"not a machine token: {tok}")

@@ -2,7 +2,7 @@
 states are read.
 
 `qwengpu.lab.trace_launch(program, launch, engine="compact" | "model")` runs the forward passes once
-(`qwengpu.lab.machine.record_launch`) and keeps a `ModelTrace`:
+(`qwengpu.lab.recorder.record_launch`) and keeps a `ModelTrace`:
 
     ModelTrace(
         tokens=[...],          # every token's text: the prompt, then the generated ones
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.compiler.memory import VALUE_L, read_rails
+from qwengpu.machine.simulator import LANE_BARRIER, LANE_EPOCH, LANE_RUN, MachineState  # noqa: F401 (the record's state)
 
 @dataclass
 class Field:
@@ -133,28 +134,6 @@ def recurrent_state(cache, layer: int, batch: int = 0) -> np.ndarray:
 
 
 @dataclass
-class MachineState:
-    """The machine's architectural state after one token, as the model's GDN states hold it (or as
-    the reference replay says it must be)."""
-    pc: int = 0                    # the bundle of the last EXEC
-    mask: int = 0                  # its lanes
-    warp: int = 0
-    block: int = 0
-    epoch: int = 0
-    lanes: list = field(default_factory=list)      # per warp x lane (index 4w + l): (next pc, state bits)
-    regs: dict = field(default_factory=dict)       # (warp, physical register) -> [value per lane]
-    memory: bytes = b""                            # the machine memory (256 lines x 16 bytes)
-
-    @property
-    def active(self) -> int:
-        return self.mask
-
-
-#: lane state bits in `lanes.st`: running, waiting at a barrier, the barrier epoch's parity
-LANE_RUN, LANE_BARRIER, LANE_EPOCH = 1, 2, 4
-
-
-@dataclass
 class ModelRecord:
     index: int                     # the emitted token's index in the sequence (prompt included)
     token: int                     # its id
@@ -194,7 +173,7 @@ class Mismatch:
 @dataclass
 class RegCheck:
     """One carried register value the model holds, matched against the interpreter's history of the
-    PTX register it holds (see `qwengpu.lab.machine`)."""
+    PTX register it holds (see `qwengpu.lab.checks`)."""
     position: int                  # the record after the pass's carries
     warp: int
     block: int
@@ -239,7 +218,7 @@ class Selection:
 
 class ModelTrace:
     """All tokens of one launch on the model (see the module docstring). The recorder also sets:
-    `engine`, `memories` ({name: qwengpu.lab.machine.MemoryInfo}), `prompt_len`, `taps` (the key
+    `engine`, `memories` ({name: qwengpu.lab.recorder.MemoryInfo}), `prompt_len`, `taps` (the key
     heads' selections per consumed token), `base_raw`/`updates` (the raw GDN states), `raw_exact`,
     `seconds` (the run, recording included) and, once checked, `consistency`."""
 
@@ -262,3 +241,25 @@ class ModelTrace:
         ms = [m for m in self.mismatches if (upto is None or m.position <= upto)
               and (against is None or m.against == against)]
         return min(ms, key=lambda m: m.position) if ms else None
+
+
+#: memories the slot-selection panel shows by default: fetch, a register read copy, memory, the
+#: register file copy carries write, the lane table and the control word
+DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes.pc")
+
+
+def selection_of(trace, name: str) -> Selection:
+    """The slot selections of memory `name` for every consumed token (`Selection`)."""
+    info = trace.memories[name]
+    li = trace.gdn_layers.index(info.layer)
+    tab = trace.taps[:, li]                                     # [rows, hk, 6]
+    p0 = info.ports[0]
+    # the write strength: key weight x beta of the memory's own value heads (port 0's copy; the
+    # other value heads of its key heads have no weights: beta 0.5 on zero values writes nothing)
+    heads = np.asarray(info.heads)
+    beta = trace.betas[:, li][:, heads]                         # [rows, fields]
+    write = np.max(tab[:, heads // info.group, 3] * beta, axis=1)
+    read_slot = np.stack([tab[:, kh[0], 0] for kh in info.ports], axis=1).astype(np.int64)
+    read = np.stack([tab[:, kh[0], 1] * tab[:, kh[0], 5] for kh in info.ports], axis=1)
+    return Selection(name, info.layer, info.slots, tab[:, p0[0], 2].astype(np.int64), np.clip(write, 0, 1),
+                     read_slot, np.clip(read, 0, 1))

@@ -12,8 +12,8 @@ How a launch is recorded (`record_launch`):
    transformers model). After every pass the recorder decodes, *from the model's recurrent states*,
    the control word (`ctl`: pc, mask, warp, block, epoch), the lane table (`lanes.pc`, `lanes.st`),
    the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
-   every memory. Decoding follows `qwengpu.compiler.build.decode_memory` (a bit is its 1-rail
-   against half the rail level), vectorised.
+   every memory, with the compiler's decoder (`qwengpu.compiler.memory.read_rails`: a bit is its
+   1-rail against half the rail level), vectorised.
 2. Hooks on the GDN layers record, for every token the model consumes (the prompt included), which
    slot each key head's query and key select — computed from the model's own projections of that
    token (q, k: SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer.
@@ -23,10 +23,11 @@ How a launch is recorded (`record_launch`):
    a memory's raw block from them; at the end the rebuilt states are compared with the model's
    final states (`trace.raw_exact`).
 4. Consistency, two ways (`ModelTrace.consistency`):
-   * **model = simulator, per token.** The token-level simulator (the machine's specification,
-     itself tested against the interpreter) is driven with its own tokens; the architectural state
-     after each consumed token is replayed from them (EXEC sets pc/mask and the lanes, CARRY writes
-     one register byte, MEMW one memory byte, ...). Each record's decoded state must equal it: pc,
+   * **model = simulator, per token** (`qwengpu.lab.checks`). The token-level simulator (the
+     machine's specification, itself tested against the interpreter) is driven with its own tokens;
+     after each consumed token it gives the state the model must hold (`Simulator.held_state`:
+     EXEC sets pc/mask and the lanes, CARRY writes one register byte, MEMW one memory byte, ...).
+     Each record's decoded state must equal it: pc,
      mask, warp, block, epoch, all 32 lanes' pc and state, every register of every warp, all 4096
      memory bytes; and the token streams must be identical.
    * **model = interpreter, where comparable.** Final global memory and the result buffers, byte
@@ -51,18 +52,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import qwengpu
 from qwengpu.compiler.memory import Z_ON, read_rails
+from qwengpu.interp.memory import ExecutionFault
+from qwengpu.launch import LaunchSpec
+from qwengpu.machine.assembler import assemble
+from qwengpu.machine.config import COMPACT, LANES
+from qwengpu.machine.format import WARP_BITS, ctl_pc
+from qwengpu.machine.hardware import Hardware
+from qwengpu.machine.layout import LINE, REGIONS
+from qwengpu.machine.model import load_machine
+from qwengpu.machine.prompt import prompt_tokens
+from qwengpu.machine.runtime import DEFAULT_MAX_TOKENS
 
-from .model import LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, Selection
+from .machine_view import MachineView
+from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
+from .view import interp_view
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
-LANES = 4
 M32 = 0xFFFFFFFF
-
-#: memories the slot-selection panel shows by default: fetch, a register read copy, memory, the
-#: register file copy carries write, the lane table and the control word
-DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes.pc")
 
 ROLES = {
     "ctl": "control word: pc, mask, warp, block, epoch",
@@ -117,14 +126,11 @@ class MemoryInfo:
 
     def memory_map(self):
         """The `qwengpu.lab.MemoryMap` of this memory."""
-        from .model import Field, MemoryMap
         return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
                          [Field(h, lo, w, 0) for h, lo, w in self.fields], self.width)
 
 
 def slot_label(name: str, slot: int) -> str:
-    from qwengpu.machine.format import WARP_BITS
-    from qwengpu.machine.layout import LINE, REGIONS
     if name.startswith("rom."):
         return f"pc {slot}"
     if name.startswith("reg."):
@@ -152,7 +158,6 @@ def _ports_of(config) -> dict:
     """{memory: read ports} of the circuits for this machine geometry (cached per process)."""
     got = _HW_PORTS.get(config)
     if got is None:
-        from qwengpu.machine.hardware import Hardware
         hw = Hardware(config)
         got = _HW_PORTS[config] = {m.name: m.ports for m in hw.p.memories}
     return got
@@ -385,203 +390,6 @@ class _StockTap:
 
 
 # ---------------------------------------------------------------------------------------------
-# the reference: the simulator's token stream replayed into the state after every token
-
-
-def parse_token(text: str) -> tuple:
-    """A machine token's text as the simulator's tuple (`<exec 2 1110>` -> ("EXEC", 2, 14))."""
-    body = text.strip("<>").split()
-    kind = body[0].upper()
-    if kind == "EXEC":
-        return ("EXEC", int(body[1]), int(body[2], 2))
-    if kind == "CARRY":
-        return ("CARRY", int(body[1]), int(body[2]), body[3] if body[3] == "all" else int(body[3]), int(body[4], 16))
-    if kind == "MEMW":
-        return ("MEMW", int(body[1]), int(body[2]), int(body[3], 16))
-    if kind in ("WARP", "BLOCK", "RELEASE"):
-        return (kind, int(body[1]))
-    if kind == "FAULT":
-        return ("FAULT", int(body[1]), int(body[2]))
-    return (kind,)
-
-
-def _lane_code(st: int, ep: int) -> int:
-    from qwengpu.machine.simulator import BARRIER, RUN
-    if st == RUN:
-        return 1
-    if st == BARRIER:
-        return 2 | (4 if ep & 1 else 0)
-    return 0
-
-
-class _Reference:
-    """The simulator driven with its own tokens, and the architectural state after every consumed
-    token: what the model's state must decode to."""
-
-    def __init__(self, image, module, spec, max_tokens: int):
-        from qwengpu.machine.simulator import Simulator, initial_memory
-
-        class _Sim(Simulator):
-            def _memory(s, so, warp, lanes, val, out):
-                served, writes = Simulator._memory(s, so, warp, lanes, val, out)
-                s.last_writes = writes
-                return served, writes
-
-        self.image = image
-        self.sim = _Sim(image, module, spec, max_tokens=max_tokens)
-        self.max_warps = image.config.max_warps
-        self.memory = bytearray(initial_memory(image, module, spec))
-        self.tokens: list = []           # what the simulator emits, one per consumed token
-        self.states: list = []           # the state after each consumed token
-        self.errors: list = []           # the replay disagreeing with the simulator (a lab bug)
-
-    def run(self, limit: int):
-        pc = mask = warp = block = epoch = 0
-        regs: dict = {}
-        lanes = [(0, 0)] * (8 * LANES)
-        ctx = None                      # the last EXEC: (pc, mask, warp, memory writes)
-        tok = ("GO",)
-        for _ in range(limit):
-            self.sim.last_writes = []
-            out = self.sim.step(tok)
-            kind = tok[0]
-            if kind in ("GO", "BLOCK"):
-                block, warp, epoch = (tok[1] if kind == "BLOCK" else 0), 0, 0
-                lanes = self._lanes()
-            elif kind == "WARP":
-                warp = tok[1]
-            elif kind == "RELEASE":
-                epoch = tok[1]
-            elif kind == "EXEC":
-                pc, mask = tok[1], tok[2]
-                ctx = (pc, mask, warp, list(self.sim.last_writes))
-                lanes = self._lanes()
-            elif kind == "CARRY":
-                j, byte, lane, v = tok[1:]
-                r = self.image.bundles[ctx[0]].carry_regs[j]
-                cur = list(regs.get((ctx[2], r), [0] * LANES))
-                for l in ([l for l in range(LANES) if ctx[1] >> l & 1] if lane == "all" else [lane]):
-                    cur[l] = (cur[l] & ~(0xFF << (8 * byte)) & M32) | (v << (8 * byte))
-                regs = dict(regs)
-                regs[(ctx[2], r)] = cur
-            elif kind == "MEMW":
-                l, byte, v = tok[1:]
-                addr = next((a for (wl, a, _, _) in ctx[3] if wl == l), None)
-                if addr is None:
-                    self.errors.append(f"MEMW for lane {l} without a pending store")
-                else:
-                    self.memory[addr + byte] = v
-            self.states.append(MachineState(pc, mask, warp, block, epoch, lanes, regs, bytes(self.memory)))
-            self.tokens.append(out)
-            if kind in ("EXEC", "CARRY", "MEMW") and out[0] not in ("CARRY", "MEMW", "FAULT"):
-                for key, vals in self.sim.regs.items():       # the pass is complete: same as the simulator
-                    if list(regs.get(key, [0] * LANES)) != list(vals):
-                        self.errors.append(f"replayed register {key} differs from the simulator's")
-                if bytes(self.memory) != bytes(self.sim.memory):
-                    self.errors.append("replayed memory differs from the simulator's")
-            tok = out
-            if out[0] in ("HALT", "FAULT"):
-                break
-
-    def _lanes(self) -> list:
-        out = []
-        for w in range(8):
-            for l in range(LANES):
-                pc, s, ep = self.sim.lanes[(w, l)] if w < self.max_warps else (0, 2, 0)
-                out.append((pc, _lane_code(s, ep)))
-        return out
-
-
-def compare_states(position: int, index: int, got: MachineState, want: MachineState, lanes_used: int) -> list:
-    """Differences between the state decoded from the model and the reference state."""
-    out = []
-    for what in ("pc", "mask", "warp", "block", "epoch"):
-        a, b = getattr(want, what), getattr(got, what)
-        if a != b:
-            out.append(Mismatch(index, position, what, a, b))
-    for i in range(lanes_used):
-        if got.lanes[i] != want.lanes[i]:
-            out.append(Mismatch(index, position, f"lane {i % LANES} of warp {i // LANES}", want.lanes[i], got.lanes[i]))
-    for key in sorted(set(got.regs) | set(want.regs)):
-        a = list(want.regs.get(key, [0] * LANES))
-        b = list(got.regs.get(key, [0] * LANES))
-        if a != b:
-            lane = next(i for i in range(LANES) if a[i] != b[i])
-            out.append(Mismatch(index, position, f"register r{key[1]} of warp {key[0]}, lane {lane}", a[lane], b[lane]))
-    if got.memory != want.memory:
-        i = next(k for k in range(len(want.memory)) if want.memory[k] != got.memory[k])
-        out.append(Mismatch(index, position, f"memory byte {i} (line {i // 16})", want.memory[i], got.memory[i]))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# PTX names of the carried virtual registers
-
-
-def _aliases(module, spec, kernel_fn, layout) -> dict:
-    """{virtual register: (PTX register, half)} where the unoptimised lowering copies the virtual
-    register into a PTX register (or it is one). half: 0 = low 32 bits, 1 = high 32 bits."""
-    from qwengpu.machine.isa import VReg
-    from qwengpu.machine.lower import lower
-    prog = lower(module, spec, kernel_fn, layout)
-    out: dict = {}
-
-    def named(v):
-        n = v.name
-        return (n[:-3], 1) if n.endswith(".hi") else (n, 0)
-
-    seen: dict = {}
-    for b in prog.blocks:
-        for op in b.ops:
-            for d in op.writes():
-                if isinstance(d, VReg) and d.name.startswith("%"):
-                    out[d] = named(d)
-            if op.kind == "alu" and op.op == "MOV" and op.dst and isinstance(op.dst[0], VReg) \
-                    and op.dst[0].name.startswith("%") and op.a is not None and isinstance(op.a.value, VReg) \
-                    and not op.a.inv and not op.a.value.name.startswith("%"):
-                seen.setdefault(op.a.value, set()).add(named(op.dst[0]))
-    for v, names in seen.items():
-        if len(names) == 1 and v not in out:
-            out[v] = next(iter(names))
-    return out
-
-
-def micro_loop_pcs(image, kernel_fn) -> set:
-    """PTX instructions the lowering turned into a loop of bundles (a CAS loop, an atomic served one
-    lane at a time): a backward jump or branch, not from a PTX branch, over bundles that all run
-    that instruction. Values carried inside such a loop can be intermediate (a retry's old value)."""
-    bundles = image.bundles
-    body = kernel_fn.body
-    out: set = set()
-    for i, b in enumerate(bundles):
-        t = b.term
-        targets = [t[1]] if t[0] == "jump" else ([t[2], t[3]] if t[0] == "branch" else [])
-        if any(0 <= p < len(body) and body[p].op.startswith("bra") for p in b.ptx_pcs):
-            continue
-        for j in targets:
-            if isinstance(j, int) and j <= i:
-                common = set(bundles[j].ptx_pcs)
-                for k in range(j, i + 1):
-                    common &= set(bundles[k].ptx_pcs)
-                out |= common
-    return out
-
-
-def _histories(ref_view, kernel: str) -> dict:
-    """{(block, warp, lane, PTX register): [(value after the write, pc, step)]}, starting with the
-    unwritten value 0, from the interpreter's trace (the kernel's own frame only)."""
-    H: dict = {}
-    for s in ref_view.steps:
-        if s.function != kernel or s.depth:
-            continue
-        for name, vals in s.reg_writes.items():
-            for lane in range(LANES):
-                if s.reg_write_mask >> lane & 1:
-                    H.setdefault((s.block, s.warp, lane, name), [(0, None, -1)]).append((vals[lane], s.pc, s.index))
-    return H
-
-
-# ---------------------------------------------------------------------------------------------
 # recording
 
 
@@ -594,18 +402,6 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     `on_token(index, text, state)`, if given, is called after every pass *before* the lab reads the
     state (the runtime's hook): what it changes in the state (a fault injected into a GDN memory) is
     what the lab decodes and what the next pass computes with."""
-    import qwengpu
-    from qwengpu.interp.memory import ExecutionFault
-    from qwengpu.launch import LaunchSpec
-    from qwengpu.machine.assembler import assemble
-    from qwengpu.machine.config import COMPACT
-    from qwengpu.machine.model import load_machine
-    from qwengpu.machine.prompt import prompt_tokens
-    from qwengpu.machine.runtime import DEFAULT_MAX_TOKENS
-
-    from .machine_view import MachineView
-    from .view import trace_launch
-
     if engine not in ("compact", "model"):
         raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
     module = qwengpu.load_program(program)
@@ -614,7 +410,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     fn = module.kernel(kernel if kernel is not None else spec.kernel)
     image = assemble(module, spec, kernel, machine.config)
     prompt = prompt_tokens(image, module, spec)
-    ref_view = trace_launch(module, spec, kernel=kernel, names=names)          # the interpreter
+    ref_view = interp_view(module, spec, kernel=kernel, names=names)           # the interpreter
     max_tokens = max_tokens or DEFAULT_MAX_TOKENS
 
     # the model's geometry
@@ -724,31 +520,12 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     return view
 
 
-def selection_of(trace, name: str) -> Selection:
-    """The slot selections of memory `name` for every consumed token (`Selection`)."""
-    info = trace.memories[name]
-    li = trace.gdn_layers.index(info.layer)
-    tab = trace.taps[:, li]                                     # [rows, hk, 6]
-    p0 = info.ports[0]
-    # the write strength: key weight x beta of the memory's own value heads (port 0's copy; the
-    # other value heads of its key heads have no weights: beta 0.5 on zero values writes nothing)
-    heads = np.asarray(info.heads)
-    beta = trace.betas[:, li][:, heads]                         # [rows, fields]
-    write = np.max(tab[:, heads // info.group, 3] * beta, axis=1)
-    read_slot = np.stack([tab[:, kh[0], 0] for kh in info.ports], axis=1).astype(np.int64)
-    read = np.stack([tab[:, kh[0], 1] * tab[:, kh[0], 5] for kh in info.ports], axis=1)
-    return Selection(name, info.layer, info.slots, tab[:, p0[0], 2].astype(np.int64), np.clip(write, 0, 1),
-                     read_slot, np.clip(read, 0, 1))
-
-
 def _machine_state(words: dict, infos: dict) -> MachineState:
-    from qwengpu.machine.format import WARP_BITS, ctl_pc
-    from qwengpu.machine.layout import LINE
     vals, written = words["ctl"]
     ctl = words_of(vals, written, infos["ctl"]).get(0, 0)
     pcv, pw = words["lanes.pc"]
     stv, sw = words["lanes.st"]
-    lanes = [(int(pcv[i, 0]) if pw[0] else 0, int(stv[i, 0]) if sw[0] else 0) for i in range(8 * LANES)]
+    lanes = [(int(pcv[i, 0]) if pw[0] else 0, int(stv[i, 0]) if sw[0] else 0) for i in range(LANES << WARP_BITS)]
     rv, rw = words["reg.emit"]
     regs = {}
     for slot, w in words_of(rv, rw, infos["reg.emit"]).items():
