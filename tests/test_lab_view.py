@@ -224,7 +224,7 @@ def dot_model():
 def test_model_decoding_equals_the_compilers(dot_model):
     """Every memory the lab decodes (from the raw rows it kept per pass) equals what the compiler's
     own `decode_memory` reads from the model's final recurrent states, with its `placements`."""
-    from qwengpu.compiler.build import decode_memory
+    from qwengpu.compiler.placement import decode_memory
     v = dot_model
     last = v.test_final_states
     assert last, "no recurrent state captured"

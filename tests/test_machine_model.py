@@ -274,7 +274,7 @@ def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
 
     from qwengpu.machine import model as mm
     monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
-    current = mm._source_hash(TINY, {})
+    current = mm.source_hash(TINY, {})
     for name, h in [("tiny-old", "0123"), ("tiny-now", current), ("tiny-now-other-options", current),
                     ("compact-old", "0123")]:
         (tmp_path / name).mkdir()

@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import attention, margins
+from .attention import emit_attention, rope_inv_freq
 from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, Node
-from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, Previous, read_rails
-from .program import Program
+from .gadgets import n_linear
+from .memory import BETA_L, KEY_L, VALUE_L, Z_ON, Previous, bank_match, key_form
+from .placement import MemoryPlacement, field_chunks, key_banks, key_heads, key_units, layer_heads, layer_units
+from .program import Program, topo_order
 
 
 @dataclass
@@ -75,80 +79,6 @@ def _mixer_type(node: Node) -> str:
     return "linear_attention" if node.kind == "gdn" else "full_attention"
 
 
-def _chunks(node: Node, group: int) -> list[list[int]]:
-    """A memory's fields split into groups of at most `group` (one key head each, same keys)."""
-    n = len(getattr(node, "fields", [0]))
-    return [list(range(i, min(i + group, n))) for i in range(0, n, group)]
-
-
-def _banks(node: Node, dk: int | None) -> int:
-    """Key heads one (port, field chunk) of a memory spans: its slots in banks of `dk` (the key
-    head dimension). Bank b holds slots [b dk, (b + 1) dk); a key or query whose slot lies in
-    another bank is ~0 after SiLU and the L2 norm, and beta and the output gate of the bank are
-    also closed by the address's bank match, so the banks' reads add up to the word."""
-    if node.kind != "gdn" or not dk:
-        return 1
-    return max(1, -(-node.slots // dk))
-
-
-def _units(node: Node, group: int | None, dk: int | None = None) -> list[tuple[int, int, int]]:
-    """(port, field chunk, bank) of every key head a GDN node takes, in head order."""
-    chunks = len(_chunks(node, group)) if group is not None else 1
-    return [(p, c, b) for p in range(node.ports) for c in range(chunks) for b in range(_banks(node, dk))]
-
-
-def _key_heads(node: Node, group: int | None = None, dk: int | None = None) -> int:
-    ports = node.ports if hasattr(node, "ports") else 1
-    if node.kind != "gdn" or group is None:
-        return ports
-    return len(_units(node, group, dk))
-
-
-def _layer_units(node: Node, layer: int, group: int, dk: int | None) -> list[tuple[int, int, int]]:
-    """The units of a GDN node held by `layer` (a memory too large for one layer is split over
-    several: `node.unit_layers`, one layer per unit)."""
-    units = _units(node, group, dk)
-    spread = getattr(node, "unit_layers", None)
-    if spread is None:
-        return units if node.layer == layer else []
-    return [u for u, L in zip(units, spread) if L == layer]
-
-
-def _layer_heads(nodes, layer: int, group: int, dk: int | None):
-    """(node, (port, chunk, bank), key head) of every GDN unit `layer` holds, in head order: the
-    one head assignment the weights and `Compiled.placement` both follow."""
-    head = 0
-    for node in nodes:
-        if node.kind != "gdn":
-            continue
-        for unit in _layer_units(node, layer, group, dk):
-            yield node, unit, head
-            head += 1
-
-
-def _topo(prog: Program) -> list[Node]:
-    order, state = [], {}
-
-    def visit(n: Node, stack):
-        s = state.get(id(n))
-        if s == 2:
-            return
-        if s == 1:
-            raise CompileError("dependency cycle through " + " -> ".join(x.name for x in stack + [n]))
-        state[id(n)] = 1
-        for v in n.inputs:
-            if v.producer is None:
-                raise CompileError(f"{n.name} reads {v.name}, which nothing writes")
-            if v.producer is not n:
-                visit(v.producer, stack + [n])
-        state[id(n)] = 2
-        order.append(n)
-
-    for n in prog.nodes:
-        visit(n, [])
-    return order
-
-
 def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Schedule:
     """`mlp_cap`: neurons per MLP the circuits may take (default the target's MLP width), the
     rest left to the erases of dead variables."""
@@ -162,7 +92,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
     mlp_load: dict[int, int] = {}
     heads_load: dict[int, int] = {}
     first_write: dict[str, int] = {}
-    for node in _topo(prog):
+    for node in topo_order(prog):
         if isinstance(node, EmbedNode):
             for v in node.outputs:
                 avail[v.name] = -1
@@ -195,7 +125,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
             want = _mixer_type(node)
             group = ((target.linear_value_heads // target.linear_key_heads)
                      if target.linear_key_heads and target.linear_value_heads else target.max_group)
-            kh = _key_heads(node, group, target.linear_key_dim)
+            kh = key_heads(node, group, target.linear_key_dim)
             if (node.kind == "gdn" and target.linear_key_heads and kh > target.linear_key_heads
                     and not target.layer_types):
                 layer = _spread_units(node, layer, group, target, layer_types, mixers, heads_load)
@@ -249,7 +179,7 @@ def _spread_units(node, layer, group, target, layer_types, mixers, heads_load) -
     cap = target.linear_key_heads
     spread = []
     L = layer
-    for _unit in _units(node, group, target.linear_key_dim):
+    for _unit in key_units(node, group, target.linear_key_dim):
         while layer_types.get(L, "linear_attention") != "linear_attention" or heads_load.get(L, 0) >= cap:
             L += 1
         spread.append(L)
@@ -280,7 +210,7 @@ def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dic
         if first_use is None:
             continue
         want = _mixer_type(n)
-        kh = _key_heads(n, target.max_group)
+        kh = key_heads(n, target.max_group)
         target_layer = (first_use - 1) // 2 if first_use % 2 == 1 else first_use // 2 - 1
         while target_layer > n.layer:
             if target.layer_types:
@@ -411,7 +341,7 @@ class Compiled:
         missing = [k for k in missing if not k.endswith("inv_freq")]
         if missing or unexpected:
             raise CompileError(f"weights do not match the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
-        m.model.rotary_emb.inv_freq = m.model.rotary_emb.original_inv_freq = _inv_freq(self.config)
+        m.model.rotary_emb.inv_freq = m.model.rotary_emb.original_inv_freq = rope_inv_freq(self.config)
         m.eval()
         if dtype is not None:
             m = m.to(dtype)
@@ -429,10 +359,10 @@ class Compiled:
         dk = cfg.linear_key_head_dim
         banked = dk if self.target.linear_key_dim else None
         slots = memory.slots
-        chunks = _chunks(memory, group)
+        chunks = field_chunks(memory, group)
         pieces = []
         for L in sorted(set(getattr(memory, "unit_layers", None) or [memory.layer])):
-            for node, (port, ci, bank), head in _layer_heads(self.schedule.mixers.get(L, []), L, group, banked):
+            for node, (port, ci, bank), head in layer_heads(self.schedule.mixers.get(L, []), L, group, banked):
                 if node is memory and port == 0:
                     for slot, fi in enumerate(chunks[ci]):
                         f = node.fields[fi]
@@ -447,77 +377,6 @@ class Compiled:
         """(value, margin) of a residual variable from one residual-stream vector."""
         idx = [self.layout.dims[(var.name, i)] for i in range(var.size)]
         return var.decode([float(hidden_row[i]) for i in idx])
-
-
-@dataclass
-class MemoryPlacement:
-    """A word memory's place in the model: GDN layer, (value head, first bit, width) per field.
-    A memory spread over several layers or key-head banks (a base model's fixed geometry) has
-    `pieces` instead: (layer, value head, first bit, width, first slot, slots) each."""
-    name: str
-    layer: int
-    fields: list
-    slots: int
-    pieces: list | None = None
-
-    @property
-    def layers(self) -> list[int]:
-        return sorted({pc[0] for pc in self.all_pieces()})
-
-    def all_pieces(self) -> list[tuple]:
-        if self.pieces is not None:
-            return [tuple(pc) for pc in self.pieces]
-        return [(self.layer, h, lo, w, 0, self.slots) for h, lo, w in self.fields]
-
-    def to_json(self) -> dict:
-        d = {"name": self.name, "layer": self.layer, "fields": [list(f) for f in self.fields], "slots": self.slots}
-        if self.pieces is not None:
-            d["pieces"] = [list(pc) for pc in self.pieces]
-        return d
-
-    @staticmethod
-    def from_json(d: dict) -> "MemoryPlacement":
-        pieces = d.get("pieces")
-        return MemoryPlacement(d["name"], d["layer"], [tuple(f) for f in d["fields"]], d["slots"],
-                               [tuple(pc) for pc in pieces] if pieces is not None else None)
-
-
-def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, float]:
-    """({slot: word} of the written slots, code margin) of a memory, from the recurrent state
-    [value heads, key dim, value dim] of its layer (or `state(layer)` for each layer of a memory
-    spread over several). Bits are read as the circuits read them (`memory.read_rails`: the 1-rail
-    against half the rail level; an unwritten field holds only ~1e-16 crosstalk and reads 0); the
-    margin is the smallest distance of a 1-rail from that level."""
-    import numpy as np
-    pieces = placement.all_pieces()
-    if callable(state):
-        get = state
-    elif len({pc[0] for pc in pieces}) > 1:
-        raise ValueError(f"{placement.name} spans layers {placement.layers}: pass state as a function of the layer")
-    else:
-        get = (lambda _layer: state)
-    states = {L: np.asarray(get(L), dtype=np.float64) for L in {pc[0] for pc in pieces}}
-    want = np.arange(placement.slots) if slots is None else np.asarray(list(slots), dtype=np.int64)
-    words = [0] * len(want)
-    written = np.zeros(len(want), dtype=bool)
-    margin = float("inf")
-    for layer, head, lo, width, s0, n in pieces:
-        idx = np.nonzero((want >= s0) & (want < s0 + n))[0]
-        if not len(idx):
-            continue
-        bits, m, w = read_rails(states[layer][head, want[idx] - s0, 0:2 * width])
-        margin = min(margin, float(m.min()))
-        written[idx] |= w
-        for i, row in zip(idx, bits):
-            for j in np.nonzero(row)[0]:
-                words[i] |= 1 << (lo + int(j))
-    return {int(s): words[i] for i, s in enumerate(want) if written[i]}, margin
-
-
-def _inv_freq(config):
-    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
-    inv, _ = Qwen3_5TextRotaryEmbedding.compute_default_rope_parameters(config)
-    return inv
 
 
 def norm_scale(width: int, eps: float) -> float:
@@ -575,7 +434,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
             raise CompileError(f"{n.name}: binary addresses over banks need a power-of-two key head dimension, not {dk}")
 
     def heads_in(L):
-        return sum(len(_layer_units(n, L, group, banked)) for n in sched.mixers.get(L, []) if n.kind == "gdn")
+        return sum(len(layer_units(n, L, group, banked)) for n in sched.mixers.get(L, []) if n.kind == "gdn")
     hk = target.linear_key_heads or max([heads_in(L) for L in range(sched.layers)] + [1])
     hv = target.linear_value_heads or hk * group
     for L in range(sched.layers):
@@ -660,10 +519,8 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
               "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
     compiled = Compiled(prog, target, sched, lay, config, state, report)
     if attn_nodes:
-        from . import attention
         report["attention"] = attention.designs(compiled)
         report["min_attention_margin"] = attention.min_guaranteed_margin(compiled)
-    from . import margins
     report["margins"] = margins.static_margins(compiled, erase_at)
     if target.check_margins:
         margins.check(report["margins"])
@@ -693,42 +550,11 @@ def _place_erases(prog: Program, sched: Schedule, lay: Layout) -> dict:
 
 
 def gadgets_erase(var, i):
-    from .gadgets import n_linear
     return n_linear(-1 * var.f(i), {var.feature(i): 1.0})
 
 
 def _pow2(n: int) -> int:
     return 1 << max(3, (n - 1).bit_length())
-
-
-def key_form(addr, i: int) -> Lin:
-    """Pre-activation of key dimension i for an address variable: +L at the address, <= -L
-    elsewhere. A onehot address is read directly; a binary one through its match count."""
-    if addr.kind == "onehot":
-        return 2 * KEY_L * addr.f(i) - KEY_L if i < addr.size else Lin.const(-KEY_L)
-    n = addr.size
-    if i >> n:
-        return Lin.const(-KEY_L)
-    match = Lin()
-    for bit in range(n):
-        match = match + (addr.f(bit) if (i >> bit) & 1 else 1 - addr.f(bit))
-    return 2 * KEY_L * (match - (n - 0.5))
-
-
-def bank_match(addr, bank: int, dk: int) -> Lin:
-    """A form that is 1 when the address lies in bank `bank` (slots [bank dk, (bank + 1) dk)) and
-    <= 0 otherwise."""
-    if addr.kind == "onehot":
-        m = Lin()
-        for i in range(bank * dk, min((bank + 1) * dk, addr.size)):
-            m = m + addr.f(i)
-        return m
-    low = dk.bit_length() - 1
-    high = range(low, addr.size)
-    m = Lin.const(1.0 - len(high))
-    for bit in high:
-        m = m + (addr.f(bit) if (bank >> (bit - low)) & 1 else 1 - addr.f(bit))
-    return m
 
 
 def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
@@ -744,9 +570,9 @@ def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
     out = np.zeros((width, hv * dv), dtype=np.float32)
     a_log = np.full(hv, -1e4)                 # exp(A_log) = 0: no decay
     keyrows: dict = {}                        # (node, port, bank) -> rows of its query and key
-    for node, (port, ci, bank), h in _layer_heads(nodes, layer, group, banked):
-        chunks = _chunks(node, group)
-        banks = _banks(node, banked)
+    for node, (port, ci, bank), h in layer_heads(nodes, layer, group, banked):
+        chunks = field_chunks(node, group)
+        banks = key_banks(node, banked)
         acc_w = None if isinstance(node, Previous) or not node.writes else node.writes[0]
         acc_r = None if isinstance(node, Previous) or not node.reads else node.reads[port]
         off = bank * dk
@@ -817,7 +643,6 @@ def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
 
 
 def _emit_attention(sd, p, nodes, config, width, row, s, lay):
-    from .attention import emit_attention
     emit_attention(sd, p, nodes, config, width, row, s, lay)
 
 

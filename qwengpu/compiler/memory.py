@@ -19,33 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .core import CompileError, Lin, Node, Var
-from .program import Program, evaluate_view
+from .core import CompileError, Lin, Node, Var, evaluate_view
+from .program import Program
 
 KEY_L = 32.0        # key/query pre-activation magnitude
 VALUE_L = 32.0      # value pre-activation magnitude
 BETA_L = 40.0       # sigmoid(40) == 1.0 in fp32
 Z_ON = 32.0         # silu(32) == 32
-#: a slot is *written* when one of its rails is above this fraction of VALUE_L. Every written bit
-#: has one rail at VALUE_L (its 1-rail or its 0-rail), an unwritten slot holds only crosstalk (~1e-16
-#: of it; the `gdn.rail` margin bounds the leak). A quarter is below the bits' own decision level
-#: (half of VALUE_L): a slot that decodes a 1 bit is always written, and a written rail can lose
-#: three quarters of its level before the slot reads as empty.
-WRITTEN_FRACTION = 0.25
-
-
-def read_rails(rails, level: float = VALUE_L):
-    """Dual-rail words read as the circuits read them, the one decoder of GDN memory states.
-    `rails` [..., 2w]: bit j's 1-rail at column 2j, its 0-rail at 2j + 1. Returns (bits [..., w]
-    bool: the 1-rail above half the level; margin [...]: the smallest distance of a 1-rail from
-    that level; written [...] bool: a rail above `WRITTEN_FRACTION` of the level)."""
-    import numpy as np
-    r = np.asarray(rails, dtype=np.float64)
-    one = r[..., 0::2]
-    bits = one > level / 2
-    margin = np.abs(one - level / 2).min(axis=-1, initial=np.inf)
-    written = np.abs(r).max(axis=-1, initial=0.0) > WRITTEN_FRACTION * level
-    return bits, margin, written
 
 
 @dataclass
@@ -209,3 +189,33 @@ def _eval_form(form: Lin, env: dict, prog: Program) -> float:
         v = prog.vars[name]
         vals[(name, i)] = v.encode(evaluate_view(v, env))[i]
     return form.evaluate(vals)
+
+
+def key_form(addr, i: int) -> Lin:
+    """Pre-activation of key dimension i for an address variable: +L at the address, <= -L
+    elsewhere. A onehot address is read directly; a binary one through its match count."""
+    if addr.kind == "onehot":
+        return 2 * KEY_L * addr.f(i) - KEY_L if i < addr.size else Lin.const(-KEY_L)
+    n = addr.size
+    if i >> n:
+        return Lin.const(-KEY_L)
+    match = Lin()
+    for bit in range(n):
+        match = match + (addr.f(bit) if (i >> bit) & 1 else 1 - addr.f(bit))
+    return 2 * KEY_L * (match - (n - 0.5))
+
+
+def bank_match(addr, bank: int, dk: int) -> Lin:
+    """A form that is 1 when the address lies in bank `bank` (slots [bank dk, (bank + 1) dk)) and
+    <= 0 otherwise."""
+    if addr.kind == "onehot":
+        m = Lin()
+        for i in range(bank * dk, min((bank + 1) * dk, addr.size)):
+            m = m + addr.f(i)
+        return m
+    low = dk.bit_length() - 1
+    high = range(low, addr.size)
+    m = Lin.const(1.0 - len(high))
+    for bit in high:
+        m = m + (addr.f(bit) if (bank >> (bit - low)) & 1 else 1 - addr.f(bit))
+    return m

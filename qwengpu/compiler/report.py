@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from . import attention as A
 from . import gadgets as G
 from . import memory as M
-from .build import _chunks, _key_heads, compile_program
+from .build import compile_program
+from .placement import field_chunks, key_heads
 from .program import Program
 
 
@@ -182,8 +183,8 @@ def costs(compiled, prims: set) -> dict:
     subs = {(n.layer, n.kind) for n in nodes}
     dims = sum(v.size for n in nodes for v in n.outputs)
     neurons = sum(len(getattr(n, "neurons", [])) for n in nodes)
-    gdn = sum(_key_heads(n, group) for n in nodes if n.kind == "gdn")
-    gdn_v = sum(len(_chunks(n, group)) * group for n in nodes if n.kind == "gdn")
+    gdn = sum(key_heads(n, group) for n in nodes if n.kind == "gdn")
+    gdn_v = sum(len(field_chunks(n, group)) * group for n in nodes if n.kind == "gdn")
     attn = sum(n.ports for n in nodes if n.kind == "attn")
     if "erase" in prims:
         erased = sum(len(fs) for fs in compiled.layout.erase.values())

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qwengpu.compiler.memory import VALUE_L, read_rails
+from qwengpu.compiler.memory import VALUE_L
+from qwengpu.compiler.placement import read_rails
 from qwengpu.machine.simulator import LANE_BARRIER, LANE_EPOCH, LANE_RUN, MachineState  # noqa: F401 (the record's state)
 
 @dataclass

@@ -53,7 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import qwengpu
-from qwengpu.compiler.memory import Z_ON, read_rails
+from qwengpu.compiler.memory import Z_ON
+from qwengpu.compiler.placement import read_rails
 from qwengpu.interp.memory import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.assembler import assemble

@@ -68,3 +68,13 @@ TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2,
 
 #: configurations by name (`qwengpu build --config NAME`)
 CONFIGS = {c.name: c for c in (SIM, COMPACT, TINY)}
+
+
+def config_named(machine, what: str = "machine") -> MachineConfig:
+    """A machine geometry by name (`CONFIGS`), or the `MachineConfig` given; `what` names the
+    argument in the error."""
+    if isinstance(machine, MachineConfig):
+        return machine
+    if machine not in CONFIGS:
+        raise ValueError(f"unknown {what} {machine!r} (known: {', '.join(sorted(CONFIGS))})")
+    return CONFIGS[machine]

@@ -22,6 +22,8 @@ from qwengpu.compiler import Lin, Program
 from qwengpu.compiler import gadgets as G
 from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_gated, n_linear, n_product, n_step
+from qwengpu.compiler.program import topo_order
+from qwengpu.compiler.run import emitted
 
 from .config import ALU, LANES, MEM, XLANE, MachineConfig
 from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, MAX_PC_BITS, MEM_OPS, REG_BITS,
@@ -1456,9 +1458,7 @@ class Hardware:
 def reference_tokens(hw: Hardware, prompt: list, max_tokens: int = 10_000) -> list:
     """The tokens the circuits generate after `prompt`, from their reference semantics (every
     neuron at its ideal value, exact Python, no model): the oracle for what the weights compute."""
-    from qwengpu.compiler.build import _topo
-    from qwengpu.compiler.run import emitted
-    order = _topo(hw.p)
+    order = topo_order(hw.p)
     state: dict = {}
 
     def step(text):

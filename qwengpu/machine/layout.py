@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu.interp.interpreter import _Program
+from qwengpu.interp.interpreter import ModuleAnalysis
 from qwengpu.interp.memory import global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
 from qwengpu.ptx.ir import Module
@@ -75,7 +75,7 @@ class MachineLayout:
 
 
 def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> MachineLayout:
-    prog = _Program(module)
+    prog = ModuleAnalysis(module)
     glay = global_layout(spec, module)
     lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
                         len(prog.const_init), {}, 0, dict(prog.local_offsets), dict(prog.local_size), 0,

@@ -1555,11 +1555,11 @@ def _float_literal(o: PImm, w: int, ins: Instr) -> int:
     """The bits of an immediate read as a w-bit float, as the interpreter reads it: an exact hex
     literal of the same width as is, anything else (the other width, a decimal or integer
     literal) converted by value."""
-    from qwengpu.interp.interpreter import _f2bits
+    from qwengpu.interp.interpreter import float_bits
     if o.bits is not None and o.width == w:
         return o.bits & ((1 << w) - 1)
     try:
-        return _f2bits(float(o.value), w)
+        return float_bits(float(o.value), w)
     except (OverflowError, ValueError) as e:
         raise AssemblerError(f"the literal {o} does not convert to .f{w}: {e}", ins)
 

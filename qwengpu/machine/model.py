@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import COMPACT, LANES, MachineConfig
+from .config import COMPACT, LANES, MachineConfig, config_named
 from .format import WARP_BITS
 from .layout import LINE, LINES
 from .tokenizer import machine_tokenizer, save_tokenizer
@@ -30,7 +30,7 @@ FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
 META_VERSION = 3
 
 
-def _source_hash(config: MachineConfig, target_kw: dict) -> str:
+def source_hash(config: MachineConfig, target_kw: dict) -> str:
     here = Path(__file__).resolve().parent
     h = hashlib.sha256(repr((config, sorted(target_kw.items()), META_VERSION)).encode())
     files = sorted(f for f in (here.parent / "compiler").glob("*.py") if f.name != "fast.py") + [here / n for n in
@@ -40,7 +40,7 @@ def _source_hash(config: MachineConfig, target_kw: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def _fast_file() -> str:
+def fast_file() -> str:
     """The compact engine's cache file, tagged by the engine's source (a pickled FastModel)."""
     import qwengpu.compiler.fast as fast_module
     return FAST_FILE.format(hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8])
@@ -86,7 +86,7 @@ class Machine:
             import torch
 
             from qwengpu.compiler.fast import FastModel
-            f = self.path / _fast_file() if self.path is not None else None
+            f = self.path / fast_file() if self.path is not None else None
             if f is None:
                 self._fast = FastModel(self.model)
             elif f.exists():
@@ -121,7 +121,7 @@ class Machine:
     # -- decoding the model's state ------------------------------------------------------------------
 
     def state_of(self, cache, name: str):
-        from qwengpu.compiler.build import decode_memory
+        from qwengpu.compiler.placement import decode_memory
         pl = self.placements[name]
         return decode_memory(lambda L: cache.get_recurrent_state(L)[0].detach().float().cpu().numpy(), pl)
 
@@ -200,7 +200,7 @@ def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
     names = {m.name: m for m in hw.p.memories}
     meta = {
         "config": asdict(config),
-        "source_hash": _source_hash(config, {}),
+        "source_hash": source_hash(config, {}),
         "tokens": [t.text for t in hw.p.tokens],
         "placements": {n: compiled.placement(mem).to_json() for n, mem in names.items()},
         "report": report,
@@ -211,7 +211,7 @@ def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
 
 
 def open_machine(path) -> Machine:
-    from qwengpu.compiler.build import MemoryPlacement
+    from qwengpu.compiler.placement import MemoryPlacement
     path = Path(path)
     meta = json.loads((path / MACHINE_FILE).read_text())
     from dataclasses import fields
@@ -221,7 +221,7 @@ def open_machine(path) -> Machine:
         if cfg.get(k) is not None:
             cfg[k] = tuple(cfg[k])
     config = MachineConfig(**cfg)
-    if set(meta["config"]) - known or meta.get("source_hash") != _source_hash(config, {}):
+    if set(meta["config"]) - known or meta.get("source_hash") != source_hash(config, {}):
         raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
                          f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")
     probes = {int(k): fs for k, fs in meta["probes"].items()} if "probes" in meta else None
@@ -266,7 +266,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
         model.save_pretrained(tmp)
     bar.update(1)
     fast = compiled.fast()
-    torch.save(fast, tmp / _fast_file())
+    torch.save(fast, tmp / fast_file())
     _save_meta(tmp, config, compiled, hw, _report(compiled))
     save_tokenizer(tmp, [t.text for t in hw.p.tokens])
     if path.exists():
@@ -282,7 +282,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
 
 
 def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
-    return cache_root() / f"{config.name}-{_source_hash(config, target_kw)}"
+    return cache_root() / f"{config.name}-{source_hash(config, target_kw)}"
 
 
 def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
@@ -290,7 +290,7 @@ def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
     COMPACT build is ~7 GB; every upgrade would leave one behind). Builds of the same circuits with
     other compiler options stay. Returns the removed folders."""
     import shutil
-    current = _source_hash(config, {})
+    current = source_hash(config, {})
     removed = []
     for d in sorted(cache_root().glob(f"{config.name}-*")):
         meta = d / MACHINE_FILE
@@ -320,7 +320,7 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
     kw.setdefault("mlp_budget", MLP_BUDGET)
     kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
     p = Path(path) if path is not None else _cache_path(config, kw)
-    ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / _fast_file()).exists())
+    ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / fast_file()).exists())
     if (p / MACHINE_FILE).exists() and ready:
         m = open_machine(p)
         if not (p / "tokenizer.json").exists():          # built before machines carried one
@@ -337,11 +337,8 @@ def build_gpu(target="compact", out=None, *, dense: bool = True, progress: bool 
     ("compact", the built-in one; "tiny", a small test machine) or a `MachineConfig`; `target_kw`:
     compiler `Target` options (mlp_budget, gdn_head_budget ...). `dense=False` saves only the
     compact engine's sparse weights (no stock checkpoint)."""
-    from .config import CONFIGS
     if isinstance(target, str):
-        if target not in CONFIGS:
-            raise ValueError(f"unknown target {target!r} (known: {', '.join(sorted(CONFIGS))})")
-        target = CONFIGS[target]
+        target = config_named(target, "target")
     return build_machine(target, out, progress=progress, dense=dense, **target_kw)
 
 

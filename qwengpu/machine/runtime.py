@@ -67,7 +67,7 @@ class StockForward:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         self.state = DynamicCache(config=self.model.config)
-        from qwengpu.compiler.run import _cache_kwarg
+        from qwengpu.compiler.run import cache_kwarg as _cache_kwarg
         self.kw = _cache_kwarg(self.model)
         lattices = getattr(machine, "lattices", None)
         self.form_noise = FormNoise(lattices) if lattices else None

@@ -511,7 +511,7 @@ class Simulator:
 
 def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
     """The machine memory at launch: argument buffers, initialised globals, constants."""
-    from qwengpu.interp.interpreter import _Program
+    from qwengpu.interp.interpreter import ModuleAnalysis
     lay = image.layout
     memory = bytearray(MEMORY_BYTES)
     for a, addr in zip(spec.args, lay.buffer_addresses):
@@ -526,7 +526,7 @@ def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
             init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
         m = lay.machine_address("global", addr, 0)
         memory[m:m + len(init)] = init
-    ci = _Program(module).const_init
+    ci = ModuleAnalysis(module).const_init
     if ci:
         m = lay.machine_address("const", 0, 0)
         memory[m:m + len(ci)] = ci

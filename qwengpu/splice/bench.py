@@ -27,10 +27,10 @@ from pathlib import Path
 
 
 def _program_for(program: str | None, base):
-    from .cli import load_program
     from .demo import demo_program
+    from .splice import import_circuit
     from .target import target_for_base
-    return load_program(program)(target_for_base(base)) if program else demo_program()
+    return import_circuit(program)(target_for_base(base)) if program else demo_program()
 
 
 def _dir_bytes(p: Path) -> int:
@@ -59,11 +59,10 @@ def _write_base(base: Path, text: dict | None = None, vision: dict | None = None
 
 def _build_child(base: str, out: str, program: str | None):
     """Run in the child process: build and print a JSON line."""
-    from .splice import build
+    from .splice import build, import_circuit
     prog = None
     if program:
-        from .cli import load_program
-        prog = load_program(program)
+        prog = import_circuit(program)
     rep = build(base, out, prog, progress=False)
     print(json.dumps({"compile_s": rep.compile_seconds, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers,
                       "width": rep.width, "shards": rep.shards, "notes": rep.notes}))
@@ -229,7 +228,8 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     """Run in the child process: compile the machine for the base, splice it without writing
     (`dry_run`), run kernels through its GPU layers (compact engine); print JSON."""
     from ..machine.model import machine_of
-    from .machine import _config, compile_for_base
+    from ..machine.config import config_named
+    from .machine import compile_for_base
     from .splice import read_checkpoint, splice
     from .target import target_for_base
     ck = read_checkpoint(base)
@@ -237,7 +237,7 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     compiled = compile_for_base(target_for_base(ck), machine)
     compile_s = time.perf_counter() - t0
     rep = splice(ck, compiled, out, progress=False, dry_run=True)
-    runs = _verify_rows(machine_of(_config(machine), compiled), kernels, "compact")
+    runs = _verify_rows(machine_of(config_named(machine), compiled), kernels, "compact")
     print(json.dumps({
         "compile_s": compile_s, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers, "width": rep.width,
         "bytes": rep.bytes_written, "shards": rep.shards, "vocab": rep.vocab_size,

@@ -41,7 +41,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..machine.config import CONFIGS, MachineConfig
+from ..machine.config import MachineConfig, config_named
 from ..machine.model import Machine
 from .splice import SpliceError, read_meta
 
@@ -50,14 +50,6 @@ MACHINES = ("tiny", "compact")
 
 #: the kernel whose launch (prompt + generated tokens) is recorded as the sample launch
 SAMPLE_KERNEL = "dot"
-
-
-def _config(machine) -> MachineConfig:
-    if isinstance(machine, MachineConfig):
-        return machine
-    if machine not in CONFIGS:
-        raise ValueError(f"unknown machine {machine!r} (known: {', '.join(sorted(CONFIGS))})")
-    return CONFIGS[machine]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,7 +124,7 @@ def machine_fit(base, machine="tiny", program=None) -> MachineFit:
     path, a `BaseCheckpoint`, a config dict or a compiler `Target`)."""
     from ..compiler import Target
     from .target import target_for_base
-    cfg = _config(machine)
+    cfg = config_named(machine)
     t = base if isinstance(base, Target) else target_for_base(base)
     mems, largest, attn = _machine_needs(cfg) if program is None else _program_needs(program)
     geo = {k: getattr(t, k) for k in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
@@ -180,8 +172,8 @@ def compile_for_base(target, machine="tiny"):
     geometry cannot hold it."""
     from ..compiler import CompileError, compile_program
     from ..machine.hardware import Hardware
-    from ..machine.model import _source_hash
-    cfg = _config(machine)
+    from ..machine.model import source_hash
+    cfg = config_named(machine)
     hw = Hardware(cfg)
     fit = machine_fit(target, cfg, hw.p)
     if not fit.fits:
@@ -194,7 +186,7 @@ def compile_for_base(target, machine="tiny"):
         raise SpliceError(fit.message()) from e
     compiled.machine_meta = {
         "config": asdict(cfg),
-        "source_hash": _source_hash(cfg, {}),
+        "source_hash": source_hash(cfg, {}),
         "placements": {m.name: compiled.placement(m).to_json() for m in hw.p.memories},
         "fit": fit.needs(),
     }
@@ -211,7 +203,7 @@ def compile_for_base_geometry(base, machine="tiny", dense: bool = False):
     from ..machine.model import compile_machine
     from .target import target_for_base
     t = dataclasses.replace(target_for_base(base), offset=0, require_attention=True)
-    return compile_machine(_config(machine), dense=dense, **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
+    return compile_machine(config_named(machine), dense=dense, **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
 
 
 def tiny(target):
@@ -228,7 +220,7 @@ def splice_machine(base, out_dir, machine="tiny", **kw):
     """Compile `machine` (a name or a MachineConfig) for the base's geometry and splice it in
     (`splice` options in `kw`). Returns the `SpliceReport`."""
     from .splice import build
-    cfg = _config(machine)
+    cfg = config_named(machine)
     return build(base, out_dir, lambda target: compile_for_base(target, cfg), **kw)
 
 
@@ -256,7 +248,7 @@ class SplicedCompact:
         from transformers import Qwen3_5TextConfig
 
         from ..compiler.fast import FastModel, SparseMatrix
-        from ..machine.model import _fast_file
+        from ..machine.model import fast_file
         path = Path(path)
         self.path = path
         self.offset = int(meta["gpu"]["token_offset"])
@@ -267,7 +259,7 @@ class SplicedCompact:
         tc = dict(cfg.get("text_config", cfg)) if cfg.get("model_type") == "qwen3_5" else dict(cfg)
         self.prefix = "model.language_model." if cfg.get("model_type") == "qwen3_5" else "model."
         self.wmap = _safetensors_index(path)
-        f = path / _fast_file().replace("compact_engine", "compact_gpu_layers")
+        f = path / fast_file().replace("compact_engine", "compact_gpu_layers")
         if cache and f.exists():
             self.fast = torch.load(f, weights_only=False)
         else:
@@ -378,8 +370,8 @@ def open_spliced_machine(model_dir, check_source: bool = True) -> SplicedMachine
     """The machine inside a spliced checkpoint (`splice_machine` / `qwengpu build --base .. --machine
     ..`), for `run_on_model(..., machine=m)` and `qwengpu verify|run --model DIR`. `check_source`
     refuses a checkpoint built from other circuits than this version of qwengpu's."""
-    from ..compiler.build import MemoryPlacement
-    from ..machine.model import _source_hash
+    from ..compiler.placement import MemoryPlacement
+    from ..machine.model import source_hash
     path = Path(model_dir)
     meta = read_meta(path)
     mm = meta.get("machine")
@@ -391,7 +383,7 @@ def open_spliced_machine(model_dir, check_source: bool = True) -> SplicedMachine
         if d.get(k) is not None:
             d[k] = tuple(d[k])
     config = MachineConfig(**d)
-    if check_source and mm.get("source_hash") != _source_hash(config, {}):
+    if check_source and mm.get("source_hash") != source_hash(config, {}):
         raise ValueError(f"the machine in {path} was built from other circuits than this version of qwengpu's; "
                          f"splice it again (`qwengpu build --base BASE --out {path} --machine {config.name} "
                          "--overwrite`)")
@@ -418,7 +410,7 @@ def fitting_text_config(machine="tiny", vocab: int = 416, hidden: int = 64, laye
     memories are banked over two key heads and spread over layers. `grouped=True`: 4 key heads of
     256 dims with 18 value heads each (r = 18: a memory's fields share its key head; `mem`, 18
     fields x 4 ports, fills a layer). MLP 2560 either way (the widest circuit has 1822 neurons)."""
-    _config(machine)
+    config_named(machine)
     from .fixtures import tiny_text_config
     c = tiny_text_config(vocab, hidden)
     if grouped:

@@ -21,6 +21,7 @@ fp32 model (see docs/splice.md for bf16).
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import math
 import os
@@ -608,6 +609,18 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
 DEFAULT_PROGRAM: str | None = None
 
 
+def import_circuit(spec: str):
+    """`MODULE:FUNC` -> FUNC, a callable taking the compiler Target and returning a Program (or a
+    Compiled); a Program object named by `MODULE:NAME` is wrapped."""
+    mod, _, name = spec.partition(":")
+    if not name:
+        raise ValueError(f"--program wants MODULE:FUNC, not {spec!r}")
+    obj = getattr(importlib.import_module(mod), name)
+    if callable(obj) and not hasattr(obj, "residual_vars"):
+        return obj
+    return lambda target: obj
+
+
 def build(base, out_dir, program=None, **kw) -> SpliceReport:
     """Compile `program` for the base's geometry and splice it in.
 
@@ -624,8 +637,7 @@ def build(base, out_dir, program=None, **kw) -> SpliceReport:
     if program is None:
         spec = os.environ.get("QWENGPU_PROGRAM") or DEFAULT_PROGRAM
         if spec:
-            from .cli import load_program
-            program = load_program(spec)
+            program = import_circuit(spec)
         else:
             program = demo_program()
             notes.append("no GPU program given: spliced the stand-in (memory + adder) program")
