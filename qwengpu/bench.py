@@ -4,18 +4,18 @@ from __future__ import annotations
 import statistics
 import time
 
-from .machine.assembler import AssemblerError
+from .assembler import AssemblerError
 
 
 def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, **options) -> list[dict]:
     """One row per kernel: steps, lane-instructions (the interpreter's count), tokens per launch,
     tokens per lane-instruction, seconds (best of `repeat`), lane-instructions/s, tokens/s."""
     from . import suite
-    from .program import load_program, run
+    from .api import load_program, run
     if engine in ("model", "compact"):
         options.setdefault("progress", False)
         if options.get("machine") is None:         # load once: the timings are of launches, not loads
-            from .machine.model import load_machine
+            from .runtime.checkpoint import load_machine
             options["machine"] = load_machine(dense=engine == "model")
     ks = [suite.get(n) for n in names] if names else suite.kernels()
     rows = []

@@ -24,7 +24,7 @@ from .launch import margin_text
 
 
 def _engines():
-    from .program import ENGINES
+    from .api import ENGINES
     return ENGINES
 
 
@@ -61,8 +61,8 @@ def _model_options(args) -> dict:
 
 
 def cmd_run(args) -> int:
+    from .api import run
     from .launch import LaunchSpec
-    from .program import run
     spec = LaunchSpec.from_json(args.launch)
     res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps,
               **_model_options(args))
@@ -91,7 +91,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .program import run
+    from .api import run
     from .suite import get
     k = get("dot")
     spec = k.spec()

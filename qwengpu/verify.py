@@ -99,7 +99,7 @@ def compare_buffers(got: list, want: list, nan_equal: bool) -> str | None:
 
 
 def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
-    from .program import run
+    from .api import run
     t0 = time.perf_counter()
     try:
         res = run(kernel.ptx(), kernel.spec(), engine=engine, **options)

@@ -1,6 +1,5 @@
 """Test options: `--runslow` and `--soak N` (see tests/sizes.py), the one scheme for test size."""
 import pytest
-
 import sizes
 
 

@@ -15,7 +15,8 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from qwengpu.compiler import CompileError, Program, compare, compile_program, evaluate
 from qwengpu.compiler import attention as A

@@ -14,9 +14,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 import sizes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from qwengpu.interp import floats as F
 
 # `pytest --soak 50` multiplies the example counts for a long soak run (tests/sizes.py).

@@ -1,4 +1,4 @@
-"""Bit-exactness of the straight-line integer routines (`qwengpu.machine.intcode`) against the
+"""Bit-exactness of the straight-line integer routines (`qwengpu.assembler.intcode`) against the
 reference semantics (`qwengpu.interp.alu`).
 
 Three layers:
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sizes
-import qwengpu.machine.intcode as ic
+import qwengpu.assembler.intcode as ic
+from qwengpu.assembler.emit import Recorder
 from qwengpu.interp import alu
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import ALU_OPS, M32, Imm, src
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, src
 
 SCALE = sizes.SOAK
 EXHAUSTIVE = sizes.RUNSLOW

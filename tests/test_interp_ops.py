@@ -2,7 +2,6 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from ptxkit import bits_f32, f32_bits, unary_or_binary
 
 INT_MIN = 0x80000000

@@ -1,7 +1,7 @@
 """SIMT execution of the reference interpreter: divergence, reconvergence, calls, barriers, faults."""
 import pytest
-
 from ptxkit import kernel
+
 from qwengpu import run
 from qwengpu.interp.interpreter import StepLimitExceeded
 from qwengpu.interp.memory import ExecutionFault, MemoryFault

@@ -9,10 +9,18 @@ import pytest
 
 from qwengpu import suite
 from qwengpu.interp.interpreter import Interpreter
-from qwengpu.lab import (EngineUnavailable, Field, LaunchView, MachineView, MemoryMap, decode_state, fmt_all,
-                         trace_launch)
-from qwengpu.ptx.parser import parse_ptx
+from qwengpu.lab import (
+    EngineUnavailable,
+    Field,
+    LaunchView,
+    MachineView,
+    MemoryMap,
+    decode_state,
+    fmt_all,
+    trace_launch,
+)
 from qwengpu.ptx.isa import validate_module
+from qwengpu.ptx.parser import parse_ptx
 
 
 def view_of(name, **kw):
@@ -204,8 +212,9 @@ def test_decode_dual_rail_state():
 def dot_model():
     """dot on the compact engine of the built-in COMPACT machine (cached under ~/.cache/qwengpu)."""
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
+
     from qwengpu.machine.config import COMPACT
-    from qwengpu.machine.model import load_machine
+    from qwengpu.runtime.checkpoint import load_machine
     machine = load_machine(COMPACT, progress=False)
     layers = sorted({pl.layer for pl in machine.placements.values()})
     k = suite.get("dot")
@@ -315,8 +324,8 @@ def test_lowering_loops_are_found_for_the_register_check():
     instruction (a retry's old value in a CAS loop) when a later carry of that instruction replaces
     them; user loops are not such loops."""
     from qwengpu import load_program
+    from qwengpu.assembler import assemble
     from qwengpu.lab.checks import micro_loop_pcs
-    from qwengpu.machine.assembler import assemble
     from qwengpu.machine.config import COMPACT
 
     def loops(name):
@@ -335,6 +344,7 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
     and the model then computes with it (the product and the final memory differ from the
     interpreter's)."""
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
+
     from qwengpu.compiler.memory import VALUE_L
     from qwengpu.lab.recorder import memory_infos
 
@@ -355,7 +365,7 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
             hit.append(name)
 
     from qwengpu.machine.config import COMPACT
-    from qwengpu.machine.model import load_machine
+    from qwengpu.runtime.checkpoint import load_machine
     machine = load_machine(COMPACT, progress=False)
     g = machine.fast().layers
     gdn = next(lay.gdn for lay in g if lay.gdn is not None)
@@ -377,6 +387,7 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
 def test_decoder_reads_a_real_gdn_memory():
     """Write words through a real compiled Qwen3.5 GDN layer and read its recurrent state back."""
     import torch
+
     from qwengpu.compiler import Program, compile_program, memory
     from qwengpu.lab import memory_map_of, recurrent_state
 

@@ -1,8 +1,8 @@
 """The dependency contract, checked on the sources (imports inside functions included).
 
-    ptx -> interp -> assembler, hardware -> runtime -> lab, splice, the entry points
-    compiler: stands alone (imports nothing of qwengpu outside itself); the hardware and everything
-    above it may use it
+    ptx -> interp -> machine -> assembler -> runtime -> api, verify, bench, cli -> lab, splice, widgets
+    compiler: stands alone (imports nothing of qwengpu outside itself); the machine's circuits and
+    everything above the machine may use it
     suite: the kernels and their oracles (launch specs only)
 
 A package may import its own modules and the packages below it, never one above; no module imports
@@ -22,19 +22,28 @@ ALLOWED = {
     "qwengpu.ptx": {"qwengpu.launch"},
     "qwengpu.interp": {"qwengpu.ptx", "qwengpu.launch"},
     "qwengpu.suite": {"qwengpu.launch", "qwengpu.cuda"},
+    # the hardware and its specification; its circuits are written for the compiler
     "qwengpu.machine": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.compiler"},
-    "qwengpu.program": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.machine"},
-    "qwengpu.verify": {"qwengpu", "qwengpu.program", "qwengpu.launch", "qwengpu.suite"},
-    "qwengpu.bench": {"qwengpu", "qwengpu.program", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify",
-                      "qwengpu.machine"},
-    "qwengpu.lab": {"qwengpu", "qwengpu.program", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp",
-                    "qwengpu.machine", "qwengpu.compiler"},
-    "qwengpu.splice": {"qwengpu", "qwengpu.program", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp",
-                       "qwengpu.machine", "qwengpu.compiler", "qwengpu.suite", "qwengpu.verify"},
-    "qwengpu.cli": {"qwengpu", "qwengpu.program", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite",
-                    "qwengpu.verify", "qwengpu.bench", "qwengpu.splice", "qwengpu.machine"},
+    # kernel IR -> the machine's program image
+    "qwengpu.assembler": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.machine"},
+    # running the machine: checkpoints, prompts, the engines
+    "qwengpu.runtime": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.machine", "qwengpu.assembler",
+                        "qwengpu.compiler"},
+    # the entry points
+    "qwengpu.api": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.runtime"},
+    "qwengpu.verify": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite"},
+    "qwengpu.bench": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify",
+                      "qwengpu.assembler", "qwengpu.runtime"},
+    "qwengpu": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.api", "qwengpu.runtime"},
+    # on top
+    "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.compiler",
+                    "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime"},
+    "qwengpu.splice": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp",
+                       "qwengpu.compiler", "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime", "qwengpu.suite",
+                       "qwengpu.verify"},
+    "qwengpu.cli": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite", "qwengpu.verify",
+                    "qwengpu.bench", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu.__main__": {"qwengpu.cli"},
-    "qwengpu": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.program", "qwengpu.machine"},
     "widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch"},
 }
 

@@ -1,4 +1,4 @@
-"""Floating-point PTX on the machine (`qwengpu/machine/lower.py` with the routines of
+"""Floating-point PTX on the machine (`qwengpu/assembler/lower.py` with the routines of
 `softfloat.py`), checked end to end: one-instruction kernels run on the reference interpreter and on
 the token simulator (`engine="sim"`: lower, optimise, pack, simulate), results compared bit for bit.
 Operands are drawn from hypothesis seeds (random patterns mixed with zeros, infinities, NaNs,
@@ -14,18 +14,18 @@ import zlib
 
 import numpy as np
 import pytest
+import sizes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import sizes
 from qwengpu import load_program, run, suite
-from qwengpu.machine.assembler import AssemblerError, assemble
-from qwengpu.machine import softfloat as sf
+from qwengpu.assembler import AssemblerError, assemble
+from qwengpu.assembler import softfloat as sf
+from qwengpu.assembler.emit import Recorder
+from qwengpu.assembler.lower import _Lowerer
 from qwengpu.machine.config import COMPACT
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import M32, Imm, src
-from qwengpu.machine.lower import _Lowerer
 from qwengpu.machine.simulator import Simulator
+from qwengpu.machine.uops import M32, Imm, src
 from qwengpu.verify import compare_buffers
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -8,13 +8,13 @@ runs ten times as many.
 import functools
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-
 import sizes
+from hypothesis import HealthCheck, given, settings
+from randprog import inputs, launch, programs
+
 from qwengpu import run
 from qwengpu.machine.config import COMPACT
-from qwengpu.machine.model import load_machine
-from randprog import inputs, launch, programs
+from qwengpu.runtime.checkpoint import load_machine
 
 MODEL_EXAMPLES = sizes.scaled(4)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]

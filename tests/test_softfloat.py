@@ -1,4 +1,4 @@
-"""Soft-float micro-op routines (qwengpu.machine.softfloat) against the reference semantics
+"""Soft-float micro-op routines (qwengpu.assembler.softfloat) against the reference semantics
 (qwengpu.interp.floats), bit for bit.
 
 Two kinds of check for every routine and modifier combination:
@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 import sizes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qwengpu.assembler import softfloat as sf
+from qwengpu.assembler.emit import Recorder
 from qwengpu.interp import floats as F
-from qwengpu.machine import softfloat as sf
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import ALU_OPS, Imm, alu_eval
+from qwengpu.machine.uops import ALU_OPS, Imm, alu_eval
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

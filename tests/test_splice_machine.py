@@ -20,15 +20,13 @@ import subprocess
 import sys
 
 import pytest
-
 import torch
 import transformers  # noqa: F401
 
 from qwengpu import run, suite  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 from qwengpu.splice import SpliceError, fixtures, read_meta, target_for_base  # noqa: E402
-from qwengpu.splice.machine import (compile_for_base, fitting_text_config, machine_fit,  # noqa: E402
-                                    open_spliced_machine)
+from qwengpu.splice.machine import compile_for_base, fitting_text_config, machine_fit, open_spliced_machine  # noqa: E402
 from qwengpu.verify import compare_buffers  # noqa: E402
 
 V = 416
@@ -240,6 +238,7 @@ def test_multimodal_layout(spliced_mm):
     """The published layout: the machine runs exactly (stock decode after a text prefix, compact
     engine) and text keeps the base's distributions."""
     from transformers import AutoModelForImageTextToText
+
     from qwengpu.splice.kl import measure_kl
     base, out, rep, m = spliced_mm
     cfg = json.loads((out / "config.json").read_text())

@@ -10,10 +10,10 @@
 """
 from __future__ import annotations
 
+from qwengpu.assembler.lower import lower
 from qwengpu.machine.config import LANES
-from qwengpu.machine.isa import VReg
-from qwengpu.machine.lower import lower
 from qwengpu.machine.simulator import Simulator
+from qwengpu.machine.uops import VReg
 
 from .record import MachineState, Mismatch
 

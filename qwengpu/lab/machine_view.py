@@ -20,8 +20,7 @@ from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token, token_text
 
 from .checks import compare_states, micro_loop_pcs, ptx_aliases, reference_states, register_histories
-from .record import (LANE_BARRIER, LANE_RUN, Field, GDNState, MemoryMap, Mismatch, RegCheck, Selection,
-                     selection_of)
+from .record import LANE_BARRIER, LANE_RUN, Field, GDNState, MemoryMap, Mismatch, RegCheck, Selection, selection_of
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
 

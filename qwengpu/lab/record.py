@@ -26,7 +26,7 @@ A `MemoryMap` says how to read a word memory out of a GDN layer's state [value h
 value dim] (the layout `qwengpu.compiler.memory.GDNMemory` writes): slot s is key row s; field f
 of the word sits in value head `fields[f].head`, columns `column + 2j` (the "1" rail) and
 `column + 2j + 1` (the "0" rail) for bit `lo + j`. `decode_state` reads every slot's word with the
-compiler's reader (`qwengpu.compiler.memory.read_rails`, as the circuits read: a bit is 1 when its
+compiler's reader (`qwengpu.compiler.placement.read_rails`, as the circuits read: a bit is 1 when its
 1-rail exceeds half the rail level; the margin is the distance from that level; a slot whose rails
 are all below a quarter of the level was never written).
 
@@ -41,6 +41,7 @@ import numpy as np
 from qwengpu.compiler.memory import VALUE_L
 from qwengpu.compiler.placement import read_rails
 from qwengpu.machine.simulator import LANE_BARRIER, LANE_EPOCH, LANE_RUN, MachineState  # noqa: F401 (the record's state)
+
 
 @dataclass
 class Field:
@@ -87,7 +88,7 @@ class GDNState:
 
 def decode_state(state: np.ndarray, mmap: MemoryMap) -> list[SlotValue]:
     """Every slot of `mmap` decoded from one layer's recurrent state [heads, dk, dv]
-    (`qwengpu.compiler.memory.read_rails`, vectorised over slots)."""
+    (`qwengpu.compiler.placement.read_rails`, vectorised over slots)."""
     st = np.asarray(state, dtype=np.float64)
     rows = np.asarray(mmap.rows(), dtype=np.int64)
     n = len(rows)

@@ -12,7 +12,7 @@ How a launch is recorded (`record_launch`):
    transformers model). After every pass the recorder decodes, *from the model's recurrent states*,
    the control word (`ctl`: pc, mask, warp, block, epoch), the lane table (`lanes.pc`, `lanes.st`),
    the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
-   every memory, with the compiler's decoder (`qwengpu.compiler.memory.read_rails`: a bit is its
+   every memory, with the compiler's decoder (`qwengpu.compiler.placement.read_rails`: a bit is its
    1-rail against half the rail level), vectorised.
 2. Hooks on the GDN layers record, for every token the model consumes (the prompt included), which
    slot each key head's query and key select — computed from the model's own projections of that
@@ -53,18 +53,18 @@ from dataclasses import dataclass
 import numpy as np
 
 import qwengpu
+from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
 from qwengpu.compiler.placement import read_rails
 from qwengpu.interp.memory import ExecutionFault
 from qwengpu.launch import LaunchSpec
-from qwengpu.machine.assembler import assemble
 from qwengpu.machine.config import COMPACT, LANES
 from qwengpu.machine.format import WARP_BITS, ctl_pc
 from qwengpu.machine.hardware import Hardware
 from qwengpu.machine.layout import LINE, REGIONS
-from qwengpu.machine.model import load_machine
-from qwengpu.machine.prompt import prompt_tokens
 from qwengpu.machine.runtime import DEFAULT_MAX_TOKENS
+from qwengpu.runtime.checkpoint import load_machine
+from qwengpu.runtime.prompt import prompt_tokens
 
 from .machine_view import MachineView
 from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
@@ -184,7 +184,7 @@ def memory_infos(machine, group: int) -> dict:
 
 def decode_fields(state, info: MemoryInfo):
     """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
-    with the compiler's reader (`qwengpu.compiler.memory.read_rails`, as `decode_memory` does),
+    with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory` does),
     vectorised over fields of one width: (values [fields, slots] int64, written [slots] bool,
     margin)."""
     st = np.asarray(state)

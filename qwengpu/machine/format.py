@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import ALU, MEM, XLANE, MachineConfig
-from .schedule import PORTS, Bundle, Image, Source
+from .image import PORTS, Bundle, Image, Source
 
 MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
 

@@ -26,11 +26,25 @@ from qwengpu.compiler.program import topo_order
 from qwengpu.compiler.run import emitted
 
 from .config import ALU, LANES, MEM, XLANE, MachineConfig
-from .format import (ALU_OPCODES, ATOM_OPS, BLOCK_BITS, EPOCH_BITS, MAX_PC_BITS, MEM_OPS, REG_BITS,
-                     SHFL_MODES, SPACES, TERM_KINDS, VOTE_MODES, WARP_BITS, XLANE_OPS, WordFormat,
-                     sources_for)
+from .format import (
+    ALU_OPCODES,
+    ATOM_OPS,
+    BLOCK_BITS,
+    EPOCH_BITS,
+    MAX_PC_BITS,
+    MEM_OPS,
+    REG_BITS,
+    SHFL_MODES,
+    SPACES,
+    TERM_KINDS,
+    VOTE_MODES,
+    WARP_BITS,
+    XLANE_OPS,
+    WordFormat,
+    sources_for,
+)
+from .image import PORTS
 from .layout import LINE, LINES, REGIONS
-from .schedule import PORTS
 from .tokens import ends_launch, token_text
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]

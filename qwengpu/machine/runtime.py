@@ -15,9 +15,9 @@ from qwengpu.compiler.margins import FormNoise
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchResult, LaunchSpec
 
-from .assembler import assemble
+from qwengpu.assembler import assemble
 from .config import COMPACT, MachineConfig
-from .prompt import prompt_tokens, token_text
+from qwengpu.runtime.prompt import prompt_tokens, token_text
 from .simulator import FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers
 
 DEFAULT_MAX_TOKENS = 100_000
@@ -220,7 +220,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     `check_prefill` re-runs the whole sequence through the chunked prefill path. `prefix_ids`:
     model token ids (text, on a spliced checkpoint) run in the same context before the prompt."""
 
-    from .model import load_machine
+    from qwengpu.runtime.checkpoint import load_machine
     device = _device_for(forward, device)
     machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
     img = assemble(module, spec, kernel, machine.config)

@@ -35,9 +35,9 @@ from qwengpu.launch import LaunchSpec
 
 from .config import LANES
 from .format import WARP_BITS
-from .isa import M32, alu_eval
+from .image import Image, Source
 from .layout import MEMORY_BYTES
-from .schedule import Image, Source
+from .uops import M32, alu_eval
 
 RUN, BARRIER, EXITED = 0, 1, 2
 FAULT_KINDS = ["read", "write", "misaligned", "atomic"]

@@ -116,7 +116,9 @@ def bench_splice(workdir: str | None = None, keep: bool = False, program: str | 
                  log=print) -> dict:
     """Build the GPU into a random Qwen3.5-2B-shaped checkpoint and measure; returns the figures."""
     import torch
-    from ..compiler import compile_program
+
+    from qwengpu.compiler import compile_program
+
     from .demo import demo_sequence
     from .model import check_program, gpu_ids
     from .splice import read_meta
@@ -213,8 +215,8 @@ MACHINE_KERNELS = ("dot", "atomic_inc_dec", "shift_clamp", "switch_sparse", "syn
 def _verify_rows(m, kernels: str, engine: str) -> list[dict]:
     """`qwengpu.verify.verify_kernel` on each of the comma-separated kernels (oracle, simulator
     token stream, states checked after every pass)."""
-    from ..suite import get
-    from ..verify import verify_kernel
+    from qwengpu.suite import get
+    from qwengpu.verify import verify_kernel
     rows = []
     for name in [k for k in kernels.split(",") if k]:
         r = verify_kernel(get(name), engine, machine=m, progress=False, check_states=True,
@@ -227,8 +229,9 @@ def _verify_rows(m, kernels: str, engine: str) -> list[dict]:
 def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     """Run in the child process: compile the machine for the base, splice it without writing
     (`dry_run`), run kernels through its GPU layers (compact engine); print JSON."""
-    from ..machine.model import machine_of
-    from ..machine.config import config_named
+    from qwengpu.machine.config import config_named
+    from qwengpu.runtime.checkpoint import machine_of
+
     from .machine import compile_for_base
     from .splice import read_checkpoint, splice
     from .target import target_for_base
@@ -329,6 +332,7 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     decode steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
     `text_config` / `vision_config`: other base shapes (the tests use small ones)."""
     import torch
+
     from .checkpoint import read_checkpoint
     root = Path(workdir or tempfile.mkdtemp(prefix="qwengpu-bench-machine-"))
     root.mkdir(parents=True, exist_ok=True)

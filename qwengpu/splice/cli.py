@@ -39,7 +39,7 @@ def cmd_build(args) -> int:
 
 def cmd_build_machine(args) -> int:
     """Without --base: build the stand-alone machine checkpoint (cached, or at --out)."""
-    from qwengpu.machine.model import build_gpu
+    from qwengpu.runtime.checkpoint import build_gpu
     m = build_gpu(args.config, args.out, progress=not args.quiet, dense=not args.compact_only)
     if args.json:
         print(json.dumps({"path": str(m.path), **m.report}))

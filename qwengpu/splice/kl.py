@@ -97,6 +97,7 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
     see the module doc."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from .fixtures import corpus_text
     from .splice import META, read_meta
     t0 = time.perf_counter()

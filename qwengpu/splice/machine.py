@@ -4,7 +4,7 @@ run through the spliced checkpoint.
     from qwengpu.splice.machine import splice_machine, open_spliced_machine, machine_fit
     machine_fit("base/", "tiny")                    # does the base's layer geometry hold the machine?
     splice_machine("base/", "out/", "tiny")         # compile the machine for the base + splice it
-    m = open_spliced_machine("out/")                # a qwengpu.machine.model.Machine
+    m = open_spliced_machine("out/")                # a qwengpu.runtime.checkpoint.Machine
     qwengpu.run(ptx, spec, engine="model", machine=m, prefix_ids=text_ids)   # or engine="compact"
     compile_for_base_geometry("base/", "tiny")      # the GPU layers alone, at the base's layer shapes
 
@@ -41,8 +41,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..machine.config import MachineConfig, config_named
-from ..machine.model import Machine
+from qwengpu.machine.config import MachineConfig, config_named
+from qwengpu.runtime.checkpoint import Machine
+
 from .splice import SpliceError, read_meta
 
 #: the machines by name (`--machine`)
@@ -107,7 +108,7 @@ class MachineFit:
 
 @functools.lru_cache(maxsize=None)
 def _machine_needs(cfg: MachineConfig) -> tuple[list, tuple, int]:
-    from ..machine.hardware import Hardware
+    from qwengpu.machine.hardware import Hardware
     return _program_needs(Hardware(cfg).p)
 
 
@@ -122,7 +123,8 @@ def _program_needs(prog) -> tuple[list, tuple, int]:
 def machine_fit(base, machine="tiny", program=None) -> MachineFit:
     """Check the machine's memories and circuits against a base's layer geometry (a checkpoint
     path, a `BaseCheckpoint`, a config dict or a compiler `Target`)."""
-    from ..compiler import Target
+    from qwengpu.compiler import Target
+
     from .target import target_for_base
     cfg = config_named(machine)
     t = base if isinstance(base, Target) else target_for_base(base)
@@ -154,11 +156,11 @@ def machine_fit(base, machine="tiny", program=None) -> MachineFit:
 
 def sample_launch(config: MachineConfig) -> list[str]:
     """The dot-product launch on `config`: its prompt then the tokens the machine generates."""
-    from ..machine.assembler import assemble
-    from ..machine.prompt import prompt_tokens
-    from ..machine.runtime import run_on_simulator
-    from ..program import load_program
-    from ..suite import get
+    from qwengpu.api import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.machine.runtime import run_on_simulator
+    from qwengpu.runtime.prompt import prompt_tokens
+    from qwengpu.suite import get
     k = get(SAMPLE_KERNEL)
     module, spec = load_program(k.ptx()), k.spec()
     img = assemble(module, spec, config=config)
@@ -170,9 +172,9 @@ def compile_for_base(target, machine="tiny"):
     the metadata the splice records (`machine_meta`: config, placements, source hash) and a sample
     launch. Refuses with `SpliceError` (what does not fit, what is needed) before compiling when the
     geometry cannot hold it."""
-    from ..compiler import CompileError, compile_program
-    from ..machine.hardware import Hardware
-    from ..machine.model import source_hash
+    from qwengpu.compiler import CompileError, compile_program
+    from qwengpu.machine.hardware import Hardware
+    from qwengpu.runtime.checkpoint import source_hash
     cfg = config_named(machine)
     hw = Hardware(cfg)
     fit = machine_fit(target, cfg, hw.p)
@@ -200,7 +202,8 @@ def compile_for_base_geometry(base, machine="tiny", dense: bool = False):
     `Machine` that runs on its own (where the whole spliced checkpoint is too large to load)."""
     import dataclasses
 
-    from ..machine.model import compile_machine
+    from qwengpu.runtime.checkpoint import compile_machine
+
     from .target import target_for_base
     t = dataclasses.replace(target_for_base(base), offset=0, require_attention=True)
     return compile_machine(config_named(machine), dense=dense, **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
@@ -247,8 +250,8 @@ class SplicedCompact:
         from safetensors import safe_open
         from transformers import Qwen3_5TextConfig
 
-        from ..compiler.fast import FastModel, SparseMatrix
-        from ..machine.model import fast_file
+        from qwengpu.compiler.fast import FastModel, SparseMatrix
+        from qwengpu.runtime.checkpoint import fast_file
         path = Path(path)
         self.path = path
         self.offset = int(meta["gpu"]["token_offset"])
@@ -370,8 +373,8 @@ def open_spliced_machine(model_dir, check_source: bool = True) -> SplicedMachine
     """The machine inside a spliced checkpoint (`splice_machine` / `qwengpu build --base .. --machine
     ..`), for `run_on_model(..., machine=m)` and `qwengpu verify|run --model DIR`. `check_source`
     refuses a checkpoint built from other circuits than this version of qwengpu's."""
-    from ..compiler.placement import MemoryPlacement
-    from ..machine.model import source_hash
+    from qwengpu.compiler.placement import MemoryPlacement
+    from qwengpu.runtime.checkpoint import source_hash
     path = Path(model_dir)
     meta = read_meta(path)
     mm = meta.get("machine")

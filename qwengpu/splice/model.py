@@ -99,8 +99,8 @@ def check_program(model, compiled, tokens: list[str], token_offset: int, prefix_
                   mode: str = "prefill") -> GPUCheck:
     """Run the program's token sequence (texts) through a spliced model, after `prefix_ids` (text),
     and compare every computed variable and every emitted token with the reference evaluator."""
-    from ..compiler.core import EmbedNode
-    from ..compiler.run import evaluate
+    from qwengpu.compiler.core import EmbedNode
+    from qwengpu.compiler.run import evaluate
     prog = compiled.program
     ref = evaluate(prog, tokens)
     prefix = list(prefix_ids or [])

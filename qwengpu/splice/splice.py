@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from qwengpu.compiler.core import ANCHOR
+
 from .checkpoint import BaseCheckpoint, read_checkpoint
-from ..compiler.core import ANCHOR
 from .geometry import FINAL_INDICATOR_SCALE, INDICATOR_DIMS, R_INPUT, Geometry
 from .target import target_for_base
 
@@ -496,6 +497,7 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     space: the benchmark on geometries whose checkpoint does not fit this machine).
     """
     from tqdm.auto import tqdm
+
     from .tokenizer import copy_side_files, extend_tokenizer
     t0 = time.perf_counter()
     ck = base if isinstance(base, BaseCheckpoint) else read_checkpoint(base)
@@ -628,7 +630,8 @@ def build(base, out_dir, program=None, **kw) -> SpliceReport:
     `target -> Program | Compiled` (for machines that size themselves to the target); None uses
     DEFAULT_PROGRAM / $QWENGPU_PROGRAM, else the stand-in (`demo.demo_program`).
     """
-    from ..compiler import compile_program
+    from qwengpu.compiler import compile_program
+
     from .demo import demo_program
     ck = read_checkpoint(base)
     target = target_for_base(ck)

@@ -17,11 +17,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import COMPACT, LANES, MachineConfig, config_named
-from .format import WARP_BITS
-from .layout import LINE, LINES
-from .tokenizer import machine_tokenizer, save_tokenizer
 from qwengpu.compiler.margins import gate_lattices
+from qwengpu.machine.config import COMPACT, LANES, MachineConfig, config_named
+from qwengpu.machine.format import WARP_BITS
+from qwengpu.machine.layout import LINE, LINES
+
+from .tokenizer import machine_tokenizer, save_tokenizer
 
 MACHINE_FILE = "qwengpu_machine.json"
 FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
@@ -30,11 +31,20 @@ FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
 META_VERSION = 3
 
 
+#: the sources a built machine depends on (beside the compiler's, the compact engine excepted): the
+#: circuits and what they are built from
+MACHINE_SOURCES = ("hardware", "config.py", "format.py", "image.py", "layout.py", "tokens.py", "uops.py")
+
+
 def source_hash(config: MachineConfig, target_kw: dict) -> str:
-    here = Path(__file__).resolve().parent
+    """The cache key of a build: the geometry, the compiler options and the sources of the
+    circuits and the compiler."""
+    qwengpu_dir = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(repr((config, sorted(target_kw.items()), META_VERSION)).encode())
-    files = sorted(f for f in (here.parent / "compiler").glob("*.py") if f.name != "fast.py") + [here / n for n in
-                                                                ("hardware.py", "format.py", "config.py", "layout.py")]
+    files = sorted(f for f in (qwengpu_dir / "compiler").glob("*.py") if f.name != "fast.py")
+    for name in MACHINE_SOURCES:
+        p = qwengpu_dir / "machine" / name
+        files += sorted(p.rglob("*.py")) if p.is_dir() else [p if p.suffix else p.with_suffix(".py")]
     for f in files:
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -98,7 +108,7 @@ class Machine:
 
     @property
     def tokenizer(self):
-        """The machine's tokenizer (`qwengpu.machine.tokenizer`): the saved one, or built from `tokens`."""
+        """The machine's tokenizer (`qwengpu.runtime.tokenizer`): the saved one, or built from `tokens`."""
         if getattr(self, "_tokenizer", None) is None:
             if self.path is not None and (self.path / "tokenizer.json").exists():
                 from transformers import AutoTokenizer
@@ -152,8 +162,7 @@ def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **targe
     """Build a machine in memory (nothing written): `dense=False` keeps sparse weights, enough for
     the compact engine; `dense=True` also gives the stock transformers model."""
     from qwengpu.compiler import Target, compile_program
-
-    from .hardware import Hardware
+    from qwengpu.machine.hardware import Hardware
     target_kw.setdefault("mlp_budget", MLP_BUDGET)
     target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
     hw = Hardware(config)
@@ -241,8 +250,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     import torch
 
     from qwengpu.compiler import Target, compile_program
-
-    from .hardware import Hardware
+    from qwengpu.machine.hardware import Hardware
     target_kw.setdefault("mlp_budget", MLP_BUDGET)
     target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
     cached = path is None

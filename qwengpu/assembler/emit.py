@@ -1,12 +1,12 @@
 """A tiny micro-op emitter used by lowering routines (soft-float and friends), and a straight-line
 evaluator for testing them without the rest of the machine.
 
-Routines written against `Emitter` only use ALU micro-ops (see `qwengpu.machine.isa.ALU_OPS`) and
+Routines written against `Emitter` only use ALU micro-ops (see `qwengpu.machine.uops.ALU_OPS`) and
 must be straight-line (use SEL instead of branches).
 """
 from __future__ import annotations
 
-from .isa import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, src
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, src
 
 
 class Emitter:

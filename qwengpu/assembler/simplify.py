@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .isa import ALU_OPS, M32, alu_eval
+from qwengpu.machine.uops import ALU_OPS, M32, alu_eval
 
 
 @dataclass(frozen=True)

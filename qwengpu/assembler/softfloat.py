@@ -1,6 +1,6 @@
 """Soft floating point: PTX float instructions as straight-line sequences of 32-bit micro-ops.
 
-Every routine takes an `Emitter` (`qwengpu.machine.emit`) and operand `Src`s -- 32-bit words; an
+Every routine takes an `Emitter` (`qwengpu.assembler.emit`) and operand `Src`s -- 32-bit words; an
 f64 value is a (lo, hi) pair, an f16 value the low 16 bits of a word -- and returns result `Src`s.
 The sequences are branch-free (SEL instead of branches) and bit-exact with the reference
 semantics in `qwengpu.interp.floats` for every input: NaNs (f32 results use the canonical NaN
@@ -31,7 +31,8 @@ are never chained.
 """
 from __future__ import annotations
 
-from .isa import M32, Imm, Src, src
+from qwengpu.machine.uops import M32, Imm, Src, src
+
 from .simplify import Operand, Sym, simplify
 
 S31 = 0x80000000
@@ -241,7 +242,7 @@ class Builder:
         return (2, x.n, x.inv)
 
     def _simplify(self, op, a, b, c, cin):
-        """The algebra's answer (`qwengpu.machine.simplify`, every identity) as a value of this
+        """The algebra's answer (`qwengpu.assembler.simplify`, every identity) as a value of this
         builder, or None."""
         args = {"a": a, "b": b, "c": c}
         sym = (lambda x: x if x is None or isinstance(x, int) else Sym(x.n, x.inv))

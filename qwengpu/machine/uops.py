@@ -1,6 +1,6 @@
 """The machine's micro-ISA: what one functional unit does to 4 lanes of 32-bit words.
 
-PTX instructions are lowered (`qwengpu.machine.lower`) to micro-ops on 32-bit virtual registers;
+PTX instructions are lowered (`qwengpu.assembler.lower`) to micro-ops on 32-bit virtual registers;
 64-bit values are (lo, hi) pairs, predicates are 0/1 words. The machine executes micro-ops, never
 PTX. Every micro-op is a pure function of its operands (per lane) except the memory, cross-lane and
 control ops, which the bundle's fixed units handle.

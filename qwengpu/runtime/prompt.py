@@ -11,15 +11,14 @@ Unwritten state reads as zero, so zero bytes are skipped.
 """
 from __future__ import annotations
 
+from qwengpu.assembler.lower import AssemblerError
 from qwengpu.launch import LaunchSpec
-
-from .config import LANES
-from .format import BLOCK_BITS, REG_BITS, WARP_BITS, WordFormat
-from .layout import LINE, LINES
-from .lower import AssemblerError
-from .schedule import Image
-from .simulator import initial_memory
-from .tokens import token_text
+from qwengpu.machine.config import LANES
+from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS, WordFormat
+from qwengpu.machine.image import Image
+from qwengpu.machine.layout import LINE, LINES
+from qwengpu.machine.simulator import initial_memory
+from qwengpu.machine.tokens import token_text
 
 
 def check_fits(image: Image, spec: LaunchSpec):

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 
 from qwengpu.interp.memory import GENERIC_WINDOWS
 from qwengpu.launch import LaunchSpec
-from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm as PImm, Instr, Label, Module,
-                            Neg, Pair, Reg, Special as PSpecial, Sym, Vec)
+from qwengpu.machine.uops import M32, Imm, MicroOp, Special, Src, VReg, alu, src
+from qwengpu.ptx.ir import TYPE_BITS, Addr, ArgList, Function, Instr, Label, Module, Neg, Pair, Reg, Sym, Vec
+from qwengpu.ptx.ir import Imm as PImm
+from qwengpu.ptx.ir import Special as PSpecial
 
 from . import intcode as ic
 from . import softfloat as sf
 from .emit import Emitter
-from .isa import M32, Imm, MicroOp, Special, Src, VReg, alu, src
 
 #: div/rem by (op, signedness letter, width): narrower types are extended to 32 bits first
 _DIVREM = {("div", "u", 32): ic.div_u32, ("div", "s", 32): ic.div_s32,

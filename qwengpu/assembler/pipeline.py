@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from qwengpu.launch import LaunchSpec
+from qwengpu.machine.config import COMPACT, MachineConfig
+from qwengpu.machine.image import Image
 from qwengpu.ptx.ir import Module
 
-from .config import COMPACT, MachineConfig
-from .layout import machine_layout
+from .launch_layout import machine_layout
 from .lower import AssemblerError, lower
 from .optimize import optimize
-from .schedule import Image, schedule
+from .schedule import schedule
 
 
 def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,

@@ -5,7 +5,8 @@ work; folding it here is what keeps bundles short and carries few.
 """
 from __future__ import annotations
 
-from .isa import ALU_OPS, Imm, MicroOp, Special, Src, VReg, src
+from qwengpu.machine.uops import ALU_OPS, Imm, MicroOp, Special, Src, VReg, src
+
 from .lower import Block, MicroProgram
 from .simplify import fold
 

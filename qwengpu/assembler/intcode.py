@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 
+from qwengpu.machine.uops import M32, Imm, Src, VReg, src
+
 from .emit import Emitter, Recorder
-from .isa import M32, Imm, Src, VReg, src
 from .simplify import Operand, Sym, simplify
 
 __all__ = [
@@ -53,7 +54,7 @@ def _sym(x: Src):
 
 def _op(em: Emitter, op: str, a, b=None, c=None, cin: str = "0") -> Src:
     """Emit one ALU op (no carry flag out), folding constants and trivial identities
-    (`qwengpu.machine.simplify`)."""
+    (`qwengpu.assembler.simplify`)."""
     srcs = {"a": src(a), "b": None if b is None else src(b), "c": None if c is None else src(c)}
     r = simplify(op, *(None if x is None else _sym(x) for x in srcs.values()), cin=cin)
     if isinstance(r, int):
