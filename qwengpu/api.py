@@ -49,10 +49,10 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
             raise TypeError(f"unexpected options for the interpreter: {', '.join(options)}")
         return interpret(module, spec, kernel=kernel, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
     if engine == "sim":
-        from .machine.runtime import DEFAULT_MAX_TOKENS, run_on_simulator
+        from .runtime.engines import DEFAULT_MAX_TOKENS, run_on_simulator
         return run_on_simulator(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS, **options)
     if engine in ("model", "compact"):
-        from .machine.runtime import DEFAULT_MAX_TOKENS, run_on_model
+        from .runtime.engines import DEFAULT_MAX_TOKENS, run_on_model
         return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS,
                             forward=engine, **options)
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")

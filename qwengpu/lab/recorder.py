@@ -62,7 +62,7 @@ from qwengpu.machine.config import COMPACT, LANES
 from qwengpu.machine.format import WARP_BITS, ctl_pc
 from qwengpu.machine.hardware import Hardware
 from qwengpu.machine.layout import LINE, REGIONS
-from qwengpu.machine.runtime import DEFAULT_MAX_TOKENS
+from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.prompt import prompt_tokens
 

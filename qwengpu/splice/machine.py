@@ -158,7 +158,7 @@ def sample_launch(config: MachineConfig) -> list[str]:
     """The dot-product launch on `config`: its prompt then the tokens the machine generates."""
     from qwengpu.api import load_program
     from qwengpu.assembler import assemble
-    from qwengpu.machine.runtime import run_on_simulator
+    from qwengpu.runtime.engines import run_on_simulator
     from qwengpu.runtime.prompt import prompt_tokens
     from qwengpu.suite import get
     k = get(SAMPLE_KERNEL)

@@ -16,9 +16,11 @@ from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchResult, LaunchSpec
 
 from qwengpu.assembler import assemble
-from .config import COMPACT, MachineConfig
-from qwengpu.runtime.prompt import prompt_tokens, token_text
-from .simulator import FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers
+from qwengpu.machine.config import COMPACT, MachineConfig
+from qwengpu.machine.simulator import FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers
+from qwengpu.machine.tokens import token_text
+
+from .prompt import prompt_tokens
 
 DEFAULT_MAX_TOKENS = 100_000
 FINAL = ("<halt>",)
@@ -220,7 +222,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     `check_prefill` re-runs the whole sequence through the chunked prefill path. `prefix_ids`:
     model token ids (text, on a spliced checkpoint) run in the same context before the prompt."""
 
-    from qwengpu.runtime.checkpoint import load_machine
+    from .checkpoint import load_machine
     device = _device_for(forward, device)
     machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
     img = assemble(module, spec, kernel, machine.config)
