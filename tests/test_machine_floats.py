@@ -22,7 +22,7 @@ from qwengpu import load_program, run, suite
 from qwengpu.assembler import AssemblerError, assemble
 from qwengpu.assembler import softfloat as sf
 from qwengpu.assembler.emit import Recorder
-from qwengpu.assembler.lower import _Lowerer
+from qwengpu.assembler.lower import Lowerer
 from qwengpu.machine.config import COMPACT
 from qwengpu.machine.simulator import Simulator
 from qwengpu.machine.uops import M32, Imm, src
@@ -546,10 +546,10 @@ def test_float_atomics(instr, t, guard, seed):
 # results of f64, .sat on f64 results) and f64 round-to-integral: bulk checks at the micro-op level.
 
 class _Composer:
-    """Just enough of the lowering to run `_Lowerer.convert` into a Recorder."""
-    soft = staticmethod(_Lowerer.soft)
-    convert = _Lowerer.convert
-    sat64 = _Lowerer.sat64
+    """Just enough of the lowering to run `Lowerer.convert` into a Recorder."""
+    soft = staticmethod(Lowerer.soft)
+    convert = Lowerer.convert
+    sat64 = Lowerer.sat64
 
     def __init__(self, rec):
         self.rec = rec

@@ -457,7 +457,7 @@ ALL_SIG = ((np.arange(0, 1 << 23, 1 if SCALE > 1 else 8, dtype=np.uint64) | U(1 
 def test_recip32_exhaustive():
     """For every divisor significand m: R <= 2^63/m and 2^63 - R*m < 2^35 (relative error
     < 2^-28), so the quotient estimate is floor(q) or floor(q) - 1 for q < 2^26."""
-    bt = Built(lambda em, m: sf._run(em, lambda b, m: sf._recip32(b, m), m), 1)
+    bt = Built(lambda em, m: sf.routine(em, lambda b, m: sf.recip32(b, m), m), 1)
     r = bt.run(ALL_SIG)[0]
     prod = r * ALL_SIG                                   # < 2^64: exact in uint64
     assert not np.any(prod > U(1 << 63))
@@ -468,7 +468,7 @@ def test_recip32_exhaustive():
 def test_isqrt26_exhaustive(par):
     """For every significand m and both exponent parities: S0 in {S-1, S}, S = floor(sqrt(X)),
     X = m * 2^(19+par), and the radicand word is X mod 2^32."""
-    bt = Built(lambda em, m: sf._run(em, lambda b, m: sf._isqrt26(b, m, par), m), 1)
+    bt = Built(lambda em, m: sf.routine(em, lambda b, m: sf.f32._isqrt26(b, m, par), m), 1)
     s0, xw = bt.run(ALL_SIG)
     x = (ALL_SIG >> U(8)) << U(27 + par)                  # < 2^52: exact in float64
     s = np.floor(np.sqrt(x.astype(np.float64))).astype(np.uint64)
@@ -982,7 +982,7 @@ def _wide_words(n):
 
 def test_recip32_wide_sample():
     m = _wide_words(200000 * SCALE)
-    bt = Built(lambda em, x: sf._run(em, lambda b, x: sf._recip32(b, x), x), 1)
+    bt = Built(lambda em, x: sf.routine(em, lambda b, x: sf.recip32(b, x), x), 1)
     prod = bt.run(m)[0] * m
     assert not np.any(prod > U(1 << 63))
     assert float((U(1 << 63) - prod).max()) < 2.0 ** 33.82
@@ -990,7 +990,7 @@ def test_recip32_wide_sample():
 
 def test_rsqrt32_wide_sample():
     m = _wide_words(200000 * SCALE)
-    bt = Built(lambda em, x: sf._run(em, lambda b, x: sf._rsqrt32(b, x), x), 1)
+    bt = Built(lambda em, x: sf.routine(em, lambda b, x: sf.rsqrt32(b, x), x), 1)
     y = bt.run(m)[0]
     lhs = y.astype(np.float64) ** 2 * m.astype(np.float64)
     rel = 1 - np.sqrt(lhs / 2.0 ** 94)

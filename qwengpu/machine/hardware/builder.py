@@ -31,7 +31,7 @@ def memw_pos(J: int, lane: int, b: int) -> int:
     return 1 + 4 * J * (LANES + 1) + 4 * lane + b
 
 
-def _bits_of(x: int, n: int) -> list[int]:
+def bits_of(x: int, n: int) -> list[int]:
     return [(x >> i) & 1 for i in range(n)]
 
 

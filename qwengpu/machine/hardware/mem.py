@@ -11,7 +11,7 @@ from ..format import ATOM_OPS, MEM_OPS, SPACES, sources_for
 from ..image import PORTS
 from ..layout import LINE, LINES, REGIONS
 from .atomic import atomic_unit
-from .builder import MEM_FIELDS, Builder, Unit, _bits_of, match
+from .builder import MEM_FIELDS, Builder, Unit, bits_of, match
 from .lanes import first_lane
 from .operands import mux
 from .regfile import regfile
@@ -28,7 +28,7 @@ def line_forms(hw: Builder, space: str, addr: list, lane: int) -> list[Lin]:
     if space == "const":
         return [addr[4 + i] for i in range(5)] + [Lin.const(1)] * 3
     # local: line 192 + 2 * thread + address bit 4; thread = 4 * warp + lane
-    lb = _bits_of(lane, 2)
+    lb = bits_of(lane, 2)
     return [addr[4], Lin.const(lb[0]), Lin.const(lb[1]), hw.c_warp.f(0), hw.c_warp.f(1), Lin(),
             Lin.const(1), Lin.const(1)]
 

@@ -7,7 +7,7 @@ from qwengpu.compiler import memory as M
 
 from ..config import LANES
 from ..format import BLOCK_BITS, WARP_BITS
-from .builder import BTAB_BYTES, CONF_BYTES, LTAB_BYTES, Builder, _bits_of
+from .builder import BTAB_BYTES, CONF_BYTES, LTAB_BYTES, Builder, bits_of
 
 
 def tables(hw: Builder):
@@ -37,9 +37,9 @@ def tables(hw: Builder):
             hw.special_forms[(name, l)] = [hw.ltab.f(base + i) for i in range(5)]
         for c, name in enumerate(("ctaid.x", "ctaid.y", "ctaid.z")):
             hw.special_forms[(name, l)] = [hw.btab.f(8 * c + i) for i in range(8)]
-        hw.special_forms[("laneid", l)] = [Lin.const(b) for b in _bits_of(l, 2)]
+        hw.special_forms[("laneid", l)] = [Lin.const(b) for b in bits_of(l, 2)]
         hw.special_forms[("warpid", l)] = [hw.c_warp.f(i) for i in range(WARP_BITS)]
         masks = {"eq": 1 << l, "lt": (1 << l) - 1, "le": (1 << (l + 1)) - 1,
                  "gt": 15 & ~((1 << (l + 1)) - 1), "ge": 15 & ~((1 << l) - 1)}
         for kname, m in masks.items():
-            hw.special_forms[(f"lanemask_{kname}", l)] = [Lin.const(b) for b in _bits_of(m, 4)]
+            hw.special_forms[(f"lanemask_{kname}", l)] = [Lin.const(b) for b in bits_of(m, 4)]

@@ -8,7 +8,7 @@ from qwengpu.compiler.gadgets import n_gated, n_step
 from ..config import LANES, XLANE
 from ..format import SHFL_MODES, VOTE_MODES, XLANE_OPS, sources_for
 from ..image import PORTS
-from .builder import Builder, Unit, _bits_of, match
+from .builder import Builder, Unit, bits_of, match
 from .operands import mux
 from .regfile import regfile
 from .rom import rom
@@ -40,7 +40,7 @@ def xlane(hw: Builder, k: int):
     vb = hw.bits(f"xvote.{k}", LANES)
     n1 = []
     for l in range(LANES):
-        lb = _bits_of(l, 5)
+        lb = bits_of(l, 5)
         for i in range(5):
             seg_i = cv[l].f(8 + i)
             for src_, out in ((cv[l].f(i), mlb[l]), (bv[l].f(i), jb[l])):
