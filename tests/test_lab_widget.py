@@ -10,7 +10,7 @@ import pytest
 
 from qwengpu import suite
 from qwengpu.lab import trace_launch
-from widgets import Inspector
+from qwengpu_widgets import Inspector
 
 ROOT = Path(__file__).resolve().parent.parent
 

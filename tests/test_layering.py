@@ -1,6 +1,6 @@
 """The dependency contract, checked on the sources (imports inside functions included).
 
-    ptx -> interp -> machine -> assembler -> runtime -> api, verify, bench, cli -> lab, splice, widgets
+    ptx -> interp -> machine -> assembler -> runtime -> api, verify, bench, cli -> lab, splice, the lab's widgets (`qwengpu_widgets`)
     compiler: stands alone (imports nothing of qwengpu outside itself); the machine's circuits and
     everything above the machine may use it
     suite: the kernels and their oracles (launch specs only)
@@ -44,7 +44,7 @@ ALLOWED = {
     "qwengpu.cli": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite", "qwengpu.verify",
                     "qwengpu.bench", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu.__main__": {"qwengpu.cli"},
-    "widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch"},
+    "qwengpu_widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch"},
 }
 
 
@@ -52,6 +52,7 @@ def _modules():
     out = {}
     for f in sorted(list((ROOT / "qwengpu").rglob("*.py")) + list((ROOT / "widgets").rglob("*.py"))):
         parts = f.relative_to(ROOT).with_suffix("").parts
+        parts = ("qwengpu_widgets",) + parts[1:] if parts[0] == "widgets" else parts      # its import name
         is_pkg = parts[-1] == "__init__"
         parts = parts[:-1] if is_pkg else parts
         out[".".join(parts)] = (f, is_pkg)
@@ -88,7 +89,7 @@ def _graph():
     edges = {}
     for name, (path, is_pkg) in mods.items():
         for mod, names, line in _imports(name, path, is_pkg):
-            if not (mod == "qwengpu" or mod.startswith(("qwengpu.", "widgets"))):
+            if not (mod == "qwengpu" or mod.startswith(("qwengpu.", "qwengpu_widgets"))):
                 continue
             targets = [f"{mod}.{n}" if f"{mod}.{n}" in mods else mod for n in names] or [mod]
             for t in targets:
@@ -114,7 +115,7 @@ def test_no_private_names_across_modules():
     bad = []
     for src, (path, is_pkg) in mods.items():
         for mod, names, line in _imports(src, path, is_pkg):
-            if not mod.startswith(("qwengpu", "widgets")) or mod == src:
+            if not mod.startswith("qwengpu") or mod == src:
                 continue
             priv = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if priv:

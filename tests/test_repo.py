@@ -1,6 +1,8 @@
 """Repository contracts: the README opens with the two commands, and CI runs the test one."""
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -68,7 +70,7 @@ def _doc_spans():
         for m in re.finditer(r"`([^`\n]+)`", text):
             yield doc.relative_to(ROOT).as_posix(), m.group(1)
     for src in sorted(list((ROOT / "qwengpu").rglob("*.py")) + list((ROOT / "widgets").rglob("*.py"))):
-        for m in re.finditer(r"`((?:qwengpu\.|tests/)[^`\n ]+)`", src.read_text()):
+        for m in re.finditer(r"`((?:qwengpu\.|qwengpu_widgets\.|tests/)[^`\n ]+)`", src.read_text()):
             yield src.relative_to(ROOT).as_posix(), m.group(1)
 
 
@@ -79,6 +81,7 @@ def _index():
     modules, by_base, names, classes = {}, {}, {}, {}
     for f in sorted(list((ROOT / "qwengpu").rglob("*.py")) + list((ROOT / "widgets").rglob("*.py"))):
         parts = f.relative_to(ROOT).with_suffix("").parts
+        parts = ("qwengpu_widgets",) + parts[1:] if parts[0] == "widgets" else parts      # its import name
         parts = parts[:-1] if parts[-1] == "__init__" else parts
         mod = ".".join(parts)
         tree = ast.parse(f.read_text())
@@ -113,7 +116,7 @@ def _index():
 def _resolves(span: str, index) -> bool:
     modules, by_base, names, classes = index
     parts = span.removesuffix("()").split(".")
-    if parts[0] in ("qwengpu", "widgets"):
+    if parts[0] in ("qwengpu", "qwengpu_widgets"):
         mods = [".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in modules]
         if not mods:
             return False
@@ -180,3 +183,12 @@ def test_every_name_the_docs_give_exists():
         if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(\(\))?", span) and _resolves(span, index) is False:
             missing.append(f"{doc}: name `{span}`")
     assert not missing, "the docs name things that do not exist:\n" + "\n".join(sorted(set(missing)))
+
+
+def test_pyproject_lists_every_package():
+    """pyproject.toml lists the packages (the widgets/ folder installs as `qwengpu_widgets`, which a
+    find directive cannot say): a new package must be added there, or it is not installed."""
+    tomllib = pytest.importorskip("tomllib")            # Python 3.11+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "qwengpu").rglob("__init__.py")}
+    assert found | {"qwengpu_widgets"} == listed

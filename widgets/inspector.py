@@ -1,6 +1,6 @@
 """The register inspector: an anywidget that steps through one launch token by token.
 
-    from widgets import Inspector
+    from qwengpu_widgets import Inspector
     insp = Inspector(ptx, spec)                     # engine="interp": the reference interpreter's trace
     insp = Inspector(ptx, spec, engine="compact")   # the model's forward passes (or engine="model")
     insp                                            # display it (JupyterLab 4, ipywidgets 8)

@@ -6,7 +6,7 @@
     view = trace_launch(ptx, spec, engine="compact")    # the model's forward passes: MachineView
     snap = view.snapshot(5)                             # after 6 passes, decoded from the model's state
 
-The widgets (`widgets.Inspector`) and the static HTML export draw these snapshots.
+The widgets (`qwengpu_widgets.Inspector`) and the static HTML export draw these snapshots.
 """
 from qwengpu.machine.tokens import parse_token
 
