@@ -55,7 +55,7 @@ def _model_options(args) -> dict:
     if getattr(args, "check_states", False):
         opts["check_states"] = True
     if getattr(args, "model", None):
-        from .splice.machine import open_spliced_machine
+        from .splice.machine_splice import open_spliced_machine
         opts["machine"] = open_spliced_machine(args.model)
     return opts
 

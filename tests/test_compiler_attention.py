@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from qwengpu.compiler import CompileError, Program, compare, compile_program, evaluate
 from qwengpu.compiler import attention as A
-from qwengpu.compiler.build import Target
+from qwengpu.compiler.compiling import Target
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 

@@ -16,9 +16,9 @@ from qwengpu.assembler import assemble
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
-from qwengpu.runtime.engines import best_device
 from qwengpu.machine.simulator import MachineStepLimit
 from qwengpu.runtime.checkpoint import load_machine, open_machine
+from qwengpu.runtime.engines import best_device
 from qwengpu.runtime.prompt import prompt_tokens
 from qwengpu.verify import compare_buffers
 

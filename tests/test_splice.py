@@ -17,7 +17,7 @@ from qwengpu.splice import NotQwen35Error, SpliceError, fixtures, read_checkpoin
 from qwengpu.splice.demo import demo_program, demo_sequence  # noqa: E402
 from qwengpu.splice.geometry import INDICATOR_DIMS, Geometry  # noqa: E402
 from qwengpu.splice.kl import measure_kl  # noqa: E402
-from qwengpu.splice.model import check_program, run_tokens  # noqa: E402
+from qwengpu.splice.spliced import check_program, run_tokens  # noqa: E402
 
 H = 64
 V = 416

@@ -26,7 +26,7 @@ import transformers  # noqa: F401
 from qwengpu import run, suite  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 from qwengpu.splice import SpliceError, fixtures, read_meta, target_for_base  # noqa: E402
-from qwengpu.splice.machine import compile_for_base, fitting_text_config, machine_fit, open_spliced_machine  # noqa: E402
+from qwengpu.splice.machine_splice import compile_for_base, fitting_text_config, machine_fit, open_spliced_machine  # noqa: E402
 from qwengpu.verify import compare_buffers  # noqa: E402
 
 V = 416
@@ -95,7 +95,7 @@ def test_qwen35_2b_geometry_holds_the_machine_and_runs_a_launch_exactly():
     """TINY compiled for Qwen3.5-2B's true layer geometry (16 GDN key heads and 16 value heads of
     128, MLP 6144, 8 attention heads of 256): its memories take 667 key heads, banked and spread
     over 43 GDN layers; the dot launch is exact on the compact engine, states checked."""
-    from qwengpu.splice.machine import compile_for_base_geometry
+    from qwengpu.splice.machine_splice import compile_for_base_geometry
     fit = machine_fit(fixtures.qwen35_2b_text_config(), "tiny")
     assert fit.fits, fit.problems
     assert fit.needs()["memory_key_heads"] == 667

@@ -14,7 +14,7 @@ features hold (their squares are below the anchor square's rounding unit). A lin
 term reads the anchor.
 
 Nodes are evaluated by the reference evaluator (`Node.evaluate`, exact Python on discrete values)
-and emitted as weights (`qwengpu.compiler.build`). Tests compare the two value by value.
+and emitted as weights (`qwengpu.compiler.compiling`). Tests compare the two value by value.
 """
 from __future__ import annotations
 

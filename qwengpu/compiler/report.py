@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from . import attention as A
 from . import gadgets as G
 from . import memory as M
-from .build import compile_program
+from .compiling import compile_program
 from .placement import field_chunks, key_heads
 from .program import Program
 

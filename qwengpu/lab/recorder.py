@@ -62,8 +62,8 @@ from qwengpu.machine.config import COMPACT, LANES
 from qwengpu.machine.format import WARP_BITS, ctl_pc
 from qwengpu.machine.hardware import Hardware
 from qwengpu.machine.layout import LINE, REGIONS
-from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.checkpoint import load_machine
+from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
 
 from .machine_view import MachineView

@@ -120,8 +120,8 @@ def bench_splice(workdir: str | None = None, keep: bool = False, program: str | 
     from qwengpu.compiler import compile_program
 
     from .demo import demo_sequence
-    from .model import check_program, gpu_ids
     from .splice import read_meta
+    from .spliced import check_program, gpu_ids
     from .target import target_for_base
     root = Path(workdir or tempfile.mkdtemp(prefix="qwengpu-bench-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -232,7 +232,7 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     from qwengpu.machine.config import config_named
     from qwengpu.runtime.checkpoint import machine_of
 
-    from .machine import compile_for_base
+    from .machine_splice import compile_for_base
     from .splice import read_checkpoint, splice
     from .target import target_for_base
     ck = read_checkpoint(base)
@@ -257,7 +257,7 @@ def _machine_stock_child(base: str, machine: str, kernels: str):
     spliced checkpoint is not."""
     import torch
 
-    from .machine import compile_for_base_geometry
+    from .machine_splice import compile_for_base_geometry
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     m = compile_for_base_geometry(base, machine, dense=True)

@@ -27,7 +27,7 @@ def cmd_build(args) -> int:
         raise ValueError("--machine and --program are alternatives")
     prog = import_circuit(args.program) if args.program else None
     if args.machine:
-        from .machine import compile_for_base
+        from .machine_splice import compile_for_base
         prog = lambda target: compile_for_base(target, args.machine)       # noqa: E731
     rep = build(args.base, args.out, prog, mtp=args.mtp, overwrite=args.overwrite, progress=not args.quiet)
     if args.json:

@@ -1,7 +1,7 @@
 """The machine (the SIMT GPU of `qwengpu.machine`) spliced into a Qwen3.5 checkpoint, and launches
 run through the spliced checkpoint.
 
-    from qwengpu.splice.machine import splice_machine, open_spliced_machine, machine_fit
+    from qwengpu.splice.machine_splice import splice_machine, open_spliced_machine, machine_fit
     machine_fit("base/", "tiny")                    # does the base's layer geometry hold the machine?
     splice_machine("base/", "out/", "tiny")         # compile the machine for the base + splice it
     m = open_spliced_machine("out/")                # a qwengpu.runtime.checkpoint.Machine
@@ -9,7 +9,7 @@ run through the spliced checkpoint.
     compile_for_base_geometry("base/", "tiny")      # the GPU layers alone, at the base's layer shapes
 
 `qwengpu build --base PATH --out DIR --machine tiny|compact` (or `--program
-qwengpu.splice.machine:tiny`) does the same from the command line; `qwengpu verify|run --model DIR`
+qwengpu.splice.machine_splice:tiny`) does the same from the command line; `qwengpu verify|run --model DIR`
 runs launches through the result.
 
 **Why the geometry matters.** Every decoder layer of a model shares one config, so the machine's
@@ -210,12 +210,12 @@ def compile_for_base_geometry(base, machine="tiny", dense: bool = False):
 
 
 def tiny(target):
-    """`--program qwengpu.splice.machine:tiny`: the TINY machine compiled for `target`."""
+    """`--program qwengpu.splice.machine_splice:tiny`: the TINY machine compiled for `target`."""
     return compile_for_base(target, "tiny")
 
 
 def compact(target):
-    """`--program qwengpu.splice.machine:compact`: the built-in COMPACT machine compiled for `target`."""
+    """`--program qwengpu.splice.machine_splice:compact`: the built-in COMPACT machine compiled for `target`."""
     return compile_for_base(target, "compact")
 
 
