@@ -8,7 +8,8 @@
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
 
-Errors go to stderr with a non-zero exit status.
+Errors go to stderr as one line with a non-zero exit status; `--debug` (anywhere on the line)
+prints the traceback too.
 """
 from __future__ import annotations
 
@@ -133,6 +134,7 @@ def _model_arguments(p, checks: bool = True) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qwengpu", description="A SIMT GPU compiled into a Qwen3.5 model.")
     p.add_argument("--version", action="version", version=f"qwengpu {__version__}")
+    p.add_argument("--debug", action="store_true", help="on an error, print the traceback (anywhere on the line)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run one kernel launch")
@@ -180,13 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv                  # accepted after the subcommand too
+    args = build_parser().parse_args((["--debug"] if debug else []) + [a for a in argv if a != "--debug"])
     try:
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:   # every failure: a clear message on stderr, non-zero exit
+        if args.debug:
+            import traceback
+            traceback.print_exc()
         name = type(e).__name__
         print(f"qwengpu {args.command}: {name}: {e}", file=sys.stderr)
         return 2
