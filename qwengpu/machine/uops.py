@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 M32 = 0xFFFFFFFF
 
-#: ALU micro-ops: name -> number of sources (a, b, c)
+#: ALU micro-ops: name -> number of sources (a, b, c), in opcode order (the bundle word encodes an
+#: ALU op by its place here: `format.ALU_OPCODES`); `alu_eval` below is their semantics
 ALU_OPS = {
+    "MOV": 1,
     "ADD": 2,       # a + b + cin (cin: 0, 1 or the carry flag of the previous unit)
     "AND": 2, "OR": 2, "XOR": 2,
     "SHL": 2, "SHR": 2, "SAR": 2,       # shift a by b (amounts >= 32: 0 / sign)
@@ -25,7 +27,6 @@ ALU_OPS = {
     "MUL": 2,       # (a * b) mod 2^32
     "MULHU": 2, "MULHS": 2,             # high 32 bits of the 64-bit product
     "CLZ": 1, "POPC": 1, "BREV": 1,
-    "MOV": 1,
 }
 
 
