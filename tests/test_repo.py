@@ -152,7 +152,10 @@ def _path_exists(span: str) -> bool:
     path, _, test = span.partition("::")
     pattern = re.sub(r"NAME|\.\.\.", "*", path)
     pattern = re.sub(r"(\d+)\.\.(\d+)", "*", pattern)
-    hits = list(ROOT.glob(pattern)) if "/" in path else [f for f in ROOT.rglob(pattern) if ".venv" not in f.parts]
+    if "/" in path:                             # from the repository root, or inside the package
+        hits = list(ROOT.glob(pattern)) or list((ROOT / "qwengpu").glob(pattern))
+    else:
+        hits = [f for f in ROOT.rglob(pattern) if ".venv" not in f.parts]
     if not hits:
         return False
     if test:
