@@ -46,12 +46,26 @@ def carry_form(dig, base: int, kk: int, cin: Lin, signed: bool = False):
 
 
 def atomic_unit(hw: Builder):
-    """The new value of an atomic, for the first active lane: old (loaded) op data."""
+    """The new value of an atomic, for the first active lane: old (loaded) op data; and the store
+    buffer (`mbuf`): the bytes a store or atomic leaves for the MEMW tokens."""
     mi = hw.mem_info
     k = mi["k"]
     first = first_lane(hw)
     atom = mi["atom"]
     a = lambda name: atom.f(ATOM_OPS.index(name))
+    old, dat, cv, sec = _first_lane_values(hw, k, first, a)
+    O = [old.f(i) for i in range(32)]
+    Dt = [dat.f(i) for i in range(32)]
+    dig, andb, zero = _digits(hw, k, O, Dt, sec)
+    sm, lg, cmp_ = _sum_compare_logic(hw, k, O, Dt, sec, dig, andb, a)
+    new = _new_value(hw, k, O, Dt, cv, sm, lg, cmp_, zero, a)
+    hw.mem_info["new"] = new
+    _store_buffer(hw, k, first, new)
+
+
+def _first_lane_values(hw: Builder, k: int, first, a):
+    """C: the first lane's values; the adder's second operand per operation."""
+    mi = hw.mem_info
     ld, data, cmpv = mi["ld"], mi["data"], mi["cmp"]
     # C: the first lane's values; the adder's second operand per operation
     old = hw.bits(f"a.old.{k}", 32)
@@ -69,9 +83,11 @@ def atomic_unit(hw: Builder):
     for i in range(32):
         nc += n_gated(a("dec"), Lin.const(1), {sec.feature(i): 1})
     hw.circ(f"atomc.{k}", [old, dat, cv, sec], nc)
-    O = [old.f(i) for i in range(32)]
-    Dt = [dat.f(i) for i in range(32)]
-    # D: digits of old + sec, of old + ~dat, AND bits, old == 0
+    return old, dat, cv, sec
+
+
+def _digits(hw: Builder, k: int, O: list, Dt: list, sec):
+    """D: digits of old + sec, of old + ~dat, AND bits, old == 0."""
     dig = hw.bits(f"a.dig.{k}", 64 + 66)
     andb = hw.bits(f"a.and.{k}", 32)
     zero = hw.bits(f"a.zero.{k}", 1)
@@ -81,7 +97,11 @@ def atomic_unit(hw: Builder):
         nd += n_step(O[i] + Dt[i], 2, {andb.feature(i): 1})
     nd += n_step(-1 * sum(O, Lin()), 0, {zero.feature(0): 1})
     hw.circ(f"atomd.{k}", [dig, andb, zero], nd)
-    # E: the sum, comparisons, logic
+    return dig, andb, zero
+
+
+def _sum_compare_logic(hw: Builder, k: int, O: list, Dt: list, sec, dig, andb, a):
+    """E: the sum, the comparisons of old and data, the logic operations."""
     sm = hw.bits(f"a.sum.{k}", 32)
     lg = hw.bits(f"a.logic.{k}", 32)
     cmp_ = hw.bits(f"a.cmpres.{k}", 5)     # ge_u, gt_u, lt_u, lt_s, eq
@@ -111,9 +131,13 @@ def atomic_unit(hw: Builder):
         ne += n_gated(a("or"), O[i] + Dt[i] - andb.f(i), {lg.feature(i): 1})
         ne += n_gated(a("xor"), O[i] + Dt[i] - 2 * andb.f(i), {lg.feature(i): 1})
     hw.circ(f"atome.{k}", [sm, lg, cmp_], ne)
-    # F: select the new value
+    return sm, lg, cmp_
+
+
+def _new_value(hw: Builder, k: int, O: list, Dt: list, cv, sm, lg, cmp_, zero, a):
+    """F: select the new value by the atomic's operation (min/max signed or not by the instruction)."""
+    signed = hw.mem_info["signed"]
     new = hw.bits(f"a.new.{k}", 32)
-    signed = mi["signed"]
     nf = []
     ge_u, gt_u, lt_u, lt_s, eq = (cmp_.f(i) for i in range(5))
     zr = zero.f(0)
@@ -135,8 +159,14 @@ def atomic_unit(hw: Builder):
                 nf += n_gated(a(name) + sg + take_old - 2, Ov, {new.feature(i): 1})
                 nf += n_gated(a(name) + sg - take_old - 1, Dv, {new.feature(i): 1})
     hw.circ(f"atomf.{k}", [new], nf)
-    hw.mem_info["new"] = new
-    # the bytes a store or atomic leaves for MEMW tokens (per lane; an atomic's in its first lane)
+    return new
+
+
+def _store_buffer(hw: Builder, k: int, first, new):
+    """The bytes a store or atomic leaves for MEMW tokens (per lane; an atomic's in its first lane),
+    kept in the store buffer `mbuf` (a GDN slot written by EXEC)."""
+    mi = hw.mem_info
+    data = mi["data"]
     mop = mi["op"]
     st, at = mop.f(MEM_OPS.index("ST")), mop.f(MEM_OPS.index("ATOM"))
     mv = hw.bits(f"mbuf.in.{k}", 32 * LANES)

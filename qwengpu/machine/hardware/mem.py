@@ -57,7 +57,25 @@ def window_violation(hw: Builder, space: str, addr: list, ahi: list) -> Lin:
 
 
 def mem(hw: Builder, k: int):
-    p = hw.p
+    """The memory unit in slot k: its operands, the pending addresses, level A (lines, offsets,
+    faults of the address; the MEMW write line and byte), the line memory, level B (load bytes,
+    validity), level C (faults); then the atomic unit."""
+    seg, segname, f, (addr, ahi, data, cmpv) = _operands(hw, k)
+    A = _pending_addresses(hw, addr)
+    mline, off, bad, wline, head = _addresses(hw, k, A, ahi, f["space"], f["align"])
+    lines = _line_memory(hw, k, mline, wline, head)
+    ld, inval = _loads(hw, k, lines, off, f["width"])
+    flt = _faults(hw, k, f["mop"], bad, inval)
+    hw.mem_info = dict(k=k, op=f["mop"], width=f["width"], atom=f["atom"], data=data, cmp=cmpv, ld=ld, fault=flt,
+                       bad=bad, signed=hw.field_forms(seg, segname, "signed")[0])
+    unit = Unit(MEM, k, lo=ld, hi=[None] * LANES)
+    hw.units.append(unit)
+    atomic_unit(hw)
+
+
+def _operands(hw: Builder, k: int):
+    """The slot's ROM segment, register ports, decoded fields and operand multiplexers (address lo
+    and hi, data, compare value per lane)."""
     cfg = hw.cfg
     segname = f"s{k}"
     seg = rom(hw, segname)
@@ -65,28 +83,35 @@ def mem(hw: Builder, k: int):
     names = ["addr_lo", "addr_hi", "data_lo", "cmp_lo"]
     opts = {n: sources_for(cfg, k, n) for n in names}
     sel = {n: hw.decode_field(seg, segname, n, len(opts[n]), f"sel.{k}.{n}") for n in names}
-    mop = hw.decode_field(seg, segname, "op", len(MEM_OPS), f"mop.{k}")
-    width = hw.decode_field(seg, segname, "width", 4, f"width.{k}")
-    align = hw.decode_field(seg, segname, "align", 5, f"align.{k}")
-    space = hw.decode_field(seg, segname, "space", len(SPACES), f"space.{k}")
-    atom = hw.decode_field(seg, segname, "atom", len(ATOM_OPS), f"atomop.{k}")
-    first = first_lane(hw)
+    f = {"mop": hw.decode_field(seg, segname, "op", len(MEM_OPS), f"mop.{k}"),
+         "width": hw.decode_field(seg, segname, "width", 4, f"width.{k}"),
+         "align": hw.decode_field(seg, segname, "align", 5, f"align.{k}"),
+         "space": hw.decode_field(seg, segname, "space", len(SPACES), f"space.{k}"),
+         "atom": hw.decode_field(seg, segname, "atom", len(ATOM_OPS), f"atomop.{k}")}
+    first_lane(hw)
     vals = {n: [hw.bits(f"{n}.{k}.{l}", 32) for l in range(LANES)] for n in names}
     neurons = []
     for n in names:
         neurons += mux(hw, k, n, sel[n], opts[n], ports, vals[n])
     hw.circ_groups(f"mux.{k}", [[vals[n][l] for n in names] for l in range(LANES)], neurons)
-    addr, ahi, data, cmpv = (vals[n] for n in names)
-    # pending addresses: the EXEC pass's addresses, which the passes after it (MEMW) still
-    # need after carries have rewritten the registers they came from
+    return seg, segname, f, tuple(vals[n] for n in names)
+
+
+def _pending_addresses(hw: Builder, addr: list) -> list:
+    """The EXEC pass's addresses, which the passes after it (MEMW) still need after carries have
+    rewritten the registers they came from (`pa`, one GDN slot); per lane, 32 address bit forms."""
+    p = hw.p
     pa = M.GDNMemory(p, "pa", slots=1, width=32 * LANES, field_bits=8)
     slot = p.vars["slot0"]
     pa.write(slot, hw.view("pa.in", [addr[l].f(i) for l in range(LANES) for i in range(32)]),
              field_enable=[hw.k("EXEC")] * (4 * LANES))
     par = pa.read(slot, name="pa.out")
     hw.pa = par
-    A = [[par.f(32 * l + i) for i in range(32)] for l in range(LANES)]
-    # level A: lines, offsets, faults; the MEMW write line and byte
+    return [[par.f(32 * l + i) for i in range(32)] for l in range(LANES)]
+
+
+def _addresses(hw: Builder, k: int, A: list, ahi: list, space, align):
+    """Level A: lines, offsets, faults; the MEMW write line and byte."""
     mline = [hw.bits(f"mline.{k}.{l}", 8) for l in range(LANES)]
     off = [hw.bits(f"off.{k}.{l}", 16) for l in range(LANES)]
     bad = [hw.bits(f"badaddr.{k}.{l}", 2) for l in range(LANES)]   # misaligned, outside window
@@ -116,14 +141,23 @@ def mem(hw: Builder, k: int):
     for b in range(8):
         na += n_gated(hw.we_any["mem"].f(0), hw.c_addr.f(b), {wline.feature(b): 1})
     hw.circ(f"mema.{k}", mline + off + bad + [wline, head], na)
-    # the line memory: 16 data bytes and 16 validity bits per line
+    return mline, off, bad, wline, head
+
+
+def _line_memory(hw: Builder, k: int, mline: list, wline, head) -> list:
+    """The line memory (`mem`): 16 data bytes and 16 validity bits per line, a read port per lane."""
+    p = hw.p
     mem = M.GDNMemory(p, "mem", slots=LINES, width=8 * MEM_FIELDS, field_bits=8)
     mem.write(wline, hw.view("mem.in", [hw.t_v.f(i % 8) for i in range(8 * MEM_FIELDS)]),
               field_enable=[head.f(j) + hw.we["mem"].f(j) for j in range(LINE)]
               + [hw.we["mem"].f(LINE), hw.we["mem"].f(LINE + 1)])
     lines = [mem.read(mline[l], name=f"line.{k}.{l}") for l in range(LANES)]
     hw.memory = mem
-    # level B: load byte selection and validity
+    return lines
+
+
+def _loads(hw: Builder, k: int, lines: list, off: list, width):
+    """Level B: load byte selection and validity."""
     ld = [hw.bits(f"ld.{k}.{l}", 32) for l in range(LANES)]
     inval = hw.bits(f"inval.{k}", LANES)
     nb = []
@@ -141,8 +175,13 @@ def mem(hw: Builder, k: int):
                     missing = missing + (1 - L.f(8 * LINE + o + m))
                 nb += n_step(8 * (off[l].f(o) + width.f(wi)) + missing, 17, {inval.feature(l): 1})
     hw.circ(f"memb.{k}", ld + [inval], nb)
-    # level C: faults (an active lane -- for an atomic, the first lane -- of a memory op whose
-    # address is misaligned, outside its window, or not allocated)
+    return ld, inval
+
+
+def _faults(hw: Builder, k: int, mop, bad: list, inval):
+    """Level C: faults (an active lane -- for an atomic, the first lane -- of a memory op whose
+    address is misaligned, outside its window, or not allocated)."""
+    first = first_lane(hw)
     flt = hw.bits(f"fault.{k}", LANES)
     memop = 1 - mop.f(MEM_OPS.index("NONE"))
     op_atom = mop.f(MEM_OPS.index("ATOM"))
@@ -152,8 +191,4 @@ def mem(hw: Builder, k: int):
         nc += n_step(4 * hw.c_mask.f(l) + 4 * (memop - op_atom) + y, 9, {flt.feature(l): 1})
         nc += n_step(4 * first.f(l) + 4 * op_atom + y, 9, {flt.feature(l): 1})
     hw.circ(f"memc.{k}", [flt], nc)
-    hw.mem_info = dict(k=k, op=mop, width=width, atom=atom, data=data, cmp=cmpv, ld=ld, fault=flt,
-                         bad=bad, signed=hw.field_forms(seg, segname, "signed")[0])
-    unit = Unit(MEM, k, lo=ld, hi=[None] * LANES)
-    hw.units.append(unit)
-    atomic_unit(hw)
+    return flt

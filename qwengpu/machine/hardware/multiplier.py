@@ -12,22 +12,30 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
     """The 64-bit product of two 32-bit operands (signed or unsigned), exactly, in six levels:
     nibble products summed per base-16 column (SwiGLU products), two rounds of carry-save
     digit reduction, the bits of the remaining digits, then one 64-bit addition."""
-    mul, mulh = o("MUL"), o("MULHU") + o("MULHS")
-    hs = o("MULHS")
-    # M0: re-threshold the operand bits. A result forwarded from an earlier slot of the bundle
-    # carries fp32 noise of ~1e-3 per bit (its carry steps sum terms of ~1e4); the column sums
-    # below weigh each bit by up to ~3600, which would turn that noise into a wrong digit.
+    A, B = _clean_operands(hw, k, l, A, B)
+    T = _column_sums(hw, k, l, A, B, o("MULHS"))
+    V = _carry_save(hw, k, l, T)
+    X, Y = _digit_bits(hw, k, l, V)
+    return _add64(hw, k, l, X, Y, o("MUL"), o("MULHU") + o("MULHS"))
+
+
+def _clean_operands(hw: Builder, k: int, l: int, A: list, B: list):
+    """M0: re-threshold the operand bits. A result forwarded from an earlier slot of the bundle
+    carries fp32 noise of ~1e-3 per bit (its carry steps sum terms of ~1e4); the column sums
+    below weigh each bit by up to ~3600, which would turn that noise into a wrong digit."""
     clean = hw.bits(f"mop.{k}.{l}", 64)
     n0 = []
     for i in range(32):
         n0 += n_step(A[i], 1, {clean.feature(i): 1})
         n0 += n_step(B[i], 1, {clean.feature(32 + i): 1})
     hw.circ(f"mul0.{k}.{l}", [clean], n0)
-    A = [clean.f(i) for i in range(32)]
-    B = [clean.f(32 + i) for i in range(32)]
+    return [clean.f(i) for i in range(32)], [clean.f(32 + i) for i in range(32)]
+
+
+def _column_sums(hw: Builder, k: int, l: int, A: list, B: list, hs: Lin) -> list:
+    """M1: column sums T_s = sum_{p+q=s} a_p b_q (+ the signed correction for MULHS:
+    -2^32 (a31 b + b31 a) == 2^32 (a31 (~b + 1) + b31 (~a + 1)) mod 2^64)."""
     nib = lambda X, p: sum(((1 << i) * X[4 * p + i] for i in range(4)), Lin())
-    # M1: column sums T_s = sum_{p+q=s} a_p b_q (+ the signed correction for MULHS:
-    # -2^32 (a31 b + b31 a) == 2^32 (a31 (~b + 1) + b31 (~a + 1)) mod 2^64)
     T = [hw.p.number_var(f"mT.{k}.{l}.{s}", 0, 2048) for s in range(16)]
     n1 = []
     for p_ in range(8):
@@ -40,7 +48,12 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
     n1 += n_gated(hs + A[31] - 1, Lin.const(1), {T[8].feature(0): 1})
     n1 += n_gated(hs + B[31] - 1, Lin.const(1), {T[8].feature(0): 1})
     hw.circ(f"mul1.{k}.{l}", T, n1)
-    # M2: move multiples of 256 two columns up (U_s <= 255 + 7)
+    return T
+
+
+def _carry_save(hw: Builder, k: int, l: int, T: list) -> list:
+    """M2: move multiples of 256 two columns up (U_s <= 255 + 7); M3: multiples of 16 one column
+    up (V_s <= 15 + 16)."""
     U = [hw.p.number_var(f"mU.{k}.{l}.{s}", 0, 300) for s in range(16)]
     n2 = []
     for s in range(16):
@@ -51,7 +64,6 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
                 out[U[s + 2].feature(0)] = 1
             n2 += n_step(T[s].f(0), 256 * m, out)
     hw.circ(f"mul2.{k}.{l}", U, n2)
-    # M3: move multiples of 16 one column up (V_s <= 15 + 16)
     V = [hw.p.number_var(f"mV.{k}.{l}.{s}", 0, 31) for s in range(16)]
     n3 = []
     for s in range(16):
@@ -62,7 +74,11 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
                 out[V[s + 1].feature(0)] = 1
             n3 += n_step(U[s].f(0), 16 * m, out)
     hw.circ(f"mul3.{k}.{l}", V, n3)
-    # M4: the bits of each digit V_s (< 32): bits 0-3 are X's, bit 4 is Y's (one column up)
+    return V
+
+
+def _digit_bits(hw: Builder, k: int, l: int, V: list):
+    """M4: the bits of each digit V_s (< 32): bits 0-3 are X's, bit 4 is Y's (one column up)."""
     X = hw.bits(f"mX.{k}.{l}", 64)
     Y = hw.bits(f"mY.{k}.{l}", 64)
     n4 = []
@@ -77,7 +93,11 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
                 elif s + 1 < 16:
                     n4 += n_step(V[s].f(0), v, {Y.feature(4 * s + 4): d})
     hw.circ(f"mul4.{k}.{l}", [X, Y], n4)
-    # M5, M6: X + Y (64 bits); MUL keeps the low word, MULHU/MULHS the high word
+    return X, Y
+
+
+def _add64(hw: Builder, k: int, l: int, X, Y, mul: Lin, mulh: Lin):
+    """M5, M6: X + Y (64 bits); MUL keeps the low word, MULHU/MULHS the high word."""
     Xf = [X.f(i) for i in range(64)]
     Yf = [Y.f(i) for i in range(64)]
     dig = hw.bits(f"mdig.{k}.{l}", 128)
