@@ -397,14 +397,33 @@ class _SparseSink(dict):
 
 
 def compile_program(prog: Program, target: Target | None = None, dense: bool = True) -> Compiled:
-    """Compile `prog` for `target`. With dense=False the weights are kept as sparse tensors: enough
-    for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
-    import torch
-    from transformers import Qwen3_5TextConfig
-
+    """Compile `prog` for `target`, pass by pass: schedule and layout, the model's geometry, the
+    weights, the report and the static margins. With dense=False the weights are kept as sparse
+    tensors: enough for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
     target = target or Target.compact()
-    # a fixed MLP width: when the erases of dead variables do not fit beside the circuits,
-    # schedule again leaving them a growing share of every MLP
+    sched, lay, erase_at = _schedule_and_layout(prog, target)
+    if target.hidden and lay.width > target.hidden:
+        raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
+    width = target.hidden or lay.width
+    lay.width = width
+    geo = _gdn_geometry(sched, target)
+    inter = _mlp_width(sched, erase_at, target)
+    config = _hf_config(prog, sched, target, width, inter, geo)
+    state = _emit_weights(prog, sched, lay, erase_at, config, geo, inter, dense)
+    compiled = Compiled(prog, target, sched, lay, config, state, _report(sched, width, inter, geo, config, state))
+    report = compiled.report
+    if any(n.kind == "attn" for ns in sched.mixers.values() for n in ns):
+        report["attention"] = attention.designs(compiled)
+        report["min_attention_margin"] = attention.min_guaranteed_margin(compiled)
+    report["margins"] = margins.static_margins(compiled, erase_at)
+    if target.check_margins:
+        margins.check(report["margins"])
+    return compiled
+
+
+def _schedule_and_layout(prog: Program, target: Target):
+    """Schedule, layout and the erases of dead variables. A fixed MLP width: when the erases do not
+    fit beside the circuits, schedule again leaving them a growing share of every MLP."""
     for reserve in ((0, 8, 4, 3, 2) if target.intermediate and target.reuse else (0,)):
         cap = target.intermediate - target.intermediate // reserve if reserve else None
         sched = schedule(prog, target, cap)
@@ -412,13 +431,22 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         erase_at = _place_erases(prog, sched, lay)
         if not target.intermediate or max(_mlp_neurons(sched, erase_at)) <= target.intermediate:
             break
-    if target.hidden and lay.width > target.hidden:
-        raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
-    width = target.hidden or lay.width
-    lay.width = width
-    s = norm_scale(width, target.rms_norm_eps)
+    return sched, lay, erase_at
 
-    # GDN geometry: one key head per port, value heads per key head = max fields of a memory
+
+@dataclass
+class _GDNGeometry:
+    group: int                     # value heads per key head
+    dk: int
+    dv: int
+    banked: int | None             # a fixed key dim: larger memories in banks of it
+    hk: int
+    hv: int
+
+
+def _gdn_geometry(sched: Schedule, target: Target) -> _GDNGeometry:
+    """GDN geometry: one key head per port (chunk, bank), value heads per key head = max fields of
+    a memory; checked against a fixed target geometry."""
     gdn_nodes = list({id(n): n for ns in sched.mixers.values() for n in ns if n.kind == "gdn"}.values())
     if target.linear_key_heads and target.linear_value_heads:
         group = target.linear_value_heads // target.linear_key_heads
@@ -444,23 +472,39 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
         for f in n.fields:
             if 2 * f.width > dv:
                 raise CompileError(f"{n.name}: a {f.width}-bit field needs {2 * f.width} value dims; heads have {dv}")
+    return _GDNGeometry(group, dk, dv, banked, hk, hv)
+
+
+def _mlp_width(sched: Schedule, erase_at: dict, target: Target) -> int:
     inter = target.intermediate or max(_mlp_neurons(sched, erase_at) + [8])
     if target.intermediate and max(_mlp_neurons(sched, erase_at)) > target.intermediate:
         raise CompileError("erasing dead variables overflows an MLP of the target")
-    inter = (inter + 7) // 8 * 8
-    vocab = max(len(prog.tokens), 2)
+    return (inter + 7) // 8 * 8
 
-    config = Qwen3_5TextConfig(
-        vocab_size=vocab, hidden_size=width, intermediate_size=inter,
+
+def _hf_config(prog: Program, sched: Schedule, target: Target, width: int, inter: int, geo: _GDNGeometry):
+    from transformers import Qwen3_5TextConfig
+    return Qwen3_5TextConfig(
+        vocab_size=max(len(prog.tokens), 2), hidden_size=width, intermediate_size=inter,
         num_hidden_layers=sched.layers, layer_types=sched.layer_types,
         num_attention_heads=target.attn_heads, num_key_value_heads=target.attn_kv_heads,
-        head_dim=target.head_dim, linear_num_key_heads=hk, linear_num_value_heads=hv,
-        linear_key_head_dim=dk, linear_value_head_dim=dv, linear_conv_kernel_dim=4,
+        head_dim=target.head_dim, linear_num_key_heads=geo.hk, linear_num_value_heads=geo.hv,
+        linear_key_head_dim=geo.dk, linear_value_head_dim=geo.dv, linear_conv_kernel_dim=4,
         rms_norm_eps=target.rms_norm_eps, tie_word_embeddings=False, max_position_embeddings=1 << 20,
         rope_parameters={"rope_type": "default", "rope_theta": target.rope_theta,
                          "partial_rotary_factor": target.partial_rotary_factor},
         pad_token_id=None, bos_token_id=None, eos_token_id=None,
     )
+
+
+def _emit_weights(prog: Program, sched: Schedule, lay: Layout, erase_at: dict, config, geo: _GDNGeometry,
+                  inter: int, dense: bool) -> dict:
+    """Every weight of the model as float32 tensors (sparse ones with dense=False): embeddings (the
+    anchor and the input values), per layer the norms, the MLP and the token mixer, the final norm
+    and the unembedding. The norm scale is a compile-time constant, folded into the projections."""
+    import torch
+    width, vocab = lay.width, config.vocab_size
+    s = norm_scale(width, config.rms_norm_eps)
     sd = {} if dense else _SparseSink()
     f32 = np.float32
 
@@ -470,38 +514,18 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
             r[lay.dims[feat]] += c / ANCHOR if feat == ANCHOR_FEATURE else c
         return r * scale
 
-    # embeddings: anchor + input values
-    emb = np.zeros((vocab, width), dtype=f32)
-    for t in prog.tokens:
-        emb[t.id, lay.dims[ANCHOR_FEATURE]] = ANCHOR
-        for vname, val in t.values.items():
-            var = prog.vars[vname]
-            for i, x in enumerate(var.encode(val)):
-                emb[t.id, lay.dims[(vname, i)]] = x
-    sd["model.embed_tokens.weight"] = emb
+    sd["model.embed_tokens.weight"] = _embeddings(prog, lay, vocab, width)
     for L in range(sched.layers):
         p = f"model.layers.{L}."
         sd[p + "input_layernorm.weight"] = np.zeros(width)
         sd[p + "post_attention_layernorm.weight"] = np.zeros(width)
-        # MLP
-        gate = np.zeros((inter, width), dtype=f32)
-        up = np.zeros((inter, width), dtype=f32)
-        down = np.zeros((width, inter), dtype=f32)
-        k = 0
-        neurons = [nr for node in sched.mlp.get(L, []) for nr in node.neurons]
-        for var, i in erase_at.get(L, []):
-            neurons += gadgets_erase(var, i)
-        for nr in neurons:
-            gate[k] = row(nr.gate, 1.0 / s)
-            up[k] = row(nr.up, 1.0 / s)
-            for feat, c in nr.down.items():
-                down[lay.dims[feat], k] += c
-            k += 1
+        gate, up, down = _mlp_weights(sched, erase_at, L, lay, inter, width, row, s)
         sd[p + "mlp.gate_proj.weight"] = gate
         sd[p + "mlp.up_proj.weight"] = up
         sd[p + "mlp.down_proj.weight"] = down
         if sched.layer_types[L] == "linear_attention":
-            _emit_gdn(sd, p + "linear_attn.", sched.mixers.get(L, []), L, banked, width, hk, hv, dk, dv, row, s, lay)
+            _emit_gdn(sd, p + "linear_attn.", sched.mixers.get(L, []), L, geo.banked, width, geo.hk, geo.hv, geo.dk,
+                      geo.dv, row, s, lay)
         else:
             _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s, lay)
     sd["model.norm.weight"] = np.zeros(width)
@@ -510,21 +534,48 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     for k in list(sd):                      # float32 tensors sharing the arrays' memory
         v = dict.pop(sd, k)
         state[k] = v if not isinstance(v, np.ndarray) else torch.from_numpy(np.ascontiguousarray(v, dtype=f32))
-    attn_nodes = [n for ns in sched.mixers.values() for n in ns if n.kind == "attn"]
-    report = {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
-              "intermediate": inter, "linear_heads": (hk, hv, dk, dv), "vocab": vocab,
-              "parameters": int(sum(math.prod(v.shape) for v in state.values())),
-              "nonzero": int(sum(v.nnz if not isinstance(v, torch.Tensor) else int((v != 0).sum())
-                                 for v in state.values())),
-              "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
-    compiled = Compiled(prog, target, sched, lay, config, state, report)
-    if attn_nodes:
-        report["attention"] = attention.designs(compiled)
-        report["min_attention_margin"] = attention.min_guaranteed_margin(compiled)
-    report["margins"] = margins.static_margins(compiled, erase_at)
-    if target.check_margins:
-        margins.check(report["margins"])
-    return compiled
+    return state
+
+
+def _embeddings(prog: Program, lay: Layout, vocab: int, width: int) -> np.ndarray:
+    """Every token's embedding: the anchor and its input values."""
+    emb = np.zeros((vocab, width), dtype=np.float32)
+    for t in prog.tokens:
+        emb[t.id, lay.dims[ANCHOR_FEATURE]] = ANCHOR
+        for vname, val in t.values.items():
+            var = prog.vars[vname]
+            for i, x in enumerate(var.encode(val)):
+                emb[t.id, lay.dims[(vname, i)]] = x
+    return emb
+
+
+def _mlp_weights(sched: Schedule, erase_at: dict, L: int, lay: Layout, inter: int, width: int, row, s: float):
+    """Layer L's MLP: its circuits' neurons, then the erases placed there."""
+    f32 = np.float32
+    gate = np.zeros((inter, width), dtype=f32)
+    up = np.zeros((inter, width), dtype=f32)
+    down = np.zeros((width, inter), dtype=f32)
+    k = 0
+    neurons = [nr for node in sched.mlp.get(L, []) for nr in node.neurons]
+    for var, i in erase_at.get(L, []):
+        neurons += gadgets_erase(var, i)
+    for nr in neurons:
+        gate[k] = row(nr.gate, 1.0 / s)
+        up[k] = row(nr.up, 1.0 / s)
+        for feat, c in nr.down.items():
+            down[lay.dims[feat], k] += c
+        k += 1
+    return gate, up, down
+
+
+def _report(sched: Schedule, width: int, inter: int, geo: _GDNGeometry, config, state: dict) -> dict:
+    import torch
+    return {"layers": sched.layers, "layer_types": sched.layer_types, "width": width,
+            "intermediate": inter, "linear_heads": (geo.hk, geo.hv, geo.dk, geo.dv), "vocab": config.vocab_size,
+            "parameters": int(sum(math.prod(v.shape) for v in state.values())),
+            "nonzero": int(sum(v.nnz if not isinstance(v, torch.Tensor) else int((v != 0).sum())
+                               for v in state.values())),
+            "neurons": {L: sum(len(n.neurons) for n in ns) for L, ns in sched.mlp.items()}}
 
 
 def _mlp_neurons(sched: Schedule, erase_at: dict) -> list[int]:
