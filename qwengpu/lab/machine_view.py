@@ -469,27 +469,15 @@ class MachineView:
         }
 
     def _check_interpreter(self, mism: list):
+        """The model against the interpreter, where comparable: the final global memory, the result
+        buffers, and the carried registers against each lane's history of the PTX register they
+        hold (see `qwengpu.lab.recorder`)."""
         recs = self.trace.records
         ref = self.reference
-        final = recs[-1].machine if recs else None
         out = {"memory": None, "buffers": None, "registers": 0, "register_mismatches": 0,
                "registers_compared": True, "note": ""}
-        # final global memory, byte for byte
-        if final is not None:
-            want = ref.memory_at(ref.n_steps)
-            ok = True
-            for r in self._regions:
-                if r.space != "global":
-                    continue
-                m = self._maddr(r)
-                got = final.memory[m:m + r.size]
-                exp = want.get(r.key)
-                if exp is not None and bytes(got) != bytes(exp):
-                    ok = False
-                    i = next(k for k in range(r.size) if got[k] != exp[k])
-                    mism.append(Mismatch(recs[-1].index, len(recs) - 1, f"final {r.name}[byte {i}] at 0x{r.base + i:x}",
-                                         exp[i], got[i], "interpreter"))
-            out["memory"] = ok
+        if recs:
+            out["memory"] = self._final_memory_matches(mism)
         if self.result is not None and ref.result is not None:
             ok = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
                      for a, b in zip(self.result.buffers, ref.result.buffers))
@@ -500,77 +488,109 @@ class MachineView:
         elif self.fault is not None:
             out["buffers"] = ref.fault is not None
             out["note"] = "both faulted" if ref.fault is not None else "the model faulted, the interpreter did not"
-        # carried registers against the interpreter's per-lane histories
         checks: list = []
         if any(ins.op == "call" for ins in self.kernel_fn.body):
             out["registers_compared"] = False
             out["note"] = "registers not compared: the kernel calls device functions (inlined under other names)"
         else:
-            H = register_histories(ref, self.kernel)
-            cursor: dict = {}
-            pending: list = []
-            toks = self.trace.tokens
-            n = len(recs)
-            for t, rec in enumerate(recs):
-                tok = parse_token(toks[rec.index - 1])
-                if tok[0] != "EXEC":
-                    continue
-                # records t, t+1, ... emit the pass's carries and stores; record c emits the control
-                # token: its state has consumed all of them
-                c = t
-                while c < n and recs[c].text.startswith(("<carry", "<memw")):
-                    c += 1
-                if c >= n or recs[c].text.startswith("<fault"):
-                    continue
-                ms = recs[c].machine
-                b = self.image.bundles[tok[1]]
-                warp, block = recs[t].machine.warp, recs[t].machine.block
-                for j, (v, (slot, part)) in enumerate(b.carries):
-                    alias = self.aliases.get(v)
-                    if alias is None:
-                        continue
-                    name, half = alias
-                    typ = self.kernel_fn.regs.get(name)
-                    if typ is None:
-                        continue
-                    bits = 1 if typ == "pred" else {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16,
-                                                     "f16": 16}.get(typ, 32)
-                    mask = (1 << bits) - 1
-                    r = b.carry_regs[j]
-                    for lane in self._served(b, tok[2]):
-                        got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
-                        hist = H.get((block, warp, lane, name), [(0, None, -1)])
-                        key = (block, warp, lane, name, half)
-                        k0 = cursor.get(key, 0)
-                        found = None
-                        for k in range(k0, len(hist)):
-                            val = (hist[k][0] >> (32 * half)) & 0xFFFFFFFF & mask
-                            if val == got and (k == k0 or hist[k][1] == b.slots[slot].op.ptx_pc):
-                                found = k
-                                break
-                        ok = found is not None
-                        if ok:
-                            cursor[key] = found
-                        chk = RegCheck(c, warp, block, r, lane, name, half, got, ok, hist[found][2] if ok else None)
-                        checks.append(chk)
-                        exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
-                        pending.append((chk, key, b.slots[slot].op.ptx_pc, exp))
-            # a value carried inside a lowering loop (a CAS loop, an atomic served lane by lane) that
-            # a later carry of the same PTX instruction replaces is intermediate: not compared
-            micro = self._micro_loop_pcs()
-            later: dict = {}
-            for i in range(len(pending) - 1, -1, -1):
-                chk, key, ptx_pc, exp = pending[i]
-                if not chk.ok and ptx_pc in micro and (key, ptx_pc) in later:
-                    chk.ok = None
-                later[(key, ptx_pc)] = i
-            for chk, key, ptx_pc, exp in pending:
-                if chk.ok is False:
-                    rec = recs[chk.position]
-                    mism.append(Mismatch(rec.index, chk.position, f"{chk.name}{'.hi' if chk.half else ''} (r{chk.reg} of "
-                                         f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
+            checks = self._register_checks(mism)
             out["registers"] = sum(c.ok is not None for c in checks)
             out["register_mismatches"] = sum(c.ok is False for c in checks)
             out["intermediate"] = sum(c.ok is None for c in checks)
         out["ok"] = bool(out["memory"] is not False and out["buffers"] is not False and not out["register_mismatches"])
         return out, checks
+
+    def _final_memory_matches(self, mism: list) -> bool:
+        """Final global memory, byte for byte."""
+        recs = self.trace.records
+        final = recs[-1].machine
+        want = self.reference.memory_at(self.reference.n_steps)
+        ok = True
+        for r in self._regions:
+            if r.space != "global":
+                continue
+            m = self._maddr(r)
+            got = final.memory[m:m + r.size]
+            exp = want.get(r.key)
+            if exp is not None and bytes(got) != bytes(exp):
+                ok = False
+                i = next(k for k in range(r.size) if got[k] != exp[k])
+                mism.append(Mismatch(recs[-1].index, len(recs) - 1, f"final {r.name}[byte {i}] at 0x{r.base + i:x}",
+                                     exp[i], got[i], "interpreter"))
+        return ok
+
+    def _register_checks(self, mism: list) -> list:
+        """Every carried register whose virtual register the lowering ties to a PTX register, per
+        served lane, matched in order against that lane's history of the PTX register."""
+        recs = self.trace.records
+        ref = self.reference
+        H = register_histories(ref, self.kernel)
+        checks: list = []
+        cursor: dict = {}
+        pending: list = []
+        toks = self.trace.tokens
+        n = len(recs)
+        for t, rec in enumerate(recs):
+            tok = parse_token(toks[rec.index - 1])
+            if tok[0] != "EXEC":
+                continue
+            # records t, t+1, ... emit the pass's carries and stores; record c emits the control
+            # token: its state has consumed all of them
+            c = t
+            while c < n and recs[c].text.startswith(("<carry", "<memw")):
+                c += 1
+            if c >= n or recs[c].text.startswith("<fault"):
+                continue
+            ms = recs[c].machine
+            b = self.image.bundles[tok[1]]
+            warp, block = recs[t].machine.warp, recs[t].machine.block
+            for j, (v, (slot, part)) in enumerate(b.carries):
+                alias = self.aliases.get(v)
+                if alias is None:
+                    continue
+                name, half = alias
+                typ = self.kernel_fn.regs.get(name)
+                if typ is None:
+                    continue
+                bits = 1 if typ == "pred" else {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16,
+                                                 "f16": 16}.get(typ, 32)
+                mask = (1 << bits) - 1
+                r = b.carry_regs[j]
+                for lane in self._served(b, tok[2]):
+                    got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
+                    hist = H.get((block, warp, lane, name), [(0, None, -1)])
+                    key = (block, warp, lane, name, half)
+                    k0 = cursor.get(key, 0)
+                    found = None
+                    for k in range(k0, len(hist)):
+                        val = (hist[k][0] >> (32 * half)) & 0xFFFFFFFF & mask
+                        if val == got and (k == k0 or hist[k][1] == b.slots[slot].op.ptx_pc):
+                            found = k
+                            break
+                    ok = found is not None
+                    if ok:
+                        cursor[key] = found
+                    chk = RegCheck(c, warp, block, r, lane, name, half, got, ok, hist[found][2] if ok else None)
+                    checks.append(chk)
+                    exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
+                    pending.append((chk, key, b.slots[slot].op.ptx_pc, exp))
+        self._mark_intermediate(pending, mism)
+        return checks
+
+    def _mark_intermediate(self, pending: list, mism: list):
+        """A value carried inside a lowering loop (a CAS loop, an atomic served lane by lane) that
+        a later carry of the same PTX instruction replaces is intermediate: not compared. The
+        other failed checks are mismatches."""
+        recs = self.trace.records
+        micro = self._micro_loop_pcs()
+        later: dict = {}
+        for i in range(len(pending) - 1, -1, -1):
+            chk, key, ptx_pc, exp = pending[i]
+            if not chk.ok and ptx_pc in micro and (key, ptx_pc) in later:
+                chk.ok = None
+            later[(key, ptx_pc)] = i
+        for chk, key, ptx_pc, exp in pending:
+            if chk.ok is False:
+                rec = recs[chk.position]
+                mism.append(Mismatch(rec.index, chk.position, f"{chk.name}{'.hi' if chk.half else ''} (r{chk.reg} of "
+                                     f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))

@@ -414,111 +414,137 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     ref_view = interp_view(module, spec, kernel=kernel, names=names)           # the interpreter
     max_tokens = max_tokens or DEFAULT_MAX_TOKENS
 
-    # the model's geometry
-    if engine == "compact":
-        fast = machine.fast()
-        kinds = [lay.kind for lay in fast.layers]
-        gdn_layers = [L for L, lay in enumerate(fast.layers) if lay.gdn is not None]
-        g0 = fast.layers[gdn_layers[0]].gdn
-        hk, hv, dk = g0.hk, g0.hv, g0.dk
-        attending: list = []
-    else:
-        model = machine.model
-        cfg = model.config
-        kinds = list(cfg.layer_types)
-        gdn_layers = [L for L, k in enumerate(kinds) if k == "linear_attention"]
-        hk, hv, dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
-        attending = [L for L, k in enumerate(kinds) if k == "full_attention"
-                     and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
-    group = hv // hk
-    infos = memory_infos(machine, group)
-    taps = _Taps(gdn_layers, hk, dk, group)
-    tap = _CompactTap(fast, taps) if engine == "compact" else _StockTap(model, taps, attending)
-    decoded = ("ctl", "lanes.pc", "lanes.st", "reg.emit", "mem")
-
-    records: list = []
-    prev_raw: dict = {}
-    base_raw: dict = {}
-    last_raw: dict = {}
-    updates: list = []
-    heads = np.arange(hv)
+    geo = _ModelGeometry(machine, engine)
+    infos = memory_infos(machine, geo.group)
+    taps = _Taps(geo.gdn_layers, geo.hk, geo.dk, geo.group)
+    tap = _CompactTap(geo.fast, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
+    rec = _PassRecorder(machine, geo, infos, taps, len(prompt), on_token)
     t_start = time.perf_counter()
-
-    user_hook = on_token
-
-    def on_token(i, text, state):
-        if user_hook is not None:
-            user_hook(i, text, state)
-        raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in gdn_layers}
-        last_raw.clear()
-        last_raw.update(raws)
-        margins, words = {}, {}
-        for name, info in infos.items():
-            vals, written, margin = decode_fields(raws[info.layer], info)
-            margins[name] = margin
-            if name in decoded:
-                words[name] = (vals, written)
-        upd = []
-        if i == 0:
-            for L in gdn_layers:
-                base_raw[L] = raws[L].copy()
-                prev_raw[L] = raws[L].copy()
-        else:
-            # the rows this pass's keys selected, where a value moved: kept with old and new values
-            tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
-            for L in gdn_layers:
-                rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
-                new = raws[L][heads, rows_]
-                old = prev_raw[L][heads, rows_]
-                moved = np.abs(new - old).max(-1) > ROW_EPS
-                if moved.any():
-                    hh, rr = heads[moved], rows_[moved]
-                    upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
-                    prev_raw[L][hh, rr] = new[moved]
-        updates.append(upd)
-        records.append(ModelRecord(index=len(prompt) + i, token=machine.token_id(text), text=text, position=i,
-                                   machine=_machine_state(words, infos), margins=margins))
-
     fault = None
     result = None
     tap.install()
     try:
         try:
-            result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=on_token,
+            result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
                                  progress=progress, max_steps=max_tokens)
         except ExecutionFault as e:
-            if not records or not records[-1].text.startswith("<fault"):
+            if not rec.records or not rec.records[-1].text.startswith("<fault"):
                 raise
             fault = e
     finally:
         tap.remove()
-    seconds = time.perf_counter() - t_start
+    trace = _trace(engine, prompt, rec, geo, infos, taps, time.perf_counter() - t_start)
+    view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
+    view.check(max_tokens)
+    return view
 
-    # the raw states rebuilt from the kept rows against the model's final states
-    raw_error = max((float(np.abs(prev_raw[L] - last_raw[L]).max()) for L in gdn_layers), default=0.0)
+
+class _ModelGeometry:
+    """The layers of the model a launch runs on: their kinds, the GDN layers and their head
+    geometry, the attention layers that attend (none in the machine: their output projections are
+    zero)."""
+
+    def __init__(self, machine, engine: str):
+        self.fast = self.model = None
+        if engine == "compact":
+            fast = self.fast = machine.fast()
+            self.kinds = [lay.kind for lay in fast.layers]
+            self.gdn_layers = [L for L, lay in enumerate(fast.layers) if lay.gdn is not None]
+            g0 = fast.layers[self.gdn_layers[0]].gdn
+            self.hk, self.hv, self.dk = g0.hk, g0.hv, g0.dk
+            self.attending: list = []
+        else:
+            model = self.model = machine.model
+            cfg = model.config
+            self.kinds = list(cfg.layer_types)
+            self.gdn_layers = [L for L, k in enumerate(self.kinds) if k == "linear_attention"]
+            self.hk, self.hv, self.dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
+            self.attending = [L for L, k in enumerate(self.kinds) if k == "full_attention"
+                              and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
+        self.group = self.hv // self.hk
+
+
+class _PassRecorder:
+    """The runtime's `on_token` hook: after every pass (after the user's hook, which may change the
+    state), the machine state decoded from the model's GDN states, every memory's margin, and the
+    raw state rows the pass moved."""
+    decoded = ("ctl", "lanes.pc", "lanes.st", "reg.emit", "mem")
+
+    def __init__(self, machine, geo: _ModelGeometry, infos: dict, taps, prompt_len: int, user_hook):
+        self.machine, self.geo, self.infos, self.taps = machine, geo, infos, taps
+        self.prompt_len, self.user_hook = prompt_len, user_hook
+        self.records: list = []
+        self.prev_raw: dict = {}
+        self.base_raw: dict = {}
+        self.last_raw: dict = {}
+        self.updates: list = []
+        self.heads = np.arange(geo.hv)
+
+    def __call__(self, i, text, state):
+        if self.user_hook is not None:
+            self.user_hook(i, text, state)
+        raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
+        self.last_raw.clear()
+        self.last_raw.update(raws)
+        margins, words = {}, {}
+        for name, info in self.infos.items():
+            vals, written, margin = decode_fields(raws[info.layer], info)
+            margins[name] = margin
+            if name in self.decoded:
+                words[name] = (vals, written)
+        if i == 0:
+            for L in self.geo.gdn_layers:
+                self.base_raw[L] = raws[L].copy()
+                self.prev_raw[L] = raws[L].copy()
+            self.updates.append([])
+        else:
+            self.updates.append(self._moved_rows(raws))
+        self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
+                                        position=i, machine=_machine_state(words, self.infos), margins=margins))
+
+    def _moved_rows(self, raws: dict) -> list:
+        """The rows this pass's keys selected, where a value moved: kept with old and new values."""
+        upd = []
+        heads, group, taps = self.heads, self.geo.group, self.taps
+        tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
+        for L in self.geo.gdn_layers:
+            rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
+            new = raws[L][heads, rows_]
+            old = self.prev_raw[L][heads, rows_]
+            moved = np.abs(new - old).max(-1) > ROW_EPS
+            if moved.any():
+                hh, rr = heads[moved], rows_[moved]
+                upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
+                self.prev_raw[L][hh, rr] = new[moved]
+        return upd
+
+
+def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, infos: dict, taps,
+           seconds: float) -> ModelTrace:
+    """The `ModelTrace` of a recorded launch; the raw states rebuilt from the kept rows are compared
+    with the model's final states (`raw_exact`)."""
+    raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers), default=0.0)
     layers = []
-    for L, kind in enumerate(kinds):
+    for L, kind in enumerate(geo.kinds):
         held = [n for n, info in infos.items() if info.layer == L]
         if kind == "linear_attention":
             role = ", ".join(held) if held else "copies from earlier tokens"
         else:
-            role = "attends" if L in attending else "inert (zero output projection): its MLP only"
+            role = "attends" if L in geo.attending else "inert (zero output projection): its MLP only"
         layers.append(LayerInfo(L, kind, role))
-    trace = ModelTrace(prompt + [r.text for r in records], records, layers)
+    trace = ModelTrace(prompt + [r.text for r in rec.records], rec.records, layers)
     trace.engine = engine
     trace.memories = infos
-    trace.gdn_layers = gdn_layers
+    trace.gdn_layers = geo.gdn_layers
     trace.taps = taps.table()
     trace.betas = taps.beta_table()
     trace.attention = dict(taps.attention)
-    trace.base_raw = base_raw
-    trace.updates = updates
+    trace.base_raw = rec.base_raw
+    trace.updates = rec.updates
     trace.raw_error = raw_error
     trace.raw_exact = raw_error <= ROW_EPS
     trace.seconds = seconds
-    view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
-    view.check(max_tokens)
-    return view
+    return trace
 
 
 def _machine_state(words: dict, infos: dict) -> MachineState:
