@@ -301,18 +301,37 @@ class Simulator:
         return out
 
     def execute(self, pc: int, mask: int) -> list:
+        """Run bundle `pc` for the lanes in `mask` of the current warp: every unit in slot order
+        (each reads the results of the units above it), then the tokens the pass decides: the
+        changed bytes of its carries, of its stores, and the control token."""
         warp = self.warp
         b = self.image.bundles[pc]
         rec = PassRecord(len(self.tokens), self.block, warp, pc, mask, [("EXEC", pc, mask)],
                          ptx_pcs=list(b.ptx_pcs))
         lanes = [l for l in range(LANES) if mask >> l & 1]
-        slot_ports = [self._port_lines(ps, warp) for ps in b.ports]
         term_ports = [list(self.regs.get((warp, r), [0] * LANES)) if r is not None else [0] * LANES
                       for r in b.term_port_regs]
         n = len(b.slots)
         results = [[0] * LANES for _ in range(n)]
         his = [[0] * LANES for _ in range(n)]
         flags = [[0] * LANES for _ in range(n)]
+        ran = self._units(b, warp, lanes, mask, results, his, flags, rec)
+        if ran is None:                       # a memory fault: the pass emits FAULT
+            return rec.tokens[-1:]
+        served, memw = ran
+        done = [l for l in lanes if served >> l & 1]
+        out = self._carries(b, warp, done, served != mask, results, his, rec)
+        out += self._stores(memw, rec)
+        self._next_lane_states(b, pc, warp, done, term_ports, results, flags, his)
+        out.append(self.control())
+        rec.tokens += out
+        self.passes.append(rec)
+        return out
+
+    def _units(self, b, warp: int, lanes: list, mask: int, results, his, flags, rec):
+        """Every unit of the bundle on every lane (the passes commit the active ones): (lanes
+        served, stores), or None when the memory unit faults (its FAULT token recorded)."""
+        slot_ports = [self._port_lines(ps, warp) for ps in b.ports]
         served = mask
         memw = []
         self.last_writes = []
@@ -341,11 +360,14 @@ class Simulator:
                     tok = ("FAULT", FAULT_KINDS.index(e.kind), e.lane)
                     rec.tokens.append(tok)
                     self.passes.append(rec)
-                    return [tok]
+                    return None
             else:
                 self._xlane(so, warp, lanes, mask, val, results[k], his[k])
-        partial = served != mask
-        done = [l for l in lanes if served >> l & 1]
+        return served, memw
+
+    def _carries(self, b, warp: int, done: list, partial: bool, results, his, rec) -> list:
+        """CARRY tokens: the changed bytes of each carried register (one "all" token when every
+        served lane gets the same byte), the registers committed."""
         out = []
         for j, (v, (slot, part)) in enumerate(b.carries):
             r = b.carry_regs[j]
@@ -365,6 +387,12 @@ class Simulator:
                 cur[l] = new[l]
             self.regs[(warp, r)] = cur
             rec.writes[r] = cur
+        return out
+
+    def _stores(self, memw: list, rec) -> list:
+        """MEMW tokens: the changed bytes of every store in lane order (a byte two lanes store to
+        compares against the memory as the earlier lane left it), the memory committed."""
+        out = []
         for (l, maddr, size, new) in memw:
             old = int.from_bytes(self.memory[maddr:maddr + size], "little")
             for byte in range(size):
@@ -373,7 +401,10 @@ class Simulator:
                     out.append(("MEMW", l, byte, nb))
                     rec.stores[maddr + byte] = nb
             self.memory[maddr:maddr + size] = new.to_bytes(size, "little")
-        # next lane states
+        return out
+
+    def _next_lane_states(self, b, pc: int, warp: int, done: list, term_ports, results, flags, his):
+        """The terminator: the next pc and state of every served lane."""
         t = b.term
         for l in done:
             if t[0] == "jump":
@@ -385,10 +416,6 @@ class Simulator:
                 self.lanes[(warp, l)] = (t[1], BARRIER, self.epoch)
             else:
                 self.lanes[(warp, l)] = (pc, EXITED, 0)
-        out.append(self.control())
-        rec.tokens += out
-        self.passes.append(rec)
-        return out
 
     # -- memory unit ---------------------------------------------------------------------------------
 
