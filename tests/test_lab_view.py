@@ -9,16 +9,8 @@ import pytest
 
 from qwengpu import suite
 from qwengpu.interp.interpreter import Interpreter
-from qwengpu.lab import (
-    EngineUnavailable,
-    Field,
-    LaunchView,
-    MachineView,
-    MemoryMap,
-    decode_state,
-    fmt_all,
-    trace_launch,
-)
+from qwengpu.lab import (EngineUnavailable, Field, LaunchView, MachineView, MemoryMap, decode_state, fmt_all,
+                         trace_launch)
 from qwengpu.ptx.isa import validate_module
 from qwengpu.ptx.parser import parse_ptx
 

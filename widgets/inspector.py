@@ -22,14 +22,8 @@ import anywidget
 import traitlets
 
 from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launch
-from qwengpu.lab.payload import (
-    attention_payload,
-    machine_gdn_bytes,
-    machine_program_payload,
-    machine_snapshot_payload,
-    program_payload,
-    snapshot_payload,
-)
+from qwengpu.lab.payload import (attention_payload, machine_gdn_bytes, machine_program_payload,
+                                 machine_snapshot_payload, program_payload, snapshot_payload)
 
 from .static import render_html
 

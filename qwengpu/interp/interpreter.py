@@ -17,40 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.launch import LaunchResult, LaunchSpec
-from qwengpu.ptx.ir import (
-    TYPE_BITS,
-    Addr,
-    ArgList,
-    Function,
-    Imm,
-    Instr,
-    Label,
-    Module,
-    Neg,
-    Pair,
-    Reg,
-    Special,
-    Sym,
-    Vec,
-)
+from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm, Instr, Label, Module, Neg, Pair, Reg, Special, Sym,
+                            Vec)
 from qwengpu.ptx.isa import validate_module
 
 from . import alu
 from .cfg import immediate_postdominators
-from .memory import (
-    CONST_WINDOW,
-    GENERIC_WINDOWS,
-    LOCAL_BYTES,
-    SHARED_WINDOW,
-    WINDOW_SIZE,
-    ExecutionFault,
-    FlatMemory,
-    MemoryFault,
-    buffers_to_global,
-    check_alignment,
-    layout_variables,
-    read_back,
-)
+from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault, FlatMemory,
+                     MemoryFault, buffers_to_global, check_alignment, layout_variables, read_back)
 
 LANES = 4
 FULL = (1 << LANES) - 1

@@ -11,37 +11,13 @@ The widgets (`qwengpu_widgets.Inspector`) and the static HTML export draw these 
 from qwengpu.machine.tokens import parse_token
 
 from .machine_view import BundleView, MachineReg, MachineSnapshot, MachineView
-from .record import (
-                     DEFAULT_SELECTIONS,
-                     Field,
-                     GDNState,
-                     LayerInfo,
-                     MachineState,
-                     MemoryMap,
-                     Mismatch,
-                     ModelRecord,
-                     ModelTrace,
-                     RegCheck,
-                     Selection,
-                     decode_state,
-                     memory_map_of,
-                     recurrent_state,
-                     selection_of,
-)
+from .record import (DEFAULT_SELECTIONS, Field, GDNState, LayerInfo, MachineState, MemoryMap, Mismatch, ModelRecord,
+                     ModelTrace, RegCheck, Selection, decode_state, memory_map_of, recurrent_state, selection_of)
 from .recorder import MemoryInfo, decode_fields, record_launch, slot_label
 from .trace import trace_launch
 from .values import fmt, fmt_all
-from .view import (
-                     EngineUnavailable,
-                     Instruction,
-                     LaunchView,
-                     MemoryRegion,
-                     MemoryView,
-                     Operand,
-                     RegRow,
-                     Snapshot,
-                     interp_view,
-)
+from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, MemoryView, Operand, RegRow, Snapshot,
+                   interp_view)
 
 __all__ = ["trace_launch", "record_launch", "interp_view", "DEFAULT_SELECTIONS", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction",
            "MemoryRegion", "MemoryView", "MachineView", "MachineSnapshot", "MachineReg", "BundleView",

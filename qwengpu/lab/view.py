@@ -25,15 +25,8 @@ import numpy as np
 
 import qwengpu
 from qwengpu.interp.interpreter import LANES, Interpreter
-from qwengpu.interp.memory import (
-    CONST_WINDOW,
-    LOCAL_WINDOW,
-    SHARED_WINDOW,
-    WINDOW_SIZE,
-    ExecutionFault,
-    global_layout,
-    layout_variables,
-)
+from qwengpu.interp.memory import (CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault,
+                                   global_layout, layout_variables)
 from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 

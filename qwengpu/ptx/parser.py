@@ -10,25 +10,8 @@ import re
 import struct
 from dataclasses import dataclass
 
-from .ir import (
-    TYPE_BITS,
-    Addr,
-    ArgList,
-    Function,
-    Guard,
-    Imm,
-    Instr,
-    Label,
-    Module,
-    Neg,
-    Pair,
-    Param,
-    Reg,
-    Special,
-    Sym,
-    Variable,
-    Vec,
-)
+from .ir import (TYPE_BITS, Addr, ArgList, Function, Guard, Imm, Instr, Label, Module, Neg, Pair, Param, Reg, Special,
+                 Sym, Variable, Vec)
 
 
 class PTXSyntaxError(ValueError):

@@ -17,11 +17,8 @@ def mtp_logits(model_dir, hidden, next_ids):
     """Logits of the MTP head of the checkpoint at `model_dir` for hidden states `hidden`
     [T, width] (the main model's last_hidden_state) and the following tokens `next_ids` [T]."""
     import torch
-    from transformers.models.qwen3_5.modeling_qwen3_5 import (
-        Qwen3_5DecoderLayer,
-        Qwen3_5RMSNorm,
-        Qwen3_5TextRotaryEmbedding,
-    )
+    from transformers.models.qwen3_5.modeling_qwen3_5 import (Qwen3_5DecoderLayer, Qwen3_5RMSNorm,
+                                                              Qwen3_5TextRotaryEmbedding)
 
     from .checkpoint import read_checkpoint
     ck = read_checkpoint(model_dir)

@@ -34,71 +34,13 @@ re-exports every routine and builds `COST`.
 """
 from __future__ import annotations
 
-from .builder import (
-    ABS,
-    COMPARE_OPS,
-    F32_INF,
-    F32_MAX,
-    F32_NAN,
-    F32_ONE,
-    F64_NAN_HI,
-    FROUND,
-    IROUND,
-    S31,
-    TESTP_OPS,
-    Builder,
-    SoftFloatError,
-    Value,
-    Word,
-    routine,
-)
+from .builder import (ABS, COMPARE_OPS, F32_INF, F32_MAX, F32_NAN, F32_ONE, F64_NAN_HI, FROUND, IROUND, S31, TESTP_OPS,
+                      Builder, SoftFloatError, Value, Word, routine)
 from .convert import FLOAT_TYPES, INT_TYPES, cvt
-from .f32 import (
-    abs,
-    add,
-    check_mode,
-    compare,
-    copysign,
-    denorm,
-    div,
-    flush32,
-    fma,
-    ftz_out32,
-    isnan32,
-    max,
-    min,
-    mul,
-    neg,
-    pack32,
-    rcp,
-    recip32,
-    round30,
-    rsqrt32,
-    sat32,
-    sqrt,
-    sub,
-    testp,
-)
-from .f64 import (
-    F64_CNAN,
-    F64_INF_HI,
-    abs64,
-    add64,
-    compare64,
-    copysign64,
-    div64,
-    f64_to_int,
-    fma64,
-    int_to_f64,
-    max64,
-    min64,
-    mul64,
-    neg64,
-    rcp64,
-    sqrt64,
-    sub64,
-    testp64,
-)
+from .f32 import (abs, add, check_mode, compare, copysign, denorm, div, flush32, fma, ftz_out32, isnan32, max, min, mul,
+                  neg, pack32, rcp, recip32, round30, rsqrt32, sat32, sqrt, sub, testp)
+from .f64 import (F64_CNAN, F64_INF_HI, abs64, add64, compare64, copysign64, div64, f64_to_int, fma64, int_to_f64,
+                  max64, min64, mul64, neg64, rcp64, sqrt64, sub64, testp64)
 
 __all__ = ['ABS', 'Builder', 'COMPARE_OPS', 'F32_INF', 'F32_MAX', 'F32_NAN', 'F32_ONE', 'F64_CNAN', 'F64_INF_HI', 'F64_NAN_HI', 'FLOAT_TYPES', 'FROUND', 'INT_TYPES', 'IROUND', 'S31', 'SoftFloatError', 'TESTP_OPS', 'Value', 'Word', 'abs', 'abs64', 'add', 'add64', 'check_mode', 'compare', 'compare64', 'copysign', 'copysign64', 'cvt', 'denorm', 'div', 'div64', 'f64_to_int', 'flush32', 'fma', 'fma64', 'ftz_out32', 'int_to_f64', 'isnan32', 'max', 'max64', 'min', 'min64', 'mul', 'mul64', 'neg', 'neg64', 'pack32', 'rcp', 'rcp64', 'recip32', 'round30', 'routine', 'rsqrt32', 'sat32', 'sqrt', 'sqrt64', 'sub', 'sub64', 'testp', 'testp64', "COST"]
 
