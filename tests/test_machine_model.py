@@ -272,7 +272,7 @@ def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
     the same circuits with other compiler options and other machines stay."""
     import json
 
-    from qwengpu.runtime import model as mm
+    from qwengpu.runtime import checkpoint as mm
     monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
     current = mm.source_hash(TINY, {})
     for name, h in [("tiny-old", "0123"), ("tiny-now", current), ("tiny-now-other-options", current),
