@@ -4,14 +4,14 @@ The pipeline flows one way: CUDA --nvcc--> PTX --frontend--> kernel IR --assembl
 --runtime--> model forward passes --decoder--> results. The reference interpreter beside it defines
 the semantics every engine is tested against.
 """
+from .api import load_program, run, run_many
 from .cuda import compile_cuda
 from .launch import LaunchResult, LaunchSpec
-from .program import load_program, run, run_many
 
 
 def build_gpu(target="compact", out=None, **options):
-    """The GPU compiled into a Qwen3.5 checkpoint (see `qwengpu.machine.model.build_gpu`)."""
-    from .machine.model import build_gpu as _build
+    """The GPU compiled into a Qwen3.5 checkpoint (see `qwengpu.runtime.checkpoint.build_gpu`)."""
+    from .runtime.checkpoint import build_gpu as _build
     return _build(target, out, **options)
 
 

@@ -14,8 +14,8 @@ import statistics
 import time
 from datetime import datetime, timezone
 
-from .machine.assembler import AssemblerError
-from .program import MODEL_ENGINES
+from .assembler import AssemblerError
+from .api import MODEL_ENGINES
 
 
 def _machine_for(engine: str, options: dict) -> dict:
@@ -23,7 +23,7 @@ def _machine_for(engine: str, options: dict) -> dict:
     if engine in MODEL_ENGINES:
         opts.setdefault("progress", False)
         if opts.get("machine") is None:          # load once: the timings are of launches, not loads
-            from .machine.model import load_machine
+            from .runtime.checkpoint import load_machine
             opts["machine"] = load_machine(dense=engine == "model", progress=False)
     else:
         opts.pop("machine", None)
@@ -34,7 +34,7 @@ def _machine_for(engine: str, options: dict) -> dict:
 
 def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print) -> list[dict]:
     """One row per kernel on one engine (kernels the machine cannot assemble are listed, not timed)."""
-    from .program import load_program, run
+    from .api import load_program, run
     opts = _machine_for(engine, options)
     if engine in MODEL_ENGINES and kernels:       # load the engine's compiled code before timing
         from . import suite
@@ -65,12 +65,12 @@ def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print) ->
 def bench_batches(engine: str, kernels, sizes, options: dict) -> list[dict]:
     """The selection through `run_many` in batches of each size: generated tokens and forward
     passes per second of the whole selection."""
-    from .program import load_program, run_many
+    from .api import load_program, run_many
     opts = _machine_for(engine, options)
     progs, specs = [], []
     for k in kernels:
         try:
-            from .machine.assembler import assemble
+            from .assembler import assemble
             m = load_program(k.ptx())
             assemble(m, k.spec(), config=opts["machine"].config)
         except AssemblerError:

@@ -9,7 +9,8 @@
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
 
-Errors go to stderr with a non-zero exit status.
+Errors go to stderr as one line with a non-zero exit status; `--debug` (anywhere on the line)
+prints the traceback too.
 """
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ import numpy as np
 
 from . import __version__
 from .launch import margin_text
-from .program import MODEL_ENGINES
+from .api import MODEL_ENGINES
 
 
 def _engines():
-    from .program import ENGINES
+    from .api import ENGINES
     return ENGINES
 
 
@@ -57,14 +58,14 @@ def _model_options(args) -> dict:
     if getattr(args, "check_states", False):
         opts["check_states"] = True
     if getattr(args, "model", None):
-        from .splice.machine import open_spliced_machine
+        from .splice.machine_splice import open_spliced_machine
         opts["machine"] = open_spliced_machine(args.model)
     return opts
 
 
 def cmd_run(args) -> int:
+    from .api import run
     from .launch import LaunchSpec
-    from .program import run
     spec = LaunchSpec.from_json(args.launch)
     res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps,
               **_model_options(args))
@@ -74,8 +75,14 @@ def cmd_run(args) -> int:
 
 def cmd_verify(args) -> int:
     from .verify import verify
+    factory = None
+    if args.jobs > 1 and getattr(args, "model", None):         # each worker process reopens the checkpoint
+        import functools
+
+        from .splice.machine_splice import open_spliced_machine
+        factory = functools.partial(open_spliced_machine, args.model)
     report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, batch_size=args.batch,
-                    jobs=args.jobs, **_model_options(args))
+                    jobs=args.jobs, machine_factory=factory, **_model_options(args))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -107,7 +114,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .program import run
+    from .api import run
     from .suite import get
     k = get("dot")
     spec = k.spec()
@@ -168,6 +175,7 @@ def _model_arguments(p, checks: bool = True) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qwengpu", description="A SIMT GPU compiled into a Qwen3.5 model.")
     p.add_argument("--version", action="version", version=f"qwengpu {__version__}")
+    p.add_argument("--debug", action="store_true", help="on an error, print the traceback (anywhere on the line)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run one kernel launch")
@@ -229,13 +237,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv                  # accepted after the subcommand too
+    args = build_parser().parse_args((["--debug"] if debug else []) + [a for a in argv if a != "--debug"])
     try:
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:   # every failure: a clear message on stderr, non-zero exit
+        if args.debug:
+            import traceback
+            traceback.print_exc()
         name = type(e).__name__
         print(f"qwengpu {args.command}: {name}: {e}", file=sys.stderr)
         return 2

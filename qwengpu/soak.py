@@ -52,7 +52,7 @@ def loop_count_for(tokens: int, config=None) -> int:
     """The `lcg_soak` loop count whose launch generates at least `tokens` tokens (the token count
     is linear in it, measured on the simulator at two small counts)."""
     from . import suite
-    from .program import run
+    from .api import run
     k = suite.get("lcg_soak")
     opts = {} if config is None else {"config": config}
 
@@ -72,9 +72,9 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
     import numpy as np
 
     from . import suite
-    from .machine.model import load_machine
-    from .machine.runtime import run_on_model
-    from .program import load_program, run
+    from .runtime.checkpoint import load_machine
+    from .runtime.engines import run_on_model
+    from .api import load_program, run
     from .verify import compare_buffers
     machine = machine or load_machine(progress=progress)
     k = suite.get("lcg_soak")

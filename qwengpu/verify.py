@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from .program import MODEL_ENGINES
+from .api import MODEL_ENGINES
 
 
 @dataclass
@@ -103,7 +103,7 @@ def compare_buffers(got: list, want: list, nan_equal: bool) -> str | None:
 def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     """One suite kernel on `engine`, checked against its oracle (and, on the model engines, the
     simulator's token stream; hardware goldens where recorded)."""
-    from .program import run
+    from .api import run
     t0 = time.perf_counter()
     try:
         res = run(kernel.ptx(), kernel.spec(), engine=engine, **options)
@@ -114,7 +114,7 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
 
 def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     """A Row for `res`, the LaunchResult (or the exception) of `kernel` on `engine`."""
-    from .program import run
+    from .api import run
     if isinstance(res, Exception):
         return Row(kernel.name, False, f"{type(res).__name__}: {res}", seconds=seconds)
     row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
@@ -146,41 +146,34 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
 _WORKER: dict = {}
 
 
-def _worker_init(engine: str, options: dict, model_dir):
+def _worker_init(engine: str, options: dict, machine_factory):
     import torch
     torch.set_num_threads(1)
-    opts = dict(options)
-    if model_dir is not None:
-        from .splice.machine import open_spliced_machine
-        opts["machine"] = open_spliced_machine(model_dir)
-    _WORKER.update(engine=engine, options=opts)
+    _WORKER.update(engine=engine, options=dict(options), factory=machine_factory)
 
 
 def _worker_verify(name: str) -> Row:
     from . import suite
-    opts = dict(_WORKER["options"])
-    opts.setdefault("progress", False)
-    if opts.get("machine") is None:
-        from .machine.model import load_machine
-        opts["machine"] = load_machine(dense=_WORKER["engine"] == "model", progress=False)
-        _WORKER["options"]["machine"] = opts["machine"]
-    return verify_kernel(suite.get(name), _WORKER["engine"], **opts)
+    opts = _WORKER["options"]
+    if opts.get("machine") is None:                  # once per worker process
+        opts["machine"] = _WORKER["factory"]()
+    return verify_kernel(suite.get(name), _WORKER["engine"], **{"progress": False, **opts})
 
 
-def _verify_in_processes(engine: str, ks: list, jobs: int, progress: bool, options: dict) -> list:
-    """The kernels shared out to `jobs` worker processes (each loads the machine once), longest
-    launches first."""
+def _verify_in_processes(engine: str, ks: list, jobs: int, progress: bool, options: dict, machine_factory) -> list:
+    """The kernels shared out to `jobs` worker processes (each makes the machine once with
+    `machine_factory`, a picklable callable), longest programs first."""
+    import functools
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    machine = options.pop("machine", None)
-    model_dir = getattr(machine, "meta", None) and machine.path        # a spliced checkpoint: reopened by path
-    if machine is not None and model_dir is None:
-        raise ValueError("verify with jobs > 1 runs the built-in machine or a spliced checkpoint (--model)")
+
+    from .api import default_machine
+    options.pop("machine", None)
+    factory = machine_factory or functools.partial(default_machine, engine, False)
     order = sorted(ks, key=lambda k: -k.ptx_path.stat().st_size)      # big programs run long: start them first
-    ctx = multiprocessing.get_context("spawn")
     rows = {}
-    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
-                             initargs=(engine, options, model_dir)) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                             initargs=(engine, options, factory)) as pool:
         futures = {pool.submit(_worker_verify, k.name): k.name for k in order}
         for fut in tqdm(futures, desc=f"verify {engine} ({jobs} processes)", disable=not progress, leave=False):
             rows[futures[fut]] = fut.result()
@@ -188,22 +181,22 @@ def _verify_in_processes(engine: str, ks: list, jobs: int, progress: bool, optio
 
 
 def verify(engine: str = "interp", names=None, progress: bool = True, batch_size: int = 1, jobs: int = 1,
-           **options) -> Report:
+           machine_factory=None, **options) -> Report:
     """Every kernel (or `names`) on `engine` against its oracle. On the model engines the kernels
     run through `run_many` in batches of `batch_size` (a kernel's seconds: its batch's time shared
-    by generated tokens), or, with `jobs` > 1, one by one in that many processes."""
+    by generated tokens), or, with `jobs` > 1, one by one in that many processes, each making its
+    machine with `machine_factory` (default: the built-in machine)."""
     from . import suite
-    from .program import run_many
+    from .api import default_machine, run_many
     ks = [suite.get(n) for n in names] if names else suite.kernels()
     if engine in MODEL_ENGINES and jobs > 1:
-        return Report(engine, _verify_in_processes(engine, ks, jobs, progress, dict(options)))
+        return Report(engine, _verify_in_processes(engine, ks, jobs, progress, dict(options), machine_factory))
     if engine not in MODEL_ENGINES:
         return Report(engine, [verify_kernel(k, engine, **options)
                                for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False)])
     options.setdefault("progress", False)
     if options.get("machine") is None:
-        from .machine.model import load_machine
-        options["machine"] = load_machine(dense=engine == "model", progress=progress)
+        options["machine"] = default_machine(engine, progress)
     rows = []
     bar = tqdm(total=len(ks), desc=f"verify {engine}", disable=not progress, leave=False)
     for i in range(0, len(ks), max(1, batch_size)):

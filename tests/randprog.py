@@ -7,7 +7,6 @@ reconvergence) and loops with a data-dependent trip count of 0-3 (nested up to d
 from __future__ import annotations
 
 from hypothesis import strategies as st
-
 from ptxkit import HEADER
 
 DATA = 8

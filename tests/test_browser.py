@@ -58,8 +58,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     try:
-        import playwright  # noqa: F401
         import jupyterlab  # noqa: F401
+        import playwright  # noqa: F401
     except ImportError as e:
         pytest.fail(f"the browser test needs Playwright and JupyterLab: pip install -e '.[test]' ({e})")
     work = tmp_path_factory.mktemp("lab")
@@ -233,8 +233,9 @@ def compact_machine():
     """The built-in machine, built here if the cache does not have it (2-3 min once; the notebook's
     kernel then loads it in seconds)."""
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
+
     from qwengpu.machine.config import COMPACT
-    from qwengpu.machine.model import load_machine
+    from qwengpu.runtime.checkpoint import load_machine
     return load_machine(COMPACT, progress=False).fast()
 
 

@@ -42,6 +42,16 @@ def test_errors_go_to_stderr_with_nonzero_exit(tmp_path):
     assert p.returncode != 0 and "takes 3 parameters" in p.stderr and p.stdout == ""
     p = cli("run", "/nonexistent.ptx", "--launch", str(bad))
     assert p.returncode != 0 and "no such file" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1     # one clear line
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kernel": "dot", "grid": 1, "block": 4, "args": []}')
+    for argv in (["--debug", "run"], ["run", "--debug"]):           # before or after the subcommand
+        p = cli(*argv, str(suite.get("dot").ptx_path), "--launch", str(bad))
+        assert p.returncode == 2 and "Traceback (most recent call last)" in p.stderr
+        assert p.stderr.strip().splitlines()[-1].startswith("qwengpu run: ")
 
 
 def test_fault_reports_lane_and_address(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qwengpu.compiler import Lin, Program, Target, compare, compile_program, gadgets, memory
+from qwengpu.compiler import Program, Target, compare, compile_program, gadgets, memory
 from qwengpu.compiler.core import CompileError
 
 FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,16 +11,16 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from qwengpu.compiler import CompileError, Program, compare, compile_program, evaluate
 from qwengpu.compiler import attention as A
-from qwengpu.compiler.build import Target
+from qwengpu.compiler.compiling import Target
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from qwengpu.compiler import CompileError, Lin, Program, Target, compile_program, gadgets, memory
+from qwengpu.compiler import CompileError, Program, Target, compile_program, gadgets, memory
 from qwengpu.compiler import attention as A
 from qwengpu.compiler import margins as MG
 from qwengpu.compiler import report as R

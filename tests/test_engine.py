@@ -22,7 +22,7 @@ from qwengpu.compiler import Program, compile_program, gadgets, memory
 from qwengpu.compiler.engine import SparseEngine, top2
 from qwengpu.compiler.fast import FastModel
 from qwengpu.machine.config import TINY
-from qwengpu.machine.model import compile_machine
+from qwengpu.runtime.checkpoint import compile_machine
 
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                       HealthCheck.function_scoped_fixture])

@@ -10,17 +10,18 @@ Three kinds of check:
 from __future__ import annotations
 
 import math
-import os
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+import sizes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from qwengpu.interp import floats as F
 
-# QWENGPU_FLOATS_SCALE=50 multiplies the example counts for a long soak run.
-_SCALE = max(1, int(os.environ.get("QWENGPU_FLOATS_SCALE", "1")))
+# `pytest --soak 50` multiplies the example counts for a long soak run (tests/sizes.py).
+_SCALE = max(1, int(sizes.SOAK))
 SETTINGS = settings(max_examples=100 * _SCALE, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 FEW = settings(max_examples=60 * _SCALE, deadline=None,

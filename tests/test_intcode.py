@@ -1,4 +1,4 @@
-"""Bit-exactness of the straight-line integer routines (`qwengpu.machine.intcode`) against the
+"""Bit-exactness of the straight-line integer routines (`qwengpu.assembler.intcode`) against the
 reference semantics (`qwengpu.interp.alu`).
 
 Three layers:
@@ -7,28 +7,27 @@ Three layers:
 * bulk: the same recorded sequence evaluated on numpy arrays (`np_eval`, a vectorised
   `Recorder.evaluate`, itself checked against `Recorder.evaluate`) over large random and edge
   grids;
-* exhaustive (INTCODE_EXHAUSTIVE=1): the 32-bit reciprocal over all 2^31 normalised divisors,
+* exhaustive (`pytest --runslow`): the 32-bit reciprocal over all 2^31 normalised divisors,
   the property the division proof rests on (docs/intcode.md), and every 16-bit immediate prmt
   selector.
 
-INTCODE_SCALE (default 1) multiplies the bulk sample sizes and the hypothesis example counts.
+`pytest --soak N` multiplies the bulk sample sizes and the hypothesis example counts (tests/sizes.py).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+import sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import qwengpu.machine.intcode as ic
+import qwengpu.assembler.intcode as ic
+from qwengpu.assembler.emit import Recorder
 from qwengpu.interp import alu
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import ALU_OPS, M32, Imm, src
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, src
 
-SCALE = float(os.environ.get("INTCODE_SCALE", "1"))
-EXHAUSTIVE = os.environ.get("INTCODE_EXHAUSTIVE", "") not in ("", "0")
+SCALE = sizes.SOAK
+EXHAUSTIVE = sizes.RUNSLOW
 M64 = (1 << 64) - 1
 U = np.uint64
 MASK = U(M32)
@@ -377,7 +376,7 @@ def test_recip32_bound_sampled():
     assert R[0] <= 2 * (1 << 31) and R[1] <= 4 * (3 << 30)
 
 
-@pytest.mark.skipif(not EXHAUSTIVE, reason="set INTCODE_EXHAUSTIVE=1 (5-8 minutes)")
+@pytest.mark.slow               # 5-8 minutes
 def test_recip32_bound_exhaustive():
     chunk = 1 << 23
     for lo in range(1 << 31, 1 << 32, chunk):
@@ -815,7 +814,7 @@ def test_prmt_bulk(mode):
 @pytest.mark.parametrize("mode", ic.PRMT_MODES)
 def test_prmt_immediate(mode):
     """The selector folded at assembly time; for the default mode every 16-bit selector under
-    INTCODE_EXHAUSTIVE (or a large scale), else a sample."""
+    --runslow (or --soak 8 and more), else a sample."""
     rng = np.random.default_rng(121)
     v = np.array(PRMT_VALUES, dtype=U)
     A = np.concatenate([rng.integers(0, 1 << 32, 21, dtype=U), np.repeat(v, len(v))])

@@ -1,9 +1,7 @@
 """Per-opcode edge cases of the reference interpreter, through the public `run` API."""
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from ptxkit import bits_f32, f32_bits, unary_or_binary
 
 INT_MIN = 0x80000000

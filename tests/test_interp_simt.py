@@ -1,8 +1,7 @@
 """SIMT execution of the reference interpreter: divergence, reconvergence, calls, barriers, faults."""
-import numpy as np
 import pytest
-
 from ptxkit import kernel
+
 from qwengpu import run
 from qwengpu.interp.interpreter import StepLimitExceeded
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
@@ -34,7 +33,6 @@ JOIN:
 """
     res = launch(body, trace=True)
     assert res.buffers[0].tolist() == [200, 101, 202, 103]
-    masks = {(s.pc, s.text.split()[0]): s.active for s in res.trace.steps}
     # the join point runs once with all four lanes
     join = [s for s in res.trace.steps if s.text.startswith("add.u32")]
     assert len(join) == 1 and join[0].active == 0b1111

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from qwengpu_widgets import Inspector
 
 from qwengpu import suite
 from qwengpu.lab import trace_launch
-from widgets import Inspector
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,36 +1,36 @@
-"""Floating-point PTX on the machine (`qwengpu/machine/lower.py` with the routines of
+"""Floating-point PTX on the machine (`qwengpu/assembler/lower.py` with the routines of
 `softfloat.py`), checked end to end: one-instruction kernels run on the reference interpreter and on
 the token simulator (`engine="sim"`: lower, optimise, pack, simulate), results compared bit for bit.
 Operands are drawn from hypothesis seeds (random patterns mixed with zeros, infinities, NaNs,
 subnormals, extreme exponents, short significands that make ties, small integers and halves, related
 pairs that cancel); every suite kernel with floats must match the oracle on the simulator.
 
-MACHINE_FLOATS_SCALE (default 1) multiplies the hypothesis example counts.
+`pytest --soak N` multiplies the hypothesis example counts (tests/sizes.py).
 """
 from __future__ import annotations
 
-import os
 import random
 import zlib
 
 import numpy as np
 import pytest
+import sizes
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from qwengpu import load_program, run, suite
-from qwengpu.machine.assembler import AssemblerError, assemble
-from qwengpu.machine import softfloat as sf
-from qwengpu.machine.config import COMPACT, SIM
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import M32, Imm, src
-from qwengpu.machine.lower import _Lowerer
+from qwengpu.assembler import AssemblerError, assemble
+from qwengpu.assembler import softfloat as sf
+from qwengpu.assembler.emit import Recorder
+from qwengpu.assembler.lower import Lowerer
+from qwengpu.machine.config import COMPACT
 from qwengpu.machine.simulator import Simulator
+from qwengpu.machine.uops import M32, Imm, src
 from qwengpu.verify import compare_buffers
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-SCALE = float(os.environ.get("MACHINE_FLOATS_SCALE", "1"))
+SCALE = sizes.SOAK
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 GLOBAL_BYTES = 2048                       # the built-in machine's global memory
 MODES = ("rn", "rz", "rm", "rp")
@@ -546,10 +546,10 @@ def test_float_atomics(instr, t, guard, seed):
 # results of f64, .sat on f64 results) and f64 round-to-integral: bulk checks at the micro-op level.
 
 class _Composer:
-    """Just enough of the lowering to run `_Lowerer.convert` into a Recorder."""
-    soft = staticmethod(_Lowerer.soft)
-    convert = _Lowerer.convert
-    sat64 = _Lowerer.sat64
+    """Just enough of the lowering to run `Lowerer.convert` into a Recorder."""
+    soft = staticmethod(Lowerer.soft)
+    convert = Lowerer.convert
+    sat64 = Lowerer.sat64
 
     def __init__(self, rec):
         self.rec = rec
@@ -650,7 +650,7 @@ def test_approximate_instructions_are_refused(instr, operands):
     ptx = kernel(instr, operands[0], operands)
     spec = {"grid": 1, "block": 32, "args": [{"buffer": f"uint{bits(t)}", "size": 32} for t in operands + [operands[0]]]}
     for engine in ({}, {"engine": "sim"}):
-        with pytest.raises(Exception, match=rf"line \d+.*(approximate|rounding modifier)") as e:
+        with pytest.raises(Exception, match=r"line \d+.*(approximate|rounding modifier)") as e:
             run(ptx, spec, **engine)
         assert instr.split(".")[0] in str(e.value)
 

@@ -1,32 +1,31 @@
-"""The machine's lowering of integer PTX (`qwengpu/machine/lower.py` with the routines of
+"""The machine's lowering of integer PTX (`qwengpu/assembler/lower.py` with the routines of
 `intcode.py`), checked end to end: small kernels run on the token simulator (`engine="sim"`: assemble,
 optimise, pack, simulate) must write exactly what the reference interpreter writes. Also: the packer
 respects the carry limit, and every suite kernel the machine accepts gives the oracle's results.
 
-MACHINE_LOWER_SCALE (default 1) multiplies the hypothesis example counts.
+`pytest --soak N` multiplies the hypothesis example counts (tests/sizes.py).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+import sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qwengpu import load_program, run, suite
+from qwengpu.assembler import AssemblerError, assemble
+from qwengpu.assembler import intcode as ic
+from qwengpu.assembler.emit import Recorder
+from qwengpu.assembler.lower import Block, MicroProgram
+from qwengpu.assembler.schedule import schedule
 from qwengpu.interp.memory import ExecutionFault
-from qwengpu.machine import intcode as ic
-from qwengpu.machine.assembler import AssemblerError, assemble
 from qwengpu.machine.config import COMPACT, SIM
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import MicroOp, src
-from qwengpu.machine.lower import Block, MicroProgram
-from qwengpu.machine.schedule import schedule
 from qwengpu.machine.simulator import Simulator
+from qwengpu.machine.uops import MicroOp, src
 from qwengpu.verify import compare_buffers
 
-SCALE = float(os.environ.get("MACHINE_LOWER_SCALE", "1"))
+SCALE = sizes.SOAK
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 REG = {8: "%rs", 16: "%rs", 32: "%r", 64: "%rd"}
 GLOBAL_BYTES = 2048                       # the built-in machine's global memory
@@ -640,6 +639,7 @@ def test_a_program_larger_than_the_rom_names_the_limit():
     """COMPACT's ROM holds 512 bundles (pc_bits 9): a chain of 2400 dependent operations does not
     fit its four ALU slots per bundle."""
     from ptxkit import kernel
+
     from qwengpu.launch import LaunchSpec
     body = "ld.param.u64 %rd1, [out];\nld.global.u32 %r1, [%rd1];\nmov.u32 %r2, %r1;\n"
     body += "xor.b32 %r2, %r2, %r1;\nadd.u32 %r2, %r2, %r1;\n" * 1200 + "st.global.u32 [%rd1], %r2;\nret;"

@@ -4,24 +4,22 @@ kernels' oracles.
 
 The built-in COMPACT machine is compiled once (sparse weights) for the compact engine; the stock
 forward runs on the small TINY machine (same circuits, one ALU slot), built, saved and reloaded.
-Set QWENGPU_FULL_SUITE=1 to run every kernel on the compact engine (~30 min on 2 cores); by default
-a set of kernels that exercises every unit and control path runs.
+`pytest --runslow` runs every kernel on the compact engine (~30 min on 2 cores); by default a set
+of kernels that exercises every unit and control path runs (the others are marked slow).
 """
-import os
-
 import pytest
-
 from ptxkit import kernel
+
 import qwengpu
 from qwengpu import load_program, run, suite
+from qwengpu.assembler import assemble
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
-from qwengpu.machine.assembler import assemble
 from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
-from qwengpu.machine.model import load_machine, open_machine
-from qwengpu.machine.runtime import best_device
-from qwengpu.machine.prompt import prompt_tokens
 from qwengpu.machine.simulator import MachineStepLimit
+from qwengpu.runtime.checkpoint import load_machine, open_machine
+from qwengpu.runtime.engines import best_device
+from qwengpu.runtime.prompt import prompt_tokens
 from qwengpu.verify import compare_buffers
 
 #: kernels covering every unit (ALU ops, multiplier, memory widths and spaces, atomics, cross-lane)
@@ -42,7 +40,7 @@ def _machine_kernels():
     return out
 
 
-SUITE = _machine_kernels() if os.environ.get("QWENGPU_FULL_SUITE") else CI_KERNELS
+SUITE = CI_KERNELS + [pytest.param(n, marks=pytest.mark.slow) for n in _machine_kernels() if n not in CI_KERNELS]
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +256,7 @@ def test_results_forwarded_inside_a_bundle_stay_exact(compact, body):
 def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monkeypatch):
     """`qwengpu verify --engine compact`: per kernel and over all, the smallest logit gap and the
     memory and residual code margins the run measured."""
-    import qwengpu.machine.model as model_module
+    import qwengpu.runtime.checkpoint as model_module
     from qwengpu.cli import main
     monkeypatch.setattr(model_module, "load_machine", lambda *a, **k: compact)
     assert main(["verify", "--engine", "compact", "--check-states", "dot"]) == 0
@@ -274,9 +272,9 @@ def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
     the same circuits with other compiler options and other machines stay."""
     import json
 
-    from qwengpu.machine import model as mm
+    from qwengpu.runtime import checkpoint as mm
     monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
-    current = mm._source_hash(TINY, {})
+    current = mm.source_hash(TINY, {})
     for name, h in [("tiny-old", "0123"), ("tiny-now", current), ("tiny-now-other-options", current),
                     ("compact-old", "0123")]:
         (tmp_path / name).mkdir()

@@ -2,21 +2,21 @@
 compact engine against the reference interpreter, bit for bit, with the model's registers checked
 against the simulator's after every pass.
 
-QWENGPU_RANDOM_EXAMPLES (default 4) sets how many programs run on the model (each takes a few
-seconds); the simulator runs ten times as many.
+Four programs run on the model (each takes a few seconds; `pytest --soak N` runs 4N); the simulator
+runs ten times as many.
 """
 import functools
-import os
 
 import numpy as np
+import sizes
 from hypothesis import HealthCheck, given, settings
+from randprog import inputs, launch, programs
 
 from qwengpu import run
 from qwengpu.machine.config import COMPACT
-from qwengpu.machine.model import load_machine
-from randprog import inputs, launch, programs
+from qwengpu.runtime.checkpoint import load_machine
 
-MODEL_EXAMPLES = int(os.environ.get("QWENGPU_RANDOM_EXAMPLES", "4"))
+MODEL_EXAMPLES = sizes.scaled(4)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 
 

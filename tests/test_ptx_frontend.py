@@ -6,7 +6,7 @@ import pytest
 from qwengpu import compile_cuda, load_program
 from qwengpu.cuda import NvccNotFound, find_nvcc
 from qwengpu.ptx.ir import Addr, ArgList, Imm, Label, Pair, Reg, Special, Sym, Vec, demangled_name
-from qwengpu.ptx.isa import decode, validate_module
+from qwengpu.ptx.isa import validate_module
 from qwengpu.ptx.parser import PTXSyntaxError, parse_ptx, tokenize
 
 SAMPLE = r"""

@@ -1,4 +1,4 @@
-"""Soft-float micro-op routines (qwengpu.machine.softfloat) against the reference semantics
+"""Soft-float micro-op routines (qwengpu.assembler.softfloat) against the reference semantics
 (qwengpu.interp.floats), bit for bit.
 
 Two kinds of check for every routine and modifier combination:
@@ -8,24 +8,24 @@ Two kinds of check for every routine and modifier combination:
   underflow thresholds, cancellations, subnormals, integers near 2^24/2^31/2^32 ...), evaluated
   with a numpy transcription of `alu_eval` that is itself checked against `Recorder.evaluate`.
 
-QWENGPU_SOFTFLOAT_SCALE=N multiplies every example count (a soak run).
+`pytest --soak N` multiplies every example count (a soak run; tests/sizes.py).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+import sizes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qwengpu.assembler import softfloat as sf
+from qwengpu.assembler.emit import Recorder
+from qwengpu.interp import floats as F
+from qwengpu.machine.uops import ALU_OPS, Imm, alu_eval
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-from hypothesis import HealthCheck, given, settings, strategies as st
 
-from qwengpu.interp import floats as F
-from qwengpu.machine import softfloat as sf
-from qwengpu.machine.emit import Recorder
-from qwengpu.machine.isa import ALU_OPS, Imm, alu_eval
-
-SCALE = max(1, int(os.environ.get("QWENGPU_SOFTFLOAT_SCALE", "1")))
+SCALE = max(1, int(sizes.SOAK))
 HYP = settings(max_examples=40 * SCALE, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BULK = 4000 * SCALE                 # random inputs per generator per combination
@@ -210,9 +210,7 @@ def compare_bulk(bt, ref, arrays, what):
     """Vectorised run vs reference; a failure names the first bad inputs. Every 97th lane is
     also run through Recorder.evaluate."""
     got = bt.run(*arrays)
-    if os.environ.get("QWENGPU_SOFTFLOAT_COUNT"):          # soak bookkeeping: lanes checked
-        with open(os.environ["QWENGPU_SOFTFLOAT_COUNT"], "a") as fh:
-            fh.write(f"{len(arrays[0])}\n")
+    sizes.checked(len(arrays[0]))                           # the soak summary's count
     want = ref(*arrays)
     if not isinstance(want, tuple):
         want = (want,)
@@ -452,14 +450,14 @@ def test_fma_hyp(a, b, c, mode, ftz, sat):
 # div / rcp / sqrt: the integer approximations are proved by exhaustion, the rest by testing
 
 # every normalised 24-bit significand (every 8th at the default scale: the full sweep runs with
-# QWENGPU_SOFTFLOAT_SCALE >= 2)
+# --soak 2 and more)
 ALL_SIG = ((np.arange(0, 1 << 23, 1 if SCALE > 1 else 8, dtype=np.uint64) | U(1 << 23)) << U(8))
 
 
 def test_recip32_exhaustive():
     """For every divisor significand m: R <= 2^63/m and 2^63 - R*m < 2^35 (relative error
     < 2^-28), so the quotient estimate is floor(q) or floor(q) - 1 for q < 2^26."""
-    bt = Built(lambda em, m: sf._run(em, lambda b, m: sf._recip32(b, m), m), 1)
+    bt = Built(lambda em, m: sf.routine(em, lambda b, m: sf.recip32(b, m), m), 1)
     r = bt.run(ALL_SIG)[0]
     prod = r * ALL_SIG                                   # < 2^64: exact in uint64
     assert not np.any(prod > U(1 << 63))
@@ -470,7 +468,7 @@ def test_recip32_exhaustive():
 def test_isqrt26_exhaustive(par):
     """For every significand m and both exponent parities: S0 in {S-1, S}, S = floor(sqrt(X)),
     X = m * 2^(19+par), and the radicand word is X mod 2^32."""
-    bt = Built(lambda em, m: sf._run(em, lambda b, m: sf._isqrt26(b, m, par), m), 1)
+    bt = Built(lambda em, m: sf.routine(em, lambda b, m: sf.f32._isqrt26(b, m, par), m), 1)
     s0, xw = bt.run(ALL_SIG)
     x = (ALL_SIG >> U(8)) << U(27 + par)                  # < 2^52: exact in float64
     s = np.floor(np.sqrt(x.astype(np.float64))).astype(np.uint64)
@@ -984,7 +982,7 @@ def _wide_words(n):
 
 def test_recip32_wide_sample():
     m = _wide_words(200000 * SCALE)
-    bt = Built(lambda em, x: sf._run(em, lambda b, x: sf._recip32(b, x), x), 1)
+    bt = Built(lambda em, x: sf.routine(em, lambda b, x: sf.recip32(b, x), x), 1)
     prod = bt.run(m)[0] * m
     assert not np.any(prod > U(1 << 63))
     assert float((U(1 << 63) - prod).max()) < 2.0 ** 33.82
@@ -992,7 +990,7 @@ def test_recip32_wide_sample():
 
 def test_rsqrt32_wide_sample():
     m = _wide_words(200000 * SCALE)
-    bt = Built(lambda em, x: sf._run(em, lambda b, x: sf._rsqrt32(b, x), x), 1)
+    bt = Built(lambda em, x: sf.routine(em, lambda b, x: sf.rsqrt32(b, x), x), 1)
     y = bt.run(m)[0]
     lhs = y.astype(np.float64) ** 2 * m.astype(np.float64)
     rel = 1 - np.sqrt(lhs / 2.0 ** 94)

@@ -13,12 +13,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from qwengpu.compiler import Target, compile_program  # noqa: E402
-from qwengpu.splice import (NotQwen35Error, SpliceError, fixtures, read_checkpoint, read_meta,  # noqa: E402
-                            splice, target_for_base)
+from qwengpu.splice import NotQwen35Error, SpliceError, fixtures, read_checkpoint, read_meta, splice, target_for_base  # noqa: E402
 from qwengpu.splice.demo import demo_program, demo_sequence  # noqa: E402
 from qwengpu.splice.geometry import INDICATOR_DIMS, Geometry  # noqa: E402
 from qwengpu.splice.kl import measure_kl  # noqa: E402
-from qwengpu.splice.model import check_program, run_tokens, text_model  # noqa: E402
+from qwengpu.splice.spliced import check_program, run_tokens  # noqa: E402
 
 H = 64
 V = 416
@@ -188,7 +187,7 @@ def test_text_and_gpu_dims_stay_exactly_apart(text_case):
     launch = [rep.gpu_token_offset + compiled.token_id(t) for t in seq]
     ids = text + launch + text[:10]
     run = run_tokens(model, ids, 0, "prefill", layers=rep.gpu_layers + 4)
-    W, n = rep.width, rep.gpu_layers
+    n = rep.gpu_layers
     is_text = np.array([i < V for i in ids])
     for sub in range(2 * (n + 4)):                   # after every sublayer, GPU layers first
         r = run.sublayers[sub]
@@ -271,6 +270,7 @@ def test_bf16_keeps_language_within_bf16_noise(text_case):
 
 def test_cli_subcommands(text_case, tmp_path, capsys):
     import argparse
+
     from qwengpu.splice.cli import add_parsers
     p = argparse.ArgumentParser()
     add_parsers(p.add_subparsers(dest="command", required=True))
@@ -288,7 +288,9 @@ def test_tokenizer_extension_keeps_transformers_records_consistent(text_case, tm
     """Official tokenizer_config.json files list added tokens in `added_tokens_decoder`; the new
     tokens are recorded there too, and the reloaded tokenizer agrees with tokenizer.json."""
     import shutil
+
     from transformers import AutoTokenizer
+
     from qwengpu.splice.tokenizer import extend_tokenizer
     base = text_case[0]
     for f in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):

@@ -20,15 +20,13 @@ import subprocess
 import sys
 
 import pytest
-
 import torch
 import transformers  # noqa: F401
 
 from qwengpu import run, suite  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 from qwengpu.splice import SpliceError, fixtures, read_meta, target_for_base  # noqa: E402
-from qwengpu.splice.machine import (compile_for_base, fitting_text_config, machine_fit,  # noqa: E402
-                                    open_spliced_machine)
+from qwengpu.splice.machine_splice import compile_for_base, fitting_text_config, machine_fit, open_spliced_machine  # noqa: E402
 from qwengpu.verify import compare_buffers  # noqa: E402
 
 V = 416
@@ -97,7 +95,7 @@ def test_qwen35_2b_geometry_holds_the_machine_and_runs_a_launch_exactly():
     """TINY compiled for Qwen3.5-2B's true layer geometry (16 GDN key heads and 16 value heads of
     128, MLP 6144, 8 attention heads of 256): its memories take 667 key heads, banked and spread
     over 43 GDN layers; the dot launch is exact on the compact engine, states checked."""
-    from qwengpu.splice.machine import compile_for_base_geometry
+    from qwengpu.splice.machine_splice import compile_for_base_geometry
     fit = machine_fit(fixtures.qwen35_2b_text_config(), "tiny")
     assert fit.fits, fit.problems
     assert fit.needs()["memory_key_heads"] == 667
@@ -175,7 +173,7 @@ def test_stock_prefill_path(spliced, prefix):
     """The whole sequence (text prefix, prompt, generated tokens) in one chunked-prefill forward
     (text and GPU tokens in the same GDN chunks): every generated token is the model's top
     prediction, with the compiled logit gap."""
-    from qwengpu.machine.runtime import _check_prefill
+    from qwengpu.runtime.engines import _check_prefill
     base, out, rep, m = spliced
     sim = run(*_dot()[1:], engine="sim", config=m.config)
     exact, gap = _check_prefill(m.model, m, sim.extra["prompt"], sim.extra["generated"], "cpu",
@@ -240,6 +238,7 @@ def test_multimodal_layout(spliced_mm):
     """The published layout: the machine runs exactly (stock decode after a text prefix, compact
     engine) and text keeps the base's distributions."""
     from transformers import AutoModelForImageTextToText
+
     from qwengpu.splice.kl import measure_kl
     base, out, rep, m = spliced_mm
     cfg = json.loads((out / "config.json").read_text())

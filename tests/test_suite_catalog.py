@@ -21,7 +21,7 @@ HAS_NVCC = shutil.which("nvcc") is not None
 
 def _same_nvcc() -> bool:
     from qwengpu.cuda import nvcc_version
-    from qwengpu.suite.build import recorded_nvcc_version
+    from qwengpu.suite.regenerate import recorded_nvcc_version
     return nvcc_version() == recorded_nvcc_version()
 
 
@@ -117,9 +117,9 @@ def test_nvcc_txt_records_the_command():
 @pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not on PATH: cannot check the committed PTX against a fresh compile")
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_ptx_equals_a_fresh_compile(name):
-    from qwengpu.suite.build import compile_kernel
+    from qwengpu.suite.regenerate import compile_kernel
     if not _same_nvcc():
         pytest.skip("this nvcc differs from the one recorded in kernels/NVCC.txt (its PTX would differ)")
     k = suite.get(name)
     assert compile_kernel(k.cu_path) == k.ptx(), \
-        f"{name}.ptx is stale: run `python -m qwengpu.suite.build {name}`"
+        f"{name}.ptx is stale: run `python -m qwengpu.suite.regenerate {name}`"

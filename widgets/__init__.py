@@ -1,6 +1,6 @@
 """qwenGPU lab widgets (anywidget, ipywidgets 8, JupyterLab 4).
 
-    from widgets import Inspector
+    from qwengpu_widgets import Inspector
     Inspector(ptx, spec)          # step through a launch token by token
 
 Every widget also renders as static HTML (`Inspector.to_html()`, the `text/html` of its MIME bundle)

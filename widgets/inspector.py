@@ -1,6 +1,6 @@
 """The register inspector: an anywidget that steps through one launch token by token.
 
-    from widgets import Inspector
+    from qwengpu_widgets import Inspector
     insp = Inspector(ptx, spec)                     # engine="interp": the reference interpreter's trace
     insp = Inspector(ptx, spec, engine="compact")   # the model's forward passes (or engine="model")
     insp                                            # display it (JupyterLab 4, ipywidgets 8)
@@ -21,7 +21,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from qwengpu.lab import LaunchView, MachineView, trace_launch
+from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launch
 from qwengpu.lab.payload import (attention_payload, machine_gdn_bytes, machine_program_payload,
                                  machine_snapshot_payload, program_payload, snapshot_payload)
 
@@ -62,7 +62,6 @@ class Inspector(anywidget.AnyWidget):
         self.machine_mode = isinstance(view, MachineView)
         with self.hold_sync():
             if self.machine_mode:
-                from qwengpu.lab.machine import DEFAULT_SELECTIONS
                 self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
                 self.selections = list(selections or DEFAULT_SELECTIONS)
                 self.program = machine_program_payload(view)

@@ -107,7 +107,6 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     st = state
     if not st:
         return "<div>qwenGPU inspector (no state)</div>"
-    ls = st["lane_state"]
     parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static">']
     # header
     cons = '<span class="qg-badge ref">no model: interpreter state</span>'
@@ -121,7 +120,26 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     parts.append('<div class="qg-static-note">Static view of one position (no live kernel): run the notebook '
                  'to scrub, step and set breakpoints.</div>')
     parts.append('<div class="qg-grid">')
-    # ROM
+    parts.append(_rom_card(program, st))
+    parts.append(_warp_card(st, f))
+    parts.append(_memory_html(st["memory"], "hex dump"))
+    parts.append("</div>")
+    # GPU layers
+    lay = ['<div class="qg-card qg-layers"><h4>GPU layers</h4>'
+           '<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter '
+           '(<code>engine="interp"</code>); with a model engine (<code>engine="compact"</code> or '
+           '<code>"model"</code>) this panel shows each GPU layer\'s read/write pattern over its memory slots and '
+           'the DeltaNet state that holds the machine, decoded.</div>']
+    lay.append("</div>")
+    parts.append("".join(lay))
+    if st.get("fault"):
+        parts.append(f'<div class="qg-fault">{"fault: " if st["finished"] else "the next step faults: "}{_e(st["fault"])}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _rom_card(program: dict, st: dict) -> str:
+    """The ROM card: the function's instructions (current and previous pc marked) and the SIMT stack."""
     dis = program.get("disassembly", {}).get(st["function"], [])
     pc = st["next"]["pc"] if st.get("next") else None
     ppc = st["last"]["pc"] if st.get("last") and st["last"]["function"] == st["function"] else None
@@ -140,9 +158,13 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
         stack.append(f'<tr{top}><td class="qg-mono">{spc}</td><td>{_mask(m)}</td>'
                      f'<td class="qg-mono">{"exit" if rpc is None else rpc}</td></tr>')
     stack.append("</table>")
-    parts.append(f'<div class="qg-card"><h4>ROM <span class="qg-sub">{_e(st["function"])}</span></h4>'
+    return (f'<div class="qg-card"><h4>ROM <span class="qg-sub">{_e(st["function"])}</span></h4>'
                  f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{"".join(stack)}</div></div>')
-    # warp
+
+
+def _warp_card(st: dict, f: int) -> str:
+    """The warp card: the next instruction with its operands resolved per lane, and the registers."""
+    ls = st["lane_state"]
     n = st.get("next")
     w = [f'<div class="qg-card"><h4>Warp <span class="qg-sub">block {st["block"]} · warp {st["warp"]}</span></h4>']
     if n:
@@ -185,22 +207,7 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
                     f'</span></td>{cells}</tr>')
     w.append(f'<div class="qg-regwrap"><table class="qg-regs"><thead><tr><th>reg</th>{head}</tr></thead>'
              f'<tbody>{"".join(body)}</tbody></table></div></div>')
-    parts.append("".join(w))
-    # memory
-    parts.append(_memory_html(st["memory"], "hex dump"))
-    parts.append("</div>")
-    # GPU layers
-    lay = ['<div class="qg-card qg-layers"><h4>GPU layers</h4>'
-           '<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter '
-           '(<code>engine="interp"</code>); with a model engine (<code>engine="compact"</code> or '
-           '<code>"model"</code>) this panel shows each GPU layer\'s read/write pattern over its memory slots and '
-           'the DeltaNet state that holds the machine, decoded.</div>']
-    lay.append("</div>")
-    parts.append("".join(lay))
-    if st.get("fault"):
-        parts.append(f'<div class="qg-fault">{"fault: " if st["finished"] else "the next step faults: "}{_e(st["fault"])}</div>')
-    parts.append("</div>")
-    return "".join(parts)
+    return "".join(w)
 
 
 # ---------------------------------------------------------------------------------------------

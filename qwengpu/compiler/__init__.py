@@ -3,7 +3,7 @@
     from qwengpu.compiler import Program, compile_program, gadgets, memory
 """
 from . import gadgets, memory
-from .build import Compiled, Target, compile_program
+from .compiling import Compiled, Target, compile_program
 from .core import ANCHOR, CompileError, Lin, Var
 from .program import Program, View
 from .run import compare, evaluate, run_model

@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core import CompileError, Lin, Node, Var
+from .core import CompileError, Lin, Node, Var, evaluate_view
 from .gadgets import n_gated
-from .program import Program, evaluate_view
+from .program import Program, topo_order
 
 #: guaranteed score margin (after the fp32 error bound) between the intended key and any other
 MARGIN = 32.0
@@ -484,8 +484,7 @@ def _as_form(x) -> Lin | None:
 
 def rotary_frequencies(config) -> np.ndarray:
     """The model's own fp32 inverse frequencies (as float64), one per rotary pair."""
-    from .build import _inv_freq
-    return _inv_freq(config).double().numpy()
+    return rope_inv_freq(config).double().numpy()
 
 
 def assign_heads(nodes, config) -> list[tuple]:
@@ -610,8 +609,7 @@ def min_guaranteed_margin(compiled) -> float | None:
 
 def reference_targets(prog: Program, tokens: list[str]) -> dict:
     """{node name: per head, per position, the key position it must attend to}."""
-    from .build import _topo
-    order = _topo(prog)
+    order = topo_order(prog)
     state: dict = {}
     for text in tokens:
         env = {"@token": prog.token_by_text[text]}
@@ -697,3 +695,9 @@ def measure_margins(compiled, tokens: list[str], mode: str = "prefill", model=No
                     best = min(best, float(row_[j] - others.max()))
             out[node.name] = best
     return out
+
+
+def rope_inv_freq(config):
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
+    inv, _ = Qwen3_5TextRotaryEmbedding.compute_default_rope_parameters(config)
+    return inv

@@ -14,7 +14,7 @@ features hold (their squares are below the anchor square's rounding unit). A lin
 term reads the anchor.
 
 Nodes are evaluated by the reference evaluator (`Node.evaluate`, exact Python on discrete values)
-and emitted as weights (`qwengpu.compiler.emit`). Tests compare the two value by value.
+and emitted as weights (`qwengpu.compiler.compiling`). Tests compare the two value by value.
 """
 from __future__ import annotations
 
@@ -265,7 +265,6 @@ class MLPNode(Node):
         self.checks = checks or []      # (description, Lin, tolerance): precision-sensitive forms
 
     def evaluate(self, env, state):
-        from .program import evaluate_view
         if self.fn is None:
             return self._evaluate_ideal(env)
         vals = self.fn(*[evaluate_view(v, env) for v in self.args])
@@ -328,3 +327,24 @@ class OutputRule:
     """Token `token` is emitted when every (var, value) condition holds (and scores win)."""
     token: Token
     conditions: list           # [(Var, int)]
+
+
+class View(Var):
+    """A variable whose features are linear forms of other variables' features."""
+
+    def __init__(self, name: str, kind: str, forms: list[Lin], fn: Callable, sources: list[Var],
+                 lo: int = 0, hi: int = 1):
+        super().__init__(name, kind, len(forms), lo, hi)
+        self.forms = forms
+        self.fn = fn
+        self.sources = sources
+
+    def f(self, i: int = 0) -> Lin:
+        return self.forms[i]
+
+
+def evaluate_view(v: Var, env: dict):
+    """Value of a (possibly view) variable in an environment of residual values."""
+    if isinstance(v, View):
+        return v.fn(*[evaluate_view(s, env) for s in v.sources])
+    return env[v.name]

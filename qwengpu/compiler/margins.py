@@ -46,7 +46,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from .core import ANCHOR, ANCHOR_FEATURE, CompileError, Lin, MLPNode
+from .attention import GATE_ON, MARGIN, AttnNode, assign_heads
+from .core import ANCHOR, ANCHOR_FEATURE, CompileError, Lin
+from .gadgets import GATE_B, STEP_A
+from .memory import BETA_L, KEY_OFF, KEY_ON, KEY_SLOPE, VALUE_L, Z_ON, Previous, key_form
 
 U32 = 2.0 ** -24
 #: pre-activation distance from 0 at which SiLU / sigmoid are exact (or off) in fp32
@@ -62,7 +65,6 @@ GDN_TOKENS = 1 << 20
 BOUND = 1.0
 
 def _slopes():
-    from .gadgets import GATE_B, STEP_A
     return {"linear": 0.0, "erase": 0.0, "step": STEP_A, "gated": GATE_B, "product": 1.0}
 
 
@@ -228,7 +230,6 @@ def static_margins(compiled, erase_at: dict | None = None) -> dict:
     # attention heads
     designs = compiled.report.get("attention")
     if designs:
-        from .attention import GATE_ON, MARGIN, AttnNode, assign_heads
         for name, heads in designs.items():
             for h in heads:
                 acc.add("attention.score", name, _primitive_of(prog, name),
@@ -267,8 +268,6 @@ def _primitive_of(prog, node_name: str) -> str:
 
 def _gdn(node, ranges, rel, dk, acc, layer):
     """A GDN memory's (or previous()'s) pre-activations and its rail bound."""
-    from .build import key_form
-    from .memory import BETA_L, KEY_OFF, KEY_ON, KEY_SLOPE, VALUE_L, Z_ON, Previous
 
     worst = {}
 

@@ -18,10 +18,10 @@ layer's causal convolution.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .core import CompileError, Lin, Node, Var
-from .program import Program, evaluate_view
+from .core import CompileError, Lin, Node, Var, evaluate_view
+from .program import Program
 
 KEY_ON = 40.0       # key/query pre-activation at the addressed slot (SiLU(x) == x from 17 on)
 #: elsewhere: SiLU is exactly -0 in fp32 below -88.7 (exp overflows), and -KEY_OFF stays below that
@@ -194,3 +194,33 @@ def _eval_form(form: Lin, env: dict, prog: Program) -> float:
         v = prog.vars[name]
         vals[(name, i)] = v.encode(evaluate_view(v, env))[i]
     return form.evaluate(vals)
+
+
+def key_form(addr, i: int) -> Lin:
+    """Pre-activation of key dimension i for an address variable: KEY_ON at the address, <= -KEY_OFF
+    elsewhere. A onehot address is read directly; a binary one through its match count."""
+    if addr.kind == "onehot":
+        return KEY_SLOPE * addr.f(i) - KEY_OFF if i < addr.size else Lin.const(-KEY_OFF)
+    n = addr.size
+    if i >> n:
+        return Lin.const(-KEY_OFF)
+    match = Lin()
+    for bit in range(n):
+        match = match + (addr.f(bit) if (i >> bit) & 1 else 1 - addr.f(bit))
+    return KEY_SLOPE * (match - n) + KEY_ON
+
+
+def bank_match(addr, bank: int, dk: int) -> Lin:
+    """A form that is 1 when the address lies in bank `bank` (slots [bank dk, (bank + 1) dk)) and
+    <= 0 otherwise."""
+    if addr.kind == "onehot":
+        m = Lin()
+        for i in range(bank * dk, min((bank + 1) * dk, addr.size)):
+            m = m + addr.f(i)
+        return m
+    low = dk.bit_length() - 1
+    high = range(low, addr.size)
+    m = Lin.const(1.0 - len(high))
+    for bit in high:
+        m = m + (addr.f(bit) if (bank >> (bit - low)) & 1 else 1 - addr.f(bit))
+    return m

@@ -14,21 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .core import CompileError, EmbedNode, Lin, MLPNode, Neuron, Node, OutputRule, Token, Var
-
-
-class View(Var):
-    """A variable whose features are linear forms of other variables' features."""
-
-    def __init__(self, name: str, kind: str, forms: list[Lin], fn: Callable, sources: list[Var],
-                 lo: int = 0, hi: int = 1):
-        super().__init__(name, kind, len(forms), lo, hi)
-        self.forms = forms
-        self.fn = fn
-        self.sources = sources
-
-    def f(self, i: int = 0) -> Lin:
-        return self.forms[i]
+from .core import CompileError, EmbedNode, Lin, MLPNode, Neuron, Node, OutputRule, Token, Var, View
 
 
 class Program:
@@ -248,8 +234,24 @@ def _dedup(vs: list[Var]) -> list[Var]:
     return out
 
 
-def evaluate_view(v: Var, env: dict):
-    """Value of a (possibly view) variable in an environment of residual values."""
-    if isinstance(v, View):
-        return v.fn(*[evaluate_view(s, env) for s in v.sources])
-    return env[v.name]
+def topo_order(prog: Program) -> list[Node]:
+    order, state = [], {}
+
+    def visit(n: Node, stack):
+        s = state.get(id(n))
+        if s == 2:
+            return
+        if s == 1:
+            raise CompileError("dependency cycle through " + " -> ".join(x.name for x in stack + [n]))
+        state[id(n)] = 1
+        for v in n.inputs:
+            if v.producer is None:
+                raise CompileError(f"{n.name} reads {v.name}, which nothing writes")
+            if v.producer is not n:
+                visit(v.producer, stack + [n])
+        state[id(n)] = 2
+        order.append(n)
+
+    for n in prog.nodes:
+        visit(n, [])
+    return order

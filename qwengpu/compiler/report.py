@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from . import attention as A
 from . import gadgets as G
 from . import memory as M
-from .build import _chunks, _key_heads, compile_program
+from .compiling import compile_program
+from .placement import field_chunks, key_heads
 from .program import Program
 
 
@@ -56,6 +57,12 @@ def _seq(vocab: list[str], rng, n: int) -> list[str]:
 
 def cases(n_tokens: int = 200, seed: int = 0) -> list[Case]:
     """One small program per primitive, with its token sequence."""
+    return (_alu_cases(n_tokens, seed) + _code_cases(n_tokens, seed) + _memory_cases(n_tokens, seed)
+            + _attention_cases(n_tokens, seed) + _erase_cases(n_tokens, seed))
+
+
+def _alu_cases(n_tokens: int, seed: int) -> list[Case]:
+    """add, sub, compare, bitwise, mux on 32-bit operands."""
     out = []
     W = 32
 
@@ -80,7 +87,12 @@ def cases(n_tokens: int = 200, seed: int = 0) -> list[Case]:
         lambda p, a, b, c: [G.bitwise(p, op, a, b) for op in ("and", "or", "xor", "andn")])
     alu("mux", {"mux"}, "2-way select of 32 bits",
         lambda p, a, b, c: G.mux(p, c, [a, b]))
+    return out
 
+
+def _code_cases(n_tokens: int, seed: int) -> list[Case]:
+    """decode/encode, lut, multiply."""
+    out = []
     rng = random.Random(f"{seed}:codes")
     prog = Program("codes")
     x = prog.input_bits("x", 4)
@@ -107,6 +119,12 @@ def cases(n_tokens: int = 200, seed: int = 0) -> list[Case]:
     G.multiply(prog, a, b)
     out.append(Case("multiply/product", {"multiply"}, prog, _seq(vocab, rng, n_tokens),
                     "8 x 8 bits -> a number < 2^16"))
+    return out
+
+
+def _memory_cases(n_tokens: int, seed: int) -> list[Case]:
+    """GDN memories (write then read, read-after-write) and the previous-token convolution."""
+    out = []
 
     def ram(name, same, about):
         rng = random.Random(f"{seed}:{name}")
@@ -132,6 +150,12 @@ def cases(n_tokens: int = 200, seed: int = 0) -> list[Case]:
     M.previous(prog, val, 3)
     out.append(Case("previous-token conv", {"previous"}, prog, _seq(vocab, rng, n_tokens),
                     "32 bits from 1 and 3 tokens back"))
+    return out
+
+
+def _attention_cases(n_tokens: int, seed: int) -> list[Case]:
+    """The attention gadgets: most recent, lookup, previous/offset, gather."""
+    out = []
 
     def attn(name, prims, about, build):
         rng = random.Random(f"{seed}:{name}")
@@ -157,7 +181,12 @@ def cases(n_tokens: int = 200, seed: int = 0) -> list[Case]:
          lambda p, w, qc, val, key, qry: A.previous_token(p, val, back=13, name="back13"))
     attn("attention gather", {"gather"}, "1 and 5 tokens back",
          lambda p, w, qc, val, key, qry: A.gather(p, {1: val, 5: key}, name="g"))
+    return out
 
+
+def _erase_cases(n_tokens: int, seed: int) -> list[Case]:
+    """Erasing dead variables: the features reused."""
+    out = []
     rng = random.Random(f"{seed}:erase")
     prog = Program("erase")
     a = prog.input_bits("a", 16)
@@ -182,8 +211,8 @@ def costs(compiled, prims: set) -> dict:
     subs = {(n.layer, n.kind) for n in nodes}
     dims = sum(v.size for n in nodes for v in n.outputs)
     neurons = sum(len(getattr(n, "neurons", [])) for n in nodes)
-    gdn = sum(_key_heads(n, group) for n in nodes if n.kind == "gdn")
-    gdn_v = sum(len(_chunks(n, group)) * group for n in nodes if n.kind == "gdn")
+    gdn = sum(key_heads(n, group) for n in nodes if n.kind == "gdn")
+    gdn_v = sum(len(field_chunks(n, group)) * group for n in nodes if n.kind == "gdn")
     attn = sum(n.ports for n in nodes if n.kind == "attn")
     if "erase" in prims:
         erased = sum(len(fs) for fs in compiled.layout.erase.values())

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import CompileError, EmbedNode
-from .program import Program, evaluate_view
+from .attention import MARGIN, AttnNode
+from .attention import measure_margins as attention_margins
+from .core import CompileError, EmbedNode, evaluate_view
+from .memory import VALUE_L, GDNMemory
+from .placement import decode_memory
+from .program import Program, topo_order
 
 
 def evaluate(prog: Program, tokens: list[str], order=None) -> list[dict]:
@@ -44,7 +48,7 @@ class ModelRun:
         return self.hidden if sublayer >= len(self.sublayers) else self.sublayers[sublayer]
 
 
-def _cache_kwarg(model) -> str:
+def cache_kwarg(model) -> str:
     import inspect
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
@@ -82,7 +86,7 @@ def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, de
                 cat = {k: v[0][0] for k, v in captured.items()}
             elif mode == "decode":
                 cache = DynamicCache(config=model.config)
-                kw = _cache_kwarg(model)
+                kw = cache_kwarg(model)
                 lg = []
                 for t in range(ids.shape[1]):
                     out = model(input_ids=ids[:, t:t + 1], use_cache=True, **{kw: cache})
@@ -142,8 +146,7 @@ def compare(compiled, tokens: list[str], mode: str = "prefill", model=None, vari
 def _reference(prog: Program, tokens: list[str], order=None, emit: bool = False) -> tuple[list[dict], dict]:
     """Reference values per position (with the emitted token if `emit`) and the final node
     states (memories)."""
-    from .build import _topo
-    order = order or _topo(prog)
+    order = order or topo_order(prog)
     state: dict = {}
     out = []
     for text in tokens:
@@ -183,8 +186,6 @@ def measure_margins(compiled, tokens: list[str], mode: str = "prefill", model=No
     Returns {"exact", "mismatches" (first 20: (position, variable, expected, got)), "checked",
     "min_code_margin", "max_rel_dev", "kinds", "primitives", "nodes", "memories", "attention",
     "logit_gap"}; "kinds"/"primitives"/"nodes" map to {"min", "at", "max_rel_dev"}."""
-    from .build import decode_memory
-    from .memory import VALUE_L, GDNMemory
     prog = compiled.program
     ref, state = _reference(prog, tokens)
     run = run_model(compiled, tokens, mode, model)
@@ -227,8 +228,6 @@ def measure_margins(compiled, tokens: list[str], mode: str = "prefill", model=No
         memories[mem.name] = {"min": margin, "max_rel_dev": 0.5 - margin, "exact": ok}
         _worse(prims, "memory state", margin, mem.name, 0.5 - margin)
     attention = {}
-    from .attention import MARGIN, AttnNode
-    from .attention import measure_margins as attention_margins
     if any(isinstance(n, AttnNode) for n in prog.nodes):
         for name, gap in attention_margins(compiled, tokens, mode, model).items():
             attention[name] = {"gap": gap, "ratio": gap / MARGIN}

@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.launch import LaunchResult, LaunchSpec
-from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm, Instr, Label, Module, Neg, Pair,
-                            Reg, Special, Sym, Vec)
+from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm, Instr, Label, Module, Neg, Pair, Reg, Special, Sym,
+                            Vec)
 from qwengpu.ptx.isa import validate_module
 
 from . import alu
 from .cfg import immediate_postdominators
-from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, LOCAL_WINDOW, SHARED_WINDOW,
-                     WINDOW_SIZE, ExecutionFault, FlatMemory, MemoryFault, buffers_to_global,
-                     check_alignment, layout_variables, read_back)
+from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault, FlatMemory,
+                     MemoryFault, buffers_to_global, check_alignment, layout_variables, read_back)
 
 LANES = 4
 FULL = (1 << LANES) - 1
@@ -49,7 +48,7 @@ def _signed(t: str) -> bool:
     return t[0] == "s"
 
 
-def _f2bits(x: float, width: int) -> int:
+def float_bits(x: float, width: int) -> int:
     if width == 32:
         return struct.unpack("<I", struct.pack("<f", x))[0]
     if width == 64:
@@ -130,7 +129,7 @@ class Warp:
         return self.present & ~self.exited
 
 
-class _Program:
+class ModuleAnalysis:
     """Per-module precomputation: reconvergence points, shared/const/local layouts."""
 
     def __init__(self, module: Module):
@@ -176,7 +175,7 @@ class Interpreter:
         self.module = module
         self.spec = spec
         self.kernel = module.kernel(kernel if kernel is not None else spec.kernel)
-        self.prog = _Program(module)
+        self.prog = ModuleAnalysis(module)
         self.max_steps = max_steps
         self.record = trace
         self.trace = Trace(kernel=self.kernel.name)
@@ -427,12 +426,12 @@ class Interpreter:
             if o.bits is not None:
                 if t in ("f32", "f64", "f16") and o.width != w:
                     # a float literal of the other width: convert exactly as PTX does (by value)
-                    return [_f2bits(o.value, w)] * LANES
+                    return [float_bits(o.value, w)] * LANES
                 return [o.bits & m] * LANES
             if isinstance(o.value, float) or (t in ("f32", "f64", "f16") and not isinstance(o.value, int)):
-                return [_f2bits(float(o.value), w)] * LANES
+                return [float_bits(float(o.value), w)] * LANES
             if t in ("f32", "f64", "f16"):
-                return [_f2bits(float(o.value), w)] * LANES
+                return [float_bits(float(o.value), w)] * LANES
             return [o.value & m] * LANES
         if isinstance(o, Special):
             return [x & m for x in self._special(warp, o.name)]

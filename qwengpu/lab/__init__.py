@@ -6,19 +6,22 @@
     view = trace_launch(ptx, spec, engine="compact")    # the model's forward passes: MachineView
     snap = view.snapshot(5)                             # after 6 passes, decoded from the model's state
 
-The widgets (`widgets.Inspector`) and the static HTML export draw these snapshots.
+The widgets (`qwengpu_widgets.Inspector`) and the static HTML export draw these snapshots.
 """
-from .machine import MemoryInfo, decode_fields, parse_token, record_launch, selection_of, slot_label
-from .machine_view import BundleView, MachineReg, MachineSnapshot, MachineView
-from .model import (Field, GDNState, LayerInfo, MachineState, MemoryMap, Mismatch, ModelRecord, ModelTrace,
-                    RegCheck, Selection, decode_state, decode_word, memory_map_of, recurrent_state)
-from .values import fmt, fmt_all
-from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, MemoryView, Operand, RegRow,
-                   Snapshot, trace_launch)
+from qwengpu.machine.tokens import parse_token
 
-__all__ = ["trace_launch", "record_launch", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction",
+from .machine_view import BundleView, MachineReg, MachineSnapshot, MachineView
+from .record import (DEFAULT_SELECTIONS, Field, GDNState, LayerInfo, MachineState, MemoryMap, Mismatch, ModelRecord,
+                     ModelTrace, RegCheck, Selection, decode_state, memory_map_of, recurrent_state, selection_of)
+from .recorder import MemoryInfo, decode_fields, record_launch, slot_label
+from .trace import trace_launch
+from .values import fmt, fmt_all
+from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, MemoryView, Operand, RegRow, Snapshot,
+                   interp_view)
+
+__all__ = ["trace_launch", "record_launch", "interp_view", "DEFAULT_SELECTIONS", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction",
            "MemoryRegion", "MemoryView", "MachineView", "MachineSnapshot", "MachineReg", "BundleView",
            "EngineUnavailable", "ModelTrace", "ModelRecord", "MachineState", "GDNState", "MemoryMap", "Field",
-           "LayerInfo", "Mismatch", "RegCheck", "Selection", "MemoryInfo", "decode_state", "decode_word",
+           "LayerInfo", "Mismatch", "RegCheck", "Selection", "MemoryInfo", "decode_state",
            "decode_fields", "memory_map_of", "recurrent_state", "selection_of", "slot_label", "parse_token",
            "fmt", "fmt_all"]

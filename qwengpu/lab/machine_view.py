@@ -1,4 +1,4 @@
-"""`MachineView`: a launch recorded from the model (`qwengpu.lab.machine.record_launch`), one
+"""`MachineView`: a launch recorded from the model (`qwengpu.lab.recorder.record_launch`), one
 position per forward pass, every value decoded from the model's own state.
 
     view = trace_launch(ptx, spec, engine="compact")
@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import GDNState, LANE_BARRIER, LANE_RUN, Mismatch, RegCheck
+from qwengpu.machine.config import LANES
+from qwengpu.machine.tokens import parse_token, token_text
+
+from .checks import compare_states, micro_loop_pcs, ptx_aliases, reference_states, register_histories
+from .record import LANE_BARRIER, LANE_RUN, Field, GDNState, MemoryMap, Mismatch, RegCheck, Selection, selection_of
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
-
-LANES = 4
 
 
 @dataclass
@@ -110,7 +112,188 @@ class MachineSnapshot:
         raise KeyError(f"no memory region {name}")
 
 
-class MachineView:
+class _ChecksMixin:
+    """The cross-checks of a recorded launch (`qwengpu.lab.checks`): against the simulator at every
+    token, against the interpreter where comparable."""
+
+    def _micro_loop_pcs(self) -> set:
+        return micro_loop_pcs(self.image, self.kernel_fn)
+
+    def check(self, max_tokens: int):
+        """Compare the records with the simulator (every token) and the interpreter (see
+        `qwengpu.lab.checks`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
+        trace = self.trace
+        recs = trace.records
+        ref_tokens, ref_states, ref_errors = reference_states(self.image, self.module, self.spec, max_tokens,
+                                                              len(recs))
+        mism: list = []
+        used = self.image.config.max_warps * LANES
+        compared = 0
+        for i, rec in enumerate(recs):
+            if i >= len(ref_states):
+                mism.append(Mismatch(rec.index, i, "token", None, rec.text))
+                break
+            # the pass that emits <fault>: the circuits still write the served lanes' next pc and
+            # state, the simulator stops at the fault; the launch ends there, so its lane table is
+            # not compared (everything else is)
+            faulting = rec.text.startswith("<fault")
+            mism += compare_states(i, rec.index, rec.machine, ref_states[i], 0 if faulting else used)
+            compared = i + 1
+            want = token_text(ref_tokens[i])
+            if want != rec.text:
+                mism.append(Mismatch(rec.index, i, "token", want, rec.text))
+                break
+        self._compared = compared
+        tokens_equal = compared == len(recs) and len(ref_tokens) == len(recs) and \
+            not any(m.what == "token" for m in mism)
+        sim = {"tokens_equal": tokens_equal, "positions": compared,
+               "mismatches": len(mism), "replay_errors": list(ref_errors)}
+        # the interpreter: final memory and buffers, carried registers
+        interp, checks = self._check_interpreter(mism)
+        trace.mismatches = mism
+        trace.reg_checks = checks
+        self._checks_at = {}
+        for c in checks:
+            self._checks_at.setdefault(c.position, []).append(c)
+        margins = [r.margin for r in recs]
+        extra = self.result.extra if self.result is not None else {}
+        trace.consistency = {
+            "simulator": sim, "interpreter": interp,
+            "exact": tokens_equal and not mism and not ref_errors and interp["ok"],
+            "min_code_margin": min(margins) if margins else None,
+            "min_logit_gap": extra.get("min_logit_gap"),
+            "raw_state_exact": trace.raw_exact,
+        }
+
+    def _check_interpreter(self, mism: list):
+        """The model against the interpreter, where comparable: the final global memory, the result
+        buffers, and the carried registers against each lane's history of the PTX register they
+        hold (see `qwengpu.lab.recorder`)."""
+        recs = self.trace.records
+        ref = self.reference
+        out = {"memory": None, "buffers": None, "registers": 0, "register_mismatches": 0,
+               "registers_compared": True, "note": ""}
+        if recs:
+            out["memory"] = self._final_memory_matches(mism)
+        if self.result is not None and ref.result is not None:
+            ok = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+                     for a, b in zip(self.result.buffers, ref.result.buffers))
+            out["buffers"] = ok
+            if not ok:
+                mism.append(Mismatch(recs[-1].index, len(recs) - 1, "result buffers", "interpreter's", "differ",
+                                     "interpreter"))
+        elif self.fault is not None:
+            out["buffers"] = ref.fault is not None
+            out["note"] = "both faulted" if ref.fault is not None else "the model faulted, the interpreter did not"
+        checks: list = []
+        if any(ins.op == "call" for ins in self.kernel_fn.body):
+            out["registers_compared"] = False
+            out["note"] = "registers not compared: the kernel calls device functions (inlined under other names)"
+        else:
+            checks = self._register_checks(mism)
+            out["registers"] = sum(c.ok is not None for c in checks)
+            out["register_mismatches"] = sum(c.ok is False for c in checks)
+            out["intermediate"] = sum(c.ok is None for c in checks)
+        out["ok"] = bool(out["memory"] is not False and out["buffers"] is not False and not out["register_mismatches"])
+        return out, checks
+
+    def _final_memory_matches(self, mism: list) -> bool:
+        """Final global memory, byte for byte."""
+        recs = self.trace.records
+        final = recs[-1].machine
+        want = self.reference.memory_at(self.reference.n_steps)
+        ok = True
+        for r in self._regions:
+            if r.space != "global":
+                continue
+            m = self._maddr(r)
+            got = final.memory[m:m + r.size]
+            exp = want.get(r.key)
+            if exp is not None and bytes(got) != bytes(exp):
+                ok = False
+                i = next(k for k in range(r.size) if got[k] != exp[k])
+                mism.append(Mismatch(recs[-1].index, len(recs) - 1, f"final {r.name}[byte {i}] at 0x{r.base + i:x}",
+                                     exp[i], got[i], "interpreter"))
+        return ok
+
+    def _register_checks(self, mism: list) -> list:
+        """Every carried register whose virtual register the lowering ties to a PTX register, per
+        served lane, matched in order against that lane's history of the PTX register."""
+        recs = self.trace.records
+        ref = self.reference
+        H = register_histories(ref, self.kernel)
+        checks: list = []
+        cursor: dict = {}
+        pending: list = []
+        toks = self.trace.tokens
+        n = len(recs)
+        for t, rec in enumerate(recs):
+            tok = parse_token(toks[rec.index - 1])
+            if tok[0] != "EXEC":
+                continue
+            # records t, t+1, ... emit the pass's carries and stores; record c emits the control
+            # token: its state has consumed all of them
+            c = t
+            while c < n and recs[c].text.startswith(("<carry", "<memw")):
+                c += 1
+            if c >= n or recs[c].text.startswith("<fault"):
+                continue
+            ms = recs[c].machine
+            b = self.image.bundles[tok[1]]
+            warp, block = recs[t].machine.warp, recs[t].machine.block
+            for j, (v, (slot, part)) in enumerate(b.carries):
+                alias = self.aliases.get(v)
+                if alias is None:
+                    continue
+                name, half = alias
+                typ = self.kernel_fn.regs.get(name)
+                if typ is None:
+                    continue
+                bits = 1 if typ == "pred" else {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16,
+                                                 "f16": 16}.get(typ, 32)
+                mask = (1 << bits) - 1
+                r = b.carry_regs[j]
+                for lane in self._served(b, tok[2]):
+                    got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
+                    hist = H.get((block, warp, lane, name), [(0, None, -1)])
+                    key = (block, warp, lane, name, half)
+                    k0 = cursor.get(key, 0)
+                    found = None
+                    for k in range(k0, len(hist)):
+                        val = (hist[k][0] >> (32 * half)) & 0xFFFFFFFF & mask
+                        if val == got and (k == k0 or hist[k][1] == b.slots[slot].op.ptx_pc):
+                            found = k
+                            break
+                    ok = found is not None
+                    if ok:
+                        cursor[key] = found
+                    chk = RegCheck(c, warp, block, r, lane, name, half, got, ok, hist[found][2] if ok else None)
+                    checks.append(chk)
+                    exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
+                    pending.append((chk, key, b.slots[slot].op.ptx_pc, exp))
+        self._mark_intermediate(pending, mism)
+        return checks
+
+    def _mark_intermediate(self, pending: list, mism: list):
+        """A value carried inside a lowering loop (a CAS loop, an atomic served lane by lane) that
+        a later carry of the same PTX instruction replaces is intermediate: not compared. The
+        other failed checks are mismatches."""
+        recs = self.trace.records
+        micro = self._micro_loop_pcs()
+        later: dict = {}
+        for i in range(len(pending) - 1, -1, -1):
+            chk, key, ptx_pc, exp = pending[i]
+            if not chk.ok and ptx_pc in micro and (key, ptx_pc) in later:
+                chk.ok = None
+            later[(key, ptx_pc)] = i
+        for chk, key, ptx_pc, exp in pending:
+            if chk.ok is False:
+                rec = recs[chk.position]
+                mism.append(Mismatch(rec.index, chk.position, f"{chk.name}{'.hi' if chk.half else ''} (r{chk.reg} of "
+                                     f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
+
+
+class MachineView(_ChecksMixin):
     """Per-position machine state of a launch recorded from the model (see the module docstring)."""
 
     def __init__(self, module, spec, kernel_fn, image, trace, reference, result, fault, machine, names=None):
@@ -155,9 +338,8 @@ class MachineView:
                 return t
         return len(self) - 1
 
-    def selection(self, memory: str):
-        """`qwengpu.lab.model.Selection` of a memory: what its key heads select, every consumed token."""
-        from .machine import selection_of
+    def selection(self, memory: str) -> Selection:
+        """`qwengpu.lab.record.Selection` of a memory: what its key heads select, every consumed token."""
         got = self._gdn_cache.get(("sel", memory))
         if got is None:
             got = self._gdn_cache[("sel", memory)] = selection_of(self.trace, memory)
@@ -167,7 +349,6 @@ class MachineView:
         """The raw recurrent state holding `memory` after pass `position`: the value heads of its
         fields (port 0's copy) [fields, slots, 2 x width], rebuilt from the state after the prompt
         and the rows every pass wrote, with the map that decodes it."""
-        from .model import Field, MemoryMap
         info = self.trace.memories[memory]
         heads = info.heads
         key = ("raw", memory)
@@ -197,8 +378,7 @@ class MachineView:
         self._gdn_cache[key] = cached
         st = block[:, :info.slots, :]
         mm = MemoryMap(memory, [info.label(s) for s in range(info.slots)],
-                       [Field(i, lo, w, 0) for i, (_, lo, w) in enumerate(info.fields)], info.width,
-                       level=32.0, rule="half")
+                       [Field(i, lo, w, 0) for i, (_, lo, w) in enumerate(info.fields)], info.width)
         return GDNState(info.layer, st.copy(), [mm])
 
     def bundle(self, pc: int) -> BundleView:
@@ -264,7 +444,6 @@ class MachineView:
     def _parse(self):
         """Per position: the bundle being run, the warp of the last EXEC, and what each physical
         register holds (from the bundles' carries)."""
-        from .machine import parse_token
         recs = self.trace.records
         toks = self.trace.tokens
         self._exec_pc = [None] * len(recs)
@@ -303,9 +482,8 @@ class MachineView:
     def aliases(self) -> dict:
         got = getattr(self, "_aliases_cache", None)
         if got is None:
-            from .machine import _aliases
             try:
-                got = _aliases(self.module, self.spec, self.kernel_fn, self.image.layout)
+                got = ptx_aliases(self.module, self.spec, self.kernel_fn, self.image.layout)
             except Exception:                 # the lowering is re-run only to name registers
                 got = {}
             self._aliases_cache = got
@@ -419,166 +597,3 @@ class MachineView:
             if ps:
                 ports.append((k, [f"r{x}" if kind == "reg" else f"#{x:#x}" for kind, x in ps]))
         return BundleView(pc, b.label, ops, ptx, carries, ports, term)
-
-    # -- consistency ---------------------------------------------------------------------------------
-
-    def _micro_loop_pcs(self) -> set:
-        from .machine import micro_loop_pcs
-        return micro_loop_pcs(self.image, self.kernel_fn)
-
-    def check(self, max_tokens: int):
-        """Compare the records with the simulator (every token) and the interpreter (see
-        `qwengpu.lab.machine`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
-        from qwengpu.machine.prompt import token_text
-
-        from .machine import _Reference, compare_states
-        trace = self.trace
-        recs = trace.records
-        ref = _Reference(self.image, self.module, self.spec, max_tokens)
-        ref.run(len(recs))
-        mism: list = []
-        used = self.image.config.max_warps * LANES
-        compared = 0
-        for i, rec in enumerate(recs):
-            if i >= len(ref.states):
-                mism.append(Mismatch(rec.index, i, "token", None, rec.text))
-                break
-            # the pass that emits <fault>: the circuits still write the served lanes' next pc and
-            # state, the simulator stops at the fault; the launch ends there, so its lane table is
-            # not compared (everything else is)
-            faulting = rec.text.startswith("<fault")
-            mism += compare_states(i, rec.index, rec.machine, ref.states[i], 0 if faulting else used)
-            compared = i + 1
-            want = token_text(ref.tokens[i])
-            if want != rec.text:
-                mism.append(Mismatch(rec.index, i, "token", want, rec.text))
-                break
-        self._compared = compared
-        tokens_equal = compared == len(recs) and len(ref.tokens) == len(recs) and \
-            not any(m.what == "token" for m in mism)
-        sim = {"tokens_equal": tokens_equal, "positions": compared,
-               "mismatches": len(mism), "replay_errors": list(ref.errors)}
-        # the interpreter: final memory and buffers, carried registers
-        interp, checks = self._check_interpreter(mism)
-        trace.mismatches = mism
-        trace.reg_checks = checks
-        self._checks_at = {}
-        for c in checks:
-            self._checks_at.setdefault(c.position, []).append(c)
-        margins = [r.margin for r in recs]
-        extra = self.result.extra if self.result is not None else {}
-        trace.consistency = {
-            "simulator": sim, "interpreter": interp,
-            "exact": tokens_equal and not mism and not ref.errors and interp["ok"],
-            "min_code_margin": min(margins) if margins else None,
-            "min_logit_gap": extra.get("min_logit_gap"),
-            "raw_state_exact": trace.raw_exact,
-        }
-
-    def _check_interpreter(self, mism: list):
-        from .machine import _histories, parse_token
-        recs = self.trace.records
-        ref = self.reference
-        final = recs[-1].machine if recs else None
-        out = {"memory": None, "buffers": None, "registers": 0, "register_mismatches": 0,
-               "registers_compared": True, "note": ""}
-        # final global memory, byte for byte
-        if final is not None:
-            want = ref.memory_at(ref.n_steps)
-            ok = True
-            for r in self._regions:
-                if r.space != "global":
-                    continue
-                m = self._maddr(r)
-                got = final.memory[m:m + r.size]
-                exp = want.get(r.key)
-                if exp is not None and bytes(got) != bytes(exp):
-                    ok = False
-                    i = next(k for k in range(r.size) if got[k] != exp[k])
-                    mism.append(Mismatch(recs[-1].index, len(recs) - 1, f"final {r.name}[byte {i}] at 0x{r.base + i:x}",
-                                         exp[i], got[i], "interpreter"))
-            out["memory"] = ok
-        if self.result is not None and ref.result is not None:
-            ok = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
-                     for a, b in zip(self.result.buffers, ref.result.buffers))
-            out["buffers"] = ok
-            if not ok:
-                mism.append(Mismatch(recs[-1].index, len(recs) - 1, "result buffers", "interpreter's", "differ",
-                                     "interpreter"))
-        elif self.fault is not None:
-            out["buffers"] = ref.fault is not None
-            out["note"] = "both faulted" if ref.fault is not None else "the model faulted, the interpreter did not"
-        # carried registers against the interpreter's per-lane histories
-        checks: list = []
-        if any(ins.op == "call" for ins in self.kernel_fn.body):
-            out["registers_compared"] = False
-            out["note"] = "registers not compared: the kernel calls device functions (inlined under other names)"
-        else:
-            H = _histories(ref, self.kernel)
-            cursor: dict = {}
-            pending: list = []
-            toks = self.trace.tokens
-            n = len(recs)
-            for t, rec in enumerate(recs):
-                tok = parse_token(toks[rec.index - 1])
-                if tok[0] != "EXEC":
-                    continue
-                # records t, t+1, ... emit the pass's carries and stores; record c emits the control
-                # token: its state has consumed all of them
-                c = t
-                while c < n and recs[c].text.startswith(("<carry", "<memw")):
-                    c += 1
-                if c >= n or recs[c].text.startswith("<fault"):
-                    continue
-                ms = recs[c].machine
-                b = self.image.bundles[tok[1]]
-                warp, block = recs[t].machine.warp, recs[t].machine.block
-                for j, (v, (slot, part)) in enumerate(b.carries):
-                    alias = self.aliases.get(v)
-                    if alias is None:
-                        continue
-                    name, half = alias
-                    typ = self.kernel_fn.regs.get(name)
-                    if typ is None:
-                        continue
-                    bits = 1 if typ == "pred" else {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16,
-                                                     "f16": 16}.get(typ, 32)
-                    mask = (1 << bits) - 1
-                    r = b.carry_regs[j]
-                    for lane in self._served(b, tok[2]):
-                        got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
-                        hist = H.get((block, warp, lane, name), [(0, None, -1)])
-                        key = (block, warp, lane, name, half)
-                        k0 = cursor.get(key, 0)
-                        found = None
-                        for k in range(k0, len(hist)):
-                            val = (hist[k][0] >> (32 * half)) & 0xFFFFFFFF & mask
-                            if val == got and (k == k0 or hist[k][1] == b.slots[slot].op.ptx_pc):
-                                found = k
-                                break
-                        ok = found is not None
-                        if ok:
-                            cursor[key] = found
-                        chk = RegCheck(c, warp, block, r, lane, name, half, got, ok, hist[found][2] if ok else None)
-                        checks.append(chk)
-                        exp = (hist[k0][0] >> (32 * half)) & mask if k0 < len(hist) else None
-                        pending.append((chk, key, b.slots[slot].op.ptx_pc, exp))
-            # a value carried inside a lowering loop (a CAS loop, an atomic served lane by lane) that
-            # a later carry of the same PTX instruction replaces is intermediate: not compared
-            micro = self._micro_loop_pcs()
-            later: dict = {}
-            for i in range(len(pending) - 1, -1, -1):
-                chk, key, ptx_pc, exp = pending[i]
-                if not chk.ok and ptx_pc in micro and (key, ptx_pc) in later:
-                    chk.ok = None
-                later[(key, ptx_pc)] = i
-            for chk, key, ptx_pc, exp in pending:
-                if chk.ok is False:
-                    rec = recs[chk.position]
-                    mism.append(Mismatch(rec.index, chk.position, f"{chk.name}{'.hi' if chk.half else ''} (r{chk.reg} of "
-                                         f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
-            out["registers"] = sum(c.ok is not None for c in checks)
-            out["register_mismatches"] = sum(c.ok is False for c in checks)
-            out["intermediate"] = sum(c.ok is None for c in checks)
-        out["ok"] = bool(out["memory"] is not False and out["buffers"] is not False and not out["register_mismatches"])
-        return out, checks

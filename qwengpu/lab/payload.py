@@ -16,6 +16,7 @@ import numpy as np
 from qwengpu.machine.format import ctl_pc
 from qwengpu.ptx.ir import demangled_name
 
+from .record import DEFAULT_SELECTIONS
 from .values import fmt_all, type_width
 from .view import LaunchView, Snapshot
 
@@ -186,7 +187,6 @@ def _mismatch(fm) -> dict | None:
 
 
 def _default_selections():
-    from .machine import DEFAULT_SELECTIONS
     return DEFAULT_SELECTIONS
 
 
@@ -262,7 +262,6 @@ def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selectio
 
 def selection_payload(view, position: int, memories=None) -> dict:
     """The slot selections of `memories` over the consumed tokens up to this pass's (a window)."""
-    from .machine import DEFAULT_SELECTIONS
     tr = view.trace
     cur = tr.prompt_len - 1 + position               # the consumed token's row
     start = max(0, cur + 1 - SELECTION_WINDOW)

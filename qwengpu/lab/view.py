@@ -23,20 +23,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import qwengpu
+from qwengpu.interp.interpreter import LANES, Interpreter
+from qwengpu.interp.memory import (CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault,
+                                   global_layout, layout_variables)
 from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 
 from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, type_width
 
-LANES = 4
 CHECKPOINT = 64
 #: the largest memory window a snapshot carries per region (bytes)
 MAX_WINDOW = 4096
-
-_SHARED_WINDOW = 0x1_0000_0000
-_LOCAL_WINDOW = 0x2_0000_0000
-_CONST_WINDOW = 0x3_0000_0000
-_WINDOW_SIZE = 0x1_0000_0000
 
 
 class EngineUnavailable(RuntimeError):
@@ -172,160 +170,9 @@ class _FrameState:
     written: frozenset = frozenset()
 
 
-class LaunchView:
-    """Per-position machine state of one launch (see the module docstring)."""
-
-    def __init__(self, module: Module, spec: LaunchSpec, trace, *, kernel: str | None = None,
-                 result: LaunchResult | None = None, fault: Exception | None = None,
-                 engine: str = "interp", names: list | None = None, progress=None):
-        self.module = module
-        self.spec = spec
-        self.kernel_fn: Function = module.kernel(kernel if kernel is not None else spec.kernel)
-        self.steps = list(trace.steps)
-        self.result = result
-        self.fault = fault
-        self.engine = engine
-        self.model = None                  # model records live in MachineView (engine "compact"/"model")
-        self.arg_names = list(names) if names else None
-        self._progress = progress
-        self._fn_regs = {}
-        self._addr_regs = {}
-        self._build_regions()
-        self._replay()
-
-    # -- public ------------------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        """The number of positions (steps + 1)."""
-        return len(self.steps) + 1
-
-    @property
-    def n_steps(self) -> int:
-        return len(self.steps)
-
-    @property
-    def kernel(self) -> str:
-        return self.kernel_fn.name
-
-    def function(self, name: str) -> Function:
-        return self.module.functions[name]
-
-    def find_pc(self, pc: int, start: int = 0, *, forward: bool = True, function: str | None = None,
-                block: int | None = None, warp: int | None = None) -> int | None:
-        """The nearest position after (before) `start` whose next instruction is at `pc`."""
-        fn = function or self.kernel
-        rng = range(start + 1, self.n_steps) if forward else range(min(start, self.n_steps) - 1, -1, -1)
-        for t in rng:
-            s = self.steps[t]
-            if s.pc == pc and s.function == fn and (block is None or s.block == block) \
-                    and (warp is None or s.warp == warp):
-                return t
-        return None
-
-    def next_break(self, start: int, breakpoints, function: str | None = None) -> int:
-        """Where play stops: the first position after `start` whose next pc is a breakpoint, else
-        the end."""
-        bps = set(breakpoints)
-        fn = function or self.kernel
-        for t in range(start + 1, self.n_steps):
-            s = self.steps[t]
-            if s.pc in bps and s.function == fn:
-                return t
-        return self.n_steps
-
-    def disassembly(self, function: str | None = None) -> list[dict]:
-        """The function's body: one row per pc with its labels, text and source line."""
-        fn = self.function(function or self.kernel)
-        labels = {}
-        for name, pc in fn.labels.items():
-            labels.setdefault(pc, []).append(name)
-        return [{"pc": pc, "labels": labels.get(pc, []), "text": pretty_text(ins.text),
-                 "line": ins.line} for pc, ins in enumerate(fn.body)]
-
-    def regions(self) -> list[MemoryRegion]:
-        return list(self._regions.values())
-
-    def memory_at(self, position: int) -> dict:
-        """{region key: bytes} of every region after `position` steps."""
-        return {k: bytes(v) for k, v in self._memory(position).items()}
-
-    def registers_at(self, position: int, block: int, warp: int) -> dict:
-        """The current-frame registers of warp (block, warp) after `position` steps:
-        {name: [raw per lane]} (written registers only)."""
-        last = None
-        for t in range(min(position, self.n_steps) - 1, -1, -1):
-            s = self.steps[t]
-            if s.block == block and s.warp == warp:
-                last = t
-                break
-        if last is None:
-            return {}
-        return {k: list(v) for k, v in self._after[last].regs.items()}
-
-    def snapshot(self, position: int) -> Snapshot:
-        """The machine after `position` steps (0 <= position <= n_steps)."""
-        n = self.n_steps
-        if not 0 <= position <= n:
-            raise IndexError(f"position {position} out of range 0..{n}")
-        if n == 0:
-            raise ValueError("the launch ran no step")
-        t = position
-        finished = t == n
-        focus_i = t if not finished else n - 1
-        fs = self.steps[focus_i]
-        frame = self._before[focus_i] if not finished else self._after[n - 1]
-        last = self.steps[t - 1] if t > 0 else None
-        # registers of the focus frame; highlight what the last step wrote into this frame
-        changed_by_last = {}
-        if last is not None and self._after[t - 1].fid == frame.fid:
-            changed_by_last = {name: last.reg_write_mask or last.executed for name in last.reg_writes}
-        fn = self.function(fs.function)
-        regs = []
-        pointer_targets = self._addr_regs_of(fn)
-        for name in self._regs_of(fn):
-            vals = frame.regs.get(name, [0] * LANES)
-            rt = fn.regs.get(name, "b32")
-            ptrs = [self._pointee(v, rt, pointer_targets.get(name), fs.block, fs.warp, lane)
-                    for lane, v in enumerate(vals)]
-            regs.append(RegRow(name, rt, list(vals), name in frame.written, changed_by_last.get(name, 0), ptrs))
-        # lanes
-        present = self._present(fs.warp)
-        stack = list(fs.stack) if not finished else []
-        alive = 0
-        for _, m, _ in stack:
-            alive |= m
-        lane_state = []
-        for lane in range(LANES):
-            bit = 1 << lane
-            if not present & bit:
-                lane_state.append("absent")
-            elif finished:
-                lane_state.append("exited")
-            elif fs.active & bit:
-                lane_state.append("active" if fs.executed & bit else "guarded")
-            elif alive & bit:
-                lane_state.append("waiting")
-            else:
-                lane_state.append("exited")
-        nxt = None if finished else self._instruction(focus_i, frame)
-        mem = self._memory(t)
-        memory = self._memory_views(t, mem, fs, regs, nxt)
-        fault = None
-        if self.fault is not None and t >= n - 1:
-            fault = str(self.fault)
-        lastd = None
-        if last is not None:
-            lastd = {"index": last.index, "block": last.block, "warp": last.warp, "pc": last.pc,
-                     "function": last.function, "text": pretty_text(last.text),
-                     "executed": last.executed, "line": last.line,
-                     "mem_writes": len(last.mem_writes)}
-        snap = Snapshot(position=t, positions=len(self), block=fs.block, warp=fs.warp, function=fs.function,
-                        depth=fs.depth, call_stack=list(self._callstack[focus_i]), lane_state=lane_state,
-                        tids=self._tids(fs.warp), regs=regs, stack=stack, next=nxt, last=lastd,
-                        memory=memory, fault=fault, finished=finished)
-        return snap
-
-    # -- construction ------------------------------------------------------------------------------
+class _ReplayMixin:
+    """The interpreter's trace replayed: the registers each function mentions, the memory regions,
+    the memory per position (checkpoints and the writes since), the threads of a warp."""
 
     def _regs_of(self, fn: Function) -> list[str]:
         """The registers a function's body mentions, in natural order."""
@@ -393,7 +240,6 @@ class LaunchView:
         return (block % gx, (block // gx) % gy, block // (gx * gy))
 
     def _build_regions(self):
-        from qwengpu.interp.memory import global_layout, layout_variables
         lay = global_layout(self.spec, self.module)
         self._layout = lay
         regs: dict[str, MemoryRegion] = {}
@@ -554,7 +400,10 @@ class LaunchView:
             self._apply_writes(mem, s)
         return mem
 
-    # -- resolution --------------------------------------------------------------------------------
+
+class _ResolveMixin:
+    """An instruction's operands resolved per lane against a position's state: registers, specials,
+    symbols, memory operands (region, offset, address), pointers, and the memory views."""
 
     def _special(self, name: str, block: int, warp: int) -> list[int]:
         base, _, comp = name.partition(".")
@@ -610,11 +459,11 @@ class LaunchView:
     def _locate(self, space: str | None, addr: int, block: int, warp: int, lane: int):
         """(region key, offset) of an address in `space` (None or "generic": generic addressing)."""
         if space in (None, "generic"):
-            if _SHARED_WINDOW <= addr < _SHARED_WINDOW + _WINDOW_SIZE:
-                space, addr = "shared", addr - _SHARED_WINDOW
-            elif _LOCAL_WINDOW <= addr < _LOCAL_WINDOW + _WINDOW_SIZE:
-                space, addr = "local", addr - _LOCAL_WINDOW
-            elif _CONST_WINDOW <= addr < _CONST_WINDOW + _WINDOW_SIZE:
+            if SHARED_WINDOW <= addr < SHARED_WINDOW + WINDOW_SIZE:
+                space, addr = "shared", addr - SHARED_WINDOW
+            elif LOCAL_WINDOW <= addr < LOCAL_WINDOW + WINDOW_SIZE:
+                space, addr = "local", addr - LOCAL_WINDOW
+            elif CONST_WINDOW <= addr < CONST_WINDOW + WINDOW_SIZE:
                 return None, 0
             else:
                 space = "global"
@@ -802,6 +651,160 @@ class LaunchView:
         return views
 
 
+class LaunchView(_ReplayMixin, _ResolveMixin):
+    """Per-position machine state of one launch (see the module docstring)."""
+
+    def __init__(self, module: Module, spec: LaunchSpec, trace, *, kernel: str | None = None,
+                 result: LaunchResult | None = None, fault: Exception | None = None,
+                 engine: str = "interp", names: list | None = None, progress=None):
+        self.module = module
+        self.spec = spec
+        self.kernel_fn: Function = module.kernel(kernel if kernel is not None else spec.kernel)
+        self.steps = list(trace.steps)
+        self.result = result
+        self.fault = fault
+        self.engine = engine
+        self.model = None                  # model records live in MachineView (engine "compact"/"model")
+        self.arg_names = list(names) if names else None
+        self._progress = progress
+        self._fn_regs = {}
+        self._addr_regs = {}
+        self._build_regions()
+        self._replay()
+
+    # -- public ------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """The number of positions (steps + 1)."""
+        return len(self.steps) + 1
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def kernel(self) -> str:
+        return self.kernel_fn.name
+
+    def function(self, name: str) -> Function:
+        return self.module.functions[name]
+
+    def find_pc(self, pc: int, start: int = 0, *, forward: bool = True, function: str | None = None,
+                block: int | None = None, warp: int | None = None) -> int | None:
+        """The nearest position after (before) `start` whose next instruction is at `pc`."""
+        fn = function or self.kernel
+        rng = range(start + 1, self.n_steps) if forward else range(min(start, self.n_steps) - 1, -1, -1)
+        for t in rng:
+            s = self.steps[t]
+            if s.pc == pc and s.function == fn and (block is None or s.block == block) \
+                    and (warp is None or s.warp == warp):
+                return t
+        return None
+
+    def next_break(self, start: int, breakpoints, function: str | None = None) -> int:
+        """Where play stops: the first position after `start` whose next pc is a breakpoint, else
+        the end."""
+        bps = set(breakpoints)
+        fn = function or self.kernel
+        for t in range(start + 1, self.n_steps):
+            s = self.steps[t]
+            if s.pc in bps and s.function == fn:
+                return t
+        return self.n_steps
+
+    def disassembly(self, function: str | None = None) -> list[dict]:
+        """The function's body: one row per pc with its labels, text and source line."""
+        fn = self.function(function or self.kernel)
+        labels = {}
+        for name, pc in fn.labels.items():
+            labels.setdefault(pc, []).append(name)
+        return [{"pc": pc, "labels": labels.get(pc, []), "text": pretty_text(ins.text),
+                 "line": ins.line} for pc, ins in enumerate(fn.body)]
+
+    def regions(self) -> list[MemoryRegion]:
+        return list(self._regions.values())
+
+    def memory_at(self, position: int) -> dict:
+        """{region key: bytes} of every region after `position` steps."""
+        return {k: bytes(v) for k, v in self._memory(position).items()}
+
+    def registers_at(self, position: int, block: int, warp: int) -> dict:
+        """The current-frame registers of warp (block, warp) after `position` steps:
+        {name: [raw per lane]} (written registers only)."""
+        last = None
+        for t in range(min(position, self.n_steps) - 1, -1, -1):
+            s = self.steps[t]
+            if s.block == block and s.warp == warp:
+                last = t
+                break
+        if last is None:
+            return {}
+        return {k: list(v) for k, v in self._after[last].regs.items()}
+
+    def snapshot(self, position: int) -> Snapshot:
+        """The machine after `position` steps (0 <= position <= n_steps)."""
+        n = self.n_steps
+        if not 0 <= position <= n:
+            raise IndexError(f"position {position} out of range 0..{n}")
+        if n == 0:
+            raise ValueError("the launch ran no step")
+        t = position
+        finished = t == n
+        focus_i = t if not finished else n - 1
+        fs = self.steps[focus_i]
+        frame = self._before[focus_i] if not finished else self._after[n - 1]
+        last = self.steps[t - 1] if t > 0 else None
+        # registers of the focus frame; highlight what the last step wrote into this frame
+        changed_by_last = {}
+        if last is not None and self._after[t - 1].fid == frame.fid:
+            changed_by_last = {name: last.reg_write_mask or last.executed for name in last.reg_writes}
+        fn = self.function(fs.function)
+        regs = []
+        pointer_targets = self._addr_regs_of(fn)
+        for name in self._regs_of(fn):
+            vals = frame.regs.get(name, [0] * LANES)
+            rt = fn.regs.get(name, "b32")
+            ptrs = [self._pointee(v, rt, pointer_targets.get(name), fs.block, fs.warp, lane)
+                    for lane, v in enumerate(vals)]
+            regs.append(RegRow(name, rt, list(vals), name in frame.written, changed_by_last.get(name, 0), ptrs))
+        # lanes
+        present = self._present(fs.warp)
+        stack = list(fs.stack) if not finished else []
+        alive = 0
+        for _, m, _ in stack:
+            alive |= m
+        lane_state = []
+        for lane in range(LANES):
+            bit = 1 << lane
+            if not present & bit:
+                lane_state.append("absent")
+            elif finished:
+                lane_state.append("exited")
+            elif fs.active & bit:
+                lane_state.append("active" if fs.executed & bit else "guarded")
+            elif alive & bit:
+                lane_state.append("waiting")
+            else:
+                lane_state.append("exited")
+        nxt = None if finished else self._instruction(focus_i, frame)
+        mem = self._memory(t)
+        memory = self._memory_views(t, mem, fs, regs, nxt)
+        fault = None
+        if self.fault is not None and t >= n - 1:
+            fault = str(self.fault)
+        lastd = None
+        if last is not None:
+            lastd = {"index": last.index, "block": last.block, "warp": last.warp, "pc": last.pc,
+                     "function": last.function, "text": pretty_text(last.text),
+                     "executed": last.executed, "line": last.line,
+                     "mem_writes": len(last.mem_writes)}
+        snap = Snapshot(position=t, positions=len(self), block=fs.block, warp=fs.warp, function=fs.function,
+                        depth=fs.depth, call_stack=list(self._callstack[focus_i]), lane_state=lane_state,
+                        tids=self._tids(fs.warp), regs=regs, stack=stack, next=nxt, last=lastd,
+                        memory=memory, fault=fault, finished=finished)
+        return snap
+
+
 def _dtype_of(ptx_type: str) -> str:
     return {"b8": "uint8", "u8": "uint8", "s8": "int8", "b16": "uint16", "u16": "uint16", "s16": "int16",
             "b32": "uint32", "u32": "uint32", "s32": "int32", "f32": "float32", "b64": "uint64",
@@ -812,42 +815,13 @@ def _dtype_of(ptx_type: str) -> str:
 # building a view
 
 
-def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None = None,
-                 max_steps: int | None = None, names: list | None = None, progress=None, machine=None,
-                 on_token=None):
-    """Run one launch with a per-step trace and build its view.
-
-    `engine="interp"` runs the reference interpreter and gives a `LaunchView` (one position per
-    warp-instruction). A launch that faults still gives a view: its last step is the faulting one and
-    `view.fault` holds the `ExecutionFault`.
-
-    `engine="compact"` (the compact engine) or `engine="model"` (the stock transformers forward) runs
-    the launch through the model's forward passes and gives a `qwengpu.lab.MachineView`: one position
-    per forward pass, the machine decoded from the model's own state after it, checked against the
-    simulator and the interpreter (`qwengpu.lab.machine`). `machine`: a built machine (default: the
-    built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
-    `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
-    change it: fault injection, see `record_launch`).
-    """
-    import qwengpu
-
+def interp_view(program, launch, *, kernel: str | None = None, max_steps: int | None = None,
+                names: list | None = None, progress=None) -> LaunchView:
+    """Run one launch on the reference interpreter with a per-step trace and build its `LaunchView`
+    (one position per warp-instruction). A launch that faults still gives a view: its last step is
+    the faulting one and `view.fault` holds the `ExecutionFault`."""
     module = qwengpu.load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
-    if engine in ("model", "compact"):
-        try:
-            import torch  # noqa: F401
-        except ImportError as e:
-            raise EngineUnavailable(f"the {engine} engine needs torch and transformers: "
-                                    f"pip install -e '.[model]' ({e})") from None
-        from .machine import record_launch
-        return record_launch(module, spec, engine=engine, machine=machine, kernel=kernel, max_tokens=max_steps,
-                             names=names, progress=bool(progress), on_token=on_token)
-    if engine != "interp":
-        raise ValueError(f"unknown engine {engine!r} (the lab knows 'interp', 'compact' and 'model')")
-    if machine is not None or on_token is not None:
-        raise TypeError("machine= and on_token= are for the model engines ('compact', 'model')")
-    from qwengpu.interp.interpreter import Interpreter
-    from qwengpu.interp.memory import ExecutionFault
     it = Interpreter(module, spec, kernel=kernel, max_steps=max_steps or 200_000, trace=True)
     fault = None
     result = None

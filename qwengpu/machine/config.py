@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: a warp's lanes: the reference semantics' warp width (`qwengpu.interp`), which the circuits are
+#: built for (4-bit lane masks in the tokens and the control word): not a per-geometry choice
+from qwengpu.interp.interpreter import LANES as LANES
+
 ALU = "alu"
 MEM = "mem"
 XLANE = "xlane"
@@ -24,7 +28,6 @@ class MachineConfig:
     max_warps: int = 8            # warps per block (blocks of up to 32 threads)
     pc_bits: int = 8              # program counter width: the ROM holds 2**pc_bits bundles
     memory_bytes: int = 1 << 14   # machine memory (global + const + shared + local)
-    lanes: int = 4
     shifters: tuple | None = None     # ALU slots with a barrel shifter (None: all)
     bitcount: tuple | None = None     # ALU slots with CLZ/POPC/BREV (None: all)
     multipliers: tuple = ()           # ALU slots with MUL/MULHU/MULHS
@@ -65,3 +68,13 @@ TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2,
 
 #: configurations by name (`qwengpu build --config NAME`)
 CONFIGS = {c.name: c for c in (SIM, COMPACT, TINY)}
+
+
+def config_named(machine, what: str = "machine") -> MachineConfig:
+    """A machine geometry by name (`CONFIGS`), or the `MachineConfig` given; `what` names the
+    argument in the error."""
+    if isinstance(machine, MachineConfig):
+        return machine
+    if machine not in CONFIGS:
+        raise ValueError(f"unknown {what} {machine!r} (known: {', '.join(sorted(CONFIGS))})")
+    return CONFIGS[machine]

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import ALU, MEM, XLANE, MachineConfig
-from .schedule import PORTS, TERM_PORTS, Bundle, Image, Source
+from .image import PORTS, Bundle, Image, Source
+from .uops import ALU_OPS
 
-LANES = 4
 MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
 
 
@@ -34,9 +34,8 @@ def ctl_pc(word: int) -> int:
 SPECIALS = ["tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "laneid", "warpid",
             "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_gt", "lanemask_ge"]
 
-#: the ALU operations the circuits implement, by opcode number
-ALU_OPCODES = ["MOV", "ADD", "AND", "OR", "XOR", "SHL", "SHR", "SAR", "SEL", "EQ", "LTU", "LEU", "LT",
-               "LE", "MUL", "MULHU", "MULHS", "CLZ", "POPC", "BREV"]
+#: the ALU operations the circuits implement, by opcode number (the micro-ISA's list, `uops.ALU_OPS`)
+ALU_OPCODES = list(ALU_OPS)
 MEM_OPS = ["NONE", "LD", "ST", "ATOM"]
 ATOM_OPS = ["add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"]
 SPACES = ["global", "shared", "local", "const"]

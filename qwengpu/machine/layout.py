@@ -17,12 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu.interp.interpreter import _Program
-from qwengpu.interp.memory import global_layout
-from qwengpu.launch import GLOBAL_BASE, LaunchSpec
-from qwengpu.ptx.ir import Module
-
-from .lower import AssemblerError
+from qwengpu.launch import GLOBAL_BASE
 
 LINE = 16
 LINES = 256
@@ -74,46 +69,3 @@ class MachineLayout:
         return MEMORY_BYTES
 
 
-def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> MachineLayout:
-    prog = _Program(module)
-    glay = global_layout(spec, module)
-    lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
-                        len(prog.const_init), {}, 0, dict(prog.local_offsets), dict(prog.local_size), 0,
-                        spec.threads_per_block)
-    if glay.end > GLOBAL_BASE + (REGIONS["global"][1] * LINE):
-        raise AssemblerError(f"the launch needs {glay.end - GLOBAL_BASE} bytes of global memory; the "
-                             f"machine has {REGIONS['global'][1] * LINE}")
-
-    def mark(space, addr, size, thread=0):
-        m = lay.machine_address(space, addr, thread)
-        if m is None or lay.machine_address(space, addr + size - 1, thread) is None:
-            raise AssemblerError(f"{space} memory of {addr + size} bytes does not fit the machine's {space} window")
-        for k in range(size):
-            lay.valid[m + k] = 1
-
-    for a, addr in zip(spec.args, glay.buffer_addresses):
-        if addr is not None and a.data.nbytes:
-            mark("global", addr, a.data.nbytes)
-    for name, addr in glay.var_addresses.items():
-        v = module.vars[name]
-        if v.size:
-            mark("global", addr, v.size)
-    if lay.const_size:
-        mark("const", 0, lay.const_size)
-    shared_size = ((prog.static_shared + 15) // 16 * 16) + spec.shared_bytes
-    lay.shared_size = shared_size
-    lay.shared_vars = dict(prog.shared_offsets)
-    for name in prog.dynamic_shared:
-        lay.shared_vars[name] = (prog.static_shared + 15) // 16 * 16
-    if shared_size:
-        mark("shared", 0, shared_size)
-    stride = sum(prog.local_size.values())
-    lay.local_stride = stride
-    if stride:
-        if stride > LOCAL_BYTES:
-            raise AssemblerError(f"the kernel needs {stride} bytes of local memory per thread; the machine has {LOCAL_BYTES}")
-        if spec.threads_per_block > LOCAL_THREADS:
-            raise AssemblerError(f"local memory is available to blocks of at most {LOCAL_THREADS} threads")
-        for t in range(spec.threads_per_block):
-            mark("local", 0, stride, t)
-    return lay

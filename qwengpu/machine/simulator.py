@@ -18,6 +18,11 @@ of its carried registers (in order j, byte, then "all" or each changed lane), th
 memory (lane, byte), then the control token. Control: the lanes of the current warp with the
 lowest pc run next; when none can, the next warp (cyclically) that can; when none can but some
 wait at a barrier, the barrier opens; when every lane has exited, the next block or HALT.
+
+The simulator commits a pass's register and memory writes when it runs the EXEC; the model writes
+them byte by byte as it consumes the CARRY and MEMW tokens. `held_state()` is the state *as the
+model holds it* after the last consumed token (the lab checks the model's decoded state against it
+at every token).
 """
 from __future__ import annotations
 
@@ -28,11 +33,12 @@ import numpy as np
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchSpec
 
-from .isa import M32, alu_eval
-from .layout import LINE, MEMORY_BYTES
-from .schedule import Image, Source
+from .config import LANES
+from .format import WARP_BITS
+from .image import Image, Source
+from .layout import MEMORY_BYTES
+from .uops import M32, alu_eval
 
-LANES = 4
 RUN, BARRIER, EXITED = 0, 1, 2
 FAULT_KINDS = ["read", "write", "misaligned", "atomic"]
 
@@ -53,6 +59,38 @@ class PassRecord:
     writes: dict = field(default_factory=dict)   # physical reg -> [value per lane] after the pass
     stores: dict = field(default_factory=dict)   # machine address -> byte the pass's MEMW tokens wrote
     ptx_pcs: list = field(default_factory=list)
+
+
+#: lane state bits of the lane table (`lanes.st`): running, waiting at a barrier, the barrier
+#: epoch's parity (an exited or absent lane is 0)
+LANE_RUN, LANE_BARRIER, LANE_EPOCH = 1, 2, 4
+
+
+def lane_code(state: int, epoch: int) -> int:
+    """A lane's (RUN | BARRIER | EXITED, epoch) as the lane table's state bits."""
+    if state == RUN:
+        return LANE_RUN
+    if state == BARRIER:
+        return LANE_BARRIER | (LANE_EPOCH if epoch & 1 else 0)
+    return 0
+
+
+@dataclass
+class MachineState:
+    """The machine's architectural state as the model's GDN states hold it after one consumed
+    token (`Simulator.held_state`; the lab decodes the same from the model)."""
+    pc: int = 0                    # the bundle of the last EXEC
+    mask: int = 0                  # its lanes
+    warp: int = 0
+    block: int = 0
+    epoch: int = 0
+    lanes: list = field(default_factory=list)      # per warp x lane (index 4w + l): (next pc, state bits)
+    regs: dict = field(default_factory=dict)       # (warp, physical register) -> [value per lane]
+    memory: bytes = b""                            # the machine memory (256 lines x 16 bytes)
+
+    @property
+    def active(self) -> int:
+        return self.mask
 
 
 @dataclass
@@ -93,6 +131,12 @@ class Simulator:
         self.passes: list[PassRecord] = []
         self.regs: dict = {}
         self.pending: list = []
+        # the state as the model holds it (`held_state`): the last EXEC, and the registers and
+        # memory the CARRY and MEMW tokens consumed so far have written
+        self.last_writes: list = []          # the last EXEC's stores: (lane, address, size, value)
+        self.held_exec = (0, 0, 0, [])       # (pc, mask, warp, stores) of the last EXEC
+        self.held_regs: dict = {}
+        self.held_memory = bytearray(self.memory)
 
     def present(self, warp: int, lane: int) -> bool:
         return warp * LANES + lane < self.nthreads
@@ -156,13 +200,46 @@ class Simulator:
             return self.control()
         if kind == "EXEC":
             self.pending = self.execute(tok[1], tok[2])
-        elif kind == "CARRY":
-            pass                                   # applied when the EXEC pass decided it
+            self.held_exec = (tok[1], tok[2], self.warp, list(self.last_writes))
+        elif kind == "CARRY":                      # applied when the EXEC pass decided it; the
+            self._hold_carry(*tok[1:])             # model writes it now
         elif kind == "MEMW":
-            pass
+            self._hold_memw(*tok[1:])
         else:
             raise ExecutionFault(f"unexpected token {tok}")
         return self.pending.pop(0)
+
+    # -- the state as the model holds it, token by token ---------------------------------------------
+
+    def _hold_carry(self, j: int, byte: int, lane, v: int):
+        """CARRY: one byte of the register carry slot j of the last EXEC writes, in `lane` or in
+        all lanes of its mask."""
+        pc, mask, warp, _ = self.held_exec
+        key = (warp, self.image.bundles[pc].carry_regs[j])
+        cur = list(self.held_regs.get(key, [0] * LANES))          # copied: snapshots share the lists
+        for l in ([l for l in range(LANES) if mask >> l & 1] if lane == "all" else [lane]):
+            cur[l] = (cur[l] & ~(0xFF << (8 * byte)) & M32) | (v << (8 * byte))
+        self.held_regs[key] = cur
+
+    def _hold_memw(self, lane: int, byte: int, v: int):
+        """MEMW: one byte of the memory word lane `lane`'s store (or atomic) of the last EXEC addressed."""
+        addr = next((a for (wl, a, _, _) in self.held_exec[3] if wl == lane), None)
+        if addr is None:
+            raise ExecutionFault(f"MEMW for lane {lane} without a pending store")
+        self.held_memory[addr + byte] = v
+
+    def held_state(self) -> MachineState:
+        """The state the model holds after the last consumed token: pc and mask of the last EXEC,
+        warp, block, epoch, every lane of every warp slot (`lane_code`), the registers and the
+        memory as the consumed CARRY and MEMW tokens left them."""
+        lanes = []
+        for w in range(1 << WARP_BITS):
+            for l in range(LANES):
+                pc, st, ep = self.lanes[(w, l)] if w < self.cfg.max_warps else (0, EXITED, 0)
+                lanes.append((pc, lane_code(st, ep)))
+        pc, mask, _, _ = self.held_exec
+        return MachineState(pc, mask, self.warp, self.block, self.epoch, lanes, dict(self.held_regs),
+                            bytes(self.held_memory))
 
     # -- control -------------------------------------------------------------------------------------
 
@@ -224,20 +301,40 @@ class Simulator:
         return out
 
     def execute(self, pc: int, mask: int) -> list:
+        """Run bundle `pc` for the lanes in `mask` of the current warp: every unit in slot order
+        (each reads the results of the units above it), then the tokens the pass decides: the
+        changed bytes of its carries, of its stores, and the control token."""
         warp = self.warp
         b = self.image.bundles[pc]
         rec = PassRecord(len(self.tokens), self.block, warp, pc, mask, [("EXEC", pc, mask)],
                          ptx_pcs=list(b.ptx_pcs))
         lanes = [l for l in range(LANES) if mask >> l & 1]
-        slot_ports = [self._port_lines(ps, warp) for ps in b.ports]
         term_ports = [list(self.regs.get((warp, r), [0] * LANES)) if r is not None else [0] * LANES
                       for r in b.term_port_regs]
         n = len(b.slots)
         results = [[0] * LANES for _ in range(n)]
         his = [[0] * LANES for _ in range(n)]
         flags = [[0] * LANES for _ in range(n)]
+        ran = self._units(b, warp, lanes, mask, results, his, flags, rec)
+        if ran is None:                       # a memory fault: the pass emits FAULT
+            return rec.tokens[-1:]
+        served, memw = ran
+        done = [l for l in lanes if served >> l & 1]
+        out = self._carries(b, warp, done, served != mask, results, his, rec)
+        out += self._stores(memw, rec)
+        self._next_lane_states(b, pc, warp, done, term_ports, results, flags, his)
+        out.append(self.control())
+        rec.tokens += out
+        self.passes.append(rec)
+        return out
+
+    def _units(self, b, warp: int, lanes: list, mask: int, results, his, flags, rec):
+        """Every unit of the bundle on every lane (the passes commit the active ones): (lanes
+        served, stores), or None when the memory unit faults (its FAULT token recorded)."""
+        slot_ports = [self._port_lines(ps, warp) for ps in b.ports]
         served = mask
         memw = []
+        self.last_writes = []
         for k, so in enumerate(b.slots):
             if so is None:
                 continue
@@ -257,16 +354,20 @@ class Simulator:
             elif op.kind == "mem":
                 try:
                     served, memw = self._memory(so, warp, lanes, val, results[k])
+                    self.last_writes = memw
                 except MemoryFault as e:
                     self.fault = e.locate(kernel=self.image.kernel, block=self.block, warp=warp, pc=op.ptx_pc)
                     tok = ("FAULT", FAULT_KINDS.index(e.kind), e.lane)
                     rec.tokens.append(tok)
                     self.passes.append(rec)
-                    return [tok]
+                    return None
             else:
                 self._xlane(so, warp, lanes, mask, val, results[k], his[k])
-        partial = served != mask
-        done = [l for l in lanes if served >> l & 1]
+        return served, memw
+
+    def _carries(self, b, warp: int, done: list, partial: bool, results, his, rec) -> list:
+        """CARRY tokens: the changed bytes of each carried register (one "all" token when every
+        served lane gets the same byte), the registers committed."""
         out = []
         for j, (v, (slot, part)) in enumerate(b.carries):
             r = b.carry_regs[j]
@@ -286,6 +387,12 @@ class Simulator:
                 cur[l] = new[l]
             self.regs[(warp, r)] = cur
             rec.writes[r] = cur
+        return out
+
+    def _stores(self, memw: list, rec) -> list:
+        """MEMW tokens: the changed bytes of every store in lane order (a byte two lanes store to
+        compares against the memory as the earlier lane left it), the memory committed."""
+        out = []
         for (l, maddr, size, new) in memw:
             old = int.from_bytes(self.memory[maddr:maddr + size], "little")
             for byte in range(size):
@@ -294,7 +401,10 @@ class Simulator:
                     out.append(("MEMW", l, byte, nb))
                     rec.stores[maddr + byte] = nb
             self.memory[maddr:maddr + size] = new.to_bytes(size, "little")
-        # next lane states
+        return out
+
+    def _next_lane_states(self, b, pc: int, warp: int, done: list, term_ports, results, flags, his):
+        """The terminator: the next pc and state of every served lane."""
         t = b.term
         for l in done:
             if t[0] == "jump":
@@ -306,10 +416,6 @@ class Simulator:
                 self.lanes[(warp, l)] = (t[1], BARRIER, self.epoch)
             else:
                 self.lanes[(warp, l)] = (pc, EXITED, 0)
-        out.append(self.control())
-        rec.tokens += out
-        self.passes.append(rec)
-        return out
 
     # -- memory unit ---------------------------------------------------------------------------------
 
@@ -432,7 +538,7 @@ class Simulator:
 
 def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
     """The machine memory at launch: argument buffers, initialised globals, constants."""
-    from qwengpu.interp.interpreter import _Program
+    from qwengpu.interp.interpreter import ModuleAnalysis
     lay = image.layout
     memory = bytearray(MEMORY_BYTES)
     for a, addr in zip(spec.args, lay.buffer_addresses):
@@ -447,7 +553,7 @@ def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
             init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
         m = lay.machine_address("global", addr, 0)
         memory[m:m + len(init)] = init
-    ci = _Program(module).const_init
+    ci = ModuleAnalysis(module).const_init
     if ci:
         m = lay.machine_address("const", 0, 0)
         memory[m:m + len(ci)] = ci

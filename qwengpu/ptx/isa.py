@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import TYPE_BITS, Addr, ArgList, Function, Imm, Instr, Label, Module, Pair, Reg, Special, Sym, Vec
+from .ir import TYPE_BITS, Addr, Function, Instr, Label, Module
 from .parser import PTXSyntaxError
 
 INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}

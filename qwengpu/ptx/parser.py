@@ -2,7 +2,7 @@
 
 A small tokenizer and a recursive-descent parser for the PTX that nvcc emits for ordinary kernels.
 Every error is a `PTXSyntaxError` naming the line and the construct. Checking that each
-instruction is one the machine supports is a separate pass (`qwengpu.ptx.validate`).
+instruction is one the machine supports is a separate pass (`qwengpu.ptx.isa`).
 """
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import re
 import struct
 from dataclasses import dataclass
 
-from .ir import (TYPE_BITS, Addr, ArgList, Function, Guard, Imm, Instr, Label, Module, Neg, Pair,
-                 Param, Reg, Special, Sym, Variable, Vec)
+from .ir import (TYPE_BITS, Addr, ArgList, Function, Guard, Imm, Instr, Label, Module, Neg, Pair, Param, Reg, Special,
+                 Sym, Variable, Vec)
 
 
 class PTXSyntaxError(ValueError):
@@ -659,7 +659,7 @@ class _Body:
 def parse_ptx(source: str) -> Module:
     """Parse PTX text into a `Module`. Raises `PTXSyntaxError` naming the line on bad input.
 
-    The result is only syntactically checked; `qwengpu.ptx.validate.validate_module` then checks
+    The result is only syntactically checked; `qwengpu.ptx.isa.validate_module` then checks
     that every instruction is one qwenGPU supports.
     """
     p = _Parser(source)

@@ -21,9 +21,9 @@ def __getattr__(name):
         from .kl import measure_kl
         return measure_kl
     if name in ("load_spliced", "check_program"):
-        from . import model
-        return getattr(model, name)
+        from . import spliced
+        return getattr(spliced, name)
     if name in ("machine_fit", "splice_machine", "open_spliced_machine"):
-        from . import machine
-        return getattr(machine, name)
+        from . import machine_splice
+        return getattr(machine_splice, name)
     raise AttributeError(name)

@@ -27,10 +27,10 @@ from pathlib import Path
 
 
 def _program_for(program: str | None, base):
-    from .cli import load_program
     from .demo import demo_program
+    from .splice import import_circuit
     from .target import target_for_base
-    return load_program(program)(target_for_base(base)) if program else demo_program()
+    return import_circuit(program)(target_for_base(base)) if program else demo_program()
 
 
 def _dir_bytes(p: Path) -> int:
@@ -59,11 +59,10 @@ def _write_base(base: Path, text: dict | None = None, vision: dict | None = None
 
 def _build_child(base: str, out: str, program: str | None):
     """Run in the child process: build and print a JSON line."""
-    from .splice import build
+    from .splice import build, import_circuit
     prog = None
     if program:
-        from .cli import load_program
-        prog = load_program(program)
+        prog = import_circuit(program)
     rep = build(base, out, prog, progress=False)
     print(json.dumps({"compile_s": rep.compile_seconds, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers,
                       "width": rep.width, "shards": rep.shards, "notes": rep.notes}))
@@ -97,7 +96,6 @@ def _throughput(model_dir: str, ids_text: list[int], ids_gpu: list[int] | None, 
         out["decode_text_tok_s"] = steps(ids_text[:32], ids_text[32:32 + decode])
         if ids_gpu:
             out["decode_gpu_tok_s"] = steps(ids_text[:32], ids_gpu[:decode])
-    del model
     return out
 
 
@@ -118,10 +116,12 @@ def bench_splice(workdir: str | None = None, keep: bool = False, program: str | 
                  log=print) -> dict:
     """Build the GPU into a random Qwen3.5-2B-shaped checkpoint and measure; returns the figures."""
     import torch
-    from ..compiler import compile_program
+
+    from qwengpu.compiler import compile_program
+
     from .demo import demo_sequence
-    from .model import check_program, gpu_ids
     from .splice import read_meta
+    from .spliced import check_program, gpu_ids
     from .target import target_for_base
     root = Path(workdir or tempfile.mkdtemp(prefix="qwengpu-bench-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -215,8 +215,8 @@ MACHINE_KERNELS = ("dot", "atomic_inc_dec", "shift_clamp", "switch_sparse", "syn
 def _verify_rows(m, kernels: str, engine: str) -> list[dict]:
     """`qwengpu.verify.verify_kernel` on each of the comma-separated kernels (oracle, simulator
     token stream, states checked after every pass)."""
-    from ..suite import get
-    from ..verify import verify_kernel
+    from qwengpu.suite import get
+    from qwengpu.verify import verify_kernel
     rows = []
     for name in [k for k in kernels.split(",") if k]:
         r = verify_kernel(get(name), engine, machine=m, progress=False, check_states=True,
@@ -229,8 +229,10 @@ def _verify_rows(m, kernels: str, engine: str) -> list[dict]:
 def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     """Run in the child process: compile the machine for the base, splice it without writing
     (`dry_run`), run kernels through its GPU layers (compact engine); print JSON."""
-    from ..machine.model import machine_of
-    from .machine import _config, compile_for_base
+    from qwengpu.machine.config import config_named
+    from qwengpu.runtime.checkpoint import machine_of
+
+    from .machine_splice import compile_for_base
     from .splice import read_checkpoint, splice
     from .target import target_for_base
     ck = read_checkpoint(base)
@@ -238,7 +240,7 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     compiled = compile_for_base(target_for_base(ck), machine)
     compile_s = time.perf_counter() - t0
     rep = splice(ck, compiled, out, progress=False, dry_run=True)
-    runs = _verify_rows(machine_of(_config(machine), compiled), kernels, "compact")
+    runs = _verify_rows(machine_of(config_named(machine), compiled), kernels, "compact")
     print(json.dumps({
         "compile_s": compile_s, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers, "width": rep.width,
         "bytes": rep.bytes_written, "shards": rep.shards, "vocab": rep.vocab_size,
@@ -255,7 +257,7 @@ def _machine_stock_child(base: str, machine: str, kernels: str):
     spliced checkpoint is not."""
     import torch
 
-    from .machine import compile_for_base_geometry
+    from .machine_splice import compile_for_base_geometry
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     m = compile_for_base_geometry(base, machine, dense=True)
@@ -330,6 +332,7 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     decode steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
     `text_config` / `vision_config`: other base shapes (the tests use small ones)."""
     import torch
+
     from .checkpoint import read_checkpoint
     root = Path(workdir or tempfile.mkdtemp(prefix="qwengpu-bench-machine-"))
     root.mkdir(parents=True, exist_ok=True)

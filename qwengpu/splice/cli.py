@@ -11,21 +11,8 @@ returning an exit status.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-
-
-def load_program(spec: str):
-    """`MODULE:FUNC` -> FUNC, a callable taking the compiler Target and returning a Program (or a
-    Compiled); a Program object named by `MODULE:NAME` is wrapped."""
-    mod, _, name = spec.partition(":")
-    if not name:
-        raise ValueError(f"--program wants MODULE:FUNC, not {spec!r}")
-    obj = getattr(importlib.import_module(mod), name)
-    if callable(obj) and not hasattr(obj, "residual_vars"):
-        return obj
-    return lambda target: obj
 
 
 def cmd_build(args) -> int:
@@ -35,12 +22,12 @@ def cmd_build(args) -> int:
         return cmd_build_machine(args)
     if not args.out:
         raise ValueError("--out is required with --base")
-    from .splice import build
+    from .splice import build, import_circuit
     if args.machine and args.program:
         raise ValueError("--machine and --program are alternatives")
-    prog = load_program(args.program) if args.program else None
+    prog = import_circuit(args.program) if args.program else None
     if args.machine:
-        from .machine import compile_for_base
+        from .machine_splice import compile_for_base
         prog = lambda target: compile_for_base(target, args.machine)       # noqa: E731
     rep = build(args.base, args.out, prog, mtp=args.mtp, overwrite=args.overwrite, progress=not args.quiet)
     if args.json:
@@ -52,7 +39,7 @@ def cmd_build(args) -> int:
 
 def cmd_build_machine(args) -> int:
     """Without --base: build the stand-alone machine checkpoint (cached, or at --out)."""
-    from qwengpu.machine.model import build_gpu
+    from qwengpu.runtime.checkpoint import build_gpu
     m = build_gpu(args.config, args.out, progress=not args.quiet, dense=not args.compact_only)
     if args.json:
         print(json.dumps({"path": str(m.path), **m.report}))

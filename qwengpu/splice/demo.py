@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from ..compiler import Program, gadgets, memory
+from qwengpu.compiler import Program, gadgets, memory
 
 
 def demo_program(slots: int = 8, width: int = 8, n_tokens: int = 48, seed: int = 0,
@@ -37,7 +37,7 @@ def demo_program(slots: int = 8, width: int = 8, n_tokens: int = 48, seed: int =
     total = gadgets.add(prog, word, val, name="sum")
     memory.previous(prog, val, 1, name="prev_val")
     if attention:
-        from ..compiler import attention as att
+        from qwengpu.compiler import attention as att
         att.most_recent(prog, we, None, val, name="last_written", context=context)
         att.previous_token(prog, val, 2, name="val_back2", context=context)
     low = prog.slice(total, 0, sel_bits, name="sum_low")

@@ -11,7 +11,6 @@ splice that mishandles them shows.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 CHAT_TEMPLATE = (
@@ -120,8 +119,7 @@ def write_random_base(path, text: dict, vision: dict | None = None, *, tied: boo
     import torch
     from safetensors.torch import save_file
     from tqdm.auto import tqdm
-    from transformers import (Qwen3_5Config, Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration,
-                              Qwen3_5TextConfig)
+    from transformers import Qwen3_5Config, Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5TextConfig
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype

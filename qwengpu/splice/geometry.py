@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compiler.core import ANCHOR
+from qwengpu.compiler.core import ANCHOR
 
 #: indicator dims (4 bf16 components reach ~2^-24 relative precision in the sum of squares)
 INDICATOR_DIMS = 4
@@ -184,7 +184,7 @@ class Geometry:
         scale), so the final hidden state holds the GPU's raw feature values (the anchor: 2**40)
         and lm_head's GPU rows are the compiled unembedding times that scale: small multiples of
         the logit scale, exact in bf16."""
-        from ..compiler.build import norm_scale
+        from qwengpu.compiler.compiling import norm_scale
         return 1.0 / norm_scale(self.width, self.eps)
 
     def base_logit_weight(self) -> float:

@@ -97,6 +97,7 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
     see the module doc."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from .fixtures import corpus_text
     from .splice import META, read_meta
     t0 = time.perf_counter()
@@ -122,7 +123,7 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
 
     launch_ids = []
     if meta is not None and with_launch:
-        from .model import gpu_ids
+        from .spliced import gpu_ids
         launch_ids = gpu_ids(meta, launch if launch is not None else meta["gpu"]["sample_launch"])
     base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=bdt).eval()
     V = base.config.vocab_size

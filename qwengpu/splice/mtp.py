@@ -19,6 +19,7 @@ def mtp_logits(model_dir, hidden, next_ids):
     import torch
     from transformers.models.qwen3_5.modeling_qwen3_5 import (Qwen3_5DecoderLayer, Qwen3_5RMSNorm,
                                                               Qwen3_5TextRotaryEmbedding)
+
     from .checkpoint import read_checkpoint
     ck = read_checkpoint(model_dir)
     names = ck.mtp_names()

@@ -21,6 +21,7 @@ fp32 model (see docs/splice.md for bf16).
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import math
 import os
@@ -32,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from qwengpu.compiler.core import ANCHOR
+
 from .checkpoint import BaseCheckpoint, read_checkpoint
-from ..compiler.core import ANCHOR
 from .geometry import FINAL_INDICATOR_SCALE, INDICATOR_DIMS, R_INPUT, Geometry
 from .target import target_for_base
 
@@ -149,7 +151,6 @@ def _pad_rows(t, width: int, scale: float = 1.0):
 
 class _Splicer:
     def __init__(self, ck: BaseCheckpoint, compiled, out: Path, mtp: str, token_texts: list[str]):
-        torch = _torch()
         self.ck = ck
         self.c = compiled
         self.H = ck.hidden
@@ -221,7 +222,7 @@ class _Splicer:
 
     def base_layer(self, idx: int, rest: str, t) -> dict:
         torch = _torch()
-        g, W, H = self.geo, self.W, self.H
+        g, W = self.geo, self.W
         name = f"{self.P}layers.{idx + self.n_gpu}.{rest}"
         if rest in _NORMS:
             return {name: _store(g.base_norm(t.double().numpy()), torch.float32)}
@@ -496,6 +497,7 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     space: the benchmark on geometries whose checkpoint does not fit this machine).
     """
     from tqdm.auto import tqdm
+
     from .tokenizer import copy_side_files, extend_tokenizer
     t0 = time.perf_counter()
     ck = base if isinstance(base, BaseCheckpoint) else read_checkpoint(base)
@@ -513,68 +515,28 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     if not dry_run:
         out.mkdir(parents=True, exist_ok=True)
     sp = _Splicer(ck, compiled, out, mtp, texts)
-
-    from safetensors.torch import save_file
-    parts: list[tuple[str, list[str]]] = []
-    weight_map: dict[str, str] = {}
-    total_bytes = 0
     n_tensors = len(ck.weight_map) + sum(1 for k in sp.csd if k.startswith("model.layers."))
     bar = tqdm(total=n_tensors, desc="splicing", unit="tensor", disable=not progress)
-
-    def write_part(tensors: dict):
-        nonlocal total_bytes
-        if not tensors:
-            return
-        tmp = f"part-{len(parts):05d}.safetensors"
-        size = nbytes(tensors)
-        if not dry_run:
-            free = shutil.disk_usage(out).free
-            if free < size + DISK_RESERVE:
-                shutil.rmtree(out, ignore_errors=True)          # no half-written checkpoint left behind
-                raise SpliceError(f"not enough disk space at {out}: {(total_bytes + size) / 2**30:.1f} GiB of the "
-                                  f"spliced checkpoint so far (the GPU layers first) and {free / 2**30:.1f} GiB free; "
-                                  f"nothing was kept. `splice(..., dry_run=True)` (or `qwengpu bench-splice "
-                                  f"--machine`) reports the full size without writing")
-            save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
-        total_bytes += size
-        parts.append((tmp, list(tensors)))
-        tensors.clear()
-
-    def nbytes(ts: dict) -> int:
-        return sum(v.numel() * v.element_size() for v in ts.values())
-
-    pending: dict = {}
+    writer = _ShardWriter(out, max_shard_bytes, dry_run)
     for layer in sp.gpu_layers():
-        if pending and nbytes(pending) + nbytes(layer) > max_shard_bytes:
-            write_part(pending)
-        pending.update(layer)
+        writer.add(layer, together=True)
         bar.update(len(layer))
-    write_part(pending)                 # the GPU layers' shards come first
+    writer.flush()                      # the GPU layers' shards come first
     for shard in ck.shards:
         bar.set_postfix_str(shard)
         with ck.open(shard) as f:
             for name in ck.names_in(shard):
-                for k, v in sp.transform(name, f.get_tensor(name)).items():
-                    if pending and nbytes(pending) + v.numel() * v.element_size() > max_shard_bytes:
-                        write_part(pending)
-                    pending[k] = v
+                writer.add(sp.transform(name, f.get_tensor(name)))
                 bar.update(1)
-    write_part(pending)
+    writer.flush()
     bar.close()
-    n = len(parts)
+    n = len(writer.parts)
     if dry_run:
         return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
-                            sp.V, sp.g, sp.mtp_mode, n, total_bytes, time.perf_counter() - t0, None,
+                            sp.V, sp.g, sp.mtp_mode, n, writer.total_bytes, time.perf_counter() - t0, None,
                             sp.notes + ["dry run: nothing written"], None)
-    for i, (tmp, names) in enumerate(parts):
-        final = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
-        os.replace(out / tmp, out / final)
-        for k in names:
-            weight_map[k] = final
-    (out / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": total_bytes}, "weight_map": dict(sorted(weight_map.items()))}, indent=2))
+    writer.finish()
     (out / "config.json").write_text(json.dumps(sp.config(), indent=2, sort_keys=True))
-
     copy_side_files(ck.path, out)
     tok_summary = None
     if (out / "tokenizer.json").exists():
@@ -584,7 +546,80 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
                         f"{sp.V}..{sp.V + sp.g - 1}, without tokenizer strings")
     if sample_launch is None:
         sample_launch = getattr(compiled, "sample_launch", None) or [t.text for t in prog.tokens[:32]]
-    meta = {
+    (out / META).write_text(json.dumps(_meta(ck, sp, compiled, texts, sample_launch, tok_summary), indent=2))
+    return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
+                        sp.V, sp.g, sp.mtp_mode, n, writer.total_bytes, time.perf_counter() - t0, None, sp.notes,
+                        tok_summary)
+
+
+class _ShardWriter:
+    """Tensors into safetensors shards of at most `max_shard_bytes` (a larger tensor gets a shard
+    of its own), written as `part-N` files and renamed `model-i-of-n` at the end, with the index.
+    A shard that would fill the disk stops the splice and removes what it wrote; `dry_run` counts
+    the sizes and writes nothing."""
+
+    def __init__(self, out: Path, max_shard_bytes: int, dry_run: bool):
+        self.out, self.max_shard_bytes, self.dry_run = out, max_shard_bytes, dry_run
+        self.parts: list[tuple[str, list[str]]] = []
+        self.total_bytes = 0
+        self.pending: dict = {}
+
+    @staticmethod
+    def nbytes(ts: dict) -> int:
+        return sum(v.numel() * v.element_size() for v in ts.values())
+
+    def add(self, tensors: dict, together: bool = False):
+        """Add tensors to the current shard, starting a new one when they would overflow it
+        (`together`: all of them in one shard, as a GPU layer is written)."""
+        if together:
+            if self.pending and self.nbytes(self.pending) + self.nbytes(tensors) > self.max_shard_bytes:
+                self.flush()
+            self.pending.update(tensors)
+            return
+        for k, v in tensors.items():
+            if self.pending and self.nbytes(self.pending) + v.numel() * v.element_size() > self.max_shard_bytes:
+                self.flush()
+            self.pending[k] = v
+
+    def flush(self):
+        from safetensors.torch import save_file
+        tensors = self.pending
+        if not tensors:
+            return
+        out = self.out
+        tmp = f"part-{len(self.parts):05d}.safetensors"
+        size = self.nbytes(tensors)
+        if not self.dry_run:
+            free = shutil.disk_usage(out).free
+            if free < size + DISK_RESERVE:
+                shutil.rmtree(out, ignore_errors=True)          # no half-written checkpoint left behind
+                raise SpliceError(f"not enough disk space at {out}: {(self.total_bytes + size) / 2**30:.1f} GiB of the "
+                                  f"spliced checkpoint so far (the GPU layers first) and {free / 2**30:.1f} GiB free; "
+                                  f"nothing was kept. `splice(..., dry_run=True)` (or `qwengpu bench-splice "
+                                  f"--machine`) reports the full size without writing")
+            save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / tmp), metadata={"format": "pt"})
+        self.total_bytes += size
+        self.parts.append((tmp, list(tensors)))
+        self.pending = {}
+
+    def finish(self):
+        """The shards' final names and the index."""
+        n = len(self.parts)
+        weight_map: dict[str, str] = {}
+        for i, (tmp, names) in enumerate(self.parts):
+            final = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+            os.replace(self.out / tmp, self.out / final)
+            for k in names:
+                weight_map[k] = final
+        (self.out / "model.safetensors.index.json").write_text(json.dumps(
+            {"metadata": {"total_size": self.total_bytes}, "weight_map": dict(sorted(weight_map.items()))}, indent=2))
+
+
+def _meta(ck, sp, compiled, texts: list, sample_launch: list, tok_summary) -> dict:
+    """What `qwengpu.json` records: the base, the geometry, the layers, the GPU program and its
+    tokens and layout, the MTP mode, the machine (when the GPU is one), notes, the tokenizer."""
+    prog = compiled.program
+    return {
         "format": 1,
         "base": ck.describe(),
         "geometry": sp.geo.describe(),
@@ -594,19 +629,27 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
                 "token_strings": texts, "sample_launch": list(sample_launch), "layout": _layout_json(compiled),
                 "report": json.loads(json.dumps(compiled.report, default=str))},
         "mtp": sp.mtp_mode,
-        "machine": getattr(compiled, "machine_meta", None),     # the machine's config and memories (machine.py)
+        "machine": getattr(compiled, "machine_meta", None),     # the machine's config and memories (machine_splice.py)
         "notes": sp.notes,
         "tokenizer": tok_summary,
     }
-    (out / META).write_text(json.dumps(meta, indent=2))
-    return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
-                        sp.V, sp.g, sp.mtp_mode, n, total_bytes, time.perf_counter() - t0, None, sp.notes,
-                        tok_summary)
 
 
 #: the GPU program `build` uses when given none: "MODULE:FUNC" with FUNC(target) -> Program or
 #: Compiled (the machine sets this; $QWENGPU_PROGRAM overrides it); None = the stand-in
 DEFAULT_PROGRAM: str | None = None
+
+
+def import_circuit(spec: str):
+    """`MODULE:FUNC` -> FUNC, a callable taking the compiler Target and returning a Program (or a
+    Compiled); a Program object named by `MODULE:NAME` is wrapped."""
+    mod, _, name = spec.partition(":")
+    if not name:
+        raise ValueError(f"--program wants MODULE:FUNC, not {spec!r}")
+    obj = getattr(importlib.import_module(mod), name)
+    if callable(obj) and not hasattr(obj, "residual_vars"):
+        return obj
+    return lambda target: obj
 
 
 def build(base, out_dir, program=None, **kw) -> SpliceReport:
@@ -616,7 +659,8 @@ def build(base, out_dir, program=None, **kw) -> SpliceReport:
     `target -> Program | Compiled` (for machines that size themselves to the target); None uses
     DEFAULT_PROGRAM / $QWENGPU_PROGRAM, else the stand-in (`demo.demo_program`).
     """
-    from ..compiler import compile_program
+    from qwengpu.compiler import compile_program
+
     from .demo import demo_program
     ck = read_checkpoint(base)
     target = target_for_base(ck)
@@ -625,8 +669,7 @@ def build(base, out_dir, program=None, **kw) -> SpliceReport:
     if program is None:
         spec = os.environ.get("QWENGPU_PROGRAM") or DEFAULT_PROGRAM
         if spec:
-            from .cli import load_program
-            program = load_program(spec)
+            program = import_circuit(spec)
         else:
             program = demo_program()
             notes.append("no GPU program given: spliced the stand-in (memory + adder) program")

@@ -1,13 +1,15 @@
 """`target_for_base`: the compiler target that makes a GPU fit a base model's layers."""
 from __future__ import annotations
 
-from ..compiler import Target
+from qwengpu.compiler import Target
+
 from .geometry import INDICATOR_DIMS
 
 
 def _text_config(base):
     """A transformers Qwen3_5TextConfig from a path, a BaseCheckpoint, a config dict or object."""
     from transformers import Qwen3_5TextConfig
+
     from .checkpoint import BaseCheckpoint, read_checkpoint
     if isinstance(base, (str, bytes)) or hasattr(base, "__fspath__"):
         base = read_checkpoint(base)

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._fp import canon, fma, float_to_int, int_to_float
+from ._fp import canon, float_to_int, fma, int_to_float
 
 ORACLES: dict[str, "Oracle"] = {}
 

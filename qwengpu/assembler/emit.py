@@ -1,0 +1,69 @@
+"""A tiny micro-op emitter used by lowering routines (soft-float and friends), and a straight-line
+evaluator for testing them without the rest of the machine.
+
+Routines written against `Emitter` only use ALU micro-ops (see `qwengpu.machine.uops.ALU_OPS`) and
+must be straight-line (use SEL instead of branches).
+"""
+from __future__ import annotations
+
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, src
+
+
+class Emitter:
+    """Emits ALU micro-ops into a list; `alu()` returns the result as a source operand."""
+
+    def __init__(self, new_reg, out: list, ptx_pc: int = -1):
+        self.new_reg = new_reg          # () -> VReg
+        self.out = out
+        self.ptx_pc = ptx_pc
+
+    def alu(self, op: str, a, b=None, c=None, cin: str = "0", sets_flag: bool = False) -> Src:
+        if op not in ALU_OPS:
+            raise ValueError(f"unknown ALU op {op}")
+        r = self.new_reg()
+        self.out.append(alu(op, r, a, b, c, cin=cin, sets_flag=sets_flag, ptx_pc=self.ptx_pc))
+        return src(r)
+
+    def add64(self, a: tuple, b: tuple, sub: bool = False) -> tuple:
+        """64-bit add (or a - b) of (lo, hi) pairs; the carry flag stays inside the pair."""
+        lo = self.alu("ADD", a[0], src(b[0], sub), cin="1" if sub else "0", sets_flag=True)
+        hi = self.alu("ADD", a[1], src(b[1], sub), cin="flag")
+        return lo, hi
+
+
+class Recorder:
+    """An Emitter target for tests: numbered virtual registers, then `evaluate`."""
+
+    def __init__(self):
+        self.ops: list[MicroOp] = []
+        self.n = 0
+
+    def new_reg(self) -> VReg:
+        self.n += 1
+        return VReg(self.n)
+
+    def emitter(self) -> Emitter:
+        return Emitter(self.new_reg, self.ops)
+
+    def input(self) -> Src:
+        return src(self.new_reg())
+
+    def evaluate(self, inputs: dict, result: Src) -> int:
+        """Run the recorded ops on one lane: inputs {VReg: value}; returns `result`'s value."""
+        env = dict(inputs)
+        flag = 0
+
+        def val(s):
+            if s is None:
+                return 0
+            v = s.value
+            x = v.value if isinstance(v, Imm) else env.get(v, 0)
+            return (~x & M32) if s.inv else x & M32
+
+        for op in self.ops:
+            cin = {"0": 0, "1": 1}.get(op.cin, flag)
+            r, f = alu_eval(op.op, val(op.a), val(op.b), val(op.c), cin)
+            env[op.dst[0]] = r
+            if op.sets_flag:
+                flag = f
+        return val(result)

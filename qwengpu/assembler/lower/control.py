@@ -1,0 +1,161 @@
+"""Control flow: branches, indexed branches (brx.idx), returns, calls (inlined), barriers (bar.sync,
+bar.red through shared memory), membar."""
+from __future__ import annotations
+
+from qwengpu.machine.uops import Imm, MicroOp, alu, src
+from qwengpu.ptx.ir import ArgList, Label
+
+from .core import AssemblerError
+
+
+class ControlOps:
+    """The `op_*` / `float_*` methods of a `Lowerer` for these instructions."""
+
+    def op_bra(self, ctx, ins, info):
+        target = self.label_of(ctx, ins.operands[0].name)
+        nxt = self.fresh_label("fall")
+        if ins.guard is None:
+            self.end(("jump", target))
+        else:
+            g, _ = self.value(ctx, ins.guard.reg, "pred", ins)
+            self.end(("branch", g, not ins.guard.negated, target, nxt))
+            self.start(nxt)
+
+    def op_brx(self, ctx, ins, info):
+        """brx.idx i, table: a binary tree of branches on i (depth log2 of the table's length). An
+        index past the table makes the lane fault (the interpreter faults; PTX leaves it
+        undefined): it loads from global address 0, which is never mapped."""
+        idx, = self.u32(ctx, ins, 0)
+        fn = ctx["fn"]
+        names = fn.branch_targets.get(ins.operands[1].name)
+        if not names:
+            raise AssemblerError(f"brx.idx with unknown target list {ins.operands[1].name}", ins)
+        targets = [self.label_of(ctx, n) for n in names]
+        bad = self.fresh_label("brx_range")
+
+        def tree(lo: int, hi: int) -> str:
+            if hi - lo == 1:
+                return targets[lo]
+            here, mid = self.fresh_label("brx"), (lo + hi) // 2
+            self.start(here)
+            p = self.em(ctx).alu("LTU", idx, mid)
+            block = self.cur
+            left, right = tree(lo, mid), tree(mid, hi)
+            block.term = ("branch", p, True, left, right)
+            self.cur = None
+            return here
+
+        ok = self.em(ctx).alu("LTU", idx, len(targets))
+        entry = self.cur
+        root = tree(0, len(targets))
+        entry.term = ("branch", ok, True, root, bad)
+        self.start(bad)
+        self._mem(ctx, "LD", "global", (src(Imm(0)), src(Imm(0))), self.new())
+        self.end(("exit",))
+
+    def op_ret(self, ctx, ins, info):
+        nxt = self.fresh_label("after_ret")
+        if ctx["ret_label"] is None or ins.op == "exit":
+            term = ("exit",)
+        else:
+            term = ("jump", ctx["ret_label"])
+        if ins.guard is not None:
+            g, _ = self.value(ctx, ins.guard.reg, "pred", ins)
+            body = self.fresh_label("ret")
+            self.end(("branch", g, not ins.guard.negated, body, nxt))
+            self.start(body)
+            self.end(term)
+        else:
+            self.end(term)
+        self.start(nxt)
+
+    op_exit = op_ret
+
+    def op_bar(self, ctx, ins, info):
+        if info.mode == "warp":
+            return                       # bar.warp.sync: lanes of a warp run together already
+        if info.mode == "red":
+            self.bar_red_op(ctx, ins, info)
+            return
+        nxt = self.fresh_label("after_bar")
+        self.end(("barrier", nxt))
+        self.start(nxt)
+
+    op_barrier = op_bar
+
+    def bar_red_prologue(self, ctx):
+        lay = self.layout
+        base = (lay.shared_size + 3) // 4 * 4
+        for k in range(12):
+            m = lay.machine_address("shared", base + k, 0)
+            if m is None:
+                raise AssemblerError("bar.red needs 12 bytes of shared memory after the kernel's own; "
+                                     "the machine's shared window is full")
+            lay.valid[m] = 1
+        lay.shared_size = base + 12
+        rot = self.new("bar.red.k")
+        self.bar_red = (base, rot)
+        self.emit(alu("MOV", rot, 0, ptx_pc=0))
+        self.emit(MicroOp("mem", "ST", (), extra={"space": "shared", "width": 4, "addr": (src(Imm(base)), src(Imm(0))),
+                                                  "data": (src(Imm(0)), None), "align": 4}, ptx_pc=0))
+        nxt = self.fresh_label("bar_red_ready")
+        self.end(("barrier", nxt))
+        self.start(nxt)
+
+    def bar_red_op(self, ctx, ins, info):
+        base, rot = self.bar_red
+        pc = ctx["pc"]
+        p, _ = self.value(ctx, ins.operands[-1], "pred", ins)
+        em = self.em(ctx)
+        nxt = em.alu("SEL", 0, em.alu("ADD", src(rot), 1), em.alu("EQ", src(rot), 2))
+        here = em.alu("ADD", em.alu("SHL", src(rot), 2), base)
+        self._mem(ctx, "ST", "shared", (em.alu("ADD", em.alu("SHL", nxt, 2), base), src(Imm(0))), data=(src(Imm(0)), None))
+        vote = em.alu("XOR", p, 1) if info.boolop == "and" else p
+        self._mem(ctx, "ATOM", "shared", (here, src(Imm(0))), self.new(), data=(vote, None), atom="add")
+        self.emit(alu("MOV", rot, nxt, ptx_pc=pc))
+        after = self.fresh_label("after_bar_red")
+        self.end(("barrier", after))
+        self.start(after)
+        total = self.new("bar.red.sum")
+        self._mem(ctx, "LD", "shared", (here, src(Imm(0))), total)
+        em = self.em(ctx)
+        r = {"popc": src(total), "and": em.alu("EQ", src(total), 0), "or": em.alu("LTU", 0, src(total))}[info.boolop]
+        self.write(ctx, ins.operands[0], r, None, "u32" if info.boolop == "popc" else "pred", ins)
+
+    def op_membar(self, ctx, ins, info):
+        return
+
+    op_nanosleep = op_membar
+
+    op_fence = op_membar
+
+    def op_call(self, ctx, ins, info):
+        ops = ins.operands
+        fi = next(i for i, o in enumerate(ops) if isinstance(o, Label))
+        rets = ops[0].items if fi > 0 and isinstance(ops[0], ArgList) else ()
+        args = ops[fi + 1].items if fi + 1 < len(ops) and isinstance(ops[fi + 1], ArgList) else ()
+        callee = self.module.functions[ops[fi].name]
+        depth = ctx.get("depth", 0)
+        if depth > 16:
+            raise AssemblerError("call depth exceeds 16 (recursion is not supported by the machine)", ins)
+        params = {}
+        for a_sym, p in zip(args, callee.params):
+            pv = ctx["params"].get(a_sym.name)
+            if pv is None:
+                raise AssemblerError(f"call argument {a_sym.name} was not stored", ins)
+            params[p.name] = pv
+        ret_label = self.fresh_label(f"ret_{callee.name}")
+        local_base = ctx["local_base"] + self.layout.local_size.get(ctx["fn"].name, 0)
+        sub = {"fn": callee, "regs": {}, "params": params, "pc": 0, "ret_label": ret_label,
+               "local_base": local_base, "prefix": f"{callee.name}@{self.label_counter}/", "depth": depth + 1}
+        self.label_counter += 1
+        self.end(("jump", sub["prefix"] + "entry"))
+        self.start(sub["prefix"] + "entry")
+        sub["entry_block"] = self.cur
+        self.lower_function(sub)
+        self.start(ret_label)
+        for r_sym, p in zip(rets, callee.returns):
+            pv = sub["params"].get(p.name)
+            if pv is None:
+                raise AssemblerError(f"{callee.name} does not store its return value {p.name}", ins)
+            ctx["params"][r_sym.name] = pv

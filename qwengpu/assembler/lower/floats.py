@@ -1,0 +1,225 @@
+"""Floating point: every float instruction as a `softfloat` routine (f32, f64, f16 conversions),
+including the conversions softfloat does not have, composed from its routines (`convert`)."""
+from __future__ import annotations
+
+from qwengpu.machine.uops import Src
+
+from .. import softfloat as sf
+from .core import AssemblerError, type_bits
+
+
+class FloatOps:
+    """The `op_*` / `float_*` methods of a `Lowerer` for these instructions."""
+
+    def floats(self, ctx, ins, t: str, *idx) -> list:
+        """Operands `idx` of `ins` read as float type t: (lo, hi) pairs for f64, else a word."""
+        out = []
+        for k in idx:
+            lo, hi = self.value(ctx, ins.operands[k], t, ins)
+            out.append((lo, hi) if t == "f64" else lo)
+        return out
+
+    @staticmethod
+    def soft(ins, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except sf.SoftFloatError as e:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine ({e})", ins) from None
+
+    @staticmethod
+    def f64_plain(ins, info):
+        """f64 takes neither .ftz nor .sat (PTX; the interpreter refuses them too)."""
+        if info.type == "f64" and (info.ftz or info.sat):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.ftz/.sat on .f64 "
+                                 "is not PTX)", ins)
+        if info.type not in ("f32", "f64"):
+            raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine", ins)
+
+    def float_add(self, ctx, ins, info):
+        """add/sub/mul/div.{rnd}{.ftz}{.sat}.{f32,f64} (no modifier: .rn)."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, b = self.floats(ctx, ins, t, 1, 2)
+        fn = FARITH[(ins.op, t == "f64")]
+        kw = {} if t == "f64" else {"ftz": info.ftz} if ins.op == "div" else {"ftz": info.ftz, "sat": info.sat}
+        if ins.op == "div" and info.sat:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
+        self.put(ctx, ins, t, self.soft(ins, fn, self.em(ctx), a, b, info.rnd or "rn", **kw))
+
+    float_sub = float_mul = float_div = float_add
+
+    def float_fma(self, ctx, ins, info):
+        """fma/mad.rnd{.ftz}{.sat}.{f32,f64} (mad.f64 without a rounding: .rn, as interpreted)."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, b, c = self.floats(ctx, ins, t, 1, 2, 3)
+        em, rnd = self.em(ctx), info.rnd or "rn"
+        r = self.soft(ins, sf.fma64, em, a, b, c, rnd) if t == "f64" else \
+            self.soft(ins, sf.fma, em, a, b, c, rnd, ftz=info.ftz, sat=info.sat)
+        self.put(ctx, ins, t, r)
+
+    float_mad = float_fma
+
+    def float_rcp(self, ctx, ins, info):
+        """rcp.rnd{.ftz}.{f32,f64}, sqrt.rnd{.ftz}.{f32,f64}."""
+        t = info.type
+        self.f64_plain(ins, info)
+        if info.sat:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine ({ins.op} takes no .sat)", ins)
+        a, = self.floats(ctx, ins, t, 1)
+        em, rnd = self.em(ctx), info.rnd or "rn"
+        if t == "f64":
+            r = self.soft(ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, em, a, rnd)
+        else:
+            r = self.soft(ins, sf.rcp if ins.op == "rcp" else sf.sqrt, em, a, rnd, ftz=info.ftz)
+        self.put(ctx, ins, t, r)
+
+    float_sqrt = float_rcp
+
+    def float_min(self, ctx, ins, info):
+        """min/max{.ftz}{.NaN}.{f32,f64}."""
+        t = info.type
+        self.f64_plain(ins, info)
+        nan = "NaN" in info.flags
+        a, b = self.floats(ctx, ins, t, 1, 2)
+        em = self.em(ctx)
+        if t == "f64":
+            if nan:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.NaN on .f64 is "
+                                     "not PTX)", ins)
+            r = self.soft(ins, sf.min64 if ins.op == "min" else sf.max64, em, a, b)
+        else:
+            r = self.soft(ins, sf.min if ins.op == "min" else sf.max, em, a, b, ftz=info.ftz, nan=nan)
+        self.put(ctx, ins, t, r)
+
+    float_max = float_min
+
+    def float_abs(self, ctx, ins, info):
+        """abs/neg{.ftz}.{f32,f64} (an f32 NaN gives the canonical NaN, an f64 NaN passes)."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, = self.floats(ctx, ins, t, 1)
+        em = self.em(ctx)
+        if t == "f64":
+            r = self.soft(ins, sf.abs64 if ins.op == "abs" else sf.neg64, em, a)
+        else:
+            r = self.soft(ins, sf.abs if ins.op == "abs" else sf.neg, em, a, ftz=info.ftz)
+        self.put(ctx, ins, t, r)
+
+    float_neg = float_abs
+
+    def float_copysign(self, ctx, ins, info):
+        """copysign.{f32,f64} d, a, b: the sign of a, the rest of b."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, b = self.floats(ctx, ins, t, 1, 2)
+        self.put(ctx, ins, t, self.soft(ins, sf.copysign64 if t == "f64" else sf.copysign, self.em(ctx), a, b))
+
+    def float_testp(self, ctx, ins, info):
+        """testp.mode.{f32,f64} -> a predicate."""
+        t = info.type
+        self.f64_plain(ins, info)
+        a, = self.floats(ctx, ins, t, 1)
+        r = self.soft(ins, sf.testp64 if t == "f64" else sf.testp, self.em(ctx), info.mode, a)
+        self.write(ctx, ins.operands[0], r, None, "pred", ins)
+
+    def float_compare(self, ctx, ins, cmp: str, t: str, a_op, b_op, ftz: bool) -> Src:
+        """setp/set/slct comparison of two floats -> a 0/1 word."""
+        if t not in ("f32", "f64"):
+            raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine", ins)
+        if t == "f64" and ftz:
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.ftz on .f64 is not PTX)", ins)
+        em = self.em(ctx)
+        if t == "f64":
+            a, b = self.value(ctx, a_op, t, ins), self.value(ctx, b_op, t, ins)
+            return self.soft(ins, sf.compare64, em, cmp, a, b)
+        a, b = self.value(ctx, a_op, t, ins)[0], self.value(ctx, b_op, t, ins)[0]
+        return self.soft(ins, sf.compare, em, cmp, a, b, ftz=ftz)
+
+    def float_cvt(self, ctx, ins, info):
+        """cvt between floats and integers and between float widths: the soft-float routines, and
+        what the interpreter also does through them (`convert`); other forms are refused."""
+        dt, st = info.type, info.src_type
+        dw = type_bits(dt)
+        lo, hi = self.value(ctx, ins.operands[1], st, ins)
+        parts = (lo, hi) if type_bits(st) == 64 else (lo,)
+        if info.ftz and "f32" not in (dt, st):
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.ftz needs an .f32 side)", ins)
+        out = self.convert(ctx, ins, parts, dt, st, info.rnd, info.sat, info.ftz)
+        if dw == 64:
+            self.write(ctx, ins.operands[0], out[0], out[1], dt, ins)
+            return
+        x = out[0]
+        if dw < 32 and dt[0] == "s":
+            x = self._narrow(x, dw, True, ctx)            # the routine zero-extends
+        self.write(ctx, ins.operands[0], x, None, dt, ins, signed_ext=dt[0] == "s")
+
+    def convert(self, ctx, ins, parts: tuple, dt: str, st: str, rnd, sat: bool, ftz: bool) -> tuple:
+        """The conversion of `parts` (a word, or a (lo, hi) pair) from st to dt. Beyond what
+        `softfloat.cvt` implements:
+        * f16 sources go through f32 (exact), except that an f16 NaN widened to f64 keeps its
+          sign and payload (as the interpreter's);
+        * f16 results from f64 round to odd in f32 first (truncate, then set the last bit if
+          anything was lost): f32 has 24 bits, at least two more than f16's 11, so rounding that
+          once more to f16 in any mode is exact (Boldo & Melquiond). Integers go through f32
+          truncated: one that f32 does not hold exactly (|x| >= 2^24) is far beyond f16's range;
+        * .sat on an f64 result clamps the f64 value ([+0, 1], NaN and negatives to +0)."""
+        def soft(p, d, s_, r=None, sat_=False, ftz_=False):
+            return self.soft(ins, sf.cvt, self.em(ctx), p, d, s_, rnd=r, sat=sat_, ftz=ftz_)
+
+        if dt == st and rnd is None and not ftz and not sat:
+            return parts                                   # cvt.f64.f64 (.f32, .f16) with no modifier
+        if dt[0] in "usb" and sat:
+            sat = False                                    # float -> integer clamps anyway
+        if dt == "f64" and sat:
+            return self.sat64(ctx, self.convert(ctx, ins, parts, dt, st, rnd, False, ftz))
+        if st == "f16" and dt not in ("f32", "f16"):
+            if dt == "f64" and rnd is not None or dt != "f64" and rnd not in sf.IROUND:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
+            x32 = soft(parts, "f32", "f16")
+            out = soft(x32, dt, "f32", rnd)
+            if dt == "f64":                                # an f16 NaN keeps its sign and payload
+                em, x = self.em(ctx), parts[0]
+                nan = em.alu("LTU", 0x7C00, em.alu("AND", x, 0x7FFF))
+                nan_hi = em.alu("OR", em.alu("OR", em.alu("SHL", em.alu("AND", x, 0x3FF), 10), 0x7FF00000),
+                                em.alu("SHL", em.alu("AND", x, 0x8000), 16))
+                out = (em.alu("SEL", 0, out[0], nan), em.alu("SEL", nan_hi, out[1], nan))
+            return out
+        if dt == "f16" and st == "f16":
+            if rnd is None and sat:                        # .sat alone: clamp through f32 (exact)
+                return soft(soft(parts, "f32", "f16", sat_=True), "f16", "f32", "rn")
+            if rnd not in sf.IROUND:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
+            x32 = soft(soft(parts, "f32", "f16"), "f32", "f32", rnd)     # integral f16 values fit f16
+            return soft(x32, "f16", "f32", "rn", sat)
+        if dt == "f16" and st != "f32":
+            if rnd not in sf.FROUND:
+                raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (rounding modifier)", ins)
+            y = soft(parts, "f32", st, "rz")
+            if st == "f64":
+                back = soft(y, "f64", "f32")
+                em = self.em(ctx)
+                lost = em.alu("OR", em.alu("XOR", back[0], parts[0]), em.alu("XOR", back[1], parts[1]))
+                y = (em.alu("OR", y[0], em.alu("LTU", 0, lost)),)
+            return soft(y, "f16", "f32", rnd, sat)
+        return soft(parts, dt, st, rnd, sat, ftz)
+
+    def sat64(self, ctx, x: tuple) -> tuple:
+        """.sat on an f64 value: NaN and negative values (-0 too) give +0, values above 1 give 1."""
+        em = self.em(ctx)
+        lo, hi = x
+        ah = em.alu("AND", hi, 0x7FFFFFFF)
+        above1 = em.alu("OR", em.alu("LTU", 0x3FF00000, hi), em.alu("AND", em.alu("EQ", hi, 0x3FF00000),
+                                                                    em.alu("LTU", 0, lo)))
+        nan = em.alu("OR", em.alu("LTU", 0x7FF00000, ah), em.alu("AND", em.alu("EQ", ah, 0x7FF00000),
+                                                                em.alu("LTU", 0, lo)))
+        zero = em.alu("OR", em.alu("SHR", hi, 31), nan)
+        lo = em.alu("SEL", 0, em.alu("SEL", 0, lo, above1), zero)
+        hi = em.alu("SEL", 0, em.alu("SEL", 0x3FF00000, hi, above1), zero)
+        return lo, hi
+
+
+#: soft-float arithmetic by (PTX op, f64?)
+FARITH = {("add", False): sf.add, ("sub", False): sf.sub, ("mul", False): sf.mul,
+           ("add", True): sf.add64, ("sub", True): sf.sub64, ("mul", True): sf.mul64,
+           ("div", False): sf.div, ("div", True): sf.div64}

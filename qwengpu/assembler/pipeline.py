@@ -1,0 +1,30 @@
+"""Kernel IR + launch -> program image: lowering, packing into bundles, register allocation."""
+from __future__ import annotations
+
+from qwengpu.launch import LaunchSpec
+from qwengpu.machine.config import COMPACT, MachineConfig
+from qwengpu.machine.image import Image
+from qwengpu.ptx.ir import Module
+
+from .launch_layout import machine_layout
+from .lower import AssemblerError, lower
+from .optimize import optimize
+from .schedule import schedule
+
+
+def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
+             config: MachineConfig = COMPACT) -> Image:
+    """The program image of one launch of `kernel` on a machine of geometry `config`."""
+    fn = module.kernel(kernel if kernel is not None else spec.kernel)
+    lay = machine_layout(module, spec, fn.name)
+    bx, by, bz = spec.block
+    gx, gy, gz = spec.grid
+    nwarps = (spec.threads_per_block + 3) // 4
+    specials = {"tid.x": (0, bx - 1), "tid.y": (0, by - 1), "tid.z": (0, bz - 1),
+                "ctaid.x": (0, gx - 1), "ctaid.y": (0, gy - 1), "ctaid.z": (0, gz - 1),
+                "laneid": (0, 3), "warpid": (0, nwarps - 1)}
+    prog = optimize(lower(module, spec, fn, lay), specials)
+    return schedule(prog, config)
+
+
+__all__ = ["assemble", "AssemblerError", "Image"]

@@ -1,0 +1,533 @@
+"""A launch recorded from the model's own forward passes, one record per generated token.
+
+    from qwengpu.lab import trace_launch
+    view = trace_launch(ptx, spec, engine="compact")   # or "model": the stock transformers forward
+    s = view.snapshot(5)                # after the 6th forward pass: its input token, what it emitted,
+    s.pc, s.mask, s.regs, s.memory      # and the machine decoded from the model's GDN states
+    view.trace.consistency              # model = simulator at every token? = interpreter?
+
+How a launch is recorded (`record_launch`):
+
+1. `qwengpu.run(..., on_token=...)` runs the forward passes (the compact engine or the stock
+   transformers model). After every pass the recorder decodes, *from the model's recurrent states*,
+   the control word (`ctl`: pc, mask, warp, block, epoch), the lane table (`lanes.pc`, `lanes.st`),
+   the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
+   every memory, with the compiler's decoder (`qwengpu.compiler.placement.read_rails`: a bit is its
+   1-rail against half the rail level), vectorised.
+2. Hooks on the GDN layers record, for every token the model consumes (the prompt included), which
+   slot each key head's query and key select — computed from the model's own projections of that
+   token (q, k: SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer.
+3. The raw recurrent state of every GDN layer is kept as the state after the prompt plus, per pass,
+   the rows the pass wrote (rows of the key the pass selected whose values moved by more than
+   `ROW_EPS`; crosstalk below that is not kept). `MachineView.gdn_state(position, memory)` rebuilds
+   a memory's raw block from them; at the end the rebuilt states are compared with the model's
+   final states (`trace.raw_exact`).
+4. Consistency, two ways (`ModelTrace.consistency`):
+   * **model = simulator, per token** (`qwengpu.lab.checks`). The token-level simulator (the
+     machine's specification, itself tested against the interpreter) is driven with its own tokens;
+     after each consumed token it gives the state the model must hold (`Simulator.held_state`:
+     EXEC sets pc/mask and the lanes, CARRY writes one register byte, MEMW one memory byte, ...).
+     Each record's decoded state must equal it: pc,
+     mask, warp, block, epoch, all 32 lanes' pc and state, every register of every warp, all 4096
+     memory bytes; and the token streams must be identical.
+   * **model = interpreter, where comparable.** Final global memory and the result buffers, byte
+     for byte. Registers: a bundle's carry writes a virtual register; when the unoptimised lowering
+     copies that virtual register into a PTX register (`mov %r2, v22`) or the virtual register *is*
+     the PTX register, the carried value is that PTX register's value (lo/hi half, masked to its
+     width). For each such carry and served lane, the value the model holds after the carry tokens
+     is matched against that lane's history of the PTX register in the interpreter's trace, in
+     order: it must equal a value written there by the same PTX instruction at or after the previous
+     match, or the current value (a no-op write, e.g. a select whose guard was false). Matching is
+     per lane and in program order, so it does not depend on how the two engines schedule warps;
+     it is weaker than "same step" (the machine does not keep every PTX register) and is reported
+     as such. Kernels with calls are not compared (inlined registers).
+
+Nothing here invents a value: every number shown for the model comes from the model's state or its
+projections; the simulator and the interpreter are only compared against.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import qwengpu
+from qwengpu.assembler import assemble
+from qwengpu.compiler.memory import Z_ON
+from qwengpu.compiler.placement import read_rails
+from qwengpu.interp.memory import ExecutionFault
+from qwengpu.launch import LaunchSpec
+from qwengpu.machine.config import COMPACT, LANES
+from qwengpu.machine.format import WARP_BITS, ctl_pc
+from qwengpu.machine.hardware import Hardware
+from qwengpu.machine.layout import LINE, REGIONS
+from qwengpu.runtime.checkpoint import load_machine
+from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
+from qwengpu.runtime.prompt import prompt_tokens
+
+from .machine_view import MachineView
+from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
+from .view import interp_view
+
+#: a raw-state row is kept when a pass moved one of its values by more than this
+ROW_EPS = 1e-3
+M32 = 0xFFFFFFFF
+
+ROLES = {
+    "ctl": "control word: pc, mask, warp, block, epoch",
+    "ltab": "launch table: lanes' thread ids per warp",
+    "btab": "block table: ctaid per block",
+    "conf": "launch configuration",
+    "rom.tail": "ROM: terminator, carries, ports (slot = bundle pc)",
+    "pa": "pending addresses of the last memory op",
+    "mem": "machine memory: 256 lines of 16 bytes (slot = line)",
+    "mbuf": "store buffer",
+    "reg.term": "register file copy read by the terminator",
+    "lanes.pc": "lane table: next pc of every lane",
+    "lanes.st": "lane table: state of every lane",
+    "cbuf": "carry buffer: the values a bundle's carries write",
+    "reg.emit": "register file copy read by the emitter (slot = warp + 8 x register)",
+}
+
+
+def _role(name: str) -> str:
+    if name in ROLES:
+        return ROLES[name]
+    if name.startswith("rom.s"):
+        return f"ROM segment of unit {name[5:]} (slot = bundle pc)"
+    if name.startswith("reg."):
+        return f"register file copy read by unit {name[4:]} (slot = warp + 8 x register)"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# where the machine's memories live in the model
+
+
+@dataclass
+class MemoryInfo:
+    """A machine memory in the model: its GDN layer, the value heads of its fields (port 0) and the
+    key heads of every read port (one per chunk of fields; every copy holds the same words)."""
+    name: str
+    layer: int
+    slots: int
+    width: int
+    fields: list                   # [(value head, first bit, width)] of port 0's copy
+    group: int                     # value heads per key head
+    ports: list                    # per port: its key heads
+    role: str = ""
+
+    @property
+    def heads(self) -> list[int]:
+        return [h for h, _, _ in self.fields]
+
+    def label(self, slot: int) -> str:
+        return slot_label(self.name, slot)
+
+    def memory_map(self):
+        """The `qwengpu.lab.MemoryMap` of this memory."""
+        return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
+                         [Field(h, lo, w, 0) for h, lo, w in self.fields], self.width)
+
+
+def slot_label(name: str, slot: int) -> str:
+    if name.startswith("rom."):
+        return f"pc {slot}"
+    if name.startswith("reg."):
+        return f"w{slot & ((1 << WARP_BITS) - 1)} r{slot >> WARP_BITS}"
+    if name == "mem":
+        for space, (first, lines, _, base) in REGIONS.items():
+            if first <= slot < first + lines:
+                off = (slot - first) * LINE
+                if space == "global":
+                    return f"0x{base + off:x}"
+                if space == "local":
+                    return f"local t{off // 32} +{off % 32}"
+                return f"{space} 0x{off:x}"
+    if name == "ltab":
+        return f"warp {slot}"
+    if name == "btab":
+        return f"block {slot}"
+    return str(slot)
+
+
+_HW_PORTS: dict = {}
+
+
+def _ports_of(config) -> dict:
+    """{memory: read ports} of the circuits for this machine geometry (cached per process)."""
+    got = _HW_PORTS.get(config)
+    if got is None:
+        hw = Hardware(config)
+        got = _HW_PORTS[config] = {m.name: m.ports for m in hw.p.memories}
+    return got
+
+
+def memory_infos(machine, group: int) -> dict:
+    """{name: MemoryInfo} of every memory of a built machine."""
+    ports = _ports_of(machine.config)
+    out = {}
+    for name, pl in machine.placements.items():
+        if pl.pieces is not None:
+            raise ValueError(f"the lab shows memories held whole in one GDN layer; {name} is spread over "
+                             f"layers {pl.layers} or key-head banks (a base model's geometry, docs/splice.md)")
+        fields = [tuple(f) for f in pl.fields]
+        chunk_heads = sorted({h // group for h, _, _ in fields})
+        n = len(chunk_heads)
+        first = chunk_heads[0]
+        out[name] = MemoryInfo(name, pl.layer, pl.slots, sum(w for _, _, w in fields), fields, group,
+                               [[first + p * n + c for c in range(n)] for p in range(ports.get(name, 1))],
+                               _role(name))
+    return out
+
+
+def decode_fields(state, info: MemoryInfo):
+    """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
+    with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory` does),
+    vectorised over fields of one width: (values [fields, slots] int64, written [slots] bool,
+    margin)."""
+    st = np.asarray(state)
+    nf, ns = len(info.fields), info.slots
+    vals = np.zeros((nf, ns), dtype=np.int64)
+    written = np.zeros(ns, dtype=bool)
+    margin = float("inf")
+    by_width: dict = {}
+    for i, (h, _, w) in enumerate(info.fields):
+        by_width.setdefault(w, []).append(i)
+    for w, idx in by_width.items():
+        heads = [info.fields[i][0] for i in idx]
+        bits, m, wr = read_rails(st[heads, :ns, :2 * w])             # [n, slots, w], [n, slots] x2
+        vals[idx] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
+        written |= wr.any(axis=0)
+        margin = min(margin, float(m.min()))
+    return vals, written, margin
+
+
+def words_of(vals, written, info: MemoryInfo) -> dict:
+    """{slot: word} of the written slots (decode_fields' output as integers)."""
+    out = {}
+    for s in np.nonzero(written)[0]:
+        w = 0
+        for f, (_, lo, _) in enumerate(info.fields):
+            w |= int(vals[f, s]) << lo
+        out[int(s)] = w
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# taps: what each GDN key head selects, from the model's own projections
+
+
+class _Taps:
+    """Per consumed token and GDN layer: each key head's query slot and weight, key slot and weight,
+    the largest write strength (beta) of its value heads, and its read gate (silu(z) / Z_ON)."""
+
+    def __init__(self, layers: list[int], hk: int, dk: int, group: int):
+        self.layers = layers
+        self.index = {L: i for i, L in enumerate(layers)}
+        self.hk, self.dk, self.group = hk, dk, group
+        self.rows: list = []           # per forward call: [T, nL, hk, 6]
+        self.betas: list = []          # per forward call: [T, nL, hv] (every value head's write strength)
+        self._cur = None
+        self._beta = None
+        self.attention: dict = {}      # layer -> list of [heads, keys] per consumed token
+
+    def begin(self, T: int):
+        self._cur = np.zeros((T, len(self.layers), self.hk, 6), dtype=np.float32)
+        self._beta = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
+        self.rows.append(self._cur)
+        self.betas.append(self._beta)
+
+    def put(self, L: int, q, k, beta, gate):
+        """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk]."""
+        c = self._cur[:, self.index[L]]
+        qw, qs = q.max(-1)
+        kw, ks = k.max(-1)
+        b = beta.reshape(beta.shape[0], self.hk, self.group).amax(-1)
+        c[..., 0] = qs.numpy()
+        c[..., 1] = qw.numpy()
+        c[..., 2] = ks.numpy()
+        c[..., 3] = kw.numpy()
+        c[..., 4] = b.numpy()
+        c[..., 5] = gate.numpy()
+        self._beta[:, self.index[L]] = beta.numpy()
+
+    def table(self) -> np.ndarray:
+        return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
+
+    def beta_table(self) -> np.ndarray:
+        hv = self.hk * self.group
+        return np.concatenate(self.betas) if self.betas else np.zeros((0, len(self.layers), hv), np.float32)
+
+
+def _select(q, k, hk, dk):
+    import torch
+    T = q.shape[0]
+    q = q.reshape(T, hk, dk)
+    k = k.reshape(T, hk, dk)
+    q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+    k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    return q, k
+
+
+class _CompactTap:
+    """Taps on the compact engine: its `forward` is wrapped for the run (an instance attribute,
+    removed afterwards) to run token by token with a `gdn_hook`, which sees every GDN layer's
+    normalised queries and keys, write strengths and output gates as the engine computed them."""
+
+    def __init__(self, engine, taps: _Taps):
+        import torch
+        self.engine, self.taps, self.torch = engine, taps, torch
+        # the output gate of each key head's first value head (every value head of a read shares it)
+        self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
+
+    def install(self):
+        engine, orig = self.engine, type(self.engine).forward
+        tap = self
+
+        def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None):
+            logits = None
+            for tok in token_ids:
+                tap.taps.begin(1)
+                logits = orig(engine, [tok], state, hidden_hook, gate_hook, tap.put)
+            return logits
+
+        engine.forward = forward
+
+    def remove(self):
+        self.engine.__dict__.pop("forward", None)
+
+    def put(self, L: int, inputs):
+        torch = self.torch
+        z = torch.from_numpy(inputs.z[:, self.gate_heads, 0])
+        gate = torch.nn.functional.silu(z) / Z_ON
+        self.taps.put(L, torch.from_numpy(inputs.q), torch.from_numpy(inputs.k), torch.from_numpy(inputs.beta), gate)
+
+
+class _StockTap:
+    """Taps on the stock transformers model: forward pre-hooks on every GDN mixer (its input is the
+    normed residual) and, for attention layers that attend, forward hooks keeping their weights."""
+
+    def __init__(self, model, taps: _Taps, attending: list[int]):
+        import torch
+        self.torch = torch
+        self.model, self.taps = model, taps
+        self.handles = []
+        self.attending = attending
+
+    def install(self):
+        layers = self.model.model.layers
+        if self.taps.layers:        # hooks run in registration order: `begin` first
+            first = layers[self.taps.layers[0]].linear_attn
+            self.handles.append(first.register_forward_pre_hook(self._begin, with_kwargs=True))
+        for L in self.taps.layers:
+            self.handles.append(layers[L].linear_attn.register_forward_pre_hook(self._gdn_hook(L), with_kwargs=True))
+        for L in self.attending:
+            self.handles.append(layers[L].self_attn.register_forward_hook(self._attn_hook(L)))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _begin(self, module, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        self.taps.begin(x.shape[1])
+
+    def _gdn_hook(self, L):
+        def hook(module, args, kwargs):
+            torch = self.torch
+            x = kwargs.get("hidden_states", args[0] if args else None)[0].float()
+            kd = module.key_dim
+            with torch.no_grad():
+                w = module.in_proj_qkv.weight[:2 * kd].float()
+                mixed = torch.nn.functional.silu((x @ w.t()) * module.conv1d.weight[:2 * kd, 0, -1].float())
+                q, k = _select(mixed[:, :kd], mixed[:, kd:], module.num_k_heads, module.head_k_dim)
+                beta = (x @ module.in_proj_b.weight.float().t()).sigmoid()
+                group = module.num_v_heads // module.num_k_heads
+                zrows = module.in_proj_z.weight[torch.arange(module.num_k_heads) * group * module.head_v_dim].float()
+                gate = torch.nn.functional.silu(x @ zrows.t()) / Z_ON
+            self.taps.put(L, q, k, beta, gate)
+        return hook
+
+    def _attn_hook(self, L):
+        def hook(module, args, out):
+            w = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+            if w is not None:
+                for row in w[0].detach().float().transpose(0, 1).numpy():      # [T, heads, keys]
+                    self.taps.attention.setdefault(L, []).append(row)
+        return hook
+
+
+# ---------------------------------------------------------------------------------------------
+# recording
+
+
+def record_launch(program, launch, *, engine: str = "compact", machine=None, kernel: str | None = None,
+                  max_tokens: int | None = None, names: list | None = None, progress: bool = False,
+                  on_token=None):
+    """Run one launch through the model (`engine`: "compact" or "model") and record it token by
+    token; returns a `qwengpu.lab.MachineView` (see the module docstring).
+
+    `on_token(index, text, state)`, if given, is called after every pass *before* the lab reads the
+    state (the runtime's hook): what it changes in the state (a fault injected into a GDN memory) is
+    what the lab decodes and what the next pass computes with."""
+    if engine not in ("compact", "model"):
+        raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
+    module = qwengpu.load_program(program)
+    spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
+    machine = machine or load_machine(COMPACT, dense=engine == "model", progress=progress)
+    fn = module.kernel(kernel if kernel is not None else spec.kernel)
+    image = assemble(module, spec, kernel, machine.config)
+    prompt = prompt_tokens(image, module, spec)
+    ref_view = interp_view(module, spec, kernel=kernel, names=names)           # the interpreter
+    max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+
+    geo = _ModelGeometry(machine, engine)
+    infos = memory_infos(machine, geo.group)
+    taps = _Taps(geo.gdn_layers, geo.hk, geo.dk, geo.group)
+    tap = _CompactTap(geo.fast, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
+    rec = _PassRecorder(machine, geo, infos, taps, len(prompt), on_token)
+    t_start = time.perf_counter()
+    fault = None
+    result = None
+    tap.install()
+    try:
+        try:
+            result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
+                                 progress=progress, max_steps=max_tokens)
+        except ExecutionFault as e:
+            if not rec.records or not rec.records[-1].text.startswith("<fault"):
+                raise
+            fault = e
+    finally:
+        tap.remove()
+    trace = _trace(engine, prompt, rec, geo, infos, taps, time.perf_counter() - t_start)
+    view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
+    view.check(max_tokens)
+    return view
+
+
+class _ModelGeometry:
+    """The layers of the model a launch runs on: their kinds, the GDN layers and their head
+    geometry, the attention layers that attend (none in the machine: their output projections are
+    zero)."""
+
+    def __init__(self, machine, engine: str):
+        self.fast = self.model = None
+        if engine == "compact":
+            fast = self.fast = machine.fast()
+            self.kinds = list(fast.kinds)
+            self.gdn_layers = list(fast.gdn_layers)
+            self.hk, self.hv, self.dk = fast.hk, fast.hv, fast.dk
+            self.attending: list = []
+        else:
+            model = self.model = machine.model
+            cfg = model.config
+            self.kinds = list(cfg.layer_types)
+            self.gdn_layers = [L for L, k in enumerate(self.kinds) if k == "linear_attention"]
+            self.hk, self.hv, self.dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
+            self.attending = [L for L, k in enumerate(self.kinds) if k == "full_attention"
+                              and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
+        self.group = self.hv // self.hk
+
+
+class _PassRecorder:
+    """The runtime's `on_token` hook: after every pass (after the user's hook, which may change the
+    state), the machine state decoded from the model's GDN states, every memory's margin, and the
+    raw state rows the pass moved."""
+    decoded = ("ctl", "lanes.pc", "lanes.st", "reg.emit", "mem")
+
+    def __init__(self, machine, geo: _ModelGeometry, infos: dict, taps, prompt_len: int, user_hook):
+        self.machine, self.geo, self.infos, self.taps = machine, geo, infos, taps
+        self.prompt_len, self.user_hook = prompt_len, user_hook
+        self.records: list = []
+        self.prev_raw: dict = {}
+        self.base_raw: dict = {}
+        self.last_raw: dict = {}
+        self.updates: list = []
+        self.heads = np.arange(geo.hv)
+
+    def __call__(self, i, text, state):
+        if self.user_hook is not None:
+            self.user_hook(i, text, state)
+        raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
+        self.last_raw.clear()
+        self.last_raw.update(raws)
+        margins, words = {}, {}
+        for name, info in self.infos.items():
+            vals, written, margin = decode_fields(raws[info.layer], info)
+            margins[name] = margin
+            if name in self.decoded:
+                words[name] = (vals, written)
+        if i == 0:
+            for L in self.geo.gdn_layers:
+                self.base_raw[L] = raws[L].copy()
+                self.prev_raw[L] = raws[L].copy()
+            self.updates.append([])
+        else:
+            self.updates.append(self._moved_rows(raws))
+        self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
+                                        position=i, machine=_machine_state(words, self.infos), margins=margins))
+
+    def _moved_rows(self, raws: dict) -> list:
+        """The rows this pass's keys selected, where a value moved: kept with old and new values."""
+        upd = []
+        heads, group, taps = self.heads, self.geo.group, self.taps
+        tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
+        for L in self.geo.gdn_layers:
+            rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
+            new = raws[L][heads, rows_]
+            old = self.prev_raw[L][heads, rows_]
+            moved = np.abs(new - old).max(-1) > ROW_EPS
+            if moved.any():
+                hh, rr = heads[moved], rows_[moved]
+                upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
+                self.prev_raw[L][hh, rr] = new[moved]
+        return upd
+
+
+def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, infos: dict, taps,
+           seconds: float) -> ModelTrace:
+    """The `ModelTrace` of a recorded launch; the raw states rebuilt from the kept rows are compared
+    with the model's final states (`raw_exact`)."""
+    raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers), default=0.0)
+    layers = []
+    for L, kind in enumerate(geo.kinds):
+        held = [n for n, info in infos.items() if info.layer == L]
+        if kind == "linear_attention":
+            role = ", ".join(held) if held else "copies from earlier tokens"
+        else:
+            role = "attends" if L in geo.attending else "inert (zero output projection): its MLP only"
+        layers.append(LayerInfo(L, kind, role))
+    trace = ModelTrace(prompt + [r.text for r in rec.records], rec.records, layers)
+    trace.engine = engine
+    trace.memories = infos
+    trace.gdn_layers = geo.gdn_layers
+    trace.taps = taps.table()
+    trace.betas = taps.beta_table()
+    trace.attention = dict(taps.attention)
+    trace.base_raw = rec.base_raw
+    trace.updates = rec.updates
+    trace.raw_error = raw_error
+    trace.raw_exact = raw_error <= ROW_EPS
+    trace.seconds = seconds
+    return trace
+
+
+def _machine_state(words: dict, infos: dict) -> MachineState:
+    vals, written = words["ctl"]
+    ctl = words_of(vals, written, infos["ctl"]).get(0, 0)
+    pcv, pw = words["lanes.pc"]
+    stv, sw = words["lanes.st"]
+    lanes = [(int(pcv[i, 0]) if pw[0] else 0, int(stv[i, 0]) if sw[0] else 0) for i in range(LANES << WARP_BITS)]
+    rv, rw = words["reg.emit"]
+    regs = {}
+    for slot, w in words_of(rv, rw, infos["reg.emit"]).items():
+        regs[(slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS)] = [(w >> (32 * l)) & M32 for l in range(LANES)]
+    mv, mw = words["mem"]
+    data = mv[:LINE].T.astype(np.uint8)                       # [lines, 16 data bytes]
+    data[~mw] = 0
+    return MachineState(pc=ctl_pc(ctl), mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
+                        epoch=(ctl >> 48) & 0xF, lanes=lanes, regs=regs, memory=data.reshape(-1).tobytes())

@@ -1,0 +1,42 @@
+"""The lab's front door: one launch traced on an engine, as a view with a snapshot per position."""
+from __future__ import annotations
+
+import qwengpu
+from qwengpu.launch import LaunchSpec
+
+from .recorder import record_launch
+from .view import EngineUnavailable, interp_view
+
+
+def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None = None,
+                 max_steps: int | None = None, names: list | None = None, progress=None, machine=None,
+                 on_token=None):
+    """Run one launch with a per-step trace and build its view.
+
+    `engine="interp"` runs the reference interpreter and gives a `LaunchView` (one position per
+    warp-instruction). A launch that faults still gives a view: its last step is the faulting one and
+    `view.fault` holds the `ExecutionFault`.
+
+    `engine="compact"` (the compact engine) or `engine="model"` (the stock transformers forward) runs
+    the launch through the model's forward passes and gives a `qwengpu.lab.MachineView`: one position
+    per forward pass, the machine decoded from the model's own state after it, checked against the
+    simulator and the interpreter (`qwengpu.lab.recorder`). `machine`: a built machine (default: the
+    built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
+    `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
+    change it: fault injection, see `record_launch`).
+    """
+    module = qwengpu.load_program(program)
+    spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
+    if engine in ("model", "compact"):
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            raise EngineUnavailable(f"the {engine} engine needs torch and transformers: "
+                                    f"pip install -e '.[model]' ({e})") from None
+        return record_launch(module, spec, engine=engine, machine=machine, kernel=kernel, max_tokens=max_steps,
+                             names=names, progress=bool(progress), on_token=on_token)
+    if engine != "interp":
+        raise ValueError(f"unknown engine {engine!r} (the lab knows 'interp', 'compact' and 'model')")
+    if machine is not None or on_token is not None:
+        raise TypeError("machine= and on_token= are for the model engines ('compact', 'model')")
+    return interp_view(module, spec, kernel=kernel, max_steps=max_steps, names=names, progress=progress)

@@ -1,0 +1,51 @@
+"""The carry buffer (`cbuf`): the values a bundle's carries write, captured at EXEC, and the current
+values to compare against."""
+from __future__ import annotations
+
+from qwengpu.compiler import memory as M
+
+from ..config import LANES, MEM, XLANE
+from ..format import REG_BITS, WARP_BITS
+from .builder import Builder
+
+
+def carry_buffer(hw: Builder):
+    """The values the pass's carries write back (EXEC), kept for the CARRY passes after it,
+    and the registers they go to as they are now (a register file copy with a port per carry)."""
+    p = hw.p
+    tail = hw.tail
+    opts = []
+    for u in hw.units:
+        opts.append((u.k, 0))
+        if u.kind in (MEM, XLANE):
+            opts.append((u.k, 1))
+    cvs = [hw.bits(f"cbuf.in.{j}", 32 * LANES) for j in range(hw.J)]
+    neurons = []
+    for j in range(hw.J):
+        slot_sel = hw.decode_field(tail, "tail", f"c{j}_slot", len(hw.cfg.slots), f"cslot.{j}")
+        hi = hw.field_forms(tail, "tail", f"c{j}_hi")[0]
+        for (k, part) in opts:
+            u = hw.units[k]
+            cond = slot_sel.f(k) + (hi if part else 1 - hi) - 1
+            for l in range(LANES):
+                var = u.hi[l] if part else u.lo[l]
+                if var is None:
+                    continue
+                for i in range(var.size):
+                    neurons += hw.clean_gate(cond, var.f(i), {cvs[j].feature(32 * l + i): 1})
+    hw.circ_groups("cbuf.mux", [[v] for v in cvs], neurons)
+    cv = hw.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
+    mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, field_bits=8)
+    slot = p.vars["slot0"]
+    mem.write(slot, cv, field_enable=[hw.k("EXEC")] * (4 * LANES * hw.J))
+    hw.cbuf = mem.read(slot, name="cbuf.out")
+    # the carried registers' current values
+    rf = M.GDNMemory(p, "reg.emit", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
+    rf.write(hw.rkey, hw.view("reg.emit.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
+             field_enable=[hw.cwe.f(i) for i in range(4 * LANES)])
+    hw.cold = []
+    for j in range(hw.J):
+        addr = hw.view(f"reg.emit.q{j}", [hw.c_warp.f(i) for i in range(WARP_BITS)]
+                         + hw.field_forms(tail, "tail", f"c{j}_reg"))
+        hw.cold.append(rf.read(addr, name=f"reg.emit.r{j}"))
+    rf.late = True

@@ -1,0 +1,194 @@
+"""The memory unit: pending addresses (`pa`), machine lines by bit selection, alignment, window and
+validity faults, the line memory (`mem`, a read port per lane), byte selection for loads."""
+from __future__ import annotations
+
+from qwengpu.compiler import Lin
+from qwengpu.compiler import memory as M
+from qwengpu.compiler.gadgets import n_gated, n_step
+
+from ..config import LANES, MEM
+from ..format import ATOM_OPS, MEM_OPS, SPACES, sources_for
+from ..image import PORTS
+from ..layout import LINE, LINES, REGIONS
+from .atomic import atomic_unit
+from .builder import MEM_FIELDS, Builder, Unit, bits_of, match
+from .lanes import first_lane
+from .operands import mux
+from .regfile import regfile
+from .rom import rom
+
+
+def line_forms(hw: Builder, space: str, addr: list, lane: int) -> list[Lin]:
+    """The 8 bits of the machine line of an address in `space` (bit selection, no arithmetic)."""
+    first, lines, bits, base = REGIONS[space]
+    if space == "global":
+        return [addr[4 + i] for i in range(7)] + [Lin()]
+    if space == "shared":
+        return [addr[4 + i] for i in range(6)] + [Lin(), Lin.const(1)]
+    if space == "const":
+        return [addr[4 + i] for i in range(5)] + [Lin.const(1)] * 3
+    # local: line 192 + 2 * thread + address bit 4; thread = 4 * warp + lane
+    lb = bits_of(lane, 2)
+    return [addr[4], Lin.const(lb[0]), Lin.const(lb[1]), hw.c_warp.f(0), hw.c_warp.f(1), Lin(),
+            Lin.const(1), Lin.const(1)]
+
+
+def window_violation(hw: Builder, space: str, addr: list, ahi: list) -> Lin:
+    """A form that is 0 exactly when the address lies in the space's window."""
+    v = Lin()
+    for f in ahi:
+        v = v + f
+    must1 = []
+    if space == "global":
+        must0 = [11] + list(range(13, 32))
+        must1 = [12]
+    elif space == "shared":
+        must0 = list(range(10, 32))
+    elif space == "local":
+        must0 = list(range(5, 32))
+        v = v + hw.c_warp.f(2)              # threads 16.. have no local memory
+    else:
+        must0 = list(range(9, 32))
+    for i in must0:
+        v = v + addr[i]
+    for i in must1:
+        v = v + (1 - addr[i])
+    return v
+
+
+def mem(hw: Builder, k: int):
+    """The memory unit in slot k: its operands, the pending addresses, level A (lines, offsets,
+    faults of the address; the MEMW write line and byte), the line memory, level B (load bytes,
+    validity), level C (faults); then the atomic unit."""
+    seg, segname, f, (addr, ahi, data, cmpv) = _operands(hw, k)
+    A = _pending_addresses(hw, addr)
+    mline, off, bad, wline, head = _addresses(hw, k, A, ahi, f["space"], f["align"])
+    lines = _line_memory(hw, k, mline, wline, head)
+    ld, inval = _loads(hw, k, lines, off, f["width"])
+    flt = _faults(hw, k, f["mop"], bad, inval)
+    hw.mem_info = dict(k=k, op=f["mop"], width=f["width"], atom=f["atom"], data=data, cmp=cmpv, ld=ld, fault=flt,
+                       bad=bad, signed=hw.field_forms(seg, segname, "signed")[0])
+    unit = Unit(MEM, k, lo=ld, hi=[None] * LANES)
+    hw.units.append(unit)
+    atomic_unit(hw)
+
+
+def _operands(hw: Builder, k: int):
+    """The slot's ROM segment, register ports, decoded fields and operand multiplexers (address lo
+    and hi, data, compare value per lane)."""
+    cfg = hw.cfg
+    segname = f"s{k}"
+    seg = rom(hw, segname)
+    ports = regfile(hw, k, seg, PORTS[MEM])
+    names = ["addr_lo", "addr_hi", "data_lo", "cmp_lo"]
+    opts = {n: sources_for(cfg, k, n) for n in names}
+    sel = {n: hw.decode_field(seg, segname, n, len(opts[n]), f"sel.{k}.{n}") for n in names}
+    f = {"mop": hw.decode_field(seg, segname, "op", len(MEM_OPS), f"mop.{k}"),
+         "width": hw.decode_field(seg, segname, "width", 4, f"width.{k}"),
+         "align": hw.decode_field(seg, segname, "align", 5, f"align.{k}"),
+         "space": hw.decode_field(seg, segname, "space", len(SPACES), f"space.{k}"),
+         "atom": hw.decode_field(seg, segname, "atom", len(ATOM_OPS), f"atomop.{k}")}
+    first_lane(hw)
+    vals = {n: [hw.bits(f"{n}.{k}.{l}", 32) for l in range(LANES)] for n in names}
+    neurons = []
+    for n in names:
+        neurons += mux(hw, k, n, sel[n], opts[n], ports, vals[n])
+    hw.circ_groups(f"mux.{k}", [[vals[n][l] for n in names] for l in range(LANES)], neurons)
+    return seg, segname, f, tuple(vals[n] for n in names)
+
+
+def _pending_addresses(hw: Builder, addr: list) -> list:
+    """The EXEC pass's addresses, which the passes after it (MEMW) still need after carries have
+    rewritten the registers they came from (`pa`, one GDN slot); per lane, 32 address bit forms."""
+    p = hw.p
+    pa = M.GDNMemory(p, "pa", slots=1, width=32 * LANES, field_bits=8)
+    slot = p.vars["slot0"]
+    pa.write(slot, hw.view("pa.in", [addr[l].f(i) for l in range(LANES) for i in range(32)]),
+             field_enable=[hw.k("EXEC")] * (4 * LANES))
+    par = pa.read(slot, name="pa.out")
+    hw.pa = par
+    return [[par.f(32 * l + i) for i in range(32)] for l in range(LANES)]
+
+
+def _addresses(hw: Builder, k: int, A: list, ahi: list, space, align):
+    """Level A: lines, offsets, faults; the MEMW write line and byte."""
+    mline = [hw.bits(f"mline.{k}.{l}", 8) for l in range(LANES)]
+    off = [hw.bits(f"off.{k}.{l}", 16) for l in range(LANES)]
+    bad = [hw.bits(f"badaddr.{k}.{l}", 2) for l in range(LANES)]   # misaligned, outside window
+    wline = hw.bits(f"wline.{k}", 8)
+    head = hw.bits(f"whead.{k}", LINE)
+    na = []
+    for l in range(LANES):
+        for si, sp in enumerate(SPACES):
+            forms = line_forms(hw, sp, A[l], l)
+            for b in range(8):
+                if forms[b].terms:
+                    na += n_gated(space.f(si), forms[b], {mline[l].feature(b): 1})
+                    na += n_gated(hw.t_lane.f(l) + space.f(si) - 1, forms[b], {wline.feature(b): 1})
+            na += n_step(128 * space.f(si) + window_violation(hw, sp, A[l], [ahi[l].f(i) for i in range(32)]), 129,
+                         {bad[l].feature(1): 1})
+        for o in range(16):
+            na += n_step(match(A[l][:4], o), 4, {off[l].feature(o): 1})
+        for q in range(1, 5):
+            low = Lin()
+            for i in range(q):
+                low = low + A[l][i]
+            na += n_step(8 * align.f(q) + low, 9, {bad[l].feature(0): 1})
+        for b in range(4):
+            for j in range(b, LINE):
+                na += n_step(hw.k("MEMW") + hw.t_lane.f(l) + hw.t_byte.f(b) + match(A[l][:4], j - b),
+                             7, {head.feature(j): 1})
+    for b in range(8):
+        na += n_gated(hw.we_any["mem"].f(0), hw.c_addr.f(b), {wline.feature(b): 1})
+    hw.circ(f"mema.{k}", mline + off + bad + [wline, head], na)
+    return mline, off, bad, wline, head
+
+
+def _line_memory(hw: Builder, k: int, mline: list, wline, head) -> list:
+    """The line memory (`mem`): 16 data bytes and 16 validity bits per line, a read port per lane."""
+    p = hw.p
+    mem = M.GDNMemory(p, "mem", slots=LINES, width=8 * MEM_FIELDS, field_bits=8)
+    mem.write(wline, hw.view("mem.in", [hw.t_v.f(i % 8) for i in range(8 * MEM_FIELDS)]),
+              field_enable=[head.f(j) + hw.we["mem"].f(j) for j in range(LINE)]
+              + [hw.we["mem"].f(LINE), hw.we["mem"].f(LINE + 1)])
+    lines = [mem.read(mline[l], name=f"line.{k}.{l}") for l in range(LANES)]
+    hw.memory = mem
+    return lines
+
+
+def _loads(hw: Builder, k: int, lines: list, off: list, width):
+    """Level B: load byte selection and validity."""
+    ld = [hw.bits(f"ld.{k}.{l}", 32) for l in range(LANES)]
+    inval = hw.bits(f"inval.{k}", LANES)
+    nb = []
+    wsizes = [1, 2, 4]
+    for l in range(LANES):
+        L = lines[l]
+        for wi, w in enumerate(wsizes):
+            for o in range(0, LINE, w):
+                cond = off[l].f(o) + width.f(wi) - 1
+                for m in range(w):
+                    for bit in range(8):
+                        nb += n_gated(cond, L.f(8 * (o + m) + bit), {ld[l].feature(8 * m + bit): 1})
+                missing = Lin()
+                for m in range(w):
+                    missing = missing + (1 - L.f(8 * LINE + o + m))
+                nb += n_step(8 * (off[l].f(o) + width.f(wi)) + missing, 17, {inval.feature(l): 1})
+    hw.circ(f"memb.{k}", ld + [inval], nb)
+    return ld, inval
+
+
+def _faults(hw: Builder, k: int, mop, bad: list, inval):
+    """Level C: faults (an active lane -- for an atomic, the first lane -- of a memory op whose
+    address is misaligned, outside its window, or not allocated)."""
+    first = first_lane(hw)
+    flt = hw.bits(f"fault.{k}", LANES)
+    memop = 1 - mop.f(MEM_OPS.index("NONE"))
+    op_atom = mop.f(MEM_OPS.index("ATOM"))
+    nc = []
+    for l in range(LANES):
+        y = bad[l].f(0) + bad[l].f(1) + inval.f(l)
+        nc += n_step(4 * hw.c_mask.f(l) + 4 * (memop - op_atom) + y, 9, {flt.feature(l): 1})
+        nc += n_step(4 * first.f(l) + 4 * op_atom + y, 9, {flt.feature(l): 1})
+    hw.circ(f"memc.{k}", [flt], nc)
+    return flt

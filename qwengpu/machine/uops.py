@@ -1,0 +1,186 @@
+"""The machine's micro-ISA: what one functional unit does to 4 lanes of 32-bit words.
+
+PTX instructions are lowered (`qwengpu.assembler.lower`) to micro-ops on 32-bit virtual registers;
+64-bit values are (lo, hi) pairs, predicates are 0/1 words. The machine executes micro-ops, never
+PTX. Every micro-op is a pure function of its operands (per lane) except the memory, cross-lane and
+control ops, which the bundle's fixed units handle.
+
+Operands are virtual registers, 32-bit immediates or special values, each optionally inverted
+(bitwise NOT) -- a free transformation at the operand multiplexer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+M32 = 0xFFFFFFFF
+
+#: ALU micro-ops: name -> number of sources (a, b, c), in opcode order (the bundle word encodes an
+#: ALU op by its place here: `format.ALU_OPCODES`); `alu_eval` below is their semantics
+ALU_OPS = {
+    "MOV": 1,
+    "ADD": 2,       # a + b + cin (cin: 0, 1 or the carry flag of the previous unit)
+    "AND": 2, "OR": 2, "XOR": 2,
+    "SHL": 2, "SHR": 2, "SAR": 2,       # shift a by b (amounts >= 32: 0 / sign)
+    "SEL": 3,       # c != 0 ? a : b
+    "EQ": 2, "LTU": 2, "LEU": 2,        # 1 if a == b / a < b / a <= b (unsigned) else 0
+    "LT": 2, "LE": 2,                   # signed
+    "MUL": 2,       # (a * b) mod 2^32
+    "MULHU": 2, "MULHS": 2,             # high 32 bits of the 64-bit product
+    "CLZ": 1, "POPC": 1, "BREV": 1,
+}
+
+
+@dataclass(frozen=True)
+class VReg:
+    id: int
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return f"v{self.id}" + (f"({self.name})" if self.name else "")
+
+
+@dataclass(frozen=True)
+class Imm:
+    value: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", self.value & M32)
+
+    def __repr__(self) -> str:
+        return f"#{self.value:#x}"
+
+
+@dataclass(frozen=True)
+class Special:
+    """A per-lane launch value: tid.x/y/z (per warp), ctaid.x/y/z (per block), laneid, warpid."""
+    name: str
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(frozen=True)
+class Src:
+    """An operand: a value, possibly bitwise inverted."""
+    value: object          # VReg | Imm | Special
+    inv: bool = False
+
+    def __repr__(self) -> str:
+        return ("~" if self.inv else "") + repr(self.value)
+
+
+def src(x, inv: bool = False) -> Src:
+    if isinstance(x, Src):
+        return Src(x.value, x.inv ^ inv)
+    if isinstance(x, int):
+        return Src(Imm(x), inv)
+    return Src(x, inv)
+
+
+@dataclass
+class MicroOp:
+    """One micro-op. `kind`: "alu", "mem", "xlane", "ctl". Fields are used per kind.
+
+    alu:  op, dst, a, b, c, cin ("0", "1", "flag"), sets_flag (carry out kept for the next unit)
+    mem:  op (LD/ST/ATOM), space, width (bytes: 1,2,4,8), signed, dst (lo, hi), addr (lo, hi),
+          data (lo, hi), cmp (lo, hi) for CAS, atom op
+    xlane: op (SHFL/VOTE/ACTIVEMASK/MATCH), ...
+    ctl:  op (BRA/EXIT/BAR), target label, pred (a Src), negate
+    """
+    kind: str
+    op: str
+    dst: tuple = ()
+    a: Src | None = None
+    b: Src | None = None
+    c: Src | None = None
+    cin: str = "0"
+    sets_flag: bool = False
+    extra: dict = field(default_factory=dict)
+    ptx_pc: int = -1               # the PTX instruction this came from
+    guard: Src | None = None       # execute only in lanes where guard != 0
+
+    def reads(self) -> list:
+        out = []
+        for s in (self.a, self.b, self.c, self.guard):
+            if s is not None and isinstance(s.value, VReg):
+                out.append(s.value)
+        for k in ("addr", "data", "cmp", "bsrc", "csrc"):
+            for s in self.extra.get(k, ()) or ():
+                if s is not None and isinstance(s.value, VReg):
+                    out.append(s.value)
+        if self.kind == "alu" and self.extra.get("keep") is not None:
+            out.append(self.extra["keep"])
+        return out
+
+    def writes(self) -> list:
+        return [d for d in self.dst if d is not None]
+
+    def __repr__(self) -> str:
+        g = f"@{self.guard} " if self.guard is not None else ""
+        d = ",".join(repr(x) for x in self.dst)
+        args = ", ".join(repr(x) for x in (self.a, self.b, self.c) if x is not None)
+        ex = f" {self.extra}" if self.extra else ""
+        cin = f" cin={self.cin}" if self.op == "ADD" and self.cin != "0" else ""
+        return f"{g}{self.op} {d} <- {args}{cin}{ex}"
+
+
+def alu(op: str, dst, a, b=None, c=None, cin: str = "0", sets_flag: bool = False, ptx_pc: int = -1) -> MicroOp:
+    return MicroOp("alu", op, (dst,), src(a), None if b is None else src(b), None if c is None else src(c),
+                   cin=cin, sets_flag=sets_flag, ptx_pc=ptx_pc)
+
+
+# ---------------------------------------------------------------------------------------------
+# reference semantics of one ALU micro-op on one lane (the circuits implement exactly this)
+
+
+def _s(x: int) -> int:
+    x &= M32
+    return x - (1 << 32) if x >> 31 else x
+
+
+def alu_eval(op: str, a: int, b: int = 0, c: int = 0, cin: int = 0) -> tuple[int, int]:
+    """(result, carry flag) of an ALU micro-op on 32-bit words."""
+    a &= M32
+    b &= M32
+    if op == "ADD":
+        t = a + b + cin
+        return t & M32, t >> 32
+    if op == "AND":
+        return a & b, 0
+    if op == "OR":
+        return a | b, 0
+    if op == "XOR":
+        return a ^ b, 0
+    if op == "SHL":
+        return (a << b) & M32 if b < 32 else 0, 0
+    if op == "SHR":
+        return a >> b if b < 32 else 0, 0
+    if op == "SAR":
+        return (_s(a) >> min(b, 31)) & M32, 0
+    if op == "SEL":
+        return (a if c & M32 else b), 0
+    if op == "EQ":
+        return int(a == b), 0
+    if op == "LTU":
+        return int(a < b), 0
+    if op == "LEU":
+        return int(a <= b), 0
+    if op == "LT":
+        return int(_s(a) < _s(b)), 0
+    if op == "LE":
+        return int(_s(a) <= _s(b)), 0
+    if op == "MUL":
+        return (a * b) & M32, 0
+    if op == "MULHU":
+        return (a * b) >> 32, 0
+    if op == "MULHS":
+        return ((_s(a) * _s(b)) >> 32) & M32, 0
+    if op == "CLZ":
+        return 32 - a.bit_length(), 0
+    if op == "POPC":
+        return bin(a).count("1"), 0
+    if op == "BREV":
+        return int(format(a, "032b")[::-1], 2), 0
+    if op == "MOV":
+        return a, 0
+    raise ValueError(f"unknown ALU op {op}")

@@ -1,0 +1,365 @@
+"""The built machine: the hardware circuits compiled into a stock Qwen3.5 checkpoint, cached on disk.
+
+    machine = load_machine()                 # the built-in COMPACT machine (built once, then cached)
+    machine.model                            # a transformers Qwen3_5ForCausalLM
+    machine.token_id("<go>"), machine.text(id)
+    machine.memory_state(cache)              # the machine memory, decoded from a GDN state
+
+A build writes `save_pretrained` files plus `qwengpu_machine.json` (the vocabulary and where the
+machine's memories live in the model, for decoding). The cache key hashes the sources of the
+circuits and the compiler, so a changed circuit is never served from a stale cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwengpu.compiler.margins import gate_lattices
+from qwengpu.machine.config import COMPACT, LANES, MachineConfig, config_named
+from qwengpu.machine.format import WARP_BITS
+from qwengpu.machine.layout import LINE, LINES
+
+from .tokenizer import machine_tokenizer, save_tokenizer
+
+MACHINE_FILE = "qwengpu_machine.json"
+FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
+#: what a saved machine's metadata holds (part of the cache key: 2 added the residual probes, 3 the
+#: gate lattices)
+META_VERSION = 3
+
+
+#: the sources a built machine depends on (beside the compiler's, the compact engine excepted): the
+#: circuits and what they are built from
+MACHINE_SOURCES = ("hardware", "config.py", "format.py", "image.py", "layout.py", "tokens.py", "uops.py")
+
+
+def source_hash(config: MachineConfig, target_kw: dict) -> str:
+    """The cache key of a build: the geometry, the compiler options and the sources of the
+    circuits and the compiler."""
+    qwengpu_dir = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256(repr((config, sorted(target_kw.items()), META_VERSION)).encode())
+    files = sorted(f for f in (qwengpu_dir / "compiler").glob("*.py") if f.name != "fast.py")
+    for name in MACHINE_SOURCES:
+        p = qwengpu_dir / "machine" / name
+        files += sorted(p.rglob("*.py")) if p.is_dir() else [p if p.suffix else p.with_suffix(".py")]
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def fast_file() -> str:
+    """The compact engine's cache file, tagged by the source that reads it: a pickled FastModel
+    (the sparse weights; the compact engine is packed from them when loaded)."""
+    import qwengpu.compiler.fast as fast_module
+    return FAST_FILE.format(hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8])
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("QWENGPU_CACHE", Path.home() / ".cache" / "qwengpu"))
+
+
+#: the default soft budgets of a build: MLP neurons and GDN key heads per layer (spreading wide
+#: circuits and memories over layers: 1.5 B parameters instead of 2.15 B for COMPACT)
+MLP_BUDGET = 2500
+GDN_HEAD_BUDGET = 8
+
+
+@dataclass
+class Machine:
+    config: MachineConfig
+    path: Path | None                  # None: built in memory (`compile_machine`)
+    tokens: list = field(repr=False)                       # token texts by id
+    placements: dict = field(repr=False)                   # memory name -> MemoryPlacement
+    report: dict = field(default_factory=dict)
+    probes: dict | None = field(default=None, repr=False)  # sublayer -> 0/1-coded residual features
+    lattices: dict | None = field(default=None, repr=False)  # layer -> MLP gates' lattices (margins.gate_lattices)
+    _model: object = field(default=None, repr=False)
+    _ids: dict | None = field(default=None, repr=False)
+
+    @property
+    def model(self):
+        if self._model is None:
+            if self.path is None or not has_checkpoint(self.path):
+                raise ValueError("this machine was built for the compact engine only (no stock checkpoint); "
+                                 "build one with `qwengpu build`")
+            import torch
+            from transformers import AutoModelForCausalLM
+            self._model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
+            self._model.eval()
+        return self._model
+
+    def fast(self):
+        """The compact engine (`qwengpu.compiler.engine.SparseEngine`) on this machine's weights,
+        measuring the residual code margin and the form noise of every run."""
+        if getattr(self, "_fast", None) is None:
+            from qwengpu.compiler.engine import SparseEngine
+            self._fast = SparseEngine(self.fast_reference(), self.probes, self.lattices)
+        return self._fast
+
+    def fast_reference(self):
+        """The reference compact engine (`qwengpu.compiler.fast.FastModel`, `--engine compact-ref`):
+        the sparse weights in torch, cached next to the checkpoint."""
+        if getattr(self, "_reference", None) is None:
+            import torch
+
+            from qwengpu.compiler.fast import FastModel
+            f = self.path / fast_file() if self.path is not None else None
+            if f is None:
+                self._reference = FastModel(self.model)
+            elif f.exists():
+                self._reference = torch.load(f, weights_only=False)
+            else:
+                self._reference = FastModel(self.model)
+                torch.save(self._reference, f)
+        return self._reference
+
+    @property
+    def tokenizer(self):
+        """The machine's tokenizer (`qwengpu.runtime.tokenizer`): the saved one, or built from `tokens`."""
+        if getattr(self, "_tokenizer", None) is None:
+            if self.path is not None and (self.path / "tokenizer.json").exists():
+                from transformers import AutoTokenizer
+                self._tokenizer = AutoTokenizer.from_pretrained(self.path)
+            else:
+                self._tokenizer = machine_tokenizer(self.tokens)
+        return self._tokenizer
+
+    def token_id(self, text: str) -> int:
+        if self._ids is None:
+            self._ids = {t: i for i, t in enumerate(self.tokens)}
+        try:
+            return self._ids[text]
+        except KeyError:
+            raise ValueError(f"{text!r} is not a token of machine {self.config.name}") from None
+
+    def text(self, token_id: int) -> str:
+        return self.tokens[token_id]
+
+    # -- decoding the model's state ------------------------------------------------------------------
+
+    def state_of(self, cache, name: str):
+        from qwengpu.compiler.placement import decode_memory
+        pl = self.placements[name]
+        return decode_memory(lambda L: cache.get_recurrent_state(L)[0].detach().float().cpu().numpy(), pl)
+
+    def memory_image(self, cache) -> tuple[bytearray, float]:
+        """The machine memory (LINES x LINE bytes) held in the model's state, and its code margin."""
+        words, margin = self.state_of(cache, "mem")
+        mem = bytearray(LINES * LINE)
+        for line, w in words.items():
+            mem[line * LINE:(line + 1) * LINE] = (w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little")
+        return mem, margin
+
+    def pending_addresses(self, cache) -> list[int]:
+        words, _ = self.state_of(cache, "pa")
+        w = words.get(0, 0)
+        return [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
+
+    def registers(self, cache) -> dict:
+        """{(warp, physical register): [value per lane]} of every written register."""
+        words, _ = self.state_of(cache, "reg.emit")
+        out = {}
+        for slot, w in words.items():
+            warp, reg = slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS
+            out[(warp, reg)] = [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
+        return out
+
+
+def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **target_kw) -> Machine:
+    """Build a machine in memory (nothing written): `dense=False` keeps sparse weights, enough for
+    the compact engine; `dense=True` also gives the stock transformers model."""
+    from qwengpu.compiler import Target, compile_program
+    from qwengpu.machine.hardware import Hardware
+    target_kw.setdefault("mlp_budget", MLP_BUDGET)
+    target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    hw = Hardware(config)
+    return machine_of(config, compile_program(hw.p, Target(**target_kw), dense=dense))
+
+
+def machine_of(config: MachineConfig, compiled) -> Machine:
+    """The `Machine` of a compiled machine program (its engines on the compiled weights: the
+    compact engine always, the stock model when the weights are dense)."""
+    import torch
+    prog = compiled.program
+    m = Machine(config, None, [t.text for t in prog.tokens],
+                {mem.name: compiled.placement(mem) for mem in prog.memories}, _report(compiled),
+                residual_probes(compiled), gate_lattices(compiled))
+    dense = all(isinstance(v, torch.Tensor) and v.layout == torch.strided for v in compiled.state_dict.values())
+    m._reference = compiled.fast_reference() if not dense else None
+    if dense:
+        m._model = compiled.model()
+    m.compiled = compiled
+    return m
+
+
+def residual_probes(compiled) -> dict:
+    """{sublayer: residual features} of the 0/1-coded variables (bits, one-hot) that sublayer
+    writes: a run measures how far those features are from 0 or 1 there (the residual code margin,
+    0.5 minus the largest distance; a bit decodes right while it is > 0)."""
+    out: dict = {}
+    for v in compiled.program.residual_vars:
+        b = compiled.layout.born.get(v.name, -1)
+        if v.kind in ("bits", "onehot") and b >= 0:
+            out.setdefault(int(b), []).extend(compiled.layout.dims[(v.name, i)] for i in range(v.size))
+    return {k: sorted(fs) for k, fs in sorted(out.items())}
+
+
+def _report(compiled) -> dict:
+    r = compiled.report
+    out = {k: r[k] for k in ("layers", "width", "intermediate", "vocab", "parameters", "nonzero") if k in r}
+    out["hidden"] = compiled.config.hidden_size
+    return out
+
+
+def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
+    from dataclasses import asdict
+    names = {m.name: m for m in hw.p.memories}
+    meta = {
+        "config": asdict(config),
+        "source_hash": source_hash(config, {}),
+        "tokens": [t.text for t in hw.p.tokens],
+        "placements": {n: compiled.placement(mem).to_json() for n, mem in names.items()},
+        "report": report,
+        "probes": {str(k): fs for k, fs in residual_probes(compiled).items()},
+        "lattices": {str(k): d for k, d in gate_lattices(compiled).items()},
+    }
+    (path / MACHINE_FILE).write_text(json.dumps(meta))
+
+
+def open_machine(path) -> Machine:
+    from qwengpu.compiler.placement import MemoryPlacement
+    path = Path(path)
+    meta = json.loads((path / MACHINE_FILE).read_text())
+    from dataclasses import fields
+    known = {f.name for f in fields(MachineConfig)}
+    cfg = {k: v for k, v in meta["config"].items() if k in known}
+    for k in ("slots", "shifters", "bitcount", "multipliers"):
+        if cfg.get(k) is not None:
+            cfg[k] = tuple(cfg[k])
+    config = MachineConfig(**cfg)
+    if set(meta["config"]) - known or meta.get("source_hash") != source_hash(config, {}):
+        raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
+                         f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")
+    probes = {int(k): fs for k, fs in meta["probes"].items()} if "probes" in meta else None
+    lattices = {int(k): d for k, d in meta["lattices"].items()} if "lattices" in meta else None
+    return Machine(config, path, meta["tokens"],
+                   {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}),
+                   probes, lattices)
+
+
+def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, dense: bool = True,
+                  **target_kw) -> Machine:
+    """Compile the machine's circuits and save them at `path` (default: the cache): always the
+    compact engine's sparse weights and the decoding metadata; with `dense`, also the stock
+    checkpoint (`save_pretrained`: config.json + safetensors, loadable with AutoModelForCausalLM)."""
+    import shutil
+
+    import torch
+
+    from qwengpu.compiler import Target, compile_program
+    from qwengpu.machine.hardware import Hardware
+    target_kw.setdefault("mlp_budget", MLP_BUDGET)
+    target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    cached = path is None
+    path = Path(path) if path is not None else _cache_path(config, target_kw)
+    bar = _bar(4, f"building machine {config.name}", progress)
+    hw = Hardware(config)
+    bar.update(1)
+    compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
+    bar.update(1)
+    tmp = path.with_name(path.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    model = None
+    if dense:
+        model = compiled.model()
+        # stock generate() stops where the launch ends: <halt> or a fault
+        ends = [i for i, t in enumerate(hw.p.tokens) if t.text == "<halt>" or t.text.startswith("<fault")]
+        model.generation_config.eos_token_id = ends
+        model.generation_config.pad_token_id = ends[0]
+        model.save_pretrained(tmp)
+    bar.update(1)
+    reference = compiled.fast_reference()
+    torch.save(reference, tmp / fast_file())
+    _save_meta(tmp, config, compiled, hw, _report(compiled))
+    save_tokenizer(tmp, [t.text for t in hw.p.tokens])
+    if path.exists():
+        shutil.rmtree(path)
+    tmp.rename(path)
+    if cached:
+        evict_stale_builds(config, progress)
+    bar.update(1)
+    bar.close()
+    m = open_machine(path)
+    m._model, m._reference = model, reference
+    return m
+
+
+def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
+    return cache_root() / f"{config.name}-{source_hash(config, target_kw)}"
+
+
+def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
+    """Remove cached builds of `config` made from other circuits than this version's (a dense
+    COMPACT build is ~7 GB; every upgrade would leave one behind). Builds of the same circuits with
+    other compiler options stay. Returns the removed folders."""
+    import shutil
+    current = source_hash(config, {})
+    removed = []
+    for d in sorted(cache_root().glob(f"{config.name}-*")):
+        meta = d / MACHINE_FILE
+        if not d.is_dir() or d.name.endswith(".partial"):
+            continue
+        try:
+            stale = json.loads(meta.read_text()).get("source_hash") != current
+        except (OSError, ValueError):
+            stale = True                  # no readable metadata: an interrupted or foreign build
+        if stale:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    if removed and progress:
+        print(f"removed {len(removed)} cached build(s) of machine {config.name} from older versions of qwengpu")
+    return removed
+
+
+def has_checkpoint(path) -> bool:
+    return (Path(path) / "config.json").exists()
+
+
+def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False, build: bool = True,
+                 progress: bool = True, **target_kw) -> Machine:
+    """The built machine for `config` from `path` or the cache, building it when missing (or when
+    the stock checkpoint is wanted, `dense`, and only the compact engine's weights are there)."""
+    kw = dict(target_kw)
+    kw.setdefault("mlp_budget", MLP_BUDGET)
+    kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    p = Path(path) if path is not None else _cache_path(config, kw)
+    ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / fast_file()).exists())
+    if (p / MACHINE_FILE).exists() and ready:
+        m = open_machine(p)
+        if not (p / "tokenizer.json").exists():          # built before machines carried one
+            save_tokenizer(p, m.tokens)
+        return m
+    if not build:
+        raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")
+    return build_machine(config, None if path is None else p, progress=progress, dense=dense, **kw)  # None: the cache
+
+
+def build_gpu(target="compact", out=None, *, dense: bool = True, progress: bool = True, **target_kw) -> Machine:
+    """Build the GPU as a `Qwen3_5ForCausalLM` checkpoint with its tokenizer (`save_pretrained` at
+    `out`, default the cache) and return the `Machine`. `target`: a machine geometry by name
+    ("compact", the built-in one; "tiny", a small test machine) or a `MachineConfig`; `target_kw`:
+    compiler `Target` options (mlp_budget, gdn_head_budget ...). `dense=False` saves only the
+    compact engine's sparse weights (no stock checkpoint)."""
+    if isinstance(target, str):
+        target = config_named(target, "target")
+    return build_machine(target, out, progress=progress, dense=dense, **target_kw)
+
+
+def _bar(total, desc, enabled):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, disable=not enabled)

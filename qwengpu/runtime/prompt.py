@@ -1,0 +1,74 @@
+"""The launch prompt: the tokens that load a program image and a launch into the machine's state.
+
+    <at s0 0> <w 0 1f> <w 3 02> ...     ROM: one AT per bundle segment, one W per non-zero byte
+    <at mem 3> <w 0 05> ... <w 16 ff>   memory lines: data bytes, then the validity bits
+    <at ltab 0> <w 0 00> ...            per warp: thread ids of its lanes, present lanes
+    <at btab 1> <w 0 01> ...            per block: ctaid
+    <at conf 0> <w 0 ..> ...            last block, entry bundle, threads per block
+    <go>                                the launch starts; every token after it is generated
+
+Unwritten state reads as zero, so zero bytes are skipped.
+"""
+from __future__ import annotations
+
+from qwengpu.assembler.lower import AssemblerError
+from qwengpu.launch import LaunchSpec
+from qwengpu.machine.config import LANES
+from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS, WordFormat
+from qwengpu.machine.image import Image
+from qwengpu.machine.layout import LINE, LINES
+from qwengpu.machine.simulator import initial_memory
+from qwengpu.machine.tokens import token_text
+
+
+def check_fits(image: Image, spec: LaunchSpec):
+    """A clear error when the launch exceeds what the compiled machine holds."""
+    rom = image.config.rom_bundles
+    if len(image.bundles) > rom:
+        raise AssemblerError(f"the program needs {len(image.bundles)} bundles; the machine's ROM holds {rom}")
+    if image.nregs > 1 << REG_BITS:
+        raise AssemblerError(f"the program needs {image.nregs} registers per warp; the machine has {1 << REG_BITS}")
+    if spec.blocks > 1 << BLOCK_BITS:
+        raise AssemblerError(f"the launch has {spec.blocks} blocks; the machine runs at most {1 << BLOCK_BITS}")
+    if spec.threads_per_block > LANES << WARP_BITS:
+        raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
+                             f"{1 << WARP_BITS} warps of {LANES} lanes")
+    # thread ids are held in 5 bits and block ids in 8 (the limits above keep them there)
+
+
+def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
+    check_fits(image, spec)
+    fmt = WordFormat(image.config)
+    out: list[str] = []
+
+    def put(space: str, addr: int, data: bytes):
+        ws = [token_text(("W", f, v)) for f, v in enumerate(data) if v]
+        if ws:
+            out.append(token_text(("AT", space, addr)))
+            out.extend(ws)
+
+    for b in image.bundles:
+        word = fmt.encode(b)
+        for seg in fmt.segments:
+            put(seg.name, b.index, word[seg.first_byte:seg.first_byte + seg.nbytes])
+    memory = initial_memory(image, module, spec)
+    valid = image.layout.valid
+    for line in range(LINES):
+        data = bytes(memory[line * LINE:(line + 1) * LINE])
+        bits = sum(valid[line * LINE + i] << i for i in range(LINE))
+        put("mem", line, data + bits.to_bytes(2, "little"))
+    bx, by, bz = spec.block
+    n = spec.threads_per_block
+    for w in range((n + LANES - 1) // LANES):
+        row = bytearray()
+        for l in range(LANES):          # tid.x, tid.y, tid.z: 5 bits each, two bytes per lane
+            t = w * LANES + l
+            x, y, z = (t % bx, (t // bx) % by, t // (bx * by)) if t < n else (0, 0, 0)
+            row += (x | y << 5 | z << 10).to_bytes(2, "little")
+        put("ltab", w, bytes(row))
+    gx, gy, gz = spec.grid
+    for blk in range(spec.blocks):
+        put("btab", blk, bytes([blk % gx, (blk // gx) % gy, blk // (gx * gy)]))
+    put("conf", 0, bytes([spec.blocks - 1, image.entry & 0xFF, n, image.entry >> 8]))
+    out.append(token_text(("GO",)))
+    return out

@@ -1,0 +1,30 @@
+"""Test options: `--runslow` and `--soak N` (see tests/sizes.py), the one scheme for test size."""
+import pytest
+import sizes
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run the tests marked slow (exhaustive proofs, every suite kernel on the model)")
+    parser.addoption("--soak", type=float, default=1.0, metavar="N",
+                     help="multiply the randomised tests' example counts by N (a soak run; default 1)")
+
+
+def pytest_configure(config):
+    sizes.RUNSLOW = config.getoption("--runslow")
+    sizes.SOAK = config.getoption("--soak")
+
+
+def pytest_collection_modifyitems(config, items):
+    if sizes.RUNSLOW:
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if sizes.SOAK != 1 or sizes.RUNSLOW:
+        terminalreporter.write_line(f"test size: --soak {sizes.SOAK:g}{' --runslow' if sizes.RUNSLOW else ''}; "
+                                    f"{sizes.CHECKED:,} inputs compared in bulk")
