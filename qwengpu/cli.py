@@ -68,7 +68,7 @@ def cmd_run(args) -> int:
     from .launch import LaunchSpec
     spec = LaunchSpec.from_json(args.launch)
     res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps,
-              **_model_options(args))
+              approx=args.approx, **_model_options(args))
     _print_result(res, spec, args.json)
     return 0
 
@@ -185,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", default="interp", help="execution engine (default: interp)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--max-steps", type=int, default=None, help="step limit (runaway loops stop here)")
+    r.add_argument("--approx", choices=("allow", "refuse"), default="allow",
+                   help="approximate instructions (ex2.approx, sin.approx, div.full ...): run them by "
+                        "qwenGPU's definitions, within the ISA's stated error but not bit-identical to "
+                        "NVIDIA hardware (allow, the default), or refuse them naming each line (refuse)")
     _model_arguments(r)
     r.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     r.set_defaults(func=cmd_run)

@@ -40,6 +40,11 @@ def _floats():
     return floats
 
 
+def _approx():
+    from . import approx
+    return approx
+
+
 def _bits(t: str) -> int:
     return 1 if t == "pred" else TYPE_BITS[t]
 
@@ -776,6 +781,14 @@ def h_float(it: Interpreter, warp, frame, ins, info, ex):
     it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
 
 
+def h_approx(it: Interpreter, warp, frame, ins, info, ex):
+    """ex2, lg2, sin, cos, tanh, rsqrt .approx: qwenGPU's definitions (`approx`)."""
+    t = info.type
+    a = _np(it._read(warp, frame, ins.operands[1], t))
+    r = _approx().approximate(ins.op, a, ftz=info.ftz)
+    it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
+
+
 def h_bits(it: Interpreter, warp, frame, ins, info, ex):
     op = ins.op
     t = info.type
@@ -1212,6 +1225,8 @@ for _op in ("fma", "sqrt", "rcp"):
 for _op in ("and", "or", "xor", "not", "cnot", "shl", "shr", "shf", "popc", "clz", "brev", "bfind",
             "bfe", "bfi", "prmt", "lop3", "dp4a", "dp2a"):
     _HANDLERS[_op] = h_bits
+for _op in ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt"):
+    _HANDLERS[_op] = h_approx
 _HANDLERS.update({"setp": h_setp, "set": h_setp, "selp": h_selp, "slct": h_selp, "mov": h_mov,
                   "cvt": h_cvt, "cvta": h_cvta, "ld": h_ld, "ldu": h_ld, "st": h_st, "atom": h_atom,
                   "red": h_atom, "shfl": h_shfl, "vote": h_vote, "match": h_match, "activemask": h_misc,

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._fp import canon, float_to_int, fma, int_to_float
+from ._fp import canon, ex2_approx, float_to_int, fma, fma_mode, int_to_float
 
 ORACLES: dict[str, "Oracle"] = {}
 
@@ -1053,3 +1053,85 @@ def pointer_chase(nxt, val, start, total, ln):
             node = int(nxt[node])
         total[i], ln[i] = s, n
     return [nxt, val, start, total, ln]
+
+
+# ============================================================================= math functions (approximate instructions)
+def _f32_bits(v: int) -> np.float32:
+    return np.array([v & M32], dtype=np.uint32).view(np.float32)[0]
+
+
+def _bits_f32(x) -> int:
+    return int(np.float32(x).view(np.uint32))
+
+
+def _fsat(x):
+    """cvt.sat.f32.f32: clamp to [0, 1], NaN to 0."""
+    x = np.float32(x)
+    return np.float32(0.0) if np.isnan(x) or x <= 0 else np.float32(1.0) if x >= 1 else x
+
+
+def expf_parts(x):
+    """libdevice's expf as nvcc 13 emits it (-O3, sm_75): (2^r by ex2.approx.ftz, 2^j as a bit pattern),
+    whose product is expf(x): j = round(x log2 e) through an fma.rm trick, r = x log2 e - j in two fmas."""
+    x = np.float32(x)
+    t = _fsat(fma(x, _f32_bits(0x3BBB989D), np.float32(0.5)))
+    j = fma_mode(t, np.float32(252.0), _f32_bits(0x4B400001), "rm")
+    r = fma(x, _f32_bits(0x3FB8AA3B), -(j + _f32_bits(0xCB40007F)))
+    r = fma(x, _f32_bits(0x32A57060), r)
+    return ex2_approx(r, ftz=True), _f32_bits(_bits_f32(j) << 23)
+
+
+def expf(x):
+    e, s = expf_parts(x)
+    return np.float32(e * s)
+
+
+def tanhf(x):
+    """libdevice's tanhf as nvcc 13 emits it: |x| >= 0.6: 1 - 2 / (2^(2|x| log2 e) + 1) with ex2.approx.ftz
+    and rcp.approx.ftz (qwenGPU: rcp.rn), 1 from |x| >= 9.0109, with x's sign; else an odd polynomial."""
+    x = np.float32(x)
+    ax = np.float32(abs(x))
+    e = ex2_approx(np.float32(ax * _f32_bits(0x4038AA3B)), ftz=True)
+    big = fma(np.float32(1.0) / np.float32(e + np.float32(1.0)), np.float32(-2.0), np.float32(1.0))
+    big = np.float32(1.0) if ax >= _f32_bits(0x41102CB4) else big
+    big = np.float32(math.copysign(float(big), float(x)))
+    x2 = np.float32(x * x)
+    p = fma(_f32_bits(0x3C80F082), x2, _f32_bits(0xBD563CAE))
+    p = fma(p, x2, _f32_bits(0x3E085941))
+    p = fma(p, x2, _f32_bits(0xBEAAA9ED))
+    p = fma(p, x2, np.float32(0.0))
+    small = fma(p, x, x)
+    return big if ax >= _f32_bits(0x3F19999A) else small
+
+
+@oracle("softmax_expf", tags={"float", "shared", "approx"},
+        about="softmax of 8 floats with expf (ex2.approx.ftz), 8 threads, max and sum through shared memory")
+def softmax_expf(x, y):
+    x = x.astype(np.float32)
+    m = x[0]
+    for v in x[1:]:
+        m = max(m, v)
+    e = [expf(np.float32(v - m)) for v in x]
+    p = [np.float32(e[2 * k] + e[2 * k + 1]) for k in range(4)]
+    total = np.float32(np.float32(p[0] + p[1]) + np.float32(p[2] + p[3]))
+    return [x, np.array([np.float32(v / total) for v in e], dtype=np.float32)]
+
+
+@oracle("sigmoid", tags={"float", "grid", "approx"}, about="1 / (1 + expf(-x)) over 8 floats (ex2.approx.ftz)")
+def sigmoid(x, y):
+    out = []
+    for v in x.astype(np.float32):
+        e, s = expf_parts(-v)
+        out.append(np.float32(1.0) / fma(e, s, np.float32(1.0)))
+    return [x, np.array(out, dtype=np.float32)]
+
+
+@oracle("gelu_tanh", tags={"float", "grid", "approx"},
+        about="GELU (tanh form) over 8 floats: tanhf (ex2.approx.ftz, rcp.approx.ftz)")
+def gelu_tanh(x, y):
+    out = []
+    for v in x.astype(np.float32):
+        u = fma(v, np.float32(v * np.float32(v * _f32_bits(0x3D372713))), v)
+        u = np.float32(u * _f32_bits(0x3F4C422A))
+        out.append(np.float32(np.float32(v * np.float32(0.5)) * np.float32(tanhf(u) + np.float32(1.0))))
+    return [x, np.array(out, dtype=np.float32)]

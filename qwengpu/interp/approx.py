@@ -1,0 +1,469 @@
+"""Approximate PTX floating-point instructions: one deterministic definition of each.
+
+PTX leaves the results of `ex2.approx`, `lg2.approx`, `sin/cos.approx`, `tanh.approx`,
+`rsqrt.approx`, `rcp.approx`, `sqrt.approx`, `div.approx` and `div.full` to the implementation,
+within stated error bounds. qwenGPU gives each one fixed definition, chosen within those bounds:
+**not bit-identical to NVIDIA hardware, within the ISA's stated error** (`docs/floats.md`,
+"Approximate instructions", has the table, the bounds and the measured errors). `compile(...,
+approx="refuse")` (`qwengpu --no-approx`) refuses them instead.
+
+- `rcp.approx`, `sqrt.approx`, `div.approx`, `div.full` (`.f32`, with or without `.ftz`) are the IEEE
+  operations rounded to nearest (`rcp.rn`, `sqrt.rn`, `div.rn`, with the instruction's `.ftz`):
+  correctly rounded, so within every bound PTX states for them. The decoder (`ptx.isa`) rewrites
+  them to `.rn`, so every engine runs the IEEE operation.
+- `ex2.approx{.ftz}.f32` is a fixed-point program on 32-bit words (`ex2_f32`), written **once**
+  against a builder interface (Python operators `+ - & | ^ << >> ~` on values, and `sel`, `sar`,
+  `lt`, `ltu`, `mulhu`, `sub`, `add64`): `NpBuilder` runs it here on numpy lanes (the
+  interpreter), the assembler's soft-float `Builder` turns it into micro-ops (the machine). The
+  same operations on the same words give the same bits on every engine, by construction.
+- `rsqrt`, `tanh`, `lg2`, `sin`, `cos` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`,
+  `lg2_f32`, `sin_f32`, `cos_f32`) of correctly rounded f32 operations (`add mul fma div rcp sqrt`
+  .rn), `ex2_f32` and integer micro-ops, written once against an "ops" interface (`alu`, `fadd`,
+  `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`interp.floats` for the float
+  operations), the assembler's emitter ops (`softfloat` routines, bit-exact with `floats`) on the
+  machine.
+
+Forms not defined here (and refused by the decoder with a clear message): the `.f16`/`.f16x2`
+forms of `ex2`/`tanh`, `rsqrt.approx.f64`, `rcp.approx.ftz.f64`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+M32 = 0xFFFFFFFF
+F32_NAN = 0x7FFFFFFF
+F32_INF = 0x7F800000
+
+
+# -------------------------------------------------------------------------------------------------
+# the numpy backend: 32-bit words per lane, the machine's ALU semantics (`machine.uops.alu_eval`)
+
+
+def _arr(x):
+    if isinstance(x, Lanes):
+        return x.v
+    if isinstance(x, np.ndarray):
+        return x.astype(np.uint64) & M32
+    return np.uint64(int(x) & M32)
+
+
+def _shl(a, n):
+    n = np.asarray(n, dtype=np.uint64)
+    return np.where(n < 32, (a << np.minimum(n, 31)) & M32, 0).astype(np.uint64)
+
+
+def _shr(a, n):
+    n = np.asarray(n, dtype=np.uint64)
+    return np.where(n < 32, a >> np.minimum(n, 31), 0).astype(np.uint64)
+
+
+def _signed(a):
+    return a.astype(np.int64) - ((a >> 31) << 32).astype(np.int64)
+
+
+class Lanes:
+    """A 32-bit word per lane (numpy uint64 holding values below 2^32); Python operators wrap to
+    32 bits and shift as the machine does (amounts of 32 or more give 0)."""
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = np.asarray(v, dtype=np.uint64) & M32
+
+    def __add__(self, o):
+        return Lanes((self.v + _arr(o)) & M32)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return Lanes((self.v - _arr(o)) & M32)
+
+    def __rsub__(self, o):
+        return Lanes((_arr(o) - self.v) & M32)
+
+    def __and__(self, o):
+        return Lanes(self.v & _arr(o))
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        return Lanes(self.v | _arr(o))
+
+    __ror__ = __or__
+
+    def __xor__(self, o):
+        return Lanes(self.v ^ _arr(o))
+
+    __rxor__ = __xor__
+
+    def __invert__(self):
+        return Lanes(self.v ^ M32)
+
+    def __lshift__(self, o):
+        return Lanes(_shl(self.v, _arr(o)))
+
+    def __rlshift__(self, o):
+        return Lanes(_shl(np.broadcast_to(_arr(o), self.v.shape), self.v))
+
+    def __rshift__(self, o):
+        return Lanes(_shr(self.v, _arr(o)))
+
+    def __rrshift__(self, o):
+        return Lanes(_shr(np.broadcast_to(_arr(o), self.v.shape), self.v))
+
+
+class NpBuilder:
+    """The builder interface on numpy lanes (see the module docstring)."""
+
+    def __init__(self, shape=()):
+        self.shape = shape
+
+    def _v(self, x):
+        return np.broadcast_to(_arr(x), self.shape) if not isinstance(x, Lanes) else x.v
+
+    def inp(self, x) -> Lanes:
+        return Lanes(x)
+
+    def op(self, op, a, b=None, c=None):
+        a = self._v(a)
+        b = self._v(0 if b is None else b)
+        if op == "SEL":
+            return Lanes(np.where(self._v(c) != 0, a, b))
+        if op == "EQ":
+            return Lanes((a == b).astype(np.uint64))
+        if op == "LTU":
+            return Lanes((a < b).astype(np.uint64))
+        if op == "LEU":
+            return Lanes((a <= b).astype(np.uint64))
+        if op == "LT":
+            return Lanes((_signed(a) < _signed(b)).astype(np.uint64))
+        if op == "LE":
+            return Lanes((_signed(a) <= _signed(b)).astype(np.uint64))
+        if op == "SAR":
+            return Lanes((_signed(a) >> np.minimum(b, 31).astype(np.int64)).astype(np.uint64) & M32)
+        if op == "MUL":
+            return Lanes(((a & 0xFFFF) * b + (((a >> 16) * b & 0xFFFF) << 16)) & M32)
+        if op == "MULHU":
+            return Lanes(_mulhu(a, b))
+        if op == "MULHS":
+            hu = _mulhu(a, b).astype(np.int64)
+            r = hu - np.where(a >> 31, b, 0).astype(np.int64) - np.where(b >> 31, a, 0).astype(np.int64)
+            return Lanes(r.astype(np.uint64) & M32)
+        if op == "CLZ":
+            out = np.full(a.shape, 32, dtype=np.uint64)
+            x = a.copy()
+            n = np.zeros(a.shape, dtype=np.uint64)
+            for k in (16, 8, 4, 2, 1):
+                top = (x >> (32 - k)) == 0
+                n = np.where(top, n + k, n)
+                x = np.where(top, (x << k) & M32, x)
+            return Lanes(np.where(a == 0, out, n))
+        raise ValueError(f"no numpy semantics for {op}")
+
+    def sel(self, c, a, b):
+        return self.op("SEL", a, b, c)
+
+    def sar(self, a, k):
+        return self.op("SAR", a, k)
+
+    def eq(self, a, b):
+        return self.op("EQ", a, b)
+
+    def ltu(self, a, b):
+        return self.op("LTU", a, b)
+
+    def leu(self, a, b):
+        return self.op("LEU", a, b)
+
+    def lt(self, a, b):
+        return self.op("LT", a, b)
+
+    def le(self, a, b):
+        return self.op("LE", a, b)
+
+    def mul(self, a, b):
+        return self.op("MUL", a, b)
+
+    def mulhu(self, a, b):
+        return self.op("MULHU", a, b)
+
+    def mulhs(self, a, b):
+        return self.op("MULHS", a, b)
+
+    def clz(self, a):
+        return self.op("CLZ", a)
+
+    def sub(self, a, b):
+        return Lanes((self._v(a) - self._v(b)) & M32)
+
+    def add64(self, a, b, cin=0):
+        lo = self._v(a[0]) + self._v(b[0]) + np.uint64(1 if cin == "1" else 0)
+        hi = self._v(a[1]) + self._v(b[1]) + (lo >> 32)
+        return Lanes(lo & M32), Lanes(hi & M32)
+
+
+def _mulhu(a, b):
+    """High word of the 64-bit product of 32-bit words (exact in uint64 pieces)."""
+    al, ah = a & 0xFFFF, a >> 16
+    bl, bh = b & 0xFFFF, b >> 16
+    ll = al * bl
+    mid = (ll >> 16) + (al * bh & M32) + (ah * bl & M32)
+    return (ah * bh + (mid >> 16)) & M32
+
+
+# -------------------------------------------------------------------------------------------------
+# ex2.approx.f32: 2^x
+
+#: 2^f = 1 + f * q(f) on [0, 1): q's coefficients (a near-minimax fit of degree 7, error below
+#: 2^-32 before the fixed-point truncations), in units of 2^-31, constant term first
+EX2_Q = (1488522236, 515882504, 119194075, 20655258, 2861946, 333183, 30428, 4018)
+
+
+def ex2_f32(b, x, ftz: bool = False):
+    """ex2.approx{.ftz}.f32 of the word x.
+
+    |x| * 2^32 is formed exactly up to a truncation below 2^-32 (the significand shifted by its
+    exponent; 64 bits), negated for x < 0, so that x = n + F / 2^32 with the integer n in the high
+    word and F in [0, 2^32). 2^(F / 2^32) is a degree-8 polynomial in fixed point (Horner, each
+    step one MULHU: the error stays below 2^-28 relative), rounded half up to 24 bits and scaled
+    by 2^n; results below 2^-126 are subnormal (rounded half up again), or +0 with .ftz. Special
+    cases: NaN -> the canonical NaN, +inf and x >= 128 -> +inf, -inf and x <= -256 -> +0, and a
+    subnormal or zero x -> 1.0 (its fixed-point value is 0)."""
+    s = x >> 31
+    sm = b.sar(x, 31)
+    ax = x & 0x7FFFFFFF
+    e = ax >> 23
+    m = (x & 0x7FFFFF) | 0x800000
+    lo = (m << (e - 118)) | (m >> (118 - e))
+    hi = m >> (150 - e)
+    F, n = b.add64((lo ^ sm, hi ^ sm), (s, 0))
+    h = EX2_Q[-1]
+    for c in reversed(EX2_Q[:-1]):
+        h = c + b.mulhu(F, h)
+    p = 0x80000000 + b.mulhu(F, h)                    # 2^f * 2^31, in [2^31, 2^32)
+    r = (p >> 8) + ((p >> 7) & 1)                     # rounded to 24 bits: [2^23, 2^24]
+    normal = ((n + 126) << 23) + r                    # exponent field n + 127 (r's top bit adds 1)
+    k = b.sub(0xFFFFFF8A, n)                          # -118 - n: the shift to units of 2^-149
+    sub = (p >> k) + ((p >> (k - 1)) & 1)
+    tiny = b.lt(n, 0xFFFFFF82)                        # n < -126
+    out = b.sel(tiny, sub, normal)
+    if ftz:
+        out = b.sel(b.ltu(out, 0x800000), 0, out)
+    out = b.sel(b.lt(127, n), F32_INF, out)           # n >= 128
+    out = b.sel(b.ltu(0x437FFFFF, ax), F32_INF & ~sm, out)   # |x| >= 256 (and infinities)
+    return b.sel(b.ltu(F32_INF, ax), F32_NAN, out)
+
+
+# -------------------------------------------------------------------------------------------------
+# compositions of correctly rounded f32 operations, written against the "ops" interface:
+#   o.alu(op, a, b=None, c=None)  an integer micro-op (`machine.uops.alu_eval` semantics)
+#   o.fadd/fmul/fdiv(a, b, ftz), o.ffma(a, b, c, ftz), o.frcp/fsqrt(a, ftz)   IEEE .rn operations
+#   o.ex2(a, ftz)                 `ex2_f32`
+# values are 32-bit words (f32 bit patterns); constants are plain ints
+
+F32_ONE = 0x3F800000
+F32_NEG_TWO = 0xC0000000
+#: f32(2 / ln 2) = f32(2 log2(e))
+F32_2LOG2E = 0x4038AA3B
+#: f32(1 / ln 2) ... the series constant of `lg2_f32`: f32(2 / ln 2)
+F32_2_LN2 = 0x4038AA3B
+#: 1.5 * 2^23: adding it rounds an f32 of magnitude below 2^22 to an integer in the low bits
+F32_ROUND_MAGIC = 0x4B400000
+#: f32(2 / pi), and pi / 2 = P1 + P2 + P3 in three f32 parts (Cody-Waite)
+F32_2_PI = 0x3F22F983
+PIO2 = (0x3FC90FDB, 0xB33BBD2E, 0xA7C234C5)
+#: sin(r) = r + r^3 (S1 + r^2 (S2 + r^2 S3)), cos(r) = 1 - r^2/2 + r^4 (C1 + r^2 (C2 + r^2 C3)) on
+#: [-pi/4, pi/4] (Cephes' sinf/cosf coefficients, as f32)
+SIN_C = (0xBE2AAAA3, 0x3C08839E, 0xB94CA1F9)        # -1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4
+COS_C = (0x3D2AAAA5, 0xBAB6061A, 0x37CCF5CE)        # 4.166664568e-2, -1.388731625e-3, 2.443315711e-5
+#: 1/9, 1/7, 1/5, 1/3 as f32 (the atanh series of `lg2_f32`)
+LG2_C = (0x3DE38E39, 0x3E124925, 0x3E4CCCCD, 0x3EAAAAAB)
+F32_SQRT2 = 0x3FB504F3
+F32_2P24 = 0x4B800000
+
+
+def _flush(o, a, ftz):
+    """a, or a subnormal a flushed to a zero of its sign when ftz."""
+    if not ftz:
+        return a
+    tiny = o.alu("LTU", o.alu("AND", a, 0x7FFFFFFF), 0x800000)
+    return o.alu("SEL", o.alu("AND", a, 0x80000000), a, tiny)
+
+
+def rsqrt_f32(o, a, ftz=False):
+    """rsqrt.approx{.ftz}.f32: rcp.rn(sqrt.rn(a)). Two roundings: relative error below 2^-23
+    (PTX: 2^-22.9); rsqrt(-0) = -inf, rsqrt(+inf) = +0, negative operands give NaN."""
+    return o.frcp(o.fsqrt(a, ftz), ftz)
+
+
+def tanh_f32(o, a):
+    """tanh.approx.f32: |a| < 2^-6: a itself (relative error below 2^-13.5); otherwise
+    1 - 2 / (ex2(|a| * f32(2 log2 e)) + 1) (fma for the last step), with a's sign: relative error
+    below 2^-15 (PTX: 2^-10.987). NaN gives the canonical NaN; subnormals pass unchanged."""
+    ax = o.alu("AND", a, 0x7FFFFFFF)
+    e = o.ex2(o.fmul(ax, F32_2LOG2E, False), False)
+    q = o.frcp(o.fadd(e, F32_ONE, False), False)
+    r = o.ffma(q, F32_NEG_TWO, F32_ONE, False)
+    r = o.alu("SEL", ax, r, o.alu("LTU", ax, 0x3C800000))
+    r = o.alu("OR", r, o.alu("AND", a, 0x80000000))
+    return o.alu("SEL", F32_NAN, r, o.alu("LTU", F32_INF, ax))
+
+
+def _sincos(o, a, ftz):
+    """(s, c, quadrant, |a| is inf/NaN, tiny): sin and cos of the reduced argument r = a - n pi/2,
+    n = round(a * 2/pi) (through the 1.5 * 2^23 trick: exact for |a * 2/pi| < 2^22), r from three
+    fmas (Cody-Waite), the polynomials by fma in f32."""
+    a = _flush(o, a, ftz)
+    t = o.fadd(o.fmul(a, F32_2_PI, ftz), F32_ROUND_MAGIC, ftz)
+    n = o.fadd(t, F32_ROUND_MAGIC | 0x80000000, ftz)             # t - 1.5 * 2^23: round(a * 2/pi)
+    r = a
+    for p in PIO2:
+        r = o.ffma(n, p ^ 0x80000000, r, ftz)
+    r2 = o.fmul(r, r, ftz)
+    ps = o.ffma(r2, SIN_C[2], SIN_C[1], ftz)
+    ps = o.ffma(r2, ps, SIN_C[0], ftz)
+    s = o.ffma(o.fmul(r, r2, ftz), ps, r, ftz)
+    pc = o.ffma(r2, COS_C[2], COS_C[1], ftz)
+    pc = o.ffma(r2, pc, COS_C[0], ftz)
+    c = o.ffma(o.fmul(r2, r2, ftz), pc, o.ffma(r2, 0xBF000000, F32_ONE, ftz), ftz)
+    ax = o.alu("AND", a, 0x7FFFFFFF)
+    return s, c, o.alu("AND", t, 3), o.alu("LTU", 0x7F7FFFFF, ax), o.alu("LTU", ax, 0x39800000), a
+
+
+def _quadrant(o, q, v0, v1, v2, v3):
+    """v[q] for q in 0..3."""
+    lo = o.alu("SEL", v1, v0, o.alu("AND", q, 1))
+    hi = o.alu("SEL", v3, v2, o.alu("AND", q, 1))
+    return o.alu("SEL", hi, lo, o.alu("AND", q, 2))
+
+
+def sin_f32(o, a, ftz=False):
+    """sin.approx{.ftz}.f32: |a| < 2^-12: a (so that sin(-0) = -0); else by quadrant q of the
+    reduction (`_sincos`): s, c, -s, -c. Absolute error below 2^-22 on [-100 pi, 100 pi] (PTX:
+    2^-20.5 there); deterministic, with no stated bound, beyond. inf and NaN give NaN."""
+    s, c, q, bad, tiny, a = _sincos(o, a, ftz)
+    r = _quadrant(o, q, s, c, o.alu("XOR", s, 0x80000000), o.alu("XOR", c, 0x80000000))
+    r = o.alu("SEL", a, r, tiny)
+    return o.alu("SEL", F32_NAN, r, bad)
+
+
+def cos_f32(o, a, ftz=False):
+    """cos.approx{.ftz}.f32: |a| < 2^-12: 1; else by quadrant: c, -s, -c, s (as `sin_f32`)."""
+    s, c, q, bad, tiny, _ = _sincos(o, a, ftz)
+    r = _quadrant(o, q, c, o.alu("XOR", s, 0x80000000), o.alu("XOR", c, 0x80000000), s)
+    r = o.alu("SEL", F32_ONE, r, tiny)
+    return o.alu("SEL", F32_NAN, r, bad)
+
+
+def lg2_f32(o, a, ftz=False):
+    """lg2.approx{.ftz}.f32: a = 2^e m with m in [sqrt(1/2), sqrt(2)) (a subnormal scaled by 2^24
+    first); s = (m - 1) / (m + 1) (m - 1 exact); log2(m) = h + h p with h = s * f32(2/ln 2) and
+    p = s^2 (1/3 + s^2 (1/5 + s^2 (1/7 + s^2 / 9))) (the atanh series, truncation below 2^-29);
+    result e + log2(m). Absolute error below 2^-22.5 for a in [1/2, 2], relative error below 2^-22
+    elsewhere. lg2(+-0) = -inf, lg2(+inf) = +inf, negative operands and NaN give NaN."""
+    a = _flush(o, a, ftz)
+    ax = o.alu("AND", a, 0x7FFFFFFF)
+    sub = o.alu("LTU", ax, 0x800000)
+    xs = o.alu("SEL", o.fmul(a, F32_2P24, False), a, sub)
+    m1 = o.alu("OR", o.alu("AND", xs, 0x7FFFFF), F32_ONE)                    # [1, 2)
+    big = o.alu("LTU", F32_SQRT2, m1)
+    mb = o.alu("XOR", m1, o.alu("SHL", big, 23))                                # halved above sqrt(2)
+    # k = e + 151 (as an f32 from its bits: (2^23 + k) - (2^23 + 151), exact)
+    k = o.alu("ADD", o.alu("ADD", o.alu("SHR", xs, 23), big), o.alu("MUL", o.alu("XOR", sub, 1), 24))
+    ef = o.fadd(o.alu("OR", k, 0x4B000000), 0xCB000097, False)     # (2^23 + k) - (2^23 + 151)
+    s = o.fdiv(o.fadd(mb, 0xBF800000, False), o.fadd(mb, F32_ONE, False), False)
+    s2 = o.fmul(s, s, False)
+    p = o.ffma(s2, LG2_C[0], LG2_C[1], False)
+    p = o.ffma(s2, p, LG2_C[2], False)
+    p = o.ffma(s2, p, LG2_C[3], False)
+    p = o.fmul(s2, p, False)
+    h = o.fmul(s, F32_2_LN2, False)
+    r = o.fadd(ef, o.ffma(h, p, h, False), False)
+    r = o.alu("SEL", 0xFF800000, r, o.alu("EQ", ax, 0))                         # +-0: -inf
+    r = o.alu("SEL", F32_INF, r, o.alu("EQ", a, F32_INF))
+    bad = o.alu("OR", o.alu("LTU", F32_INF, ax), o.alu("LTU", 0x80000000, a))   # NaN or a < 0
+    return o.alu("SEL", F32_NAN, r, bad)
+
+
+class NpOps:
+    """The ops interface on numpy uint64 arrays of f32 bit patterns (the interpreter)."""
+
+    def __init__(self, shape):
+        self.b = NpBuilder(shape)
+
+    def alu(self, op, a, b=None, c=None):
+        B = self.b
+        av, bv = B._v(a), B._v(0 if b is None else b)
+        if op == "ADD":
+            return (av + bv) & M32
+        if op == "AND":
+            return av & bv
+        if op == "OR":
+            return av | bv
+        if op == "XOR":
+            return av ^ bv
+        if op == "SHL":
+            return _shl(av, bv)
+        if op == "SHR":
+            return _shr(av, bv)
+        return B.op(op, a, b, c).v
+
+    def _f(self, x):
+        return self.b._v(x).astype(np.uint64)
+
+    def fadd(self, a, b, ftz):
+        return _F().fadd(self._f(a), self._f(b), ftz=ftz).astype(np.uint64)
+
+    def fmul(self, a, b, ftz):
+        return _F().fmul(self._f(a), self._f(b), ftz=ftz).astype(np.uint64)
+
+    def fdiv(self, a, b, ftz):
+        return _F().fdiv(self._f(a), self._f(b), ftz=ftz).astype(np.uint64)
+
+    def ffma(self, a, b, c, ftz):
+        return _F().ffma(self._f(a), self._f(b), self._f(c), ftz=ftz).astype(np.uint64)
+
+    def frcp(self, a, ftz):
+        return _F().frcp(self._f(a), ftz=ftz).astype(np.uint64)
+
+    def fsqrt(self, a, ftz):
+        return _F().fsqrt(self._f(a), ftz=ftz).astype(np.uint64)
+
+    def ex2(self, a, ftz):
+        return _run(ex2_f32, self._f(a), ftz)
+
+
+def _F():
+    from . import floats
+    return floats
+
+
+# -------------------------------------------------------------------------------------------------
+# the interpreter's entry points (numpy uint64 arrays of raw bits, as `floats`)
+
+
+def _run(fn, a, *args):
+    a = np.asarray(a, dtype=np.uint64)
+    b = NpBuilder(a.shape)
+    return fn(b, Lanes(a & M32), *args).v
+
+
+def ex2(a, *, ftz=False):
+    """ex2.approx{.ftz}.f32 of f32 bit patterns (see `ex2_f32`)."""
+    return _run(ex2_f32, a, ftz)
+
+
+#: PTX op -> its composite definition (op, a, ftz)
+COMPOSITE = {"rsqrt": rsqrt_f32, "lg2": lg2_f32, "sin": sin_f32, "cos": cos_f32,
+             "tanh": lambda o, a, ftz=False: tanh_f32(o, a)}
+
+
+def approximate(op: str, a, *, ftz: bool = False):
+    """The result bits of `op`.approx{.ftz}.f32 (op: ex2, lg2, sin, cos, tanh, rsqrt) on f32 bit
+    patterns `a` (numpy array or int): the definitions above, as every engine computes them."""
+    arr = np.asarray(a, dtype=np.uint64) & M32
+    if op == "ex2":
+        return ex2(arr, ftz=ftz)
+    fn = COMPOSITE.get(op)
+    if fn is None:
+        raise ValueError(f"no approximate definition for {op!r}")
+    return np.asarray(fn(NpOps(arr.shape), arr, ftz), dtype=np.uint64) & M32
