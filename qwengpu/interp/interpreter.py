@@ -257,7 +257,16 @@ class Interpreter:
         return LaunchResult(kernel=self.kernel.name, engine="interp",
                             buffers=read_back(self.gmem, self.spec, self.layout), steps=self.steps,
                             tokens=None, lane_instructions=self.lane_instructions,
-                            trace=self.trace if self.record else None)
+                            trace=self.trace if self.record else None, printf=self._printf())
+
+    def _printf(self):
+        """The printf output, formatted from the buffer in global memory (None without printf)."""
+        from .printf import PRINTF_BYTES, printf_buffer_address, printf_output
+        addr = printf_buffer_address(self.module, self.spec)
+        if addr is None:
+            return None
+        r = self.gmem.region(addr, PRINTF_BYTES)
+        return printf_output(self.module, self.spec, bytes(r.data[addr - r.base:addr - r.base + PRINTF_BYTES]))
 
     def _run_block(self, ctaid):
         bx, by, bz = ctaid

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir import TYPE_BITS, Addr, Function, Instr, Label, Module
+from .printf import expand_printf
 from .parser import PTXSyntaxError
 
 INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
@@ -597,6 +598,10 @@ def validate_module(module: Module, approx: bool = True) -> Module:
     approximate instructions too (for hardware bit-exactness: `qwengpu.interp.approx` defines
     them within the ISA's stated error, not as NVIDIA hardware computes them)."""
     errors: list[PTXSyntaxError] = []
+    try:
+        expand_printf(module)                       # vprintf calls -> PTX appending to a buffer
+    except PTXSyntaxError as e:
+        errors.append(e)
     for fn in module.functions.values():
         if not fn.declared_only:
             errors += validate_function(fn, module, approx)

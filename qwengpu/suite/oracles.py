@@ -1135,3 +1135,10 @@ def gelu_tanh(x, y):
         u = np.float32(u * _f32_bits(0x3F4C422A))
         out.append(np.float32(np.float32(v * np.float32(0.5)) * np.float32(tanhf(u) + np.float32(1.0))))
     return [x, np.array(out, dtype=np.float32)]
+
+
+# ============================================================================= printf
+@oracle("printf_basic", tags={"printf"},
+        about="printf from 4 threads (%d %u %x %f %s %c %ld %lld, widths, precision); y = 2x")
+def printf_basic(x, f, y):
+    return [x, f, np.array([s32(2 * int(v)) for v in x], dtype=np.int32)]
