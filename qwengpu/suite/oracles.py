@@ -1142,3 +1142,59 @@ def gelu_tanh(x, y):
         about="printf from 4 threads (%d %u %x %f %s %c %ld %lld, widths, precision); y = 2x")
 def printf_basic(x, f, y):
     return [x, f, np.array([s32(2 * int(v)) for v in x], dtype=np.int32)]
+
+
+# qwenGPU's definitions of lg2.approx and sin.approx (docs/floats.md, "Approximate instructions"), re-implemented
+# here in float32 steps from their description, for positive normal (lg2) and finite (sin) operands
+def lg2_approx(x):
+    bits = _bits_f32(x)
+    if not 0x800000 <= bits < 0x7F800000:
+        raise ValueError("lg2_approx: the oracle takes positive normal operands only")
+    m1 = (bits & 0x7FFFFF) | 0x3F800000
+    big = m1 > 0x3FB504F3
+    m = _f32_bits(m1 - (0x800000 if big else 0))
+    e = np.float32((bits >> 23) - 127 + big)
+    s = np.float32(np.float32(m - np.float32(1)) / np.float32(m + np.float32(1)))
+    s2 = np.float32(s * s)
+    p = fma(s2, _f32_bits(0x3DE38E39), _f32_bits(0x3E124925))
+    p = fma(s2, p, _f32_bits(0x3E4CCCCD))
+    p = fma(s2, p, _f32_bits(0x3EAAAAAB))
+    p = np.float32(s2 * p)
+    h = np.float32(s * _f32_bits(0x4038AA3B))
+    return np.float32(e + fma(h, p, h))
+
+
+def sin_approx(x):
+    x = np.float32(x)
+    if abs(x) < np.float32(2.0 ** -12):
+        return x
+    magic = np.float32(12582912.0)
+    t = np.float32(np.float32(x * _f32_bits(0x3F22F983)) + magic)
+    n = np.float32(t - magic)
+    r = x
+    for p in (0x3FC90FDB, 0xB33BBD2E, 0xA7C234C5):
+        r = fma(n, -_f32_bits(p), r)
+    r2 = np.float32(r * r)
+    ps = fma(r2, _f32_bits(0xB94CA1F9), _f32_bits(0x3C08839E))
+    ps = fma(r2, ps, _f32_bits(0xBE2AAAA3))
+    s = fma(np.float32(r * r2), ps, r)
+    pc = fma(r2, _f32_bits(0x37CCF5CE), _f32_bits(0xBAB6061A))
+    pc = fma(r2, pc, _f32_bits(0x3D2AAAA5))
+    c = fma(np.float32(r2 * r2), pc, fma(r2, np.float32(-0.5), np.float32(1.0)))
+    return (s, c, -s, -c)[_bits_f32(t) & 3]
+
+
+@oracle("fast_log_rsqrt", tags={"float", "grid", "approx"},
+        about="__fdividef(__logf(x), rsqrtf(x + 1)) with --use_fast_math: lg2/rsqrt/div .approx.ftz")
+def fast_log_rsqrt(x, y):
+    out = []
+    for v in x.astype(np.float32):
+        num = np.float32(lg2_approx(v) * _f32_bits(0x3F317218))
+        rs = np.float32(np.float32(1) / np.float32(np.sqrt(np.float32(v + np.float32(1)))))
+        out.append(np.float32(num / rs))
+    return [x, np.array(out, dtype=np.float32)]
+
+
+@oracle("fast_sin", tags={"float", "grid", "approx"}, about="__sinf over 8 floats up to 300 (sin.approx.f32)")
+def fast_sin(x, y):
+    return [x, np.array([sin_approx(v) for v in x.astype(np.float32)], dtype=np.float32)]
