@@ -16,8 +16,10 @@ approx="refuse")` (`qwengpu --no-approx`) refuses them instead.
   `lt`, `ltu`, `mulhu`, `sub`, `add64`): `NpBuilder` runs it here on numpy lanes (the
   interpreter), the assembler's soft-float `Builder` turns it into micro-ops (the machine). The
   same operations on the same words give the same bits on every engine, by construction.
-- `rsqrt`, `tanh`, `lg2`, `sin`, `cos` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`,
-  `lg2_f32`, `sin_f32`, `cos_f32`) of correctly rounded f32 operations (`add mul fma div rcp sqrt`
+- `sin.approx{.ftz}.f32` and `cos.approx{.ftz}.f32` are one fixed-point program (`sincos_fx`), run
+  the same way.
+- `rsqrt`, `tanh`, `lg2` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`, `lg2_f32`) of
+  correctly rounded f32 operations (`add mul fma div rcp sqrt`
   .rn), `ex2_f32` and integer micro-ops, written once against an "ops" interface (`alu`, `fadd`,
   `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`interp.floats` for the float
   operations), the assembler's emitter ops (`softfloat` routines, bit-exact with `floats`) on the
@@ -254,6 +256,70 @@ def ex2_f32(b, x, ftz: bool = False):
 
 
 # -------------------------------------------------------------------------------------------------
+# sin.approx.f32, cos.approx.f32: fixed point
+
+#: round(2/pi * 2^64), as (high, low) words
+TWO_OVER_PI = (0xA2F9836E, 0x4E44152A)
+#: sin(pi/2 r) = r * S(r^2) and cos(pi/2 r) = C(r^2) on r in [-1/2, 1/2]: near-minimax coefficients in
+#: units of 2^-30, constant term first (errors before the fixed-point truncations: 2^-37, 2^-35)
+SIN_FX = (1686629713, -693598665, 85569234, -5026338, 169636)
+COS_FX = (1073741824, -1324675879, 272375559, -22401978, 986942, -26684)
+
+
+def _horner(b, z, coeffs):
+    h = coeffs[-1] & M32
+    for c in reversed(coeffs[:-1]):
+        h = (c & M32) + b.op("MULHS", z, h)
+    return h
+
+
+def _fx_to_f32(b, v):
+    """The f32 nearest (ties up) to the signed fixed-point word v (units of 2^-30, |v| <= 2^30)."""
+    sm = b.sar(v, 31)
+    mag = b.sub(v ^ sm, sm)
+    nz = b.clz(mag)
+    mn = mag << nz
+    packed = (b.sub(127, nz) << 23) + ((mn >> 8) + ((mn >> 7) & 1))
+    return b.sel(b.eq(mag, 0), 0, packed) | (v & 0x80000000)
+
+
+def sincos_fx(b, x, ftz, want_sin):
+    """sin.approx / cos.approx{.ftz}.f32 of the word x, a fixed-point program (the builder interface).
+
+    |x| (significand m, exponent e) times 2/pi (`TWO_OVER_PI`, 64 bits) is formed as an 88-bit
+    product, of which the 2 quadrant bits q and the 32 fraction bits F of y = |x| 2/pi are kept
+    (truncated: |x| >= 2^24 is reduced as if its exponent were 2^23's, deterministic but with no
+    stated bound, as PTX states none beyond 100 pi). F as a signed word is r in [-1/2, 1/2) quarter
+    periods (the quadrant n = q + F's top bit); sin(pi/2 r) = r S(r^2) and cos(pi/2 r) = C(r^2) by
+    Horner in signed 32-bit fixed point (`SIN_FX`, `COS_FX`, one MULHS a step), the quadrant picks
+    +-sin or +-cos, and the fixed-point value is rounded (half up) to f32, with x's sign for sin.
+    |x| < 2^-12: sin = x, cos = 1. inf and NaN give the canonical NaN."""
+    if ftz:
+        x = b.sel(b.ltu(x & 0x7FFFFFFF, 0x800000), x & 0x80000000, x)
+    ax = x & 0x7FFFFFFF
+    e = ax >> 23
+    m = (ax & 0x7FFFFF) | 0x800000
+    t = b.sel(b.ltu(150, e), 0, b.sub(150, e))            # the product's shift, less 32
+    kh, kl = TWO_OVER_PI
+    p1, p2 = b.add64((b.mulhu(m, kl), b.mulhu(m, kh)), (b.mul(m, kh), 0))
+    f = (p1 >> t) | (p2 << (32 - t)) | (p2 >> (t - 32))
+    n = ((p2 >> t) + (f >> 31)) & 3
+    z = b.op("MULHS", f, f)
+    sv = b.op("MULHS", f, _horner(b, z, SIN_FX))
+    cv = _horner(b, z, COS_FX)
+    nsv, ncv = b.sub(0, sv), b.sub(0, cv)
+    odd, hi = n & 1, n & 2
+    if want_sin:
+        v = b.sel(hi, b.sel(odd, ncv, nsv), b.sel(odd, cv, sv))
+        out = _fx_to_f32(b, v) ^ (x & 0x80000000)
+        out = b.sel(b.ltu(ax, 0x39800000), x, out)
+    else:
+        v = b.sel(hi, b.sel(odd, sv, ncv), b.sel(odd, nsv, cv))
+        out = b.sel(b.ltu(ax, 0x39800000), F32_ONE, _fx_to_f32(b, v))
+    return b.sel(b.ltu(0x7F7FFFFF, ax), F32_NAN, out)
+
+
+# -------------------------------------------------------------------------------------------------
 # compositions of correctly rounded f32 operations, written against the "ops" interface:
 #   o.alu(op, a, b=None, c=None)  an integer micro-op (`machine.uops.alu_eval` semantics)
 #   o.fadd/fmul/fdiv(a, b, ftz), o.ffma(a, b, c, ftz), o.frcp/fsqrt(a, ftz)   IEEE .rn operations
@@ -266,15 +332,6 @@ F32_NEG_TWO = 0xC0000000
 F32_2LOG2E = 0x4038AA3B
 #: f32(1 / ln 2) ... the series constant of `lg2_f32`: f32(2 / ln 2)
 F32_2_LN2 = 0x4038AA3B
-#: 1.5 * 2^23: adding it rounds an f32 of magnitude below 2^22 to an integer in the low bits
-F32_ROUND_MAGIC = 0x4B400000
-#: f32(2 / pi), and pi / 2 = P1 + P2 + P3 in three f32 parts (Cody-Waite)
-F32_2_PI = 0x3F22F983
-PIO2 = (0x3FC90FDB, 0xB33BBD2E, 0xA7C234C5)
-#: sin(r) = r + r^3 (S1 + r^2 (S2 + r^2 S3)), cos(r) = 1 - r^2/2 + r^4 (C1 + r^2 (C2 + r^2 C3)) on
-#: [-pi/4, pi/4] (Cephes' sinf/cosf coefficients, as f32)
-SIN_C = (0xBE2AAAA3, 0x3C08839E, 0xB94CA1F9)        # -1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4
-COS_C = (0x3D2AAAA5, 0xBAB6061A, 0x37CCF5CE)        # 4.166664568e-2, -1.388731625e-3, 2.443315711e-5
 #: 1/9, 1/7, 1/5, 1/3 as f32 (the atanh series of `lg2_f32`)
 LG2_C = (0x3DE38E39, 0x3E124925, 0x3E4CCCCD, 0x3EAAAAAB)
 F32_SQRT2 = 0x3FB504F3
@@ -306,52 +363,6 @@ def tanh_f32(o, a):
     r = o.alu("SEL", ax, r, o.alu("LTU", ax, 0x3C800000))
     r = o.alu("OR", r, o.alu("AND", a, 0x80000000))
     return o.alu("SEL", F32_NAN, r, o.alu("LTU", F32_INF, ax))
-
-
-def _sincos(o, a, ftz):
-    """(s, c, quadrant, |a| is inf/NaN, tiny): sin and cos of the reduced argument r = a - n pi/2,
-    n = round(a * 2/pi) (through the 1.5 * 2^23 trick: exact for |a * 2/pi| < 2^22), r from three
-    fmas (Cody-Waite), the polynomials by fma in f32."""
-    a = _flush(o, a, ftz)
-    t = o.fadd(o.fmul(a, F32_2_PI, ftz), F32_ROUND_MAGIC, ftz)
-    n = o.fadd(t, F32_ROUND_MAGIC | 0x80000000, ftz)             # t - 1.5 * 2^23: round(a * 2/pi)
-    r = a
-    for p in PIO2:
-        r = o.ffma(n, p ^ 0x80000000, r, ftz)
-    r2 = o.fmul(r, r, ftz)
-    ps = o.ffma(r2, SIN_C[2], SIN_C[1], ftz)
-    ps = o.ffma(r2, ps, SIN_C[0], ftz)
-    s = o.ffma(o.fmul(r, r2, ftz), ps, r, ftz)
-    pc = o.ffma(r2, COS_C[2], COS_C[1], ftz)
-    pc = o.ffma(r2, pc, COS_C[0], ftz)
-    c = o.ffma(o.fmul(r2, r2, ftz), pc, o.ffma(r2, 0xBF000000, F32_ONE, ftz), ftz)
-    ax = o.alu("AND", a, 0x7FFFFFFF)
-    return s, c, o.alu("AND", t, 3), o.alu("LTU", 0x7F7FFFFF, ax), o.alu("LTU", ax, 0x39800000), a
-
-
-def _quadrant(o, q, v0, v1, v2, v3):
-    """v[q] for q in 0..3."""
-    lo = o.alu("SEL", v1, v0, o.alu("AND", q, 1))
-    hi = o.alu("SEL", v3, v2, o.alu("AND", q, 1))
-    return o.alu("SEL", hi, lo, o.alu("AND", q, 2))
-
-
-def sin_f32(o, a, ftz=False):
-    """sin.approx{.ftz}.f32: |a| < 2^-12: a (so that sin(-0) = -0); else by quadrant q of the
-    reduction (`_sincos`): s, c, -s, -c. Absolute error below 2^-22 on [-100 pi, 100 pi] (PTX:
-    2^-20.5 there); deterministic, with no stated bound, beyond. inf and NaN give NaN."""
-    s, c, q, bad, tiny, a = _sincos(o, a, ftz)
-    r = _quadrant(o, q, s, c, o.alu("XOR", s, 0x80000000), o.alu("XOR", c, 0x80000000))
-    r = o.alu("SEL", a, r, tiny)
-    return o.alu("SEL", F32_NAN, r, bad)
-
-
-def cos_f32(o, a, ftz=False):
-    """cos.approx{.ftz}.f32: |a| < 2^-12: 1; else by quadrant: c, -s, -c, s (as `sin_f32`)."""
-    s, c, q, bad, tiny, _ = _sincos(o, a, ftz)
-    r = _quadrant(o, q, c, o.alu("XOR", s, 0x80000000), o.alu("XOR", c, 0x80000000), s)
-    r = o.alu("SEL", F32_ONE, r, tiny)
-    return o.alu("SEL", F32_NAN, r, bad)
 
 
 def lg2_f32(o, a, ftz=False):
@@ -453,16 +464,18 @@ def ex2(a, *, ftz=False):
 
 
 #: PTX op -> its composite definition (op, a, ftz)
-COMPOSITE = {"rsqrt": rsqrt_f32, "lg2": lg2_f32, "sin": sin_f32, "cos": cos_f32,
-             "tanh": lambda o, a, ftz=False: tanh_f32(o, a)}
+COMPOSITE = {"rsqrt": rsqrt_f32, "lg2": lg2_f32, "tanh": lambda o, a, ftz=False: tanh_f32(o, a)}
+#: PTX op -> its fixed-point program on the builder interface (b, x, ftz)
+FIXED_POINT = {"ex2": ex2_f32, "sin": lambda b, x, ftz=False: sincos_fx(b, x, ftz, True),
+               "cos": lambda b, x, ftz=False: sincos_fx(b, x, ftz, False)}
 
 
 def approximate(op: str, a, *, ftz: bool = False):
     """The result bits of `op`.approx{.ftz}.f32 (op: ex2, lg2, sin, cos, tanh, rsqrt) on f32 bit
     patterns `a` (numpy array or int): the definitions above, as every engine computes them."""
     arr = np.asarray(a, dtype=np.uint64) & M32
-    if op == "ex2":
-        return ex2(arr, ftz=ftz)
+    if op in FIXED_POINT:
+        return _run(FIXED_POINT[op], arr, ftz)
     fn = COMPOSITE.get(op)
     if fn is None:
         raise ValueError(f"no approximate definition for {op!r}")

@@ -1164,24 +1164,45 @@ def lg2_approx(x):
     return np.float32(e + fma(h, p, h))
 
 
+def _mulhs(a: int, b: int) -> int:
+    """The high word of the signed 64-bit product of two signed 32-bit words."""
+    return (a * b) >> 32
+
+
 def sin_approx(x):
-    x = np.float32(x)
-    if abs(x) < np.float32(2.0 ** -12):
-        return x
-    magic = np.float32(12582912.0)
-    t = np.float32(np.float32(x * _f32_bits(0x3F22F983)) + magic)
-    n = np.float32(t - magic)
-    r = x
-    for p in (0x3FC90FDB, 0xB33BBD2E, 0xA7C234C5):
-        r = fma(n, -_f32_bits(p), r)
-    r2 = np.float32(r * r)
-    ps = fma(r2, _f32_bits(0xB94CA1F9), _f32_bits(0x3C08839E))
-    ps = fma(r2, ps, _f32_bits(0xBE2AAAA3))
-    s = fma(np.float32(r * r2), ps, r)
-    pc = fma(r2, _f32_bits(0x37CCF5CE), _f32_bits(0xBAB6061A))
-    pc = fma(r2, pc, _f32_bits(0x3D2AAAA5))
-    c = fma(np.float32(r2 * r2), pc, fma(r2, np.float32(-0.5), np.float32(1.0)))
-    return (s, c, -s, -c)[_bits_f32(t) & 3]
+    """sin.approx.f32 (qwenGPU's definition, docs/floats.md) on Python integers: y = |x| 2/pi from the
+    64-bit constant, truncated to 2 quadrant and 32 fraction bits; r = the fraction as a signed word;
+    r S(r^2) and C(r^2) by fixed-point Horner (floor of each signed product / 2^32); the quadrant's
+    +-sin/+-cos rounded half up to f32, with x's sign."""
+    bits = _bits_f32(x)
+    ax = bits & 0x7FFFFFFF
+    if ax > 0x7F7FFFFF:
+        return _f32_bits(0x7FFFFFFF)
+    if ax < 0x39800000:
+        return np.float32(x)
+    e, m = ax >> 23, (ax & 0x7FFFFF) | 0x800000
+    y = m * 0xA2F9836E4E44152A >> (182 - min(e, 150))          # quadrant bits and 32 fraction bits
+    f = y & 0xFFFFFFFF
+    r = f - (1 << 32) if f >> 31 else f
+    n = ((y >> 32) + (f >> 31)) & 3
+    z = _mulhs(r, r)
+    h = 169636
+    for c in (-5026338, 85569234, -693598665, 1686629713):
+        h = c + _mulhs(z, h)
+    sv = _mulhs(r, h)
+    h = -26684
+    for c in (986942, -22401978, 272375559, -1324675879, 1073741824):
+        h = c + _mulhs(z, h)
+    v = (sv, h, -sv, -h)[n]
+    mag = abs(v)
+    if mag == 0:
+        out = 0
+    else:
+        nz = 32 - mag.bit_length()
+        mn = mag << nz
+        out = ((127 - nz) << 23) + (mn >> 8) + ((mn >> 7) & 1)
+    out |= (0x80000000 if v < 0 else 0)
+    return _f32_bits(out ^ (bits & 0x80000000))
 
 
 @oracle("fast_log_rsqrt", tags={"float", "grid", "approx"},

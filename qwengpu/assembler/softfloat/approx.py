@@ -1,9 +1,9 @@
 """The approximate f32 instructions on the micro-ISA: `qwengpu.interp.approx`'s definitions, run
 on the soft-float routines, so that the machine computes the interpreter's bits by construction.
 
-`ex2` builds `approx.ex2_f32` (a fixed-point program written against the builder interface) with
-this package's `Builder`; `approximate` runs the compositions (`approx.COMPOSITE`: `rsqrt`, `tanh`,
-`lg2`, `sin`, `cos`) with `EmOps`, whose float operations are this package's `.rn` routines
+`ex2`, `sin` and `cos` build the fixed-point programs (`approx.FIXED_POINT`, written against the
+builder interface) with this package's `Builder`; `approximate` runs the compositions
+(`approx.COMPOSITE`: `rsqrt`, `tanh`, `lg2`) with `EmOps`, whose float operations are this package's `.rn` routines
 (bit-exact with `interp.floats`) and whose integer operations are single micro-ops.
 `rcp/sqrt/div .approx` and `div.full` need nothing here: the decoder makes them `.rn`.
 """
@@ -55,8 +55,8 @@ class EmOps:
 
 def approximate(em, op: str, a, ftz: bool = False):
     """`op`.approx{.ftz}.f32 of the word `a` (op in `APPROX_OPS`) -> Src."""
-    if op == "ex2":
-        return ex2(em, a, ftz)
+    if op in definitions.FIXED_POINT:
+        return routine(em, lambda b, x: definitions.FIXED_POINT[op](b, x, ftz), a)
     fn = definitions.COMPOSITE.get(op)
     if fn is None:
         raise ValueError(f"no approximate definition for {op!r}")
