@@ -72,8 +72,8 @@ def test_error_bounds(ftz):
     d = x.astype(np.float64)
     err = np.abs(run_("lg2", x) - np.log2(d))
     near = (d >= 0.5) & (d <= 2)
-    assert np.log2(err[near].max()) < -22.5                          # PTX: 2^-22 absolute in [0.5, 2]
-    assert np.log2((err / np.abs(np.log2(d)))[~near].max()) < -22    # relative elsewhere
+    assert np.log2(err[near].max()) < -24                            # PTX: 2^-22 absolute in [0.5, 2]
+    assert np.log2((err / np.abs(np.log2(d)))[~near].max()) < -23.5  # relative elsewhere
     assert np.log2((np.abs(run_("rsqrt", x) - d ** -0.5) * d ** 0.5).max()) < -22.9
     if not ftz:
         x = np.concatenate([rng.uniform(-12, 12, n), rng.uniform(-0.05, 0.05, n)]).astype(np.float32)
@@ -148,6 +148,7 @@ def _built(op, ftz):
 
 def test_fixed_point_programs_cost_few_micro_ops():
     assert _built("ex2", True).n_ops < 70 and _built("sin", False).n_ops < 90 and _built("cos", True).n_ops < 90
+    assert _built("lg2", True).n_ops < 90
 
 
 def test_sin_and_cos_beyond_the_stated_range_stay_deterministic_and_bounded():

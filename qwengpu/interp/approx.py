@@ -16,10 +16,10 @@ approx="refuse")` (`qwengpu --no-approx`) refuses them instead.
   `lt`, `ltu`, `mulhu`, `sub`, `add64`): `NpBuilder` runs it here on numpy lanes (the
   interpreter), the assembler's soft-float `Builder` turns it into micro-ops (the machine). The
   same operations on the same words give the same bits on every engine, by construction.
-- `sin.approx{.ftz}.f32` and `cos.approx{.ftz}.f32` are one fixed-point program (`sincos_fx`), run
-  the same way.
-- `rsqrt`, `tanh`, `lg2` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`, `lg2_f32`) of
-  correctly rounded f32 operations (`add mul fma div rcp sqrt`
+- `sin.approx{.ftz}.f32` and `cos.approx{.ftz}.f32` are one fixed-point program (`sincos_fx`),
+  `lg2.approx{.ftz}.f32` another (`lg2_fx`), run the same way.
+- `rsqrt`, `tanh` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`) of correctly rounded
+  f32 operations (`add mul fma div rcp sqrt`
   .rn), `ex2_f32` and integer micro-ops, written once against an "ops" interface (`alu`, `fadd`,
   `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`interp.floats` for the float
   operations), the assembler's emitter ops (`softfloat` routines, bit-exact with `floats`) on the
@@ -320,6 +320,57 @@ def sincos_fx(b, x, ftz, want_sin):
 
 
 # -------------------------------------------------------------------------------------------------
+# lg2.approx.f32: fixed point
+
+#: log2(1 + u) = u P(u) on u in [sqrt(1/2) - 1, sqrt(2) - 1]: P's near-minimax coefficients (degree 10)
+#: in units of 2^-30, constant term first (error before the fixed-point truncations: 2^-32)
+LG2_FX = (1549082010, -774540990, 516359558, -387271133, 309879951, -258211517, 219822676, -191720248,
+          186428239, -184178726, 104039832)
+
+
+def _fx_scaled_to_f32(b, v, scale):
+    """The f32 nearest (ties up) to the signed word v times 2^-scale (scale a value or an int)."""
+    sm = b.sar(v, 31)
+    mag = b.sub(v ^ sm, sm)
+    nz = b.clz(mag)
+    mn = mag << nz
+    packed = (b.sub(b.sub(157, nz), scale) << 23) + ((mn >> 8) + ((mn >> 7) & 1))
+    return b.sel(b.eq(mag, 0), 0, packed) | (v & 0x80000000)
+
+
+def lg2_fx(b, x, ftz=False):
+    """lg2.approx{.ftz}.f32 of the word x, a fixed-point program (the builder interface).
+
+    x = 2^E m with m in [sqrt(1/2), sqrt(2)) (a subnormal normalised by CLZ first); u = m - 1 as a
+    signed word in units of 2^-32 (the significand shifted: no subtraction needed); log2(m) = u P(u)
+    by Horner in signed 32-bit fixed point (`LG2_FX`, one MULHS a step), in units of 2^-30; E +
+    log2(m) is summed in units of 2^-30 (E = 0), 2^-26 (|E| < 32) or 2^-23, and rounded half up to
+    f32. lg2(+-0) = -inf, lg2(+inf) = +inf, negative operands and NaN give the canonical NaN."""
+    if ftz:
+        x = b.sel(b.ltu(x & 0x7FFFFFFF, 0x800000), x & 0x80000000, x)
+    ax = x & 0x7FFFFFFF
+    ef = ax >> 23
+    frac = x & 0x7FFFFF
+    sub = b.eq(ef, 0)
+    sh = b.sel(sub, b.clz(frac) - 8, 0)
+    m = b.sel(sub, frac << sh, frac | 0x800000)
+    big = b.ltu(0xB504F3, m)                               # m > sqrt(2): halve it
+    e = b.sel(sub, b.sub(0xFFFFFF82, sh), ef - 127) + big  # -126 - sh, or the exponent
+    u = m << b.sub(9, big)
+    h = LG2_FX[-1]
+    for c in reversed(LG2_FX[:-1]):
+        h = (c & M32) + b.op("MULHS", u, h)
+    lg = b.op("MULHS", u, h)                               # log2(m), units of 2^-30
+    small = b.ltu(e + 31, 63)                              # |E| < 32
+    scale = b.sel(b.eq(e, 0), 30, b.sel(small, 26, 23))
+    t = (e << scale) + b.sar(lg, b.sub(30, scale))
+    out = _fx_scaled_to_f32(b, t, scale)
+    out = b.sel(b.eq(ax, 0), 0xFF800000, out)
+    out = b.sel(b.eq(x, F32_INF), F32_INF, out)
+    return b.sel(b.ltu(0x80000000, x) | b.ltu(F32_INF, ax), F32_NAN, out)
+
+
+# -------------------------------------------------------------------------------------------------
 # compositions of correctly rounded f32 operations, written against the "ops" interface:
 #   o.alu(op, a, b=None, c=None)  an integer micro-op (`machine.uops.alu_eval` semantics)
 #   o.fadd/fmul/fdiv(a, b, ftz), o.ffma(a, b, c, ftz), o.frcp/fsqrt(a, ftz)   IEEE .rn operations
@@ -330,12 +381,6 @@ F32_ONE = 0x3F800000
 F32_NEG_TWO = 0xC0000000
 #: f32(2 / ln 2) = f32(2 log2(e))
 F32_2LOG2E = 0x4038AA3B
-#: f32(1 / ln 2) ... the series constant of `lg2_f32`: f32(2 / ln 2)
-F32_2_LN2 = 0x4038AA3B
-#: 1/9, 1/7, 1/5, 1/3 as f32 (the atanh series of `lg2_f32`)
-LG2_C = (0x3DE38E39, 0x3E124925, 0x3E4CCCCD, 0x3EAAAAAB)
-F32_SQRT2 = 0x3FB504F3
-F32_2P24 = 0x4B800000
 
 
 def _flush(o, a, ftz):
@@ -363,36 +408,6 @@ def tanh_f32(o, a):
     r = o.alu("SEL", ax, r, o.alu("LTU", ax, 0x3C800000))
     r = o.alu("OR", r, o.alu("AND", a, 0x80000000))
     return o.alu("SEL", F32_NAN, r, o.alu("LTU", F32_INF, ax))
-
-
-def lg2_f32(o, a, ftz=False):
-    """lg2.approx{.ftz}.f32: a = 2^e m with m in [sqrt(1/2), sqrt(2)) (a subnormal scaled by 2^24
-    first); s = (m - 1) / (m + 1) (m - 1 exact); log2(m) = h + h p with h = s * f32(2/ln 2) and
-    p = s^2 (1/3 + s^2 (1/5 + s^2 (1/7 + s^2 / 9))) (the atanh series, truncation below 2^-29);
-    result e + log2(m). Absolute error below 2^-22.5 for a in [1/2, 2], relative error below 2^-22
-    elsewhere. lg2(+-0) = -inf, lg2(+inf) = +inf, negative operands and NaN give NaN."""
-    a = _flush(o, a, ftz)
-    ax = o.alu("AND", a, 0x7FFFFFFF)
-    sub = o.alu("LTU", ax, 0x800000)
-    xs = o.alu("SEL", o.fmul(a, F32_2P24, False), a, sub)
-    m1 = o.alu("OR", o.alu("AND", xs, 0x7FFFFF), F32_ONE)                    # [1, 2)
-    big = o.alu("LTU", F32_SQRT2, m1)
-    mb = o.alu("XOR", m1, o.alu("SHL", big, 23))                                # halved above sqrt(2)
-    # k = e + 151 (as an f32 from its bits: (2^23 + k) - (2^23 + 151), exact)
-    k = o.alu("ADD", o.alu("ADD", o.alu("SHR", xs, 23), big), o.alu("MUL", o.alu("XOR", sub, 1), 24))
-    ef = o.fadd(o.alu("OR", k, 0x4B000000), 0xCB000097, False)     # (2^23 + k) - (2^23 + 151)
-    s = o.fdiv(o.fadd(mb, 0xBF800000, False), o.fadd(mb, F32_ONE, False), False)
-    s2 = o.fmul(s, s, False)
-    p = o.ffma(s2, LG2_C[0], LG2_C[1], False)
-    p = o.ffma(s2, p, LG2_C[2], False)
-    p = o.ffma(s2, p, LG2_C[3], False)
-    p = o.fmul(s2, p, False)
-    h = o.fmul(s, F32_2_LN2, False)
-    r = o.fadd(ef, o.ffma(h, p, h, False), False)
-    r = o.alu("SEL", 0xFF800000, r, o.alu("EQ", ax, 0))                         # +-0: -inf
-    r = o.alu("SEL", F32_INF, r, o.alu("EQ", a, F32_INF))
-    bad = o.alu("OR", o.alu("LTU", F32_INF, ax), o.alu("LTU", 0x80000000, a))   # NaN or a < 0
-    return o.alu("SEL", F32_NAN, r, bad)
 
 
 class NpOps:
@@ -464,9 +479,9 @@ def ex2(a, *, ftz=False):
 
 
 #: PTX op -> its composite definition (op, a, ftz)
-COMPOSITE = {"rsqrt": rsqrt_f32, "lg2": lg2_f32, "tanh": lambda o, a, ftz=False: tanh_f32(o, a)}
+COMPOSITE = {"rsqrt": rsqrt_f32, "tanh": lambda o, a, ftz=False: tanh_f32(o, a)}
 #: PTX op -> its fixed-point program on the builder interface (b, x, ftz)
-FIXED_POINT = {"ex2": ex2_f32, "sin": lambda b, x, ftz=False: sincos_fx(b, x, ftz, True),
+FIXED_POINT = {"ex2": ex2_f32, "lg2": lg2_fx, "sin": lambda b, x, ftz=False: sincos_fx(b, x, ftz, True),
                "cos": lambda b, x, ftz=False: sincos_fx(b, x, ftz, False)}
 
 

@@ -1145,23 +1145,44 @@ def printf_basic(x, f, y):
 
 
 # qwenGPU's definitions of lg2.approx and sin.approx (docs/floats.md, "Approximate instructions"), re-implemented
-# here in float32 steps from their description, for positive normal (lg2) and finite (sin) operands
+# here on Python integers from their description
+LG2_COEFFS = (1549082010, -774540990, 516359558, -387271133, 309879951, -258211517, 219822676, -191720248,
+              186428239, -184178726, 104039832)
+
+
+def _fixed_to_f32(v: int, scale: int) -> np.float32:
+    """v * 2^-scale rounded half up to f32 (|v| < 2^31)."""
+    mag = abs(v)
+    if mag == 0:
+        return np.float32(0.0)
+    nz = 32 - mag.bit_length()
+    mn = mag << nz
+    out = ((157 - nz - scale) << 23) + (mn >> 8) + ((mn >> 7) & 1)
+    return _f32_bits(out | (0x80000000 if v < 0 else 0))
+
+
 def lg2_approx(x):
+    """lg2.approx.f32 for positive finite x: x = 2^E m, m in [sqrt(1/2), sqrt(2)); u = m - 1 in units of
+    2^-32; log2 m = u P(u) by fixed-point Horner (floor of each signed product / 2^32), units of 2^-30;
+    E + log2 m in units of 2^-30 (E = 0), 2^-26 (|E| < 32) or 2^-23 (truncated), rounded half up."""
     bits = _bits_f32(x)
-    if not 0x800000 <= bits < 0x7F800000:
-        raise ValueError("lg2_approx: the oracle takes positive normal operands only")
-    m1 = (bits & 0x7FFFFF) | 0x3F800000
-    big = m1 > 0x3FB504F3
-    m = _f32_bits(m1 - (0x800000 if big else 0))
-    e = np.float32((bits >> 23) - 127 + big)
-    s = np.float32(np.float32(m - np.float32(1)) / np.float32(m + np.float32(1)))
-    s2 = np.float32(s * s)
-    p = fma(s2, _f32_bits(0x3DE38E39), _f32_bits(0x3E124925))
-    p = fma(s2, p, _f32_bits(0x3E4CCCCD))
-    p = fma(s2, p, _f32_bits(0x3EAAAAAB))
-    p = np.float32(s2 * p)
-    h = np.float32(s * _f32_bits(0x4038AA3B))
-    return np.float32(e + fma(h, p, h))
+    if not 0 < bits < 0x7F800000:
+        raise ValueError("lg2_approx: the oracle takes positive finite operands only")
+    ef, frac = bits >> 23, bits & 0x7FFFFF
+    if ef == 0:
+        sh = 24 - frac.bit_length()
+        m, e = frac << sh, -126 - sh
+    else:
+        m, e = frac | 0x800000, ef - 127
+    big = m > 0xB504F3
+    e += big
+    u = (m << (9 - big)) - (1 << 32)
+    h = LG2_COEFFS[-1]
+    for c in reversed(LG2_COEFFS[:-1]):
+        h = c + _mulhs(u, h)
+    lg = _mulhs(u, h)
+    scale = 30 if e == 0 else 26 if abs(e) < 32 else 23
+    return _fixed_to_f32((e << scale) + (lg >> (30 - scale)), scale)
 
 
 def _mulhs(a: int, b: int) -> int:

@@ -1,9 +1,9 @@
 """The approximate f32 instructions on the micro-ISA: `qwengpu.interp.approx`'s definitions, run
 on the soft-float routines, so that the machine computes the interpreter's bits by construction.
 
-`ex2`, `sin` and `cos` build the fixed-point programs (`approx.FIXED_POINT`, written against the
-builder interface) with this package's `Builder`; `approximate` runs the compositions
-(`approx.COMPOSITE`: `rsqrt`, `tanh`, `lg2`) with `EmOps`, whose float operations are this package's `.rn` routines
+`ex2`, `lg2`, `sin` and `cos` build the fixed-point programs (`approx.FIXED_POINT`, written against
+the builder interface) with this package's `Builder`; `approximate` runs the compositions
+(`approx.COMPOSITE`: `rsqrt`, `tanh`) with `EmOps`, whose float operations are this package's `.rn` routines
 (bit-exact with `interp.floats`) and whose integer operations are single micro-ops.
 `rcp/sqrt/div .approx` and `div.full` need nothing here: the decoder makes them `.rn`.
 """
