@@ -158,6 +158,33 @@ def test_sin_and_cos_beyond_the_stated_range_stay_deterministic_and_bounded():
         assert np.all(np.abs(r) <= 1.0) and np.array_equal(_built(op, False).run(x)[0], approx.approximate(op, x))
 
 
+def f64_words(rng, n: int) -> np.ndarray:
+    return np.concatenate([rng.integers(0, 2 ** 64, n, dtype=np.uint64),
+                           np.exp(rng.uniform(-700, 700, n)).view(np.uint64),
+                           (-np.exp(rng.uniform(-700, 700, n))).view(np.uint64),
+                           np.float64([0, -0.0, np.inf, -np.inf, np.nan, 1, 5e-324, -5e-324, 1e308, 2.0 ** -1022,
+                                       2.0 ** 1022 * 1.5]).view(np.uint64)])
+
+
+@pytest.mark.parametrize("fn, ref", [(sf_approx.rcp_f64, approx.rcp_f64), (sf_approx.rsqrt_f64, approx.rsqrt_f64)])
+def test_f64_forms_micro_ops_equal_the_interpreter(fn, ref):
+    x = f64_words(np.random.default_rng(8), 1500 * SCALE)
+    b = Built(lambda em, lo, hi: fn(em, (lo, hi)), 2)
+    lo, hi = b.run(x & np.uint64(0xFFFFFFFF), x >> np.uint64(32))
+    got = (np.asarray(hi, dtype=np.uint64) << np.uint64(32)) | np.broadcast_to(np.asarray(lo, dtype=np.uint64), x.shape)
+    assert np.array_equal(got, ref(x))
+
+
+def test_f64_forms_error():
+    d = np.exp(np.random.default_rng(9).uniform(-700, 700, 100_000 * SCALE))
+    r = approx.rcp_f64(d.view(np.uint64))
+    assert not (r & np.uint64(0xFFFFFFFF)).any()                     # the lower word is zero
+    assert np.log2(np.abs(r.view(np.float64) * d - 1).max()) <= -21
+    assert np.abs(approx.rsqrt_f64(d.view(np.uint64)).view(np.float64) * np.sqrt(d) - 1).max() <= 2.0 ** -52
+    flushed = approx.rcp_f64(np.float64([5e-324, -5e-324, 1e308, -1e308]).view(np.uint64)).view(np.float64)
+    assert list(flushed) == [np.inf, -np.inf, 0.0, -0.0] and np.signbit(flushed[3])
+
+
 # ------------------------------------------------------------------------------------------------
 # one-instruction kernels: interpreter = simulator
 
@@ -182,6 +209,14 @@ def check(instr, inputs):
     want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
     assert np.array_equal(want, got), instr
     return want
+
+
+@pytest.mark.parametrize("instr", ["rcp.approx.ftz.f64", "rsqrt.approx.f64"])
+def test_f64_forms_on_the_simulator(instr):
+    x = [int(v) for v in f64_words(np.random.default_rng(10), 10)[:32]]
+    spec = {"grid": 1, "block": 32, "args": [{"buffer": "uint64", "data": x}, {"buffer": "uint64", "size": 32}]}
+    ptx = kernel(instr, "f64", ["f64"])
+    assert np.array_equal(run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1])
 
 
 @pytest.mark.parametrize("instr", ["div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32"])

@@ -25,8 +25,12 @@ approx="refuse")` (`qwengpu --no-approx`) refuses them instead.
   operations), the assembler's emitter ops (`softfloat` routines, bit-exact with `floats`) on the
   machine.
 
+- `rcp.approx.ftz.f64` (`rcp_f64`) is `rcp.rn.f64` rounded half up to its upper word (the lower
+  word zero, subnormals flushed); `rsqrt.approx.f64` (`rsqrt_f64`) is `rcp.rn.f64(sqrt.rn.f64(a))`.
+  libdevice's double-precision `tanh`, `log`, `cbrt`, `rsqrt` use them.
+
 Forms not defined here (and refused by the decoder with a clear message): the `.f16`/`.f16x2`
-forms of `ex2`/`tanh`, `rsqrt.approx.f64`, `rcp.approx.ftz.f64`.
+forms of `ex2`/`tanh`, `rsqrt.approx.ftz.f64`, `div.approx.f64`, `rcp.approx.f64` without `.ftz`.
 """
 from __future__ import annotations
 
@@ -483,6 +487,28 @@ COMPOSITE = {"rsqrt": rsqrt_f32, "tanh": lambda o, a, ftz=False: tanh_f32(o, a)}
 #: PTX op -> its fixed-point program on the builder interface (b, x, ftz)
 FIXED_POINT = {"ex2": ex2_f32, "lg2": lg2_fx, "sin": lambda b, x, ftz=False: sincos_fx(b, x, ftz, True),
                "cos": lambda b, x, ftz=False: sincos_fx(b, x, ftz, False)}
+
+
+M64 = (1 << 64) - 1
+
+
+def rcp_f64(a):
+    """rcp.approx.ftz.f64 of f64 bit patterns: rcp.rn.f64(a) (a subnormal a flushed to a zero of
+    its sign first) rounded half up to its upper word, the lower word zero (a subnormal result
+    flushed to a zero of its sign): relative error below 2^-21 (a gross approximation, as PTX
+    calls it; libdevice refines it by fma)."""
+    a = np.asarray(a, dtype=np.uint64)
+    a = np.where(a & np.uint64(0x7FF0000000000000), a, a & np.uint64(0x8000000000000000))
+    r = np.asarray(_F().frcp(a, width=64), dtype=np.uint64)
+    rh = ((r >> np.uint64(32)) + ((r & np.uint64(M32)) >> np.uint64(31))) & np.uint64(M32)
+    rh = np.where(rh & np.uint64(0x7FF00000), rh, rh & np.uint64(0x80000000))
+    return rh << np.uint64(32)
+
+
+def rsqrt_f64(a):
+    """rsqrt.approx.f64: rcp.rn.f64(sqrt.rn.f64(a)) (relative error below 2^-52)."""
+    F = _F()
+    return np.asarray(F.frcp(F.fsqrt(np.asarray(a, dtype=np.uint64), width=64), width=64), dtype=np.uint64)
 
 
 def approximate(op: str, a, *, ftz: bool = False):

@@ -773,6 +773,8 @@ def h_float(it: Interpreter, warp, frame, ins, info, ex):
         r = F.ffma(srcs[0], srcs[1], srcs[2], rnd=rnd, sat=info.sat, **kw)
     elif op == "div":
         r = F.fdiv(srcs[0], srcs[1], rnd=rnd, **kw)
+    elif op == "rcp" and info.mode == "approx64":
+        r = _approx().rcp_f64(srcs[0])
     elif op == "rcp":
         r = F.frcp(srcs[0], rnd=rnd, **kw)
     elif op == "sqrt":
@@ -794,7 +796,7 @@ def h_approx(it: Interpreter, warp, frame, ins, info, ex):
     """ex2, lg2, sin, cos, tanh, rsqrt .approx: qwenGPU's definitions (`approx`)."""
     t = info.type
     a = _np(it._read(warp, frame, ins.operands[1], t))
-    r = _approx().approximate(ins.op, a, ftz=info.ftz)
+    r = _approx().rsqrt_f64(a) if t == "f64" else _approx().approximate(ins.op, a, ftz=info.ftz)
     it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
 
 

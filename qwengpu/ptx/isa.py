@@ -153,8 +153,12 @@ def _d_float(instr):
         if instr.op not in ("div", "rcp", "sqrt") or info.rnd is not None or \
                 (approx == "full" and instr.op != "div"):
             _fail(instr, f"approximate form .{approx}")
-        if info.type != "f32":
-            _fail(instr, f"approximate form .{approx} on .{info.type} (only .f32 has a definition)")
+        if instr.op == "rcp" and info.type == "f64" and approx == "approx" and info.ftz:
+            info.mode = "approx64"          # rcp.approx.ftz.f64: `qwengpu.interp.approx.rcp_f64`
+            info.ftz = False                # (its flushing is part of that definition)
+        elif info.type != "f32":
+            _fail(instr, f"approximate form .{approx} on .{info.type} (only .f32 and rcp.approx.ftz.f64 "
+                         "have a definition)")
         info.rnd = "rn"
         info.flags = frozenset({"approx", approx})
     info.sat = bool(_take(rest, {"sat"}))
@@ -186,7 +190,9 @@ def _d_approx(instr):
     if op == "rsqrt":
         allowed |= {"f64"}
     info.type = _one_type(instr, types, allowed)
-    if info.type != "f32":
+    if info.type == "f64" and info.ftz:
+        _fail(instr, "rsqrt.approx.ftz.f64 (only rsqrt.approx.f64 has a definition)")
+    if info.type not in ("f32", "f64"):
         _fail(instr, f"{op}.approx.{info.type} (only the .f32 form has a definition)")
     if op == "tanh" and info.ftz:
         _fail(instr, ".ftz on tanh.approx")

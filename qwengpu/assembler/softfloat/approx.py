@@ -10,9 +10,11 @@ the builder interface) with this package's `Builder`; `approximate` runs the com
 from __future__ import annotations
 
 from qwengpu.interp import approx as definitions
+from qwengpu.machine.uops import src
 
 from .builder import routine
 from .f32 import add, div, fma, mul, rcp, sqrt
+from .f64 import rcp64, sqrt64
 
 APPROX_OPS = ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt")
 
@@ -51,6 +53,20 @@ class EmOps:
 
     def ex2(self, a, ftz):
         return ex2(self.em, a, ftz)
+
+
+def rcp_f64(em, a):
+    """rcp.approx.ftz.f64 (`qwengpu.interp.approx.rcp_f64`) of the (lo, hi) pair a -> (lo, hi)."""
+    def flush(b, h):
+        return b.sel(h & 0x7FF00000, h, h & 0x80000000)
+    x = routine(em, lambda b, lo_, hi_: (b.sel(hi_ & 0x7FF00000, lo_, 0), flush(b, hi_)), *a)
+    lo, rh = rcp64(em, x, "rn")
+    return src(0), routine(em, lambda b, lo_, hi_: flush(b, hi_ + (lo_ >> 31)), lo, rh)
+
+
+def rsqrt_f64(em, a):
+    """rsqrt.approx.f64: rcp.rn.f64(sqrt.rn.f64(a)) -> (lo, hi)."""
+    return rcp64(em, sqrt64(em, a, "rn"), "rn")
 
 
 def approximate(em, op: str, a, ftz: bool = False):
