@@ -123,6 +123,14 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     if d:
         row.exact, row.detail = False, f"oracle: {d}"
         return row
+    want = kernel.expected_printf() if hasattr(kernel, "expected_printf") else None
+    if want is not None:
+        row.checked.append("printf")
+        got = res.printf.text() if res.printf is not None else ""
+        if got != want:
+            i = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            row.exact, row.detail = False, f"printf output differs at character {i}: {got[i:i + 40]!r}"
+            return row
     if engine in MODEL_ENGINES:
         row.margins = res.margins()
         # the machine's token stream must be the simulator's, token for token

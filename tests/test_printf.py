@@ -92,6 +92,18 @@ def test_suite_kernel_prints_c_text(engine):
     assert res.printf.by_thread()[2] == ["[2] 65535 65535| 0000ffff 1000.12\n", "c lane 196605 562941363486720\n"]
 
 
+def test_verify_checks_the_printf_text():
+    from qwengpu.verify import check_result
+    k = suite.get("printf_basic")
+    assert k.expected_printf() == BASIC and suite.get("dot").expected_printf() is None
+    res = run(k.ptx(), k.spec())
+    row = check_result(k, "interp", res, 0.0)
+    assert row.exact and "printf" in row.checked
+    res.printf.records[0] = (0, "[0] wrong\n")
+    row = check_result(k, "interp", res, 0.0)
+    assert not row.exact and "printf output differs at character 15" in row.detail
+
+
 def test_records_are_the_same_bytes_on_every_engine():
     """The printf buffer is ordinary global memory written by ordinary PTX: the simulator's records
     equal the interpreter's, in the same order."""
