@@ -170,6 +170,8 @@ def test_unsupported_formats_name_the_line():
         parse_format("%*d", 7)
     with pytest.raises(PTXSyntaxError, match="%n"):
         parse_format("%n")
+    with pytest.raises(PTXSyntaxError, match="long double"):
+        parse_format("%Lf")
 
 
 def test_cli_shows_printf_and_json_has_it():

@@ -19,7 +19,8 @@ counted: the output ends with a message saying how much was lost.
 
 The format string must be a constant the pass can find (`mov`/`cvta.global` of a `.global` array
 before the call, as nvcc emits it); conversions: `%d %i %u %x %X %o %c %s %f %F %e %E %g %G %p %%`
-with flags `-+ #0`, a width, a precision, and the lengths `hh h l ll z j t` (no `*` widths).
+with flags `-+ #0`, a width, a precision, and the lengths `hh h l ll z j t` (no `*` widths, no `%n`,
+no long double).
 """
 from __future__ import annotations
 
@@ -74,7 +75,9 @@ def parse_format(fmt: str, line: int = 0, text: str = "") -> tuple[tuple, int]:
             raise PrintfError("printf: `*` widths and precisions are not supported", line, text)
         if conv == "n":
             raise PrintfError("printf: %n is not supported", line, text)
-        if conv in "fFeEgG" or conv in "sp" or length in ("l", "ll", "z", "j", "t", "L"):
+        if length == "L":
+            raise PrintfError("printf: long double (%L...) is not supported", line, text)
+        if conv in "fFeEgG" or conv in "sp" or length in ("l", "ll", "z", "j", "t"):
             size = 8
         else:
             size = 4
