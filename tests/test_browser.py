@@ -1,4 +1,4 @@
-"""A real browser: JupyterLab on 127.0.0.1 runs notebook 01, Playwright (Debian's chromium) steps the
+"""A real browser: `qwengpu lab` (JupyterLab on 127.0.0.1) opens notebook 01 and runs it, Playwright (Debian's chromium) steps the
 register inspector and checks that the registers the step wrote are highlighted, then saves a
 screenshot under tests/artifacts/ (git-ignored); then notebook 06, whose inspector shows the model's
 forward passes (registers decoded from the GDN state, the layers' read/write patterns, the raw
@@ -57,30 +57,24 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
+    """`qwengpu lab` itself, as a user starts it (on a free port, a temp copy of the notebooks, no
+    token), with fresh Jupyter config, runtime, data and settings folders: no setting of ours or the
+    user's turns the news off, the command does."""
     try:
         import jupyterlab  # noqa: F401
         import playwright  # noqa: F401
     except ImportError as e:
         pytest.fail(f"the browser test needs Playwright and JupyterLab: pip install -e '.[test]' ({e})")
     work = tmp_path_factory.mktemp("lab")
-    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
-    shutil.copy(MODEL_NOTEBOOK, work / MODEL_NOTEBOOK.name)
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy(nb, work / nb.name)
     port = _free_port()
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(work / ".jcfg"), JUPYTER_RUNTIME_DIR=str(work / ".jrt"),
-               JUPYTER_DATA_DIR=str(work / ".jdata"), PYTHONUNBUFFERED="1")
-    settings = work / ".jsettings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(work / ".jsettings")
-    jupyter = [sys.executable, "-m", "jupyterlab"]
+               JUPYTER_DATA_DIR=str(work / ".jdata"), JUPYTERLAB_SETTINGS_DIR=str(work / ".jsettings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / ".jworkspaces"), PYTHONUNBUFFERED="1")
     log = open(work / "lab.log", "w")
-    proc = subprocess.Popen(jupyter + ["--allow-root", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-                                       "--ServerApp.port_retries=0", "--IdentityProvider.token=",
-                                       "--ServerApp.password=", "--LabApp.expose_app_in_browser=True",
-                                       "--LabApp.news_url=None",
-                                       "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                                       f"--ServerApp.root_dir={work}"],
-                            cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "qwengpu", "lab", "--dir", str(work), f"--port={port}",
+                             "--no-token", "--", "--LabApp.expose_app_in_browser=True"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()
     while True:
@@ -90,17 +84,59 @@ def lab(tmp_path_factory):
                     break
         except OSError:
             pass
-        if proc.poll() is not None or time.time() - t0 > 90:
+        if proc.poll() is not None or time.time() - t0 > 300:       # the first run may build the machine
             proc.kill()
-            pytest.fail(f"JupyterLab did not start:\n{(work / 'lab.log').read_text()[-3000:]}")
+            pytest.fail(f"qwengpu lab did not start:\n{(work / 'lab.log').read_text()[-3000:]}")
         time.sleep(0.3)
     yield base, work, time.time() - t0
-    proc.terminate()
+    proc.terminate()                     # qwengpu lab stops its JupyterLab server on SIGTERM too
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+def _new_page(p):
+    browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+               else route.abort())
+    return browser, page
+
+
+def test_qwengpu_lab_opens_notebook_01(lab):
+    """`qwengpu lab` printed the URL of notebook 01; its front page is notebook 01 with a kernel; no
+    news or update notification shows."""
+    from playwright.sync_api import sync_playwright
+
+    base, work, startup = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    printed = (work / "lab.log").read_text()
+    assert f"open {base}/lab/tree/01_quickstart.ipynb" in printed, printed[-2000:]
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        try:
+            page.goto(base + "/", timeout=60_000)                # the server's front page: notebook 01
+            page.wait_for_function("window.jupyterapp && window.jupyterapp.shell && "
+                                   "window.jupyterapp.shell.currentWidget && "
+                                   "window.jupyterapp.shell.currentWidget.context", timeout=60_000)
+            assert page.evaluate("window.jupyterapp.shell.currentWidget.context.path") == "01_quickstart.ipynb"
+            kernel = page.evaluate("""async () => {
+                const sc = window.jupyterapp.shell.currentWidget.context.sessionContext;
+                await sc.ready;
+                for (let i = 0; i < 300 && !(sc.session && sc.session.kernel); i++) await new Promise(r => setTimeout(r, 100));
+                return (await sc.session.kernel.info).language_info.name;
+            }""")
+            assert kernel == "python"
+            page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible")
+            assert "Quickstart" in page.locator(".jp-Notebook .jp-Cell").first.inner_text()
+            time.sleep(3)                                          # the news prompt used to come within ~1 s
+            toasts = page.locator(".Toastify__toast, .jp-Notification-Toast").all_inner_texts()
+            assert not toasts, toasts
+            page.screenshot(path=str(ARTIFACTS / "qwengpu_lab.png"))
+        finally:
+            browser.close()
 
 
 RUN_CODE_JS = """async (code) => {
