@@ -112,6 +112,9 @@ function render({ model, el }) {
           <span><i style="outline:1.5px dashed var(--qg-acc);outline-offset:-2px"></i>the next instruction accesses</span></div>
       </div>
     </div>
+    <div class="qg-card qg-latt" style="display:none"><h4>Attention · every GPU layer <span class="qg-sub qg-lattsub"></span></h4>
+      <div class="qg-lattgrid"><div class="qg-ov"><div class="qg-ovnames"></div><div><canvas class="qg-ovcv" title="click a layer"></canvas><div class="qg-lbl qg-ovcap"></div></div></div>
+      <div class="qg-lsel"></div></div></div>
     <div class="qg-card qg-layers"><h4>GPU layers <span class="qg-sub qg-layersub"></span></h4><div class="qg-layerbody"></div></div>
     <div class="qg-faultbox" style="display:none"></div>
     <div class="qg-foot"><kbd>←</kbd> <kbd>→</kbd> step · <kbd>space</kbd> play · <kbd>Home</kbd>/<kbd>End</kbd> · <kbd>b</kbd> breakpoint at pc · click the ROM gutter to toggle breakpoints</div>`;
@@ -595,6 +598,82 @@ function render({ model, el }) {
       off += L.heads * n * n;
     }
   }
+  // ---------------- attention of every GPU layer ----------------
+  // overview: rows = layers, columns = tokens, each layer's largest weight (over heads) on each token
+  // for the current token's output; the selected layer per head, and as a heatmap over recent tokens
+  function ramp(kind) { return kind === "gdn" ? viridisLike : (t) => { const v = Math.round(255 - 150 * t); return [v, v - 10 < 0 ? 0 : v - 10, v]; }; }
+  let lattDrawn = null;
+  function renderLayerAttention() {
+    const card = $(".qg-latt");
+    const meta = model.get("latt_meta") || {};
+    lattDrawn = model.get("latt_meta");
+    if (!M() || meta.n === undefined) { card.style.display = "none"; return; }
+    card.style.display = "";
+    const b = bytesOf(model.get("latt"));
+    const nL = meta.nlayers, n = meta.n, H = meta.heads, R = meta.rows, C = meta.cols;
+    const o1 = nL * n, o2 = o1 + H * n;
+    if (b.length !== o2 + H * R * C) return;
+    card.dataset.layer = meta.layer; card.dataset.t = meta.t;
+    $(".qg-lattsub").textContent = `the output of token ${meta.t} ${meta.token} draws on tokens ${meta.c0}..${meta.c0 + n - 1} · ${nL} layers (Δ Gated DeltaNet, A softmax attention) · click a layer`;
+    const py = 10, px = Math.max(1, Math.min(8, Math.floor(560 / Math.max(1, n))));
+    const names = $(".qg-ovnames");
+    if (names.childElementCount !== nL) {
+      let h = "";
+      for (let L = 0; L < nL; L++) h += `<div class="qg-ovname" data-layer="${L}" style="height:${py}px" title="${esc(prog.layers && prog.layers[L] ? prog.layers[L].role : "")}">L${L} ${meta.kinds[L] === "gdn" ? "Δ" : "A"}</div>`;
+      names.innerHTML = h;
+    }
+    names.querySelectorAll(".qg-ovname").forEach((d) => d.classList.toggle("on", +d.dataset.layer === meta.layer));
+    const cv = $(".qg-ovcv");
+    cv.width = n * px; cv.height = nL * py;
+    const ctx = cv.getContext("2d");
+    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, cv.width, cv.height);
+    for (let L = 0; L < nL; L++) {
+      const cm = ramp(meta.kinds[L]);
+      for (let c = 0; c < n; c++) {
+        const v = b[L * n + c]; if (!v) continue;
+        const [r, g, bb] = cm(v / 255); ctx.fillStyle = `rgb(${r},${g},${bb})`; ctx.fillRect(c * px, L * py, px, py - 1);
+      }
+    }
+    ctx.strokeStyle = "#f59f00"; ctx.lineWidth = 1.5; ctx.strokeRect(0.75, meta.layer * py + 0.75, cv.width - 1.5, py - 1.5);
+    $(".qg-ovcap").textContent = `rows: layers 0..${nL - 1}; columns: tokens ${meta.c0}..${meta.c0 + n - 1} (the current one last); darker = drawn on more`;
+    // the selected layer
+    const cm = ramp(meta.kinds[meta.layer]);
+    let h = `<div class="qg-lseltitle"><b>L${meta.layer}</b> ${meta.kind === "linear_attention" ? "Gated DeltaNet" : "softmax attention"} · ${esc((prog.layers && prog.layers[meta.layer] || {}).role || "")}</div>
+      <div class="qg-lbl">${esc(meta.note)}${meta.error ? ` · one-hot reduction error ≤ ${meta.error.toExponential(1)}` : ""}</div>
+      <div class="qg-lbl">now, per ${meta.head_unit} (rows), over tokens ${meta.c0}..${meta.c0 + n - 1}:</div><canvas class="qg-lrowcv"></canvas><table class="qg-tbl qg-ltop">`;
+    meta.top.forEach(([s, w, tok], hd) => { h += `<tr data-head="${hd}"><td>${meta.head_unit} ${hd}</td><td>${w > 0 ? `token ${s} <span class="qg-mono">${esc(tok)}</span>` : "—"}</td><td>${w > 0 ? w.toFixed(3) : ""}</td></tr>`; });
+    h += `</table><div class="qg-lbl">over recent tokens: rows = tokens ${meta.r0}..${meta.t} (output), columns = tokens ${meta.w0}..${meta.t} (written)</div><div class="qg-heads">`;
+    for (let hd = 0; hd < H; hd++) h += `<div class="qg-hm qg-lhm" data-head="${hd}"><canvas></canvas><span>${meta.head_unit} ${hd}</span></div>`;
+    h += `</div>`;
+    const sel = root.querySelector(".qg-lsel");
+    sel.innerHTML = h;
+    const rc = sel.querySelector(".qg-lrowcv");
+    const rpy = 8;
+    rc.width = n * px; rc.height = H * rpy;
+    const rctx = rc.getContext("2d");
+    rctx.fillStyle = "#fff"; rctx.fillRect(0, 0, rc.width, rc.height);
+    for (let hd = 0; hd < H; hd++) for (let c = 0; c < n; c++) {
+      const v = b[o1 + hd * n + c]; if (!v) continue;
+      const [r, g, bb] = cm(v / 255); rctx.fillStyle = `rgb(${r},${g},${bb})`; rctx.fillRect(c * px, hd * rpy, px, rpy - 1);
+    }
+    const hpx = Math.max(2, Math.floor(96 / Math.max(1, C)));
+    sel.querySelectorAll(".qg-lhm").forEach((box) => {
+      const hd = +box.dataset.head, base = o2 + hd * R * C;
+      drawMatrix(box.querySelector("canvas"), R, C, (r, c) => b[base + r * C + c] / 255, cm, hpx);
+    });
+  }
+  function pickLayer(L) {
+    if (L === model.get("layer")) return;
+    tReq = performance.now();
+    model.set("layer", L); model.save_changes();
+  }
+  $(".qg-ovnames").addEventListener("click", (ev) => { const d = ev.target.closest("[data-layer]"); if (d) pickLayer(+d.dataset.layer); });
+  $(".qg-ovcv").addEventListener("click", (ev) => {
+    const cv = ev.currentTarget, r = cv.getBoundingClientRect();
+    const L = Math.floor((ev.clientY - r.top) * (cv.height / r.height) / 10);
+    if (L >= 0 && L < (model.get("latt_meta") || {}).nlayers) pickLayer(L);
+  });
+
   function machineBadge(st) {
     const c = prog.consistency || {};
     const fm = st.first_mismatch;
@@ -658,6 +737,7 @@ function render({ model, el }) {
       renderMachineWarp(st);
       renderMemory(st);
       renderMachineLayers(st);
+      renderLayerAttention();
     } else {
       renderHead(st);
       highlightRom(st.pos);
@@ -751,6 +831,13 @@ function render({ model, el }) {
   model.on("change:progress", onProgress);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
   model.on("change:attn_meta", () => { if (M()) renderAll(); });
+  model.on("change:latt_meta", () => {     // a layer picked: only the attention card redraws
+    queueMicrotask(() => {                   // (after the message's other changes: a new state redrew it all)
+      if (!M() || model.get("latt_meta") === lattDrawn) return;
+      renderLayerAttention();
+      if (tReq) { root.dataset.latency = (performance.now() - tReq).toFixed(1); tReq = 0; }
+    });
+  });
   onProgress();
   renderAll();
   return () => { if (timer) clearInterval(timer); };

@@ -22,8 +22,8 @@ import anywidget
 import traitlets
 
 from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launch
-from qwengpu.lab.payload import (attention_payload, machine_gdn_bytes, machine_program_payload,
-                                 machine_snapshot_payload, program_payload, snapshot_payload)
+from qwengpu.lab.payload import (attention_payload, layer_attention_payload, machine_gdn_bytes,
+                                 machine_program_payload, machine_snapshot_payload, program_payload, snapshot_payload)
 
 from .static import render_html
 
@@ -45,11 +45,14 @@ class Inspector(anywidget.AnyWidget):
     gdn_memory = traitlets.Unicode("reg.emit").tag(sync=True)   # the memory the GDN panel shows
     selections = traitlets.List(traitlets.Unicode()).tag(sync=True)   # memories of the selection panel
     progress = traitlets.Float(1.0).tag(sync=True)
+    layer = traitlets.Int(-1).tag(sync=True)           # the GPU layer whose attention is shown in detail
+    latt = traitlets.Bytes(b"").tag(sync=True)         # uint8: every layer's attention now, the layer's per head
+    latt_meta = traitlets.Dict().tag(sync=True)
 
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
-                 selections=None, **kwargs):
+                 selections=None, layer: int | None = None, **kwargs):
         super().__init__(**kwargs)
         if view is None:
             if program is None or launch is None:
@@ -64,6 +67,9 @@ class Inspector(anywidget.AnyWidget):
             if self.machine_mode:
                 self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
                 self.selections = list(selections or DEFAULT_SELECTIONS)
+                tr = view.trace
+                self.layer = int(layer) if layer is not None and 0 <= layer < len(tr.layers) else \
+                    int(tr.memories[self.gdn_memory].layer)
                 self.program = machine_program_payload(view)
             else:
                 self.program = program_payload(view)
@@ -126,6 +132,26 @@ class Inspector(anywidget.AnyWidget):
         if hasattr(self, "view"):
             self._refresh()
 
+    def show_layer(self, layer: int) -> "Inspector":
+        """Show GPU layer `layer`'s attention in detail (model engines), as clicking it does."""
+        self.layer = int(layer)
+        return self
+
+    @property
+    def layer_attention(self):
+        """The shown layer's weights now: [heads, tokens 0..t] (`qwengpu.lab.attention.layer_attention`)."""
+        from qwengpu.lab.attention import layer_attention
+        tr = self.view.trace
+        return layer_attention(tr, tr.prompt_len - 1 + self.position, self.layer)
+
+    @traitlets.observe("layer")
+    def _layer_changed(self, change):
+        if hasattr(self, "view") and getattr(self, "machine_mode", False):
+            meta, data = layer_attention_payload(self.view, self.position, self.layer)
+            with self.hold_sync():
+                self.latt = data
+                self.latt_meta = meta
+
     @traitlets.observe("gdn_memory", "selections")
     def _panels_changed(self, change):
         if hasattr(self, "view") and getattr(self, "machine_mode", False):
@@ -141,11 +167,14 @@ class Inspector(anywidget.AnyWidget):
         mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
         payload = machine_snapshot_payload(self.view, snap, mem, list(self.selections))
         meta, att = attention_payload(self.view, self.position)
+        lmeta, latt = layer_attention_payload(self.view, self.position, self.layer)
         with self.hold_sync():
             self.state = payload
             self.gdn = machine_gdn_bytes(self.view, self.position, mem)
             self.attn = att
             self.attn_meta = meta
+            self.latt = latt
+            self.latt_meta = lmeta
 
     def _repr_mimebundle_(self, **kwargs):
         out = super()._repr_mimebundle_(**kwargs)
