@@ -123,7 +123,9 @@ def test_every_gpu_layer_has_a_view(dot_model):
 
 def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
     from qwengpu_widgets import Inspector
+    from qwengpu_widgets.inspector import STYLE_ID
     w = Inspector(view=dot_model, position=5)
+    assert w._anywidget_id == STYLE_ID != "qwengpu_widgets.inspector.Inspector"   # a stylesheet per CSS version
     L = w.layer
     assert L == tr_layer(dot_model, "reg.emit") and w.latt_meta["layer"] == L
     seen = set()

@@ -67,6 +67,26 @@ function drawMatrix(canvas, rows, cols, get, cmap, px) {
   return ctx;
 }
 
+// rows x cols cells, color per cell (cmap(row)(value)), drawn as one image scaled px x py
+function paintGrid(canvas, rows, cols, get, cmapOf, px, py) {
+  canvas.width = Math.max(1, cols * px); canvas.height = Math.max(1, rows * py);
+  const img = new ImageData(Math.max(1, cols), Math.max(1, rows));
+  for (let r = 0; r < rows; r++) {
+    const cm = cmapOf(r);
+    for (let c = 0; c < cols; c++) {
+      const v = get(r, c), k = (r * cols + c) * 4;
+      const [R, G, B] = v ? cm(v) : [255, 255, 255];
+      img.data[k] = R; img.data[k + 1] = G; img.data[k + 2] = B; img.data[k + 3] = 255;
+    }
+  }
+  const off = document.createElement("canvas"); off.width = img.width; off.height = img.height;
+  off.getContext("2d").putImageData(img, 0, 0);
+  const ctx = canvas.getContext("2d");
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(off, 0, 0, cols * px, rows * py);
+  return ctx;
+}
+
 function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "qg-insp";
@@ -624,42 +644,38 @@ function render({ model, el }) {
     }
     names.querySelectorAll(".qg-ovname").forEach((d) => d.classList.toggle("on", +d.dataset.layer === meta.layer));
     const cv = $(".qg-ovcv");
-    cv.width = n * px; cv.height = nL * py;
-    const ctx = cv.getContext("2d");
-    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, cv.width, cv.height);
-    for (let L = 0; L < nL; L++) {
-      const cm = ramp(meta.kinds[L]);
-      for (let c = 0; c < n; c++) {
-        const v = b[L * n + c]; if (!v) continue;
-        const [r, g, bb] = cm(v / 255); ctx.fillStyle = `rgb(${r},${g},${bb})`; ctx.fillRect(c * px, L * py, px, py - 1);
-      }
-    }
+    const gdnRamp = ramp("gdn"), attnRamp = ramp("attn");
+    const ctx = paintGrid(cv, nL, n, (L, c) => b[L * n + c] / 255, (L) => meta.kinds[L] === "gdn" ? gdnRamp : attnRamp, px, py);
     ctx.strokeStyle = "#f59f00"; ctx.lineWidth = 1.5; ctx.strokeRect(0.75, meta.layer * py + 0.75, cv.width - 1.5, py - 1.5);
     $(".qg-ovcap").textContent = `rows: layers 0..${nL - 1}; columns: tokens ${meta.c0}..${meta.c0 + n - 1} (the current one last); darker = drawn on more`;
     // the selected layer
     const cm = ramp(meta.kinds[meta.layer]);
-    let h = `<div class="qg-lseltitle"><b>L${meta.layer}</b> ${meta.kind === "linear_attention" ? "Gated DeltaNet" : "softmax attention"} · ${esc((prog.layers && prog.layers[meta.layer] || {}).role || "")}</div>
-      <div class="qg-lbl">${esc(meta.note)}${meta.error ? ` · one-hot reduction error ≤ ${meta.error.toExponential(1)}` : ""}</div>
-      <div class="qg-lbl">now, per ${meta.head_unit} (rows), over tokens ${meta.c0}..${meta.c0 + n - 1}:</div><canvas class="qg-lrowcv"></canvas><table class="qg-tbl qg-ltop">`;
-    meta.top.forEach(([s, w, tok], hd) => { h += `<tr data-head="${hd}"><td>${meta.head_unit} ${hd}</td><td>${w > 0 ? `token ${s} <span class="qg-mono">${esc(tok)}</span>` : "—"}</td><td>${w > 0 ? w.toFixed(3) : ""}</td></tr>`; });
-    h += `</table><div class="qg-lbl">over recent tokens: rows = tokens ${meta.r0}..${meta.t} (output), columns = tokens ${meta.w0}..${meta.t} (written)</div><div class="qg-heads">`;
-    for (let hd = 0; hd < H; hd++) h += `<div class="qg-hm qg-lhm" data-head="${hd}"><canvas></canvas><span>${meta.head_unit} ${hd}</span></div>`;
-    h += `</div>`;
     const sel = root.querySelector(".qg-lsel");
-    sel.innerHTML = h;
-    const rc = sel.querySelector(".qg-lrowcv");
-    const rpy = 8;
-    rc.width = n * px; rc.height = H * rpy;
-    const rctx = rc.getContext("2d");
-    rctx.fillStyle = "#fff"; rctx.fillRect(0, 0, rc.width, rc.height);
-    for (let hd = 0; hd < H; hd++) for (let c = 0; c < n; c++) {
-      const v = b[o1 + hd * n + c]; if (!v) continue;
-      const [r, g, bb] = cm(v / 255); rctx.fillStyle = `rgb(${r},${g},${bb})`; rctx.fillRect(c * px, hd * rpy, px, rpy - 1);
+    const shape = `${meta.layer}/${H}`;
+    if (sel.dataset.shape !== shape) {          // the layer's skeleton: rebuilt only when another layer is picked
+      let h = `<div class="qg-lseltitle"><b>L${meta.layer}</b> ${meta.kind === "linear_attention" ? "Gated DeltaNet" : "softmax attention"} · ${esc((prog.layers && prog.layers[meta.layer] || {}).role || "")}</div>
+        <div class="qg-lbl qg-lnote"></div><div class="qg-lbl qg-lrowcap"></div><canvas class="qg-lrowcv"></canvas><table class="qg-tbl qg-ltop">`;
+      for (let hd = 0; hd < H; hd++) h += `<tr data-head="${hd}"><td>${meta.head_unit} ${hd}</td><td></td><td></td></tr>`;
+      h += `</table><div class="qg-lbl qg-lwincap"></div><div class="qg-heads">`;
+      for (let hd = 0; hd < H; hd++) h += `<div class="qg-hm qg-lhm" data-head="${hd}"><canvas></canvas><span>${meta.head_unit} ${hd}</span></div>`;
+      sel.innerHTML = h + `</div>`;
+      sel.dataset.shape = shape;
     }
+    sel.querySelector(".qg-lnote").textContent = meta.note + (meta.error ? ` · one-hot reduction error ≤ ${meta.error.toExponential(1)}` : "");
+    sel.querySelector(".qg-lrowcap").textContent = `now, per ${meta.head_unit} (rows), over tokens ${meta.c0}..${meta.c0 + n - 1}:`;
+    sel.querySelector(".qg-lwincap").textContent = `over recent tokens: rows = tokens ${meta.r0}..${meta.t} (output), columns = tokens ${meta.w0}..${meta.t} (written)`;
+    const trs = sel.querySelectorAll(".qg-ltop tr");
+    meta.top.forEach(([s0, w, tok], hd) => {
+      const td = trs[hd].children;
+      td[1].innerHTML = w > 0 ? `token ${s0} <span class="qg-mono">${esc(tok)}</span>` : "—";
+      td[2].textContent = w > 0 ? w.toFixed(3) : "";
+    });
+    const rpx = Math.max(1, Math.min(8, Math.floor(400 / Math.max(1, n))));
+    paintGrid(sel.querySelector(".qg-lrowcv"), H, n, (hd, c) => b[o1 + hd * n + c] / 255, () => cm, rpx, 8);
     const hpx = Math.max(2, Math.floor(96 / Math.max(1, C)));
     sel.querySelectorAll(".qg-lhm").forEach((box) => {
       const hd = +box.dataset.head, base = o2 + hd * R * C;
-      drawMatrix(box.querySelector("canvas"), R, C, (r, c) => b[base + r * C + c] / 255, cm, hpx);
+      paintGrid(box.querySelector("canvas"), R, C, (r, c) => b[base + r * C + c] / 255, () => cm, hpx, hpx);
     });
   }
   function pickLayer(L) {
@@ -737,7 +753,9 @@ function render({ model, el }) {
       renderMachineWarp(st);
       renderMemory(st);
       renderMachineLayers(st);
+      const t1 = performance.now();
       renderLayerAttention();
+      root.dataset.renderAttention = (performance.now() - t1).toFixed(1);
     } else {
       renderHead(st);
       highlightRom(st.pos);

@@ -16,6 +16,7 @@ drawn by `widgets.static`.
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import anywidget
@@ -28,6 +29,8 @@ from qwengpu.lab.payload import (attention_payload, layer_attention_payload, mac
 from .static import render_html
 
 _HERE = Path(__file__).resolve().parent
+#: the id of the widget's stylesheet in the page, per version of the CSS
+STYLE_ID = "qwengpu_widgets.Inspector-" + hashlib.sha1((_HERE / "inspector.css").read_bytes()).hexdigest()[:10]
 
 
 class Inspector(anywidget.AnyWidget):
@@ -53,6 +56,9 @@ class Inspector(anywidget.AnyWidget):
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
                  selections=None, layer: int | None = None, **kwargs):
+        # the page's <style> for this widget is keyed by this id: a notebook that stored an older
+        # version's widget state (its CSS) and is reopened must not restyle today's widgets
+        kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
         if view is None:
             if program is None or launch is None:
@@ -157,24 +163,43 @@ class Inspector(anywidget.AnyWidget):
         if hasattr(self, "view") and getattr(self, "machine_mode", False):
             self._refresh()
 
+    def _machine_payload(self, position: int) -> tuple:
+        """Everything the model views send for `position` (state, raw GDN bytes, softmax windows,
+        every layer's attention), cached: the next position is prepared right after a position is
+        sent, so stepping forward is a lookup."""
+        mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
+        key = (position, mem, tuple(self.selections), self.layer)
+        cache = self.__dict__.setdefault("_payloads", {})
+        got = cache.get(key)
+        if got is None:
+            snap = self.view.snapshot(position)
+            meta, att = attention_payload(self.view, position)
+            lmeta, latt = layer_attention_payload(self.view, position, self.layer)
+            got = (snap, machine_snapshot_payload(self.view, snap, mem, list(self.selections)),
+                   machine_gdn_bytes(self.view, position, mem), att, meta, latt, lmeta)
+            if len(cache) >= 256:
+                cache.pop(next(iter(cache)))
+            cache[key] = got
+        return got
+
     def _refresh(self):
-        snap = self.view.snapshot(self.position)
-        self._snap = snap
         if not self.machine_mode:
+            snap = self.view.snapshot(self.position)
+            self._snap = snap
             with self.hold_sync():
                 self.state = snapshot_payload(snap)
             return
-        mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
-        payload = machine_snapshot_payload(self.view, snap, mem, list(self.selections))
-        meta, att = attention_payload(self.view, self.position)
-        lmeta, latt = layer_attention_payload(self.view, self.position, self.layer)
+        snap, payload, gdn, att, meta, latt, lmeta = self._machine_payload(self.position)
+        self._snap = snap
         with self.hold_sync():
             self.state = payload
-            self.gdn = machine_gdn_bytes(self.view, self.position, mem)
+            self.gdn = gdn
             self.attn = att
             self.attn_meta = meta
             self.latt = latt
             self.latt_meta = lmeta
+        if self.position + 1 < len(self.view):          # sent: prepare the next step meanwhile
+            self._machine_payload(self.position + 1)
 
     def _repr_mimebundle_(self, **kwargs):
         out = super()._repr_mimebundle_(**kwargs)

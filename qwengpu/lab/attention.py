@@ -46,22 +46,23 @@ def _gdn_index(trace, layer: int) -> int:
     return list(trace.gdn_layers).index(layer)
 
 
-def gdn_weights(trace, t: int, layers=None) -> np.ndarray:
-    """[len(layers), value heads, t + 1]: the unrolled delta rule's weight of every earlier token's
-    write (s = 0..t) in the output of token `t` (a row of the recorded token table: the prompt, then
-    the generated tokens), for the GDN layers `layers` (default: all, in `trace.gdn_layers` order)."""
+def gdn_weights(trace, t: int, layers=None, start: int = 0) -> np.ndarray:
+    """[len(layers), value heads, t + 1 - start]: the unrolled delta rule's weight of every earlier
+    token's write (s = start..t) in the output of token `t` (a row of the recorded token table: the
+    prompt, then the generated tokens), for the GDN layers `layers` (default: all, in
+    `trace.gdn_layers` order). Only tokens start..t enter (a write's erasures come after it)."""
     taps, betas = trace.taps, trace.betas
     decays = getattr(trace, "decays", None)
     idx = [_gdn_index(trace, L) for L in layers] if layers is not None else list(range(taps.shape[1]))
     hk, hv = taps.shape[2], betas.shape[2]
     ch = np.arange(hv) // (hv // hk)                    # each value head's key head
     now = taps[t][idx]                                  # [G, hk, 6]
-    past = taps[:t + 1][:, idx]                         # [T, G, hk, 6]
+    past = taps[start:t + 1][:, idx]                    # [T, G, hk, 6]
     qs, qw = now[..., 0][:, ch], now[..., 1][:, ch]     # [G, hv]
     ks, kw = past[..., 2][:, :, ch], past[..., 3][:, :, ch]   # [T, G, hv]
-    beta = betas[:t + 1][:, idx]
-    value = _value_scale(trace)[:t + 1][:, idx]
-    alpha = np.exp(decays[:t + 1][:, idx]) if decays is not None and len(decays) else np.ones_like(beta)
+    beta = betas[start:t + 1][:, idx]
+    value = _value_scale(trace)[start:t + 1][:, idx]
+    alpha = np.exp(decays[start:t + 1][:, idx]) if decays is not None and len(decays) else np.ones_like(beta)
     same = ks == qs[None]
     factor = alpha * np.where(same, 1.0 - beta * kw * kw, 1.0)   # token r's effect on every earlier write
     rev = np.cumprod(factor[::-1], axis=0)[::-1]        # rev[s] = Π_{r=s..t}
@@ -105,21 +106,21 @@ def head_count(trace, layer: int) -> int:
     return int(getattr(trace, "attn_heads", 1))
 
 
-def layer_attention(trace, t: int, layer: int, by: str = "key") -> np.ndarray:
-    """[heads, t + 1]: layer `layer`'s weights over tokens 0..t for the output of token `t`.
-    GDN: per key head, the largest weight among its value heads (`by="value"`: per value head);
-    softmax attention: per head, recorded or (no heads compiled in) uniform."""
+def layer_attention(trace, t: int, layer: int, by: str = "key", start: int = 0) -> np.ndarray:
+    """[heads, t + 1 - start]: layer `layer`'s weights over tokens start..t for the output of token
+    `t`. GDN: per key head, the largest weight among its value heads (`by="value"`: per value
+    head); softmax attention: per head, recorded or (no heads compiled in) uniform."""
     if layer in trace.gdn_layers:
-        w = gdn_weights(trace, t, [layer])[0]            # [hv, T]
+        w = gdn_weights(trace, t, [layer], start)[0]     # [hv, T]
         if by == "value":
             return w
         hk = trace.taps.shape[2]
-        return w.reshape(hk, -1, t + 1).max(1)
+        return w.reshape(hk, -1, w.shape[-1]).max(1)
     att = getattr(trace, "attention", {}) or {}
     if layer in att and t < len(att[layer]):
         row = np.asarray(att[layer][t], np.float32)
-        return row[:, :t + 1]
-    return np.full((head_count(trace, layer), t + 1), 1.0 / (t + 1), np.float32)
+        return row[:, start:t + 1]
+    return np.full((head_count(trace, layer), t + 1 - start), 1.0 / (t + 1), np.float32)
 
 
 def attention_window(trace, t: int, layer: int, rows: int = WINDOW_ROWS, cols: int = WINDOW_COLS):
@@ -127,24 +128,53 @@ def attention_window(trace, t: int, layer: int, rows: int = WINDOW_ROWS, cols: i
     the consumed tokens t - rows + 1 .. t (rows) over the tokens t - cols + 1 .. t (columns)."""
     r0, c0 = max(0, t - rows + 1), max(0, t - cols + 1)
     n_r, n_c = t - r0 + 1, t - c0 + 1
+    if layer in trace.gdn_layers and r0 >= c0:
+        return _gdn_window(trace, t, layer, r0, c0), r0, c0
     out = np.zeros((head_count(trace, layer), n_r, n_c), np.float32)
     for i, u in enumerate(range(r0, t + 1)):
-        a = layer_attention(trace, u, layer)
-        seg = a[:, c0:u + 1]
+        if u < c0:
+            continue
+        seg = layer_attention(trace, u, layer, start=c0)
         out[:, i, :seg.shape[1]] = seg
     return out, r0, c0
 
 
-def layers_overview(trace, t: int) -> np.ndarray:
-    """[layers, t + 1]: every layer's largest weight (over its heads) on each token 0..t for the
-    output of token `t` — the minimap of which tokens each GPU layer draws on now."""
-    out = np.zeros((len(trace.layers), t + 1), np.float32)
+def _gdn_window(trace, t: int, layer: int, r0: int, c0: int) -> np.ndarray:
+    """`gdn_weights` of one layer for the rows r0..t over the columns c0..t at once (r0 >= c0),
+    as [key heads, rows, cols] (max over each key head's value heads)."""
+    li = _gdn_index(trace, layer)
+    taps = trace.taps[c0:t + 1, li]                      # [W, hk, 6]
+    hk, hv = taps.shape[1], trace.betas.shape[2]
+    ch = np.arange(hv) // (hv // hk)
+    W = t + 1 - c0
+    rows = np.arange(r0 - c0, W)                          # the rows' positions in the window
+    qs, qw = taps[rows, :, 0][:, ch], taps[rows, :, 1][:, ch]           # [R, hv]
+    ks, kw = taps[:, :, 2][:, ch], taps[:, :, 3][:, ch]                 # [W, hv]
+    beta = trace.betas[c0:t + 1, li]
+    value = _value_scale(trace)[c0:t + 1, li]
+    decays = getattr(trace, "decays", None)
+    alpha = np.exp(decays[c0:t + 1, li]) if decays is not None and len(decays) else np.ones_like(beta)
+    same = ks[None] == qs[:, None]                        # [R, W, hv]
+    factor = alpha[None] * np.where(same, 1.0 - (beta * kw * kw)[None], 1.0)
+    after = np.arange(W)[None, :] > rows[:, None]         # tokens after the row's own: no effect
+    factor[after] = 1.0
+    rev = np.cumprod(factor[:, ::-1], axis=1)[:, ::-1]
+    later = np.concatenate([rev[:, 1:], np.ones_like(rev[:, :1])], axis=1)
+    w = qw[:, None] * (kw * beta * value)[None] * same * later
+    w[after] = 0.0
+    return np.transpose(w.reshape(len(rows), W, hk, -1).max(3), (2, 0, 1)).astype(np.float32)
+
+
+def layers_overview(trace, t: int, start: int = 0) -> np.ndarray:
+    """[layers, t + 1 - start]: every layer's largest weight (over its heads) on each token
+    start..t for the output of token `t` — the minimap of which tokens each GPU layer draws on now."""
+    out = np.zeros((len(trace.layers), t + 1 - start), np.float32)
     if len(trace.gdn_layers):
-        w = gdn_weights(trace, t)                        # [G, hv, T]
+        w = gdn_weights(trace, t, start=start)           # [G, hv, T]
         out[list(trace.gdn_layers)] = w.max(1)
     for L in range(len(trace.layers)):
         if L not in trace.gdn_layers:
-            out[L] = layer_attention(trace, t, L).max(0)
+            out[L] = layer_attention(trace, t, L, start=start).max(0)
     return out
 
 

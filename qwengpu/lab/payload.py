@@ -359,10 +359,9 @@ def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, byte
     tr = view.trace
     t = tr.prompt_len - 1 + position
     layer = int(layer) if 0 <= int(layer) < len(tr.layers) else int(tr.gdn_layers[0])
-    over = layers_overview(tr, t)
     c0 = max(0, t + 1 - OVERVIEW_COLS)
-    over = over[:, c0:]
-    per_head = layer_attention(tr, t, layer)[:, c0:]
+    over = layers_overview(tr, t, c0)
+    per_head = layer_attention(tr, t, layer, start=c0)
     win, r0, w0 = attention_window(tr, t, layer)
     heads = per_head.shape[0]
     top = []
@@ -372,7 +371,8 @@ def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, byte
     gdn = layer in tr.gdn_layers
     kind = tr.layers[layer].kind
     if gdn:
-        note = "delta rule unrolled: q·k overlap × decay products × later erasures × β (per key head: max over its value heads)"
+        note = ("delta rule unrolled: q·k overlap × decay products × later erasures × β·|v| "
+                "(per key head: the largest over its value heads)")
     elif getattr(tr, "attention", {}).get(layer):
         note = "softmax weights, recorded from the stock forward"
     else:
