@@ -392,3 +392,54 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
         finally:
             browser.close()
+
+
+MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
+    int i = threadIdx.x;
+    x[i] = x[i] * k + i;
+}"""
+
+
+def test_cuda_cell_magic_in_jupyterlab(lab):
+    """A notebook written here: `%load_ext qwengpu_widgets`, a `%%cuda` cell with a kernel of this
+    test and its launch line (the inspector opens on it), and a `%%cuda` cell with a typo (the
+    error names its cell line)."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext qwengpu_widgets"),
+                nbformat.v4.new_code_cell("%%cuda --grid 1 --block 4 --args x:int32[1,2,3,4] k:int32=10\n"
+                                          + MAGIC_KERNEL),
+                nbformat.v4.new_code_cell("%%cuda --grid 1 --block 4 --args x:int32(4) k:int32=1\n"
+                                          + MAGIC_KERNEL.replace("x[i] * k", "x[i] * kk"))]
+    nbformat.write(nb, work / "magic.ipynb")
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, "magic.ipynb")
+            page.locator(".qg-insp").first.wait_for(state="attached", timeout=120_000)
+            page.locator(".qg-cuda-error").first.wait_for(state="attached", timeout=120_000)
+            err = page.locator(".qg-cuda-error")
+            assert err.get_attribute("data-kind") == "compile"
+            assert err.locator(".qg-cuda-line").get_attribute("data-line") == "4"     # the %%cuda line is 1
+            assert '"kk" is undefined' in err.text_content() and "x[i] * kk + i" in err.text_content()
+            root = page.locator(".qg-insp").first
+            root.scroll_into_view_if_needed()
+            assert "scale" in root.locator(".qg-kern").text_content()
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("End")
+            n = int(page.evaluate(RUN_CODE_JS, "print(insp.positions)").strip())
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 1}'")
+            out = root.locator('.qg-region[data-region="global:x"] .qg-hex').text_content()
+            assert "0a 00 00 00" in out and "2b 00 00 00" in out and "10 21" in out and "32 43" in out, out
+            out = page.evaluate(RUN_CODE_JS, "print(list(insp.snapshot.region('x').data[:4]))")
+            page.screenshot(path=str(ARTIFACTS / "cuda_magic.png"), full_page=False)
+            assert out.split()[:4] == ["[10,", "0,", "0,", "0]"], out
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()
