@@ -135,6 +135,10 @@ def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
         seen.add(w.latt_meta["kind"])
     assert seen == {"linear_attention", "full_attention"}
     w.show_layer(tr_layer(dot_model, "rom.s0"))
+    html = w.to_html()                                   # the static fallback draws the card too
+    assert f'class="qg-card qg-latt" data-layer="{w.layer}"' in html and html.count("L42 A") == 1
+    from qwengpu_widgets.static import attention_card_html
+    assert attention_card_html({}, b"") == "" and "key head 7" in attention_card_html(w.latt_meta, w.latt)
     before = bytes(w.latt)
     w.step()
     assert w.latt_meta["t"] == dot_model.trace.prompt_len - 1 + 6 and bytes(w.latt) != before

@@ -126,7 +126,7 @@ class Inspector(anywidget.AnyWidget):
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
-                           attn_meta=self.attn_meta)
+                           attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta)
 
     # -- sync ----------------------------------------------------------------------------------------
 
