@@ -394,12 +394,18 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             browser.close()
 
 
+SLOW_KERNEL = """__global__ void slow(int *out) {
+    int acc = 0;
+    for (int j = 0; j < 400; j++) acc += j ^ out[0];
+    out[0] = acc;
+}"""
 MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
     int i = threadIdx.x;
     x[i] = x[i] * k + i;
 }"""
 
 
+@pytest.mark.timeout(600)
 def test_cuda_cell_magic_in_jupyterlab(lab):
     """A notebook written here: `%load_ext qwengpu_widgets`, a `%%cuda` cell with a kernel of this
     test and its launch line (the inspector opens on it), and a `%%cuda` cell with a typo (the
@@ -414,7 +420,9 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
                 nbformat.v4.new_code_cell("%%cuda --grid 1 --block 4 --args x:int32[1,2,3,4] k:int32=10\n"
                                           + MAGIC_KERNEL),
                 nbformat.v4.new_code_cell("%%cuda --grid 1 --block 4 --args x:int32(4) k:int32=1\n"
-                                          + MAGIC_KERNEL.replace("x[i] * k", "x[i] * kk"))]
+                                          + MAGIC_KERNEL.replace("x[i] * k", "x[i] * kk")),
+                nbformat.v4.new_code_cell("%%cuda --block 1 --args out:int32(1) --engine compact --background --name slow\n"
+                                          + SLOW_KERNEL)]
     nbformat.write(nb, work / "magic.ipynb")
     with sync_playwright() as p:
         browser, page = _new_page(p)
@@ -440,6 +448,19 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             out = page.evaluate(RUN_CODE_JS, "print(list(insp.snapshot.region('x').data[:4]))")
             page.screenshot(path=str(ARTIFACTS / "cuda_magic.png"), full_page=False)
             assert out.split()[:4] == ["[10,", "0,", "0,", "0]"], out
+            # --background: the widget shows the recording's progress on the model, and cancels it
+            rec = page.locator(".qg-rec[data-status='recording']")
+            rec.wait_for(state="attached", timeout=60_000)
+            # (the kernel's first recording compiles the engine's hooked path first: ~20-45 s here)
+            page.wait_for_function("() => +document.querySelector(\".qg-rec[data-status='recording']\").dataset.passes > 0",
+                                   timeout=300_000)
+            rec.scroll_into_view_if_needed()
+            assert "so far" in rec.text_content()
+            page.screenshot(path=str(ARTIFACTS / "recording.png"), full_page=False)
+            rec.locator(".qg-cancel").click()
+            page.locator(".qg-rec[data-status='cancelled']").wait_for(state="attached", timeout=30_000)
+            out = page.evaluate(RUN_CODE_JS, "print(slow.recording['status'], slow.recording['passes'] > 0)")
+            assert out.split() == ["cancelled", "True"], out
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
         finally:
             browser.close()

@@ -146,3 +146,20 @@ def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
 
 def tr_layer(view, memory):
     return view.trace.memories[memory].layer
+
+
+def test_background_recording_progress_and_cancel():
+    """`Inspector(..., background=True)` returns at once and records in a thread, reporting passes
+    as it goes (`recording`); `cancel()` stops it at the next pass."""
+    from qwengpu_widgets import Inspector
+    k = suite.get("dot")
+    w = Inspector(k.ptx(), k.spec(), engine="compact", background=True, names=["a", "b", "out"], position=18)
+    assert w.program["mode"] == "recording" and w.recording["status"] == "recording"
+    w.wait(300)
+    assert w.recording["status"] == "done" and w.recording["passes"] == 19
+    assert w.program["mode"] == "machine" and w.position == 18
+    assert w.snapshot.region("out").data == (32).to_bytes(4, "little") and w.latt_meta["nlayers"] == 43
+    c = Inspector(k.ptx(), k.spec(), engine="compact", background=True).cancel().wait(300)
+    assert c.recording["status"] == "cancelled" and c.program["mode"] == "recording"
+    i = Inspector(k.ptx(), k.spec(), background=True).wait(60)          # the interpreter, in the background too
+    assert i.recording["status"] == "done" and i.program.get("mode") != "recording" and len(i.view) == 16

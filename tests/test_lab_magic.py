@@ -19,7 +19,9 @@ def test_parse_launch_line():
     assert spec == {"grid": 2, "block": [2, 2, 1], "kernel": "k",
                     "args": [{"buffer": "float32", "data": [1.5, 2]}, {"buffer": "int32", "size": 3},
                              {"scalar": "int32", "value": 7}]}
-    assert opts == {"engine": "compact", "position": 3, "name": "view", "names": ["x", "arg1", "n"]}
+    assert opts == {"engine": "compact", "position": 3, "name": "view", "names": ["x", "arg1", "n"],
+                    "background": False}
+    assert parse_launch_line("--background")[1]["background"] is True
     for bad in ("--args int32{1}", "--grid x", "--bogus 1"):
         with pytest.raises(CudaCellError) as e:
             parse_launch_line(bad)

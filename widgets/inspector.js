@@ -94,6 +94,7 @@ function render({ model, el }) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   root.innerHTML = `
     <div class="qg-progress" style="display:none"><div style="width:0%"></div></div>
+    <div class="qg-rec" style="display:none"><span class="qg-spin"></span><span class="qg-rectext"></span><button class="qg-btn qg-cancel" title="stop the recording">cancel</button></div>
     <div class="qg-head">
       <div class="qg-title">qwenGPU · <span class="qg-kern"></span></div>
       <span class="qg-badge engine"></span><span class="qg-badge qg-cons"></span><span class="qg-badge fault qg-faultb" style="display:none">fault</span>
@@ -739,7 +740,26 @@ function render({ model, el }) {
     if (mm) { fb.style.display = ""; fb.className = "qg-fault qg-faultbox"; fb.textContent = "first mismatch: " + mm.text; }
   }
 
+  // a launch recorded in the background (Inspector(..., background=True)): its progress, and cancel
+  function renderRecording() {
+    const r = model.get("recording") || {};
+    const on = prog.mode === "recording";
+    root.classList.toggle("qg-recording", on);
+    const box = $(".qg-rec");
+    box.style.display = on ? "" : "none";
+    if (!on) return;
+    const eng = ENGINES[r.engine] || r.engine || "";
+    box.dataset.status = r.status || "recording";
+    box.dataset.passes = r.passes || 0;
+    $(".qg-cancel").style.display = r.status === "recording" ? "" : "none";
+    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})`
+      : r.status === "failed" ? `recording failed: ${r.error || ""}`
+      : `recording the launch on the ${eng}… ${r.passes || 0} pass${r.passes === 1 ? "" : "es"} so far${r.token ? ` (last token ${r.token})` : ""}`;
+  }
+  $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
+
   function renderAll() {
+    renderRecording();
     const st = model.get("state");
     if (!st || st.pos === undefined) return;
     slider.max = positions() - 1;
@@ -847,6 +867,7 @@ function render({ model, el }) {
   model.on("change:state", onState);
   model.on("change:fmt", renderAll);
   model.on("change:progress", onProgress);
+  model.on("change:recording", renderRecording);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
   model.on("change:attn_meta", () => { if (M()) renderAll(); });
   model.on("change:latt_meta", () => {     // a layer picked: only the attention card redraws

@@ -17,6 +17,8 @@ drawn by `widgets.static`.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from pathlib import Path
 
 import anywidget
@@ -31,6 +33,10 @@ from .static import render_html
 _HERE = Path(__file__).resolve().parent
 #: the id of the widget's stylesheet in the page, per version of the CSS
 STYLE_ID = "qwengpu_widgets.Inspector-" + hashlib.sha1((_HERE / "inspector.css").read_bytes()).hexdigest()[:10]
+
+
+class RecordingCancelled(Exception):
+    """A background recording stopped by `Inspector.cancel` (or the widget's cancel button)."""
 
 
 class Inspector(anywidget.AnyWidget):
@@ -51,21 +57,68 @@ class Inspector(anywidget.AnyWidget):
     layer = traitlets.Int(-1).tag(sync=True)           # the GPU layer whose attention is shown in detail
     latt = traitlets.Bytes(b"").tag(sync=True)         # uint8: every layer's attention now, the layer's per head
     latt_meta = traitlets.Dict().tag(sync=True)
+    recording = traitlets.Dict().tag(sync=True)        # background=True: status, passes so far, last token
 
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
-                 selections=None, layer: int | None = None, **kwargs):
+                 selections=None, layer: int | None = None, background: bool = False, **kwargs):
         # the page's <style> for this widget is keyed by this id: a notebook that stored an older
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
-        if view is None:
-            if program is None or launch is None:
-                raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
+        opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
+                    selections=selections, layer=layer)
+        if view is not None:
+            self._install(view, **opts)
+            return
+        if program is None or launch is None:
+            raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
+        record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}))
+        if not background:
             self.progress = 0.0
-            view = trace_launch(program, launch, engine=engine, kernel=kernel, names=names,
-                                progress=self._on_progress, **({"machine": machine} if machine is not None else {}))
+            self._install(trace_launch(program, launch, progress=self._on_progress, **record), **opts)
+            return
+        # recorded in a thread while the widget shows its progress (and a cancel button)
+        self._cancel = threading.Event()
+        self.progress = 0.0
+        self.recording = {"status": "recording", "passes": 0, "token": "", "engine": engine}
+        self.program = {"mode": "recording", "engine": engine}
+        self.on_msg(self._on_msg)
+        self._thread = threading.Thread(target=self._record, args=(program, launch, record, opts), daemon=True)
+        self._thread.start()
+
+    def _record(self, program, launch, record, opts):
+        last = [0.0]
+
+        def tick(done, text=""):
+            if self._cancel.is_set():
+                raise RecordingCancelled(f"cancelled after {done} passes")
+            now = time.monotonic()
+            if now - last[0] > 0.1:                  # at most ten updates a second
+                last[0] = now
+                self.recording = {**self.recording, "passes": done, "token": text}
+
+        hook = {"on_token": lambda i, text, state: tick(i + 1, text)} if record["engine"] in ("compact", "model") \
+            else {"progress": lambda done, total: tick(done)}
+        try:
+            view = trace_launch(program, launch, **record, **hook)
+        except RecordingCancelled as e:
+            self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
+            return
+        except Exception as e:                      # shown in the widget, kept for Python
+            self.error = e
+            self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            return
+        self._install(view, **opts)
+        self.recording = {**self.recording, "status": "done", "passes": len(view)}
+
+    def _on_msg(self, widget, content, buffers):
+        if isinstance(content, dict) and content.get("cancel"):
+            self.cancel()
+
+    def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
+                 layer=None):
         self.view = view
         self.progress = 1.0
         self.machine_mode = isinstance(view, MachineView)
@@ -83,6 +136,20 @@ class Inspector(anywidget.AnyWidget):
             self.breakpoints = sorted(set(int(b) for b in breakpoints))
             self.position = max(0, min(position, len(view) - 1))
             self._refresh()
+
+    def wait(self, timeout: float | None = None) -> "Inspector":
+        """Wait for a recording started with `background=True` (returns at once otherwise)."""
+        t = getattr(self, "_thread", None)
+        if t is not None:
+            t.join(timeout)
+        return self
+
+    def cancel(self) -> "Inspector":
+        """Stop a recording started with `background=True` at its next pass (the widget's cancel button)."""
+        ev = getattr(self, "_cancel", None)
+        if ev is not None:
+            ev.set()
+        return self
 
     # -- Python API --------------------------------------------------------------------------------
 

@@ -11,7 +11,9 @@ parameter, in order — `int32[1,2,3,4]` a buffer with these elements, `int32(4)
 4 elements, `int32=7` a scalar — each optionally named (`a:int32[...]`: the inspector's memory
 labels); `--engine interp|compact|model` (default interp), `--kernel NAME` (the cell defines
 several), `--position N`, `--name VAR` (the inspector is also stored in the notebook as `VAR`,
-default `insp`). The inspector is the cell's result.
+default `insp`), `--background` (the cell returns at once; the widget shows the recording's
+progress, with a cancel button: `Inspector(..., background=True)`). The inspector is the cell's
+result.
 
 An error is the cell's result too (`CudaCellError`): nvcc's diagnostics, or a construct the PTX
 frontend does not support, or a launch line it cannot read — with the line of the cell it is on
@@ -81,6 +83,7 @@ def parse_launch_line(line: str) -> tuple[dict, dict]:
     p.add_argument("--kernel", default=None)
     p.add_argument("--position", type=int, default=0)
     p.add_argument("--name", default="insp")
+    p.add_argument("--background", action="store_true")
     try:
         ns, extra = p.parse_known_args(shlex.split(line))
         if extra:
@@ -104,7 +107,8 @@ def parse_launch_line(line: str) -> tuple[dict, dict]:
             spec["args"].append({"scalar": m["dtype"], "value": _numbers(m["value"])[0]})
     if ns.kernel:
         spec["kernel"] = ns.kernel
-    return spec, {"engine": ns.engine, "position": ns.position, "name": ns.name, "names": names}
+    return spec, {"engine": ns.engine, "position": ns.position, "name": ns.name, "names": names,
+                  "background": ns.background}
 
 
 def _nvcc_errors(source: str, message: str) -> CudaCellError:
@@ -179,7 +183,7 @@ def run_cell(line: str, cell: str, namespace: dict | None = None):
         module = compile_cell(cell, spec.get("kernel"))
         try:
             insp = Inspector(module, spec, engine=opts["engine"], kernel=spec.get("kernel"), names=opts["names"],
-                             position=opts["position"])
+                             position=opts["position"], background=opts["background"])
         except CudaCellError:
             raise
         except Exception as e:            # a launch spec the kernel does not take, an engine error
