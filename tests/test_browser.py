@@ -247,7 +247,7 @@ def test_inspector_in_jupyterlab(lab):
             (ARTIFACTS / "browser_timings.json").write_text(json.dumps(timings, indent=1))
             browser.close()
     print("timings:", timings)
-    assert timings["key_to_redraw_ms"] < 2000
+    assert timings["step_ms_median"] < 100            # key to redraw (the page's own measure)
 
 
 def _open_and_run(page, base: str, name: str):
