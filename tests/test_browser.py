@@ -464,3 +464,48 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
         finally:
             browser.close()
+
+
+def test_exported_html_plays_from_a_file_url(tmp_path):
+    """`Inspector.export_html`: one file that plays and scrubs from a file:// URL with no server and
+    no network (every request the page makes is the file itself)."""
+    from playwright.sync_api import sync_playwright
+
+    from qwengpu.suite import get
+    from qwengpu_widgets import Inspector
+    k = get("dot")
+    path = tmp_path / "dot.html"
+    Inspector(k.ptx(), k.spec(), engine="compact", names=["a", "b", "out"]).export_html(path)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                   else route.abort())
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(path.as_uri())
+            root = page.locator(".qg-insp.qg-machine")
+            root.wait_for(state="visible", timeout=30_000)
+            assert root.get_attribute("data-pos") == "0" and root.locator(".qg-ovname").count() == 43
+            root.click(position={"x": 30, "y": 12})
+            for k_ in (1, 2, 3):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k_}'")
+            assert root.locator(".qg-latt").get_attribute("data-t") == str(68 + 3)
+            page.keyboard.press("End")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '18'")
+            assert "20 00 00 00" in root.locator('.qg-region[data-region="global:out"] .qg-hex').text_content()
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            page.keyboard.press(" ")                                   # play
+            page.wait_for_function("() => +document.querySelector('.qg-insp').dataset.pos >= 5", timeout=10_000)
+            page.keyboard.press(" ")
+            page.screenshot(path=str(ARTIFACTS / "export.png"))
+            assert all(u.startswith("file://") for u in requests), requests
+            assert not errors, errors
+        finally:
+            browser.close()

@@ -163,3 +163,19 @@ def test_background_recording_progress_and_cancel():
     assert c.recording["status"] == "cancelled" and c.program["mode"] == "recording"
     i = Inspector(k.ptx(), k.spec(), background=True).wait(60)          # the interpreter, in the background too
     assert i.recording["status"] == "done" and i.program.get("mode") != "recording" and len(i.view) == 16
+
+
+def test_export_html_carries_every_position(dot_model, tmp_path):
+    import json
+    import re
+
+    from qwengpu_widgets import Inspector
+    from qwengpu_widgets.export import MAX_POSITIONS, export_html
+    w = Inspector(view=dot_model, position=3)
+    text = w.export_html(tmp_path / "dot.html")
+    assert (tmp_path / "dot.html").read_text() == text == export_html(w)
+    data = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', text, re.S).group(1))
+    assert len(data["frames"]) == 19 and data["values"]["position"] == 3 and MAX_POSITIONS >= 19
+    assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == 43
+    assert "export default" not in text and "window.__qgInspector = { render }" in text
+    assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text   # no CDN

@@ -190,6 +190,12 @@ class Inspector(anywidget.AnyWidget):
         self.breakpoints = sorted(bps)
         return self
 
+    def export_html(self, path=None) -> str:
+        """One self-contained HTML file of this launch that plays and scrubs without a kernel or a
+        server (no CDN): every position's payload and the widget's script (`qwengpu_widgets.export`)."""
+        from .export import export_html
+        return export_html(self, path)
+
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
