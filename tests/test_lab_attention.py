@@ -67,6 +67,13 @@ def test_gdn_weights_unroll_the_delta_rule():
     assert attention_error(trace) == 0.0 and head_count(trace, 0) == 2 and layer_kind(trace, 0) == "linear_attention"
 
 
+def machine_layers() -> int:
+    """The built-in machine's layer count (every one of them must have a view)."""
+    from qwengpu.machine.config import COMPACT
+    from qwengpu.runtime.checkpoint import load_machine
+    return load_machine(COMPACT, progress=False).report["layers"]
+
+
 @pytest.fixture(scope="module")
 def dot_model():
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
@@ -106,19 +113,20 @@ def test_a_read_draws_on_the_last_write_to_its_slot(dot_model):
 def test_every_gpu_layer_has_a_view(dot_model):
     tr = dot_model.trace
     t = tr.prompt_len - 1 + 10
+    NL = machine_layers()
     over = layers_overview(tr, t)
-    assert over.shape == (len(tr.layers), t + 1) == (43, t + 1)
+    assert over.shape == (len(tr.layers), t + 1) == (NL, t + 1)
     src = strongest_sources(tr, t)
-    assert sorted(src) == list(range(43))
-    inert = next(L for L in range(43) if L not in tr.gdn_layers)
+    assert sorted(src) == list(range(NL))
+    inert = next(L for L in range(NL) if L not in tr.gdn_layers)
     a = layer_attention(tr, t, inert)                         # no heads compiled in: uniform softmax
     assert np.allclose(a, 1 / (t + 1)) and a.shape[0] == head_count(tr, inert)
     m, r0, c0 = attention_window(tr, t, tr.gdn_layers[0], rows=5, cols=9)
     assert m.shape == (8, 5, 9) and (r0, c0) == (t - 4, t - 8)
     assert np.allclose(m[:, -1], layer_attention(tr, t, tr.gdn_layers[0])[:, c0:])
     meta, data = layer_attention_payload(dot_model, 10, inert)
-    assert meta["layer"] == inert and "uniform" in meta["note"] and meta["nlayers"] == 43
-    assert len(data) == 43 * meta["n"] + meta["heads"] * meta["n"] + meta["heads"] * meta["rows"] * meta["cols"]
+    assert meta["layer"] == inert and "uniform" in meta["note"] and meta["nlayers"] == NL
+    assert len(data) == NL * meta["n"] + meta["heads"] * meta["n"] + meta["heads"] * meta["rows"] * meta["cols"]
 
 
 def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
@@ -129,7 +137,7 @@ def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
     L = w.layer
     assert L == tr_layer(dot_model, "reg.emit") and w.latt_meta["layer"] == L
     seen = set()
-    for layer in range(43):
+    for layer in range(machine_layers()):
         w.show_layer(layer)
         assert w.latt_meta["layer"] == layer and w.layer_attention.shape[1] == w.latt_meta["t"] + 1
         seen.add(w.latt_meta["kind"])
@@ -158,7 +166,7 @@ def test_background_recording_progress_and_cancel():
     w.wait(300)
     assert w.recording["status"] == "done" and w.recording["passes"] == 19
     assert w.program["mode"] == "machine" and w.position == 18
-    assert w.snapshot.region("out").data == (32).to_bytes(4, "little") and w.latt_meta["nlayers"] == 43
+    assert w.snapshot.region("out").data == (32).to_bytes(4, "little") and w.latt_meta["nlayers"] == machine_layers()
     c = Inspector(k.ptx(), k.spec(), engine="compact", background=True).cancel().wait(300)
     assert c.recording["status"] == "cancelled" and c.program["mode"] == "recording"
     i = Inspector(k.ptx(), k.spec(), background=True).wait(60)          # the interpreter, in the background too
@@ -176,6 +184,6 @@ def test_export_html_carries_every_position(dot_model, tmp_path):
     assert (tmp_path / "dot.html").read_text() == text == export_html(w)
     data = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', text, re.S).group(1))
     assert len(data["frames"]) == 19 and data["values"]["position"] == 3 and MAX_POSITIONS >= 19
-    assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == 43
+    assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == machine_layers()
     assert "export default" not in text and "window.__qgInspector = { render }" in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text   # no CDN
