@@ -15,12 +15,16 @@ BINARY = ["add.u32", "sub.u32", "mul.lo.u32", "and.b32", "or.b32", "xor.b32", "m
 SHIFTS = ["shl.b32", "shr.u32", "shr.s32"]
 COMPARES = ["eq", "ne", "lt", "le", "gt", "ge"]
 
-reg = st.integers(1, DATA).map(lambda i: f"%r{i}")
+def registers(data: int = DATA):
+    return st.integers(1, data).map(lambda i: f"%r{i}")
+
+
+reg = registers()
 imm32 = st.one_of(st.integers(0, 9), st.integers(0, 2**32 - 1)).map(str)
 
 
 @st.composite
-def operation(draw) -> list[str]:
+def operation(draw, reg=reg) -> list[str]:
     kind = draw(st.sampled_from(["binary", "binary", "binary", "shift", "select", "mad"]))
     d, a = draw(reg), draw(reg)
     if kind == "binary":
@@ -42,47 +46,55 @@ class _Labels:
         return self.n
 
 
-def _block(draw, labels: _Labels, depth: int, size: int) -> list[str]:
+def _block(draw, labels: _Labels, depth: int, size: int, data: int = DATA) -> list[str]:
+    reg = registers(data)
     out = []
     for _ in range(draw(st.integers(1, size))):
         kind = draw(st.sampled_from(["op", "op", "op", "if", "loop"] if depth < 2 else ["op"]))
         if kind == "op":
-            out += draw(operation())
+            out += draw(operation(reg))
         elif kind == "if":
             n = labels.new()
             cmp, t = draw(st.sampled_from(COMPARES)), draw(st.sampled_from(["u32", "s32"]))
             out += [f"setp.{cmp}.{t} %p1, {draw(reg)}, {draw(st.one_of(reg, imm32))};", f"@%p1 bra ELSE{n};"]
-            out += _block(draw, labels, depth + 1, 3)
+            out += _block(draw, labels, depth + 1, 3, data)
             if draw(st.booleans()):
-                out += [f"bra.uni END{n};", f"ELSE{n}:"] + _block(draw, labels, depth + 1, 3) + [f"END{n}:"]
+                out += [f"bra.uni END{n};", f"ELSE{n}:"] + _block(draw, labels, depth + 1, 3, data) + [f"END{n}:"]
             else:
                 out += [f"ELSE{n}:"]
         else:                                      # 0-3 iterations, the counter out of the data registers' way
-            n, c = labels.new(), f"%r{10 + depth}"
+            n, c = labels.new(), f"%r{data + 2 + depth}"
             out += [f"and.b32 {c}, {draw(reg)}, 3;", f"LOOP{n}:", f"setp.eq.u32 %p2, {c}, 0;", f"@%p2 bra DONE{n};"]
-            out += _block(draw, labels, depth + 1, 3)
+            out += _block(draw, labels, depth + 1, 3, data)
             out += [f"sub.u32 {c}, {c}, 1;", f"bra.uni LOOP{n};", f"DONE{n}:"]
     return out
 
 
 @st.composite
-def programs(draw, size: int = 6, branches: bool = True):
-    """(ptx, body lines): a kernel `k(in, out)` running a random body on every lane."""
+def programs(draw, size: int = 6, branches: bool = True, data: int = DATA):
+    """(ptx, body lines): a kernel `k(in, out)` running a random body on every lane over `data`
+    registers (all live from the first load to the last store)."""
     labels = _Labels()
-    body = _block(draw, labels, 0 if branches else 2, size)
-    lines = [".reg .pred %p<4>;", ".reg .b32 %r<16>;", ".reg .b64 %rd<8>;", "mov.u32 %r0, %tid.x;",
-             "cvt.u64.u32 %rd0, %r0;", "ld.param.u64 %rd1, [in];", f"mad.lo.u64 %rd1, %rd0, {4 * DATA}, %rd1;",
-             "ld.param.u64 %rd2, [out];", f"mad.lo.u64 %rd2, %rd0, {4 * DATA}, %rd2;"]
-    lines += [f"ld.global.u32 %r{i + 1}, [%rd1+{4 * i}];" for i in range(DATA)]
+    body = _block(draw, labels, 0 if branches else 2, size, data)
+    lines = [".reg .pred %p<4>;", f".reg .b32 %r<{data + 8}>;", ".reg .b64 %rd<8>;", "mov.u32 %r0, %tid.x;",
+             "cvt.u64.u32 %rd0, %r0;", "ld.param.u64 %rd1, [in];", f"mad.lo.u64 %rd1, %rd0, {4 * data}, %rd1;",
+             "ld.param.u64 %rd2, [out];", f"mad.lo.u64 %rd2, %rd0, {4 * data}, %rd2;"]
+    lines += [f"ld.global.u32 %r{i + 1}, [%rd1+{4 * i}];" for i in range(data)]
     lines += body
-    lines += [f"st.global.u32 [%rd2+{4 * i}], %r{i + 1};" for i in range(DATA)] + ["ret;"]
+    lines += [f"st.global.u32 [%rd2+{4 * i}], %r{i + 1};" for i in range(data)] + ["ret;"]
     ptx = f"{HEADER}.visible .entry k(.param .u64 in, .param .u64 out)\n{{\n" + "\n".join(lines) + "\n}\n"
     return ptx, body
 
 
-def launch(inputs: list[int], lanes: int = 4) -> dict:
+def launch(inputs: list[int], lanes: int = 4, data: int = DATA) -> dict:
     return {"grid": 1, "block": lanes, "args": [{"buffer": "uint32", "data": inputs},
-                                                {"buffer": "uint32", "size": lanes * DATA}]}
+                                                {"buffer": "uint32", "size": lanes * data}]}
 
 
-inputs = st.lists(st.one_of(st.integers(0, 9), st.integers(0, 2**32 - 1)), min_size=4 * DATA, max_size=4 * DATA)
+def inputs_for(data: int = DATA, lanes: int = 4):
+    """Input words for `lanes` lanes of a program over `data` registers."""
+    return st.lists(st.one_of(st.integers(0, 9), st.integers(0, 2**32 - 1)), min_size=lanes * data,
+                    max_size=lanes * data)
+
+
+inputs = inputs_for()

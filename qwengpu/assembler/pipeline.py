@@ -9,7 +9,7 @@ from qwengpu.ptx.ir import Module
 from .launch_layout import machine_layout
 from .lower import AssemblerError, lower
 from .optimize import optimize
-from .schedule import schedule
+from .spill import schedule_with_spills
 
 
 def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
@@ -24,7 +24,7 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
                 "ctaid.x": (0, gx - 1), "ctaid.y": (0, gy - 1), "ctaid.z": (0, gz - 1),
                 "laneid": (0, 3), "warpid": (0, nwarps - 1)}
     prog = optimize(lower(module, spec, fn, lay), specials)
-    return schedule(prog, config)
+    return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
 
 
 __all__ = ["assemble", "AssemblerError", "Image"]

@@ -472,6 +472,15 @@ def _carries(bundles: list[Bundle], cfg: MachineConfig):
                                  f"writes back {cfg.carry_slots} per pass")
 
 
+class RegisterPressure(AssemblerError):
+    """Register allocation needs more physical registers than the machine has (`bundles`: the
+    packed program, with its live sets, for the spiller to choose from)."""
+
+    def __init__(self, needed: int, registers: int, bundles: list):
+        super().__init__(f"the program needs {needed} registers per thread; the machine has {registers}")
+        self.needed, self.registers, self.bundles = needed, registers, bundles
+
+
 def _allocate(bundles: list[Bundle], cfg: MachineConfig) -> tuple[dict, int]:
     """Physical registers for virtual registers live across a bundle boundary (greedy colouring)."""
     regs = set()
@@ -493,5 +502,5 @@ def _allocate(bundles: list[Bundle], cfg: MachineConfig) -> tuple[dict, int]:
         reg_of[v] = r
     n = max(reg_of.values(), default=-1) + 1
     if n > cfg.registers:
-        raise AssemblerError(f"the program needs {n} registers per thread; the machine has {cfg.registers}")
+        raise RegisterPressure(n, cfg.registers, bundles)
     return reg_of, n

@@ -68,6 +68,7 @@ class Image:
     layout: object
     kernel: str
     entry: int = 0
+    spill_slots: int = 0       # registers kept in memory (words per thread; `assembler.spill`)
 
     def disassemble(self) -> str:
         lines = []

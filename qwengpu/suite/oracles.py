@@ -1252,3 +1252,17 @@ def fast_log_rsqrt(x, y):
 @oracle("fast_sin", tags={"float", "grid", "approx"}, about="__sinf over 8 floats up to 300 (sin.approx.f32)")
 def fast_sin(x, y):
     return [x, np.array([sin_approx(v) for v in x.astype(np.float32)], dtype=np.float32)]
+
+
+# ============================================================================= register spilling, recursion
+@oracle("live48", tags={"float", "spill"},
+        about="48 floats per thread live at once (a mirrored fminf/fmaxf stage): more values than registers")
+def live48(x, y):
+    y = y.copy()
+    n = 48
+    for t in range(len(x) // n):
+        v = x[t * n:(t + 1) * n]
+        for k in range(n // 2):
+            y[t * n + k] = _fmax(v[k], v[n - 1 - k])
+            y[t * n + n - 1 - k] = _fmin(v[k], v[n - 1 - k])
+    return [x, y]
