@@ -35,7 +35,7 @@ from qwengpu.launch import LaunchSpec
 
 from .config import LANES
 from .format import WARP_BITS
-from .image import Image, Source
+from .image import Image, Source, stack_overflow_message
 from .layout import MEMORY_BYTES
 from .uops import M32, alu_eval
 
@@ -440,7 +440,13 @@ class Simulator:
         for l in (lanes if op.op != "ATOM" else lanes[:1]):
             lo = val("addr_lo", l)
             hi = val("addr_hi", l) if "addr_hi" in so.srcs else 0
-            addrs[l] = self._maddr(space, lo, hi, warp, l, size, kind, ex.get("align", size))
+            try:
+                addrs[l] = self._maddr(space, lo, hi, warp, l, size, kind, ex.get("align", size))
+            except MemoryFault:
+                msg = stack_overflow_message(ex, (hi << 32) | lo)
+                if msg is None:
+                    raise
+                raise _fault(kind, msg, l, (hi << 32) | lo) from None
         mask = sum(1 << l for l in lanes)
         if op.op == "LD":
             for l in lanes:

@@ -18,6 +18,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec
 
 from qwengpu.assembler import assemble
 from qwengpu.machine.config import COMPACT, MachineConfig
+from qwengpu.machine.image import stack_overflow_message
 from qwengpu.machine.simulator import FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers
 from qwengpu.machine.tokens import token_text
 
@@ -497,7 +498,9 @@ def _model_fault(img, generated, last, pending) -> MemoryFault:
     op = next(so.op for so in b.slots if so is not None and so.op.kind == "mem")
     space, size = op.extra["space"], op.extra["width"]
     addr = pending[lane]
-    if kind == "misaligned":
+    if stack_overflow_message(op.extra, addr) is not None:
+        msg = stack_overflow_message(op.extra, addr)
+    elif kind == "misaligned":
         msg = f"misaligned {space} access of {size} bytes at 0x{addr:x}"
     else:
         msg = f"out-of-bounds {space} {kind} of {size} bytes at 0x{addr:x}"

@@ -1,13 +1,13 @@
 """PTX kernel IR -> micro-ops on 32-bit virtual registers, one basic block at a time.
 
 The lowering knows the launch: kernel parameters become constants (buffer addresses, scalar
-values), device functions are inlined, `.local` accesses get a per-thread base. 64-bit PTX registers
+values), device functions are inlined (recursive ones run out of line on a call stack: `calls`), `.local` accesses get a per-thread base. 64-bit PTX registers
 are (lo, hi) pairs of virtual registers; predicates are 0/1 words. Each micro-op remembers the PTX
 instruction it came from (`ptx_pc`), which the lab and the traces use.
 
 The lowering is one class, `Lowerer`, put together from a core (`core.LowererCore`: blocks,
 registers, operands, the walk and the dispatch) and one mixin per kind of instruction, each in its
-own module: `integer`, `compare`, `moves`, `memory_ops`, `floats`, `control`, `warp`. Adding an
+own module: `calls`, `integer`, `compare`, `moves`, `memory_ops`, `floats`, `control`, `warp`. Adding an
 instruction is adding an `op_<name>` (or `float_<name>`) method to the mixin of its kind.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from qwengpu.launch import LaunchSpec
 from qwengpu.ptx.ir import Function, Module
 
+from .calls import CallOps
 from .compare import CompareOps
 from .control import ControlOps
 from .core import AssemblerError, Block, LowererCore, MicroProgram
@@ -27,7 +28,7 @@ from .warp import WarpOps
 __all__ = ["AssemblerError", "Block", "MicroProgram", "Lowerer", "lower"]
 
 
-class Lowerer(LowererCore, IntegerOps, CompareOps, MoveOps, MemoryOps, FloatOps, ControlOps, WarpOps):
+class Lowerer(LowererCore, CallOps, IntegerOps, CompareOps, MoveOps, MemoryOps, FloatOps, ControlOps, WarpOps):
     """PTX instructions of one kernel (device functions inlined) -> micro-ops in basic blocks."""
 
 

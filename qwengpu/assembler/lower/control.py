@@ -1,4 +1,5 @@
-"""Control flow: branches, indexed branches (brx.idx), returns, calls (inlined), barriers (bar.sync,
+"""Control flow: branches, indexed branches (brx.idx), returns, calls (inlined; recursive ones in
+`calls`), barriers (bar.sync,
 bar.red through shared memory), membar."""
 from __future__ import annotations
 
@@ -135,9 +136,12 @@ class ControlOps:
         rets = ops[0].items if fi > 0 and isinstance(ops[0], ArgList) else ()
         args = ops[fi + 1].items if fi + 1 < len(ops) and isinstance(ops[fi + 1], ArgList) else ()
         callee = self.module.functions[ops[fi].name]
+        if callee.name in self.recursive:
+            self.call_out_of_line(ctx, ins, callee, rets, args)
+            return
         depth = ctx.get("depth", 0)
         if depth > 16:
-            raise AssemblerError("call depth exceeds 16 (recursion is not supported by the machine)", ins)
+            raise AssemblerError("inlined calls nest deeper than 16", ins)
         params = {}
         for a_sym, p in zip(args, callee.params):
             pv = ctx["params"].get(a_sym.name)

@@ -219,12 +219,15 @@ class LowererCore:
         self.start(entry)
         ctx["entry_block"] = self.cur
         self.bar_red = None
+        self.calls_prologue(ctx)
         if any(ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) == "red"
                for f in self.module.functions.values() for ins in f.body):
             self.bar_red_prologue(ctx)
         self.lower_function(ctx)
         if self.cur is not None:
             self.end(("exit",))
+        self.lower_out_of_line()
+        self.insert_call_frames()
         return MicroProgram(self.blocks, entry, self.nv, self.kernel.name, self.layout, self.specials)
 
     def kernel_params(self) -> dict:

@@ -88,7 +88,8 @@ class MemoryOps:
             slots = ctx["params"].setdefault(name, ("slots", {}))[1]
             for k, o in enumerate(srcs):
                 lo, hi = self.value(ctx, o, t, ins)
-                slots[a.offset + k * size] = (lo, hi, size)
+                if not self.store_return_value(ctx, name, a.offset + k * size, lo, hi):
+                    slots[a.offset + k * size] = (lo, hi, size)
             return
         space, lo, hi = self.address(ctx, a, info.space, ins)
         for k, o in enumerate(srcs):
