@@ -363,7 +363,7 @@ def _order_blocks(prog: MicroProgram) -> list[Block]:
 def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     prog = _thread_jumps(prog)
     blocks = _order_blocks(prog)
-    packer = _Packer(cfg, _rematerializable(prog), prog.nregs + 1)
+    packer = _Packer(cfg, rematerializable(prog), prog.nregs + 1)
     live_out = _block_live_out(blocks)
     first_of: dict[str, int] = {}
     block_bundles: list[tuple[Block, list[Bundle]]] = []
@@ -397,7 +397,7 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     return Image(bundles, cfg, nregs, reg_of, prog.layout, prog.kernel, entry=first_of[prog.entry])
 
 
-def _rematerializable(prog: MicroProgram, max_ops: int = 3) -> dict:
+def rematerializable(prog: MicroProgram, max_ops: int = 3) -> dict:
     """Single-definition registers computed from immediates and specials by at most `max_ops`
     pure ALU micro-ops: {vreg: [defining ops in order]}."""
     defs, count = {}, {}
@@ -440,7 +440,7 @@ def _succs(b: Bundle) -> list[int]:
     return []
 
 
-def _port_regs(b: Bundle) -> set:
+def port_regs(b: Bundle) -> set:
     regs = {x[1] for ps in b.slot_ports for x in ps if x[0] == "reg"}
     return regs | {x[1] for x in b.term_ports if x[0] == "reg"}
 
@@ -448,7 +448,7 @@ def _port_regs(b: Bundle) -> set:
 def _carries(bundles: list[Bundle], cfg: MachineConfig):
     """Liveness over bundle boundaries; a bundle carries the registers it writes that are live out."""
     n = len(bundles)
-    uses = [_port_regs(b) for b in bundles]
+    uses = [port_regs(b) for b in bundles]
     defs = [set(b.writes) for b in bundles]
     live_in = [set() for _ in range(n)]
     live_out = [set() for _ in range(n)]
@@ -485,7 +485,7 @@ def _allocate(bundles: list[Bundle], cfg: MachineConfig) -> tuple[dict, int]:
     """Physical registers for virtual registers live across a bundle boundary (greedy colouring)."""
     regs = set()
     for b in bundles:
-        regs |= _port_regs(b) | {v for v, _ in b.carries}
+        regs |= port_regs(b) | {v for v, _ in b.carries}
     interfere: dict = {v: set() for v in regs}
     for b in bundles:
         live = (b.live_in | b.live_out) & regs

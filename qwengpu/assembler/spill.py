@@ -23,7 +23,7 @@ from qwengpu.machine.layout import LINE, REGIONS
 from qwengpu.machine.uops import Imm, MicroOp, Special, Src, VReg, alu, src
 
 from .lower import AssemblerError, Block, MicroProgram
-from .schedule import RegisterPressure, _port_regs, _rematerializable, schedule
+from .schedule import RegisterPressure, port_regs, rematerializable, schedule
 
 #: rounds of spilling before giving up (each round reschedules the whole program)
 MAX_ROUNDS = 64
@@ -41,7 +41,7 @@ class SpillPlan:
 
 def schedule_with_spills(prog: MicroProgram, cfg: MachineConfig, threads: int, block: tuple) -> Image:
     """`schedule(prog, cfg)`, spilling registers to memory until the program fits the register file."""
-    plan, remat = SpillPlan(), _rematerializable(prog)
+    plan, remat = SpillPlan(), rematerializable(prog)
     for _ in range(MAX_ROUNDS):
         cur, temps = (prog, set()) if not len(plan) else _apply(prog, plan, remat, threads, block)
         try:
@@ -93,7 +93,7 @@ def _victims(e: RegisterPressure, prog: MicroProgram, plan: SpillPlan, temps: se
     spillable = _spillable(prog) - temps - set(plan.slots) - plan.remat
     worst = max(range(len(bundles)), key=lambda i: len(bundles[i].live_in | bundles[i].live_out))
     live = [v for v in (bundles[worst].live_in | bundles[worst].live_out) if v in spillable]
-    uses = [_port_regs(b) for b in bundles]
+    uses = [port_regs(b) for b in bundles]
     n = len(bundles)
 
     def next_use(v) -> int:
