@@ -9,14 +9,15 @@ from randprog import inputs_for, launch, programs
 from qwengpu import run
 from qwengpu.api import load_program
 from qwengpu.assembler import AssemblerError, assemble
+from qwengpu.assembler.spill import spill_slots
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT
 
 LIVE = 40            # data registers of the random programs: more than the machine's 32
 
 
-def spill_slots(ptx: str, spec: dict) -> int:
-    return assemble(load_program(ptx), LaunchSpec.from_json(spec)).spill_slots
+def slots(ptx: str, spec: dict) -> int:
+    return spill_slots(assemble(load_program(ptx), LaunchSpec.from_json(spec)))
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -27,7 +28,7 @@ def test_random_programs_with_many_live_values(prog, data):
     want = run(ptx, spec).buffers[-1]
     got = run(ptx, spec, engine="sim").buffers[-1]
     assert np.array_equal(want, got), "\n".join(body)
-    assert spill_slots(ptx, spec) > 0
+    assert slots(ptx, spec) > 0
 
 
 def reversed_copy(n: int) -> str:
@@ -59,12 +60,12 @@ def test_spills_in_one_and_two_dimensional_blocks(block, n):
     want = np.array(spec["args"][0]["data"], dtype=np.uint32).reshape(-1, n)[:, ::-1].reshape(-1)
     assert np.array_equal(got, want)
     assert run(ptx, spec).buffers[1].tolist() == want.tolist()
-    assert spill_slots(ptx, spec) >= n - COMPACT.registers
+    assert slots(ptx, spec) >= n - COMPACT.registers
 
 
 def test_a_program_within_the_registers_spills_nothing():
     ptx, spec = reversed_copy(20), reversed_launch(20, (4, 1))
-    assert spill_slots(ptx, spec) == 0
+    assert slots(ptx, spec) == 0
 
 
 def test_a_spill_area_that_does_not_fit_is_refused_naming_the_limit():
@@ -78,4 +79,4 @@ def test_a_spill_area_that_does_not_fit_is_refused_naming_the_limit():
 def test_the_suite_kernel_live48_spills():
     from qwengpu import suite
     k = suite.get("live48")
-    assert assemble(load_program(k.ptx_path.read_text()), k.spec()).spill_slots >= 48 - COMPACT.registers
+    assert spill_slots(assemble(load_program(k.ptx_path.read_text()), k.spec())) >= 48 - COMPACT.registers

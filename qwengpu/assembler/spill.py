@@ -62,10 +62,15 @@ def schedule_with_spills(prog: MicroProgram, cfg: MachineConfig, threads: int, b
             continue
         if plan.slots:
             _reserve(cur.layout, len(plan.slots), threads)
-        image.spill_slots = len(plan.slots)
         return image
     raise AssemblerError(f"the program needs more than {cfg.registers} registers per thread; spilling "
                          f"{len(plan)} values in {MAX_ROUNDS} rounds did not make it fit")
+
+
+def spill_slots(image: Image) -> int:
+    """How many words per thread an assembled program keeps in memory for spilled registers."""
+    return len({so.op.extra["spill"] for b in image.bundles for so in b.slots
+                if so is not None and "spill" in so.op.extra})
 
 
 def _area(layout, nslots: int, threads: int) -> tuple[int, int]:
@@ -170,13 +175,15 @@ def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block
         t = fresh(f"reload.{v.name}")
         ops, a = address(plan.slots[v], pc)
         ops.append(MicroOp("mem", "LD", (t, None), extra={"space": "global", "width": 4, "signed": False,
-                                                          "addr": (a, src(Imm(0))), "align": 4}, ptx_pc=pc))
+                                                          "addr": (a, src(Imm(0))), "align": 4,
+                                                          "spill": plan.slots[v]}, ptx_pc=pc))
         return ops, t
 
     def store(t: VReg, v: VReg, pc: int) -> list:
         ops, a = address(plan.slots[v], pc)
         ops.append(MicroOp("mem", "ST", (), extra={"space": "global", "width": 4, "addr": (a, src(Imm(0))),
-                                                   "data": (src(t), None), "align": 4}, ptx_pc=pc))
+                                                   "data": (src(t), None), "align": 4, "spill": plan.slots[v]},
+                           ptx_pc=pc))
         return ops
 
     spilled = set(plan.slots) | plan.remat

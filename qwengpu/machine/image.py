@@ -68,7 +68,6 @@ class Image:
     layout: object
     kernel: str
     entry: int = 0
-    spill_slots: int = 0       # registers kept in memory (words per thread; `assembler.spill`)
 
     def disassemble(self) -> str:
         lines = []
@@ -79,15 +78,3 @@ class Image:
                     srcs = ", ".join(f"{k}={v}" for k, v in so.srcs.items()) + f" ports={b.ports[s]}"
                     lines.append(f"        {s}: {so.op.op} {so.op.extra.get('mode', '')} -> {so.op.dst} ({srcs})")
         return "\n".join(lines)
-
-
-def stack_overflow_message(extra: dict, address: int) -> str | None:
-    """The fault message of the load a call site makes when its frame does not fit the call stack
-    (`assembler.lower.calls`; the address's low word is the lane's call depth); None for any other
-    access."""
-    if "stack_overflow" not in extra:
-        return None
-    words, stack = extra["stack_overflow"]
-    return (f"call stack overflow: a call at depth {address & 0xFFFFFFFF} needs {words} more words; "
-            f"the machine's call stack holds {stack} words per thread")
-

@@ -35,7 +35,7 @@ from qwengpu.launch import LaunchSpec
 
 from .config import LANES
 from .format import WARP_BITS
-from .image import Image, Source, stack_overflow_message
+from .image import Image, Source
 from .layout import MEMORY_BYTES
 from .uops import M32, alu_eval
 
@@ -577,6 +577,17 @@ def read_buffers(image: Image, spec: LaunchSpec, memory) -> list:
             raw = bytes(memory[m:m + a.data.nbytes])
             buffers.append(np.frombuffer(raw, dtype=a.data.dtype).copy())
     return buffers
+
+def stack_overflow_message(extra: dict, address: int) -> str | None:
+    """The fault message of the load a call site makes when its frame does not fit the call stack
+    (`assembler.lower.calls`; the address's low word is the lane's call depth); None for any other
+    access."""
+    if "stack_overflow" not in extra:
+        return None
+    words, stack = extra["stack_overflow"]
+    return (f"call stack overflow: a call at depth {address & M32} needs {words} more words; "
+            f"the machine's call stack holds {stack} words per thread")
+
 
 def _fault(kind: str, message: str, lane: int, address: int) -> MemoryFault:
     e = MemoryFault(message, lane=lane, address=address)

@@ -18,8 +18,8 @@ from qwengpu.launch import LaunchResult, LaunchSpec
 
 from qwengpu.assembler import assemble
 from qwengpu.machine.config import COMPACT, MachineConfig
-from qwengpu.machine.image import stack_overflow_message
-from qwengpu.machine.simulator import FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers
+from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers,
+                                      stack_overflow_message)
 from qwengpu.machine.tokens import token_text
 
 from .prompt import prompt_tokens
