@@ -2,6 +2,7 @@
 call stack in memory; the simulator against the reference interpreter."""
 import numpy as np
 import pytest
+import sizes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ptxkit import HEADER
@@ -101,7 +102,7 @@ def fib(n: int) -> int:
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=sizes.scaled(6), deadline=None)
 @given(st.lists(st.integers(0, 9), min_size=4, max_size=4))
 def test_fibonacci_with_any_depths_per_lane(ns):
     k = suite.get("fib_recursive")

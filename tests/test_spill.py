@@ -2,6 +2,7 @@
 has registers run on the simulator exactly as on the reference interpreter."""
 import numpy as np
 import pytest
+import sizes
 from hypothesis import HealthCheck, given, settings
 from ptxkit import HEADER
 from randprog import inputs_for, launch, programs
@@ -20,7 +21,7 @@ def slots(ptx: str, spec: dict) -> int:
     return spill_slots(assemble(load_program(ptx), LaunchSpec.from_json(spec)))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=sizes.scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(prog=programs(size=5, data=LIVE), data=inputs_for(LIVE))
 def test_random_programs_with_many_live_values(prog, data):
     ptx, body = prog
