@@ -27,6 +27,9 @@ from .schedule import RegisterPressure, port_regs, rematerializable, schedule
 
 #: rounds of spilling before giving up (each round reschedules the whole program)
 MAX_ROUNDS = 64
+#: a spilled value loaded at most this many micro-ops earlier in the same block is used again
+#: (a soft-float routine reads an operand several times) instead of loaded again
+REUSE_WINDOW = 96
 
 
 @dataclass
@@ -40,10 +43,41 @@ class SpillPlan:
 
 
 def schedule_with_spills(prog: MicroProgram, cfg: MachineConfig, threads: int, block: tuple) -> Image:
-    """`schedule(prog, cfg)`, spilling registers to memory until the program fits the register file."""
+    """`schedule(prog, cfg)`, spilling registers to memory until the program fits the register file.
+
+    A program that spills is spilled twice: reusing a loaded value within `REUSE_WINDOW` micro-ops
+    of the same block (fewer loads, but the reused values hold registers and cost carries), and
+    loading at every use; the one with fewer bundles wins (ties: loads at every use)."""
+    try:
+        reused = _spill_rounds(_copy(prog), cfg, threads, block, REUSE_WINDOW)
+    except AssemblerError:
+        reused = None
+    if reused is not None and not len(reused[1]):
+        return reused[0]                      # it fits without spilling
+    try:
+        fresh = _spill_rounds(_copy(prog), cfg, threads, block, 0)
+    except AssemblerError:
+        if reused is None:
+            raise
+        fresh = None
+    better = fresh is None or (reused is not None and len(reused[0].bundles) < len(fresh[0].bundles))
+    image, plan = reused if better else fresh
+    if plan.slots:
+        _reserve(image.layout, len(plan.slots), threads)
+    return image
+
+
+def _copy(prog: MicroProgram) -> MicroProgram:
+    """A copy whose blocks the scheduler may change (it threads jumps and merges blocks in place)."""
+    return MicroProgram([Block(b.label, list(b.ops), b.term) for b in prog.blocks], prog.entry, prog.nregs,
+                        prog.kernel, prog.layout, prog.specials)
+
+
+def _spill_rounds(prog: MicroProgram, cfg: MachineConfig, threads: int, block: tuple, window: int) -> tuple:
+    """(image, SpillPlan) of `prog` spilled round by round until it fits."""
     plan, remat = SpillPlan(), rematerializable(prog)
     for _ in range(MAX_ROUNDS):
-        cur, temps = (prog, set()) if not len(plan) else _apply(prog, plan, remat, threads, block)
+        cur, temps = (prog, set()) if not len(plan) else _apply(prog, plan, remat, threads, block, window)
         try:
             image = schedule(cur, cfg)
         except RegisterPressure as e:
@@ -60,9 +94,7 @@ def schedule_with_spills(prog: MicroProgram, cfg: MachineConfig, threads: int, b
                 else:
                     plan.slots[v] = len(plan.slots)
             continue
-        if plan.slots:
-            _reserve(cur.layout, len(plan.slots), threads)
-        return image
+        return image, plan
     raise AssemblerError(f"the program needs more than {cfg.registers} registers per thread; spilling "
                          f"{len(plan)} values in {MAX_ROUNDS} rounds did not make it fit")
 
@@ -126,9 +158,10 @@ def _spillable(prog: MicroProgram) -> set:
     return out - guarded
 
 
-def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block: tuple):
+def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block: tuple, window: int):
     """A copy of `prog` with loads before uses and stores after definitions of the spilled
-    registers, and recomputation for the rematerialised ones; also the new temporaries."""
+    registers, and recomputation for the rematerialised ones; also the new temporaries. A value
+    loaded (or stored) at most `window` micro-ops earlier in the same block is reused."""
     nv = [prog.nregs]
     temps: set = set()
 
@@ -190,6 +223,7 @@ def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block
     for blk in prog.blocks:
         out = list(lin) if blk.label == prog.entry else []
         ops, i = blk.ops, 0
+        avail: dict = {}        # spilled register -> (the temporary holding it, op index)
         while i < len(ops):
             group = [ops[i]]
             if ops[i].sets_flag and i + 1 < len(ops) and ops[i + 1].cin == "flag":
@@ -200,7 +234,11 @@ def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block
             for op in group:
                 for v in op.reads():
                     if v in spilled and v not in env:
+                        if v in avail and i - avail[v][1] <= window:
+                            env[v] = avail[v][0]
+                            continue
                         load, env[v] = reload(v, pc)
+                        avail[v] = (env[v], i)
                         out += load
             after = []
             new_group = []
@@ -216,6 +254,7 @@ def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block
                         after += store(t, d, c.ptx_pc)
                         dst.append(t)
                         env[d] = t             # a later op of the same pair reads the new value
+                        avail[d] = (t, i)
                     else:
                         dst.append(d)
                 c.dst = tuple(dst)
@@ -223,8 +262,12 @@ def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block
             out += new_group + after
         term = blk.term
         if term[0] == "branch" and isinstance(term[1].value, VReg) and term[1].value in spilled:
-            load, t = reload(term[1].value, ops[-1].ptx_pc if ops else -1)
-            out += load
+            v = term[1].value
+            if v in avail and len(ops) - avail[v][1] <= window:
+                t = avail[v][0]
+            else:
+                load, t = reload(v, ops[-1].ptx_pc if ops else -1)
+                out += load
             term = ("branch", Src(t, term[1].inv)) + term[2:]
         blocks.append(Block(blk.label, out, term))
     return MicroProgram(blocks, prog.entry, nv[0], prog.kernel, prog.layout, prog.specials), temps
