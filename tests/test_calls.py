@@ -81,12 +81,22 @@ DONE:
     st.global.u32 [%rd5], %r6;
     ret;
 }
+.visible .entry plain(.param .u64 in, .param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [in];
+    ld.global.u32 %r1, [%rd1];
+    ld.param.u64 %rd2, [out];
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
 """
 
 
 def parity_launch(ns: list[int], block) -> dict:
-    return {"grid": 1, "block": list(block), "args": [{"buffer": "uint32", "data": ns},
-                                                       {"buffer": "uint32", "size": len(ns)}]}
+    return {"kernel": "parity", "grid": 1, "block": list(block), "args": [{"buffer": "uint32", "data": ns},
+                                                                           {"buffer": "uint32", "size": len(ns)}]}
 
 
 @pytest.mark.parametrize("block", [(4, 1), (2, 2)])
@@ -173,3 +183,13 @@ def test_non_recursive_calls_stay_inlined():
     fibk = suite.get("fib_recursive")
     img = assemble(load_program(fibk.ptx_path.read_text()), fibk.spec())
     assert any("@ool/" in b.label for b in img.bundles)
+
+
+def test_a_kernel_that_calls_no_recursive_function_gets_no_stack():
+    from qwengpu.assembler.launch_layout import machine_layout
+    mod = load_program(PARITY)
+    spec = LaunchSpec.from_json(parity_launch([1, 2, 3, 4], (4, 1)) | {"kernel": "plain"})
+    data_end = machine_layout(mod, spec, "plain").global_end
+    assert assemble(mod, spec, kernel="plain").layout.global_end == data_end
+    assert assemble(mod, spec, kernel="parity").layout.global_end > data_end
+

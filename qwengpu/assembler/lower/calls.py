@@ -37,11 +37,26 @@ STACK_SHARE = 2
 STACK_WORDS = 256
 
 
+def _callees(module: Module) -> dict:
+    return {name: {ins.operands[i].name for ins in f.body if ins.op == "call"
+                   for i in range(len(ins.operands)) if isinstance(ins.operands[i], Label)}
+            for name, f in module.functions.items()}
+
+
+def reachable_functions(module: Module, start: str) -> set[str]:
+    """Names of the functions `start` calls, directly or not (and itself)."""
+    calls, seen, todo = _callees(module), set(), [start]
+    while todo:
+        g = todo.pop()
+        if g not in seen and g in calls:
+            seen.add(g)
+            todo += calls[g]
+    return seen
+
+
 def recursive_functions(module: Module) -> set[str]:
     """Names of the functions that can reach themselves through calls."""
-    calls = {name: {ins.operands[i].name for ins in f.body if ins.op == "call"
-                    for i in range(len(ins.operands)) if isinstance(ins.operands[i], Label)}
-             for name, f in module.functions.items()}
+    calls = _callees(module)
     out = set()
     for start in calls:
         seen, todo = set(), list(calls[start])
@@ -88,7 +103,7 @@ class CallOps:
         self.ool_ids: set = set()         # ids of the registers out-of-line code may write
         self.pending_ool: list[OutOfLine] = []
         self.return_blocks: set = set()
-        self.recursive = recursive_functions(self.module)
+        self.recursive = recursive_functions(self.module) & reachable_functions(self.module, self.kernel.name)
         if not self.recursive:
             return
         lay, threads = self.layout, self.spec.threads_per_block
