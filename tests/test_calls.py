@@ -13,7 +13,8 @@ from qwengpu.assembler import AssemblerError, assemble
 from qwengpu.interp.memory import MemoryFault
 from qwengpu.launch import LaunchSpec
 
-# is_even / is_odd call each other: mutual recursion, one call site each plus the kernel's
+# is_even / is_odd call each other: mutual recursion, one call site each plus the kernel's two
+# (the first call's result must survive the second)
 PARITY = HEADER + """
 .func (.param .b32 r) is_odd(.param .b32 n);
 .func (.param .b32 r) is_even(.param .b32 n)
@@ -75,7 +76,16 @@ DONE:
     call.uni (b), is_even, (a);
     ld.param.b32 %r5, [b];
     }
-    add.u32 %r6, %r5, %r4;
+    add.u32 %r7, %r4, 1;
+    {
+    .param .b32 a;
+    st.param.b32 [a], %r7;
+    .param .b32 b;
+    call.uni (b), is_even, (a);
+    ld.param.b32 %r6, [b];
+    }
+    mad.lo.u32 %r6, %r5, 1000, %r6;
+    add.u32 %r6, %r6, %r4;
     ld.param.u64 %rd4, [out];
     add.u64 %rd5, %rd4, %rd1;
     st.global.u32 [%rd5], %r6;
@@ -103,7 +113,7 @@ def parity_launch(ns: list[int], block) -> dict:
 def test_mutual_recursion(block):
     ns = [0, 7, 12, 3]
     spec = parity_launch(ns, block)
-    want = [n + (n % 2 == 0) for n in ns]
+    want = [1000 * (n % 2 == 0) + (n % 2 == 1) + n for n in ns]
     assert run(PARITY, spec).buffers[1].tolist() == want
     assert run(PARITY, spec, engine="sim").buffers[1].tolist() == want
 

@@ -273,6 +273,12 @@ class CallOps:
         if not self.call_sites:
             return
         by_label = {b.label: b for b in self.blocks}
+        # a second definition of each return register, at the entry (where it is dead), keeps the
+        # optimizer from reading it in place of the caller's copy: `a = f(x); b = f(y)` would
+        # read f(y) for a (global copy propagation takes only single-definition sources)
+        entry = by_label["entry"]
+        entry.ops = [alu("MOV", r, 0, ptx_pc=0) for o in self.ool.values() for part in o.rets for r in part[:2]
+                     if r is not None] + entry.ops
         # a value saved at a call site is read there: it may be live across an earlier call
         saves: dict = {s.push: set() for s in self.call_sites}
         while True:
