@@ -9,6 +9,7 @@ from qwengpu.ptx.ir import Module
 from .launch_layout import machine_layout
 from .lower import AssemblerError, lower
 from .optimize import optimize
+from .schedule import RomOverflow
 from .spill import schedule_with_spills
 
 
@@ -24,7 +25,16 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
                 "ctaid.x": (0, gx - 1), "ctaid.y": (0, gy - 1), "ctaid.z": (0, gz - 1),
                 "laneid": (0, 3), "warpid": (0, nwarps - 1)}
     prog = optimize(lower(module, spec, fn, lay), specials)
-    return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
+    try:
+        return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
+    except RomOverflow as inlined:
+        # too large with every float routine inlined: call shared copies instead (`lower/shared.py`)
+        lay = machine_layout(module, spec, fn.name)
+        prog = optimize(lower(module, spec, fn, lay, share_routines=True), specials)
+        try:
+            return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
+        except RomOverflow as shared:
+            raise RomOverflow(f"{inlined} (with shared float routines: {shared})") from None
 
 
 __all__ = ["assemble", "AssemblerError", "Image"]

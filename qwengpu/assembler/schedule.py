@@ -387,7 +387,7 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
         else:
             last.term = ("exit",)
     if len(bundles) > cfg.rom_bundles:
-        raise AssemblerError(f"the program needs {len(bundles)} bundles; the machine's ROM holds {cfg.rom_bundles}")
+        raise RomOverflow(f"the program needs {len(bundles)} bundles; the machine's ROM holds {cfg.rom_bundles}")
     _carries(bundles, cfg)
     reg_of, nregs = _allocate(bundles, cfg)
     for b in bundles:
@@ -470,6 +470,10 @@ def _carries(bundles: list[Bundle], cfg: MachineConfig):
         if len(b.carries) > cfg.carry_slots:
             raise AssemblerError(f"bundle {i} ({b.label}) carries {len(b.carries)} registers; the machine "
                                  f"writes back {cfg.carry_slots} per pass")
+
+
+class RomOverflow(AssemblerError):
+    """The program needs more bundles than the machine's ROM holds."""
 
 
 class RegisterPressure(AssemblerError):

@@ -7,7 +7,7 @@ instruction it came from (`ptx_pc`), which the lab and the traces use.
 
 The lowering is one class, `Lowerer`, put together from a core (`core.LowererCore`: blocks,
 registers, operands, the walk and the dispatch) and one mixin per kind of instruction, each in its
-own module: `calls`, `integer`, `compare`, `moves`, `memory_ops`, `floats`, `control`, `warp`. Adding an
+own module: `calls`, `shared`, `integer`, `compare`, `moves`, `memory_ops`, `floats`, `control`, `warp`. Adding an
 instruction is adding an `op_<name>` (or `float_<name>`) method to the mixin of its kind.
 """
 from __future__ import annotations
@@ -23,14 +23,19 @@ from .floats import FloatOps
 from .integer import IntegerOps
 from .memory_ops import MemoryOps
 from .moves import MoveOps
+from .shared import SharedRoutineOps
 from .warp import WarpOps
 
 __all__ = ["AssemblerError", "Block", "MicroProgram", "Lowerer", "lower"]
 
 
-class Lowerer(LowererCore, CallOps, IntegerOps, CompareOps, MoveOps, MemoryOps, FloatOps, ControlOps, WarpOps):
+class Lowerer(LowererCore, CallOps, SharedRoutineOps, IntegerOps, CompareOps, MoveOps, MemoryOps, FloatOps, ControlOps, WarpOps):
     """PTX instructions of one kernel (device functions inlined) -> micro-ops in basic blocks."""
 
 
-def lower(module: Module, spec: LaunchSpec, kernel: Function, layout) -> MicroProgram:
-    return Lowerer(module, spec, kernel, layout).run()
+def lower(module: Module, spec: LaunchSpec, kernel: Function, layout, share_routines: bool = False) -> MicroProgram:
+    """`share_routines`: float routines emitted once and called (`shared`), for programs that do
+    not fit the ROM with them inlined."""
+    lw = Lowerer(module, spec, kernel, layout)
+    lw.share_routines = share_routines
+    return lw.run()

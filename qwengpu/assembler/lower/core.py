@@ -228,6 +228,7 @@ class LowererCore:
             self.end(("exit",))
         self.lower_out_of_line()
         self.insert_call_frames()
+        self.lower_shared_routines()
         return MicroProgram(self.blocks, entry, self.nv, self.kernel.name, self.layout, self.specials)
 
     def kernel_params(self) -> dict:

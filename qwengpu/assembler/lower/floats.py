@@ -45,7 +45,7 @@ class FloatOps:
         kw = {} if t == "f64" else {"ftz": info.ftz} if ins.op == "div" else {"ftz": info.ftz, "sat": info.sat}
         if ins.op == "div" and info.sat:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
-        self.put(ctx, ins, t, self.soft(ins, fn, self.em(ctx), a, b, info.rnd or "rn", **kw))
+        self.put(ctx, ins, t, self.routine(ctx, ins, fn, (a, b), (info.rnd or "rn",), **kw))
 
     float_sub = float_mul = float_div = float_add
 
@@ -54,9 +54,9 @@ class FloatOps:
         t = info.type
         self.f64_plain(ins, info)
         a, b, c = self.floats(ctx, ins, t, 1, 2, 3)
-        em, rnd = self.em(ctx), info.rnd or "rn"
-        r = self.soft(ins, sf.fma64, em, a, b, c, rnd) if t == "f64" else \
-            self.soft(ins, sf.fma, em, a, b, c, rnd, ftz=info.ftz, sat=info.sat)
+        rnd = info.rnd or "rn"
+        r = self.routine(ctx, ins, sf.fma64, (a, b, c), (rnd,)) if t == "f64" else \
+            self.routine(ctx, ins, sf.fma, (a, b, c), (rnd,), ftz=info.ftz, sat=info.sat)
         self.put(ctx, ins, t, r)
 
     float_mad = float_fma
@@ -73,9 +73,9 @@ class FloatOps:
             self.put(ctx, ins, t, self.soft(ins, sf_approx.rcp_f64, em, a))
             return
         if t == "f64":
-            r = self.soft(ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, em, a, rnd)
+            r = self.routine(ctx, ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, (a,), (rnd,))
         else:
-            r = self.soft(ins, sf.rcp if ins.op == "rcp" else sf.sqrt, em, a, rnd, ftz=info.ftz)
+            r = self.routine(ctx, ins, sf.rcp if ins.op == "rcp" else sf.sqrt, (a,), (rnd,), ftz=info.ftz)
         self.put(ctx, ins, t, r)
 
     float_sqrt = float_rcp
