@@ -1295,3 +1295,17 @@ def tree_sum(a, length, sums, depths):
     s = [int(a[16 * t:16 * t + int(m)].astype(np.int64).sum()) for t, m in enumerate(length)]
     d = [_range_depth(0, int(m)) for m in length]
     return [a, length, np.array(s, dtype=np.int32), np.array(d, dtype=np.int32)]
+
+
+@oracle("matmul_tile4", tags={"float", "shared", "grid", "heavy"},
+        about="NVIDIA's matrixMul with 4x4 tiles, 8x8 floats (more fmas than the ROM holds inlined: shared routine)")
+def matmul_tile4(c, a, b, wa, wb):
+    n = int(wa)
+    out = np.zeros(64, dtype=np.float32)
+    for i in range(n):
+        for j in range(int(wb)):
+            acc = np.float32(0)
+            for k in range(n):
+                acc = fma(a[i * n + k], b[k * int(wb) + j], acc)
+            out[i * int(wb) + j] = acc
+    return [out, a, b, None, None]
