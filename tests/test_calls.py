@@ -203,3 +203,11 @@ def test_a_kernel_that_calls_no_recursive_function_gets_no_stack():
     assert assemble(mod, spec, kernel="plain").layout.global_end == data_end
     assert assemble(mod, spec, kernel="parity").layout.global_end > data_end
 
+
+def test_no_room_for_a_call_stack_is_refused_naming_the_limit():
+    spec = parity_launch([1, 2, 3, 4], (4, 1))
+    spec["args"][0]["data"] = list(range(500))         # 2000 of the window's 2048 bytes
+    with pytest.raises(AssemblerError, match=r"recursive functions need a call stack of at least 2 words per "
+                                             r"thread \(32 bytes for 4 threads.*window has \d+ bytes free"):
+        assemble(load_program(PARITY), LaunchSpec.from_json(spec))
+

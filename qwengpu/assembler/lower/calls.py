@@ -111,8 +111,10 @@ class CallOps:
         window = GLOBAL_BASE + REGIONS["global"][1] * LINE
         words = min(STACK_WORDS, (window - base) // STACK_SHARE // (4 * threads))
         if words < 2:
-            raise AssemblerError(f"recursive functions need a call stack; the machine's global window has "
-                                 f"{max(0, window - base)} bytes free after the launch's data")
+            raise AssemblerError(f"recursive functions need a call stack of at least 2 words per thread "
+                                 f"({8 * threads} bytes for {threads} threads, in half of the free memory); the "
+                                 f"machine's global window has {max(0, window - base)} bytes free after the "
+                                 f"launch's data")
         for k in range(4 * words * threads):
             lay.valid[lay.machine_address("global", base + k, 0)] = 1
         lay.global_end = base + 4 * words * threads
