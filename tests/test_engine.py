@@ -5,6 +5,8 @@
   cached decode path, within fp32 summation-order noise;
 - on the machine, against the reference compact engine (`FastModel`) token by token: the same
   tokens, the same states, the same hooks' views;
+- a prompt run as blocks of tokens (`forward(..., block=B)`) is bit for bit the same run token
+  after token: logits, states, conv windows and margins;
 - a batch of sequences stepped together gives every sequence exactly its own run;
 - `run_many` gives each launch what its single run gives, on both model paths.
 """
@@ -89,6 +91,53 @@ def test_random_qwen35_models_match_the_stock_forward(seed):
         np.testing.assert_allclose(state.recurrent_array(L), rs.recurrent[L].numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.fixture(scope="module")
+def tiny():
+    return compile_machine(TINY, dense=False)
+
+
+def _same_run(engine, ids, block, head=()):
+    """`ids` as a prompt in blocks of `block` against token by token (both after the prompt `head`
+    run the same way): the same logits, states, conv windows and margins, bit for bit."""
+    runs = []
+    for b in (block, 1):
+        state = engine.new_state()
+        if head:
+            engine.forward(head, state, block=b)
+        runs.append((engine.forward(ids, state, block=b).clone(), state))
+    (got, s1), (want, s2) = runs
+    assert torch.equal(got, want)
+    assert np.array_equal(s1.recurrent, s2.recurrent) and np.array_equal(s1.conv, s2.conv)
+    assert (s1.length, s1.residual_worst, s1.noise_worst, s1.noise_at) == \
+        (s2.length, s2.residual_worst, s2.noise_worst, s2.noise_at)
+    return got
+
+
+@FAST
+@given(st.integers(0, 2 ** 31 - 1), st.integers(2, 40))
+def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block):
+    """Dense keys, decays and conv taps over earlier tokens: a prompt in blocks (the last one
+    partial) is bit for bit the run token after token, and follows the stock prefill."""
+    model = _random_qwen(seed)
+    ids = random.Random(seed).choices(range(64), k=37)
+    engine = SparseEngine(FastModel(model))
+    got = _same_run(engine, ids, block)
+    want = _stock_logits(model, ids, "prefill")[-1]
+    assert float((got - want).abs().max()) <= 2e-5 * max(1.0, float(got.abs().max()))
+
+
+@FAST
+@given(st.sampled_from(["dot", "syncwarp", "switch_sparse", "shift_clamp", "atomic_inc_dec", "grid_2d"]),
+       st.integers(2, 33), st.integers(0, 60))
+def test_a_block_prefill_is_the_token_by_token_run_on_the_machine(tiny, name, block, start):
+    """A launch's prompt and generated tokens, from a state already part-way through (the blocks'
+    positions continue the state's), in blocks: bit for bit the run token after token."""
+    engine = tiny.fast()
+    r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
+    ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
+    _same_run(engine, ids[start:], block, head=ids[:start])
+
+
 def _memory_program(seed):
     """Circuits with a GDN memory (one-hot and binary addresses), adders and products: the
     compiler's exactly sparse keys, queries and write enables."""
@@ -167,11 +216,6 @@ def test_hooks_see_what_the_reference_engine_sees():
         assert torch.allclose(h1[s], h2[s], atol=1e-5)
     for L in g1:
         assert torch.allclose(g1[L], g2[L], atol=1e-4)
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return compile_machine(TINY, dense=False)
 
 
 def test_machine_tokens_states_and_margins_match_the_reference_engine(tiny):
