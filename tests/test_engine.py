@@ -7,6 +7,8 @@
   tokens, the same states, the same hooks' views;
 - a prompt run as blocks of tokens (`forward(..., block=B)`) is bit for bit the same run token
   after token: logits, states, conv windows and margins;
+- products with tiny inputs (subnormal results), which it computes by hand to spare the CPU's
+  microcode assists, are bit for bit the float32 products;
 - a batch of sequences stepped together gives every sequence exactly its own run;
 - `run_many` gives each launch what its single run gives, on both model paths.
 """
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 import qwengpu
 from qwengpu import suite
 from qwengpu.compiler import Program, compile_program, gadgets, memory
-from qwengpu.compiler.engine import SparseEngine, top2
+from qwengpu.compiler.engine import SCALE_UP, TINY_INPUT, SparseEngine, _tiny_product, top2
 from qwengpu.compiler.fast import FastModel
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import compile_machine
@@ -303,6 +305,23 @@ def test_run_many_on_the_stock_forward_left_pads_a_batch(tmp_path):
         assert all((x == y).all() for x, y in zip(res.buffers, sim.buffers) if x is not None)
     # each sequence measures its own form noise (dot's smallest, as when it runs alone: 0.004)
     assert batch[0].extra["form_noise"] < batch[1].extra["form_noise"] < 0.1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2 ** 31 - 1), st.integers(-149, -100), st.integers(-60, 60))
+def test_tiny_products_are_the_float32_products(bits, x_exp, w_exp):
+    """`_tiny_product(w, x * 2^149)` == float32 w * x, sign of zero and ties included, for every
+    input below TINY_INPUT (subnormal or not) and weights small and large."""
+    rng = np.random.default_rng(bits)
+    x = np.float32(rng.uniform(1, 2) * 2.0 ** x_exp * rng.choice([-1, 1]))
+    x = x if abs(x) < TINY_INPUT else np.float32(np.nextafter(TINY_INPUT, 0) * np.sign(x))
+    ws = rng.uniform(1, 2, 64).astype(np.float32) * np.float32(2.0 ** w_exp) * rng.choice([-1, 1], 64)
+    ws[:4] = [1.5, -0.5, 3.0, 0.75]                  # ties on the subnormal grid for odd mantissas
+    xs = np.float64(x) * SCALE_UP
+    with np.errstate(under="ignore"):
+        want = (ws * x).astype(np.float32)
+    got = np.array([_tiny_product(w, xs) for w in ws], np.float32)
+    assert np.array_equal(got.view(np.int32), want.view(np.int32))
 
 
 def test_top2():

@@ -1,9 +1,11 @@
 """The compact engine: a compiled model's forward passes, run over the sparsity its weights have
 exactly, in numba-compiled loops.
 
-It computes the stock Qwen3.5 decode path (zero-centred RMSNorm, GDN with its causal conv, SiLU,
+It computes the stock Qwen3.5 forward (zero-centred RMSNorm, GDN with its causal conv, SiLU,
 l2-normed keys and queries, the gated delta rule, gated RMSNorm, SwiGLU, the LM head) in float32,
-one token after another, and skips only work whose result is exactly known:
+a prompt in blocks of tokens (the products over the block, the conv and the delta rule token after
+token: bit for bit the token-by-token run) and each generated token in one pass, and skips only
+work whose result is exactly known:
 
 - **Sparse weights.** Every matrix is kept by columns (CSC), and a column whose input is 0 is
   skipped: each output still sums its non-zero terms in increasing column order, the order of a
@@ -22,6 +24,9 @@ fp32 rounding differences, and the decisions have margins far above them. `tests
 checks it against the stock forward (prefill and decode) and against the reference engine
 (`qwengpu.compiler.fast`, `--engine compact-ref`) token by token, with decoded states.
 
+Products whose input is tiny (a subnormal SiLU tail) are computed by hand, bit for bit the float32
+product, without the CPU's ~150-cycle subnormal assist (`_tiny_product`).
+
 The engine keeps no Python per layer: `forward` runs a whole chunk of tokens in one compiled call,
 and measures the run's margins (the residual code margin of probed 0/1 features, the form noise of
 every MLP gate against its lattice) inside it. Hooks (`hidden_hook`, `gate_hook`, `gdn_hook`) are
@@ -37,9 +42,15 @@ import numpy as np
 
 try:
     import numba
+    from llvmlite import ir as llvm_ir
     from numba import njit
+    from numba.core import types as nb_types
+    from numba.extending import intrinsic
 except ImportError:                                   # pragma: no cover - numba is a model dependency
     numba = None
+
+    def intrinsic(f):
+        return f
 
     def njit(*a, **k):
         def wrap(f):
@@ -51,6 +62,12 @@ except ImportError:                                   # pragma: no cover - numba
 F32 = np.float32
 ONE = np.float32(1.0)
 ZERO = np.float32(0.0)
+
+#: an input below this may give products below the smallest normal float32 (2^-126), which the CPU
+#: computes in a microcode assist (~150 cycles each); `_tiny_product` gives them exactly, cheaply
+TINY_INPUT = np.float32(2.0 ** -100)
+SCALE_UP = 2.0 ** 149                  # a float32 subnormal times this is its integer mantissa
+SCALE_DOWN = 2.0 ** -149
 
 #: what a forward call captures for the hooks (bit flags)
 CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
@@ -134,6 +151,28 @@ class EngineState:
 # compiled kernels
 
 
+@intrinsic
+def _f32_from_bits(typingctx, bits):
+    """The float32 whose bit pattern is the int32 `bits`."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+    return nb_types.float32(nb_types.int32), codegen
+
+
+@njit(cache=True, inline="always")
+def _tiny_product(w, xs):
+    """fl32(w * x), the float32 product, for an input x given as xs = float64(x) * 2^149, without
+    the CPU's subnormal assist: the exact product in float64, rounded to nearest even on the
+    subnormal grid (2^-149) by hand when it is below 2^-126, else by one conversion."""
+    p = np.float64(w) * xs                       # exact: 24 + 24 significant bits
+    if abs(p) < 8388608.0:                       # 2^23 grid steps: a subnormal float32 (or 0)
+        bits = np.int32(np.rint(abs(p)))         # a tie goes to the even mantissa, as the FPU does
+        if p < 0:
+            bits = bits | np.int32(-2147483648)  # the sign bit (-0 for an underflow to 0)
+        return _f32_from_bits(bits)
+    return F32(p * SCALE_DOWN)
+
+
 @njit(cache=True, inline="always")
 def _spmv(W, m, x, y):
     """y += W_m x over the non-empty columns whose input is non-zero (each row sums its terms in
@@ -141,7 +180,9 @@ def _spmv(W, m, x, y):
     colidx, cstart, row0, slen, sval, soff, dense = W.colidx, W.cstart, W.row0, W.slen, W.sval, W.soff, W.dense
     for k in range(W.mcol[m], W.mcol[m + 1]):
         xj = x[colidx[k]]
-        if xj != 0:
+        if xj != 0 and abs(xj) < TINY_INPUT:
+            _tiny_column(W, k, xj, y)
+        elif xj != 0:
             for p in range(cstart[k], cstart[k + 1]):
                 r = row0[p]
                 n = slen[p]
@@ -153,6 +194,24 @@ def _spmv(W, m, x, y):
                 else:
                     for i in range(n):
                         y[r + i] += dense[d + i] * xj
+
+
+@njit(cache=True, inline="always")
+def _tiny_column(W, k, xj, y):
+    """y += column k times a tiny input xj (0 < |xj| < TINY_INPUT): `_spmv`'s terms, each product
+    by `_tiny_product` (bit for bit the float32 product)."""
+    xs = np.float64(xj) * SCALE_UP
+    for p in range(W.cstart[k], W.cstart[k + 1]):
+        r = W.row0[p]
+        n = W.slen[p]
+        d = W.soff[p]
+        if d < 0:
+            v = _tiny_product(W.sval[p], xs)
+            for i in range(r, r + n):
+                y[i] += v
+        else:
+            for i in range(n):
+                y[r + i] += _tiny_product(W.dense[d + i], xs)
 
 
 @njit(cache=True, inline="always")
@@ -483,17 +542,25 @@ def _block_scratch(W, nb):
 @njit(cache=True, inline="always")
 def _spmm(W, m, X, Y, n, V):
     """Y[:, :n] += W_m X[:, :n]: for each token exactly the sums of `_spmv` (the same terms in the
-    same order, a term whose input is 0 skipped), the weights read once for the block."""
+    same order, a term whose input is 0 skipped), the weights read once for the block. X's tiny
+    inputs are consumed (set to 0: every caller rewrites or clears X after the product)."""
     colidx, cstart, row0, slen, sval, soff, dense = W.colidx, W.cstart, W.row0, W.slen, W.sval, W.soff, W.dense
     for k in range(W.mcol[m], W.mcol[m + 1]):
         xk = X[colidx[k]]
         live = False
+        tiny = False
         for t in range(n):
             if xk[t] != 0:
                 live = True
-                break
+                if abs(xk[t]) < TINY_INPUT:
+                    tiny = True
         if not live:
             continue
+        if tiny:                       # tiny inputs token by token (and consumed: set to 0), the rest as a block
+            for t in range(n):
+                if xk[t] != 0 and abs(xk[t]) < TINY_INPUT:
+                    _tiny_column(W, k, xk[t], Y[:, t])
+                    xk[t] = ZERO
         for p in range(cstart[k], cstart[k + 1]):
             r = row0[p]
             ln = slen[p]
