@@ -2,7 +2,9 @@
 
 Per kernel and engine: steps, lane-instructions (the interpreter's count), generated tokens,
 tokens per lane-instruction, seconds (best of `repeat`, the whole launch: prompt and generation),
-lane-instructions/s, tokens/s (generated) and passes/s (every forward pass: prompt + generated).
+lane-instructions/s, tokens/s (generated) and passes/s (every forward pass: prompt + generated),
+and the CPU seconds of the same run (this process's, all threads): tokens per CPU-second is the
+honest figure on a machine whose cores other work shares.
 Several engines run side by side in one command (`--engine compact,compact-ref`). `batches`
 runs the selection through `run_many` in batches of B for each B (throughput against B).
 `write_json` and `plot` keep the figures.
@@ -43,21 +45,24 @@ def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print) ->
     for k in kernels:
         module, spec = load_program(k.ptx()), k.spec()
         work = run(module, spec, engine="interp").lane_instructions
-        best = res = None
+        best = cpu = res = None
         try:
             for _ in range(max(1, repeat)):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 res = run(module, spec, engine=engine, **opts)
-                dt = time.perf_counter() - t0
-                best = dt if best is None else min(best, dt)
+                dt, dc = time.perf_counter() - t0, time.process_time() - c0
+                if best is None or dt < best:
+                    best, cpu = dt, dc
         except AssemblerError as e:               # the machine refuses it (`qwengpu verify` says why)
             out(f"{k.name:<26} {engine}: not supported by the machine: {str(e).splitlines()[0][:70]}")
             continue
         tok = res.tokens
         passes = (tok + len(res.extra["prompt"])) if tok is not None else None
         rows.append({"kernel": k.name, "engine": engine, "steps": res.steps, "lane_instructions": work,
-                     "tokens": tok, "passes": passes, "seconds": best, "lane_instructions_per_s": work / best,
+                     "tokens": tok, "passes": passes, "seconds": best, "cpu_seconds": cpu,
+                     "lane_instructions_per_s": work / best,
                      "tokens_per_s": tok / best if tok else None, "passes_per_s": passes / best if passes else None,
+                     "tokens_per_cpu_s": tok / cpu if tok and cpu else None,
                      "tokens_per_lane_instruction": tok / work if tok and work else None})
     return rows
 
@@ -90,14 +95,19 @@ def bench_batches(engine: str, kernels, sizes, options: dict) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> dict:
-    """Totals of one engine's rows: tokens/s = all generated tokens over all seconds."""
+    """Totals of one engine's rows: tokens/s = all generated tokens over all seconds (wall), and
+    per CPU-second."""
     sec = sum(r["seconds"] for r in rows)
+    cpu = sum(r["cpu_seconds"] for r in rows)
     tok = sum(r["tokens"] or 0 for r in rows)
     passes = sum(r["passes"] or 0 for r in rows)
     li = sum(r["lane_instructions"] for r in rows)
     tpl = [r["tokens_per_lane_instruction"] for r in rows if r["tokens_per_lane_instruction"]]
-    return {"kernels": len(rows), "seconds": sec, "tokens": tok, "passes": passes, "lane_instructions": li,
+    return {"kernels": len(rows), "seconds": sec, "cpu_seconds": cpu, "tokens": tok, "passes": passes,
+            "lane_instructions": li,
             "tokens_per_s": tok / sec if sec and tok else None, "passes_per_s": passes / sec if sec and passes else None,
+            "tokens_per_cpu_s": tok / cpu if cpu and tok else None,
+            "passes_per_cpu_s": passes / cpu if cpu and passes else None,
             "lane_instructions_per_s": li / sec if sec else None,
             "median_tokens_per_lane_instruction": statistics.median(tpl) if tpl else None}
 
@@ -154,6 +164,9 @@ def _print_table(report: dict, out) -> None:
             line += (f", {s['tokens']} tokens = {s['tokens_per_s']:.1f} tokens/s "
                      f"({s['passes']} forward passes = {s['passes_per_s']:.1f} passes/s)")
         out(line)
+        if s["tokens_per_cpu_s"]:
+            out(f"  CPU time {e}: {s['cpu_seconds']:.3f} s = {s['tokens_per_cpu_s']:.1f} tokens per CPU-second "
+                f"({s['passes_per_cpu_s']:.1f} passes per CPU-second)")
         if s["median_tokens_per_lane_instruction"]:
             out(f"median tokens per lane-instruction ({e}): {s['median_tokens_per_lane_instruction']:.3f}")
     if len(engines) == 2 and all(report["engines"][e]["summary"]["tokens_per_s"] for e in engines):

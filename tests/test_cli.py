@@ -1,4 +1,4 @@
-"""The command-line contract: `qwengpu run/verify/demo`, JSON output, errors on stderr."""
+"""The command-line contract: `qwengpu run/verify/demo/bench`, JSON output, errors on stderr."""
 import json
 import subprocess
 import sys
@@ -74,3 +74,20 @@ def test_verify_prints_summary_line():
 def test_demo_prints_result():
     p = cli("demo")
     assert p.returncode == 0 and "result 32" in p.stdout
+
+
+def test_bench_counts_cpu_seconds():
+    """`qwengpu bench` on a model engine: beside wall seconds, the CPU seconds of the same run and
+    tokens per CPU-second, per kernel and in total (the honest figure on shared cores)."""
+    from qwengpu.bench import bench
+    from qwengpu.machine.config import TINY
+    from qwengpu.runtime.checkpoint import compile_machine
+    lines = []
+    report = bench(engine="compact", names=["dot", "syncwarp"], repeat=1, out=lines.append,
+                   machine=compile_machine(TINY, dense=False))
+    rows, total = report["engines"]["compact"]["rows"], report["engines"]["compact"]["summary"]
+    for r in rows:
+        assert 0 < r["cpu_seconds"] and r["tokens_per_cpu_s"] == r["tokens"] / r["cpu_seconds"]
+    assert total["cpu_seconds"] == sum(r["cpu_seconds"] for r in rows)
+    assert total["tokens_per_cpu_s"] == total["tokens"] / total["cpu_seconds"]
+    assert any(line.startswith("  CPU time compact:") and "tokens per CPU-second" in line for line in lines)

@@ -5,6 +5,10 @@
   cached decode path, within fp32 summation-order noise;
 - on the machine, against the reference compact engine (`FastModel`) token by token: the same
   tokens, the same states, the same hooks' views;
+- a prompt run as blocks of tokens (`forward(..., block=B)`) is bit for bit the same run token
+  after token: logits, states, conv windows and margins;
+- products with tiny inputs (subnormal results), which it computes by hand to spare the CPU's
+  microcode assists, are bit for bit the float32 products;
 - a batch of sequences stepped together gives every sequence exactly its own run;
 - `run_many` gives each launch what its single run gives, on both model paths.
 """
@@ -19,7 +23,7 @@ from hypothesis import strategies as st
 import qwengpu
 from qwengpu import suite
 from qwengpu.compiler import Program, compile_program, gadgets, memory
-from qwengpu.compiler.engine import SparseEngine, top2
+from qwengpu.compiler.engine import SCALE_UP, TINY_INPUT, SparseEngine, _tiny_product, top2
 from qwengpu.compiler.fast import FastModel
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import compile_machine
@@ -87,6 +91,53 @@ def test_random_qwen35_models_match_the_stock_forward(seed):
         ref.step(t, rs)
     for L in engine.gdn_layers:
         np.testing.assert_allclose(state.recurrent_array(L), rs.recurrent[L].numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return compile_machine(TINY, dense=False)
+
+
+def _same_run(engine, ids, block, head=()):
+    """`ids` as a prompt in blocks of `block` against token by token (both after the prompt `head`
+    run the same way): the same logits, states, conv windows and margins, bit for bit."""
+    runs = []
+    for b in (block, 1):
+        state = engine.new_state()
+        if head:
+            engine.forward(head, state, block=b)
+        runs.append((engine.forward(ids, state, block=b).clone(), state))
+    (got, s1), (want, s2) = runs
+    assert torch.equal(got, want)
+    assert np.array_equal(s1.recurrent, s2.recurrent) and np.array_equal(s1.conv, s2.conv)
+    assert (s1.length, s1.residual_worst, s1.noise_worst, s1.noise_at) == \
+        (s2.length, s2.residual_worst, s2.noise_worst, s2.noise_at)
+    return got
+
+
+@FAST
+@given(st.integers(0, 2 ** 31 - 1), st.integers(2, 40))
+def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block):
+    """Dense keys, decays and conv taps over earlier tokens: a prompt in blocks (the last one
+    partial) is bit for bit the run token after token, and follows the stock prefill."""
+    model = _random_qwen(seed)
+    ids = random.Random(seed).choices(range(64), k=37)
+    engine = SparseEngine(FastModel(model))
+    got = _same_run(engine, ids, block)
+    want = _stock_logits(model, ids, "prefill")[-1]
+    assert float((got - want).abs().max()) <= 2e-5 * max(1.0, float(got.abs().max()))
+
+
+@FAST
+@given(st.sampled_from(["dot", "syncwarp", "switch_sparse", "shift_clamp", "atomic_inc_dec", "grid_2d"]),
+       st.integers(2, 33), st.integers(0, 60))
+def test_a_block_prefill_is_the_token_by_token_run_on_the_machine(tiny, name, block, start):
+    """A launch's prompt and generated tokens, from a state already part-way through (the blocks'
+    positions continue the state's), in blocks: bit for bit the run token after token."""
+    engine = tiny.fast()
+    r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
+    ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
+    _same_run(engine, ids[start:], block, head=ids[:start])
 
 
 def _memory_program(seed):
@@ -167,11 +218,6 @@ def test_hooks_see_what_the_reference_engine_sees():
         assert torch.allclose(h1[s], h2[s], atol=1e-5)
     for L in g1:
         assert torch.allclose(g1[L], g2[L], atol=1e-4)
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return compile_machine(TINY, dense=False)
 
 
 def test_machine_tokens_states_and_margins_match_the_reference_engine(tiny):
@@ -259,6 +305,23 @@ def test_run_many_on_the_stock_forward_left_pads_a_batch(tmp_path):
         assert all((x == y).all() for x, y in zip(res.buffers, sim.buffers) if x is not None)
     # each sequence measures its own form noise (dot's smallest, as when it runs alone: 0.004)
     assert batch[0].extra["form_noise"] < batch[1].extra["form_noise"] < 0.1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2 ** 31 - 1), st.integers(-149, -100), st.integers(-60, 60))
+def test_tiny_products_are_the_float32_products(bits, x_exp, w_exp):
+    """`_tiny_product(w, x * 2^149)` == float32 w * x, sign of zero and ties included, for every
+    input below TINY_INPUT (subnormal or not) and weights small and large."""
+    rng = np.random.default_rng(bits)
+    x = np.float32(rng.uniform(1, 2) * 2.0 ** x_exp * rng.choice([-1, 1]))
+    x = x if abs(x) < TINY_INPUT else np.float32(np.nextafter(TINY_INPUT, 0) * np.sign(x))
+    ws = rng.uniform(1, 2, 64).astype(np.float32) * np.float32(2.0 ** w_exp) * rng.choice([-1, 1], 64)
+    ws[:4] = [1.5, -0.5, 3.0, 0.75]                  # ties on the subnormal grid for odd mantissas
+    xs = np.float64(x) * SCALE_UP
+    with np.errstate(under="ignore"):
+        want = (ws * x).astype(np.float32)
+    got = np.array([_tiny_product(w, xs) for w in ws], np.float32)
+    assert np.array_equal(got.view(np.int32), want.view(np.int32))
 
 
 def test_top2():

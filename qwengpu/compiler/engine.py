@@ -1,9 +1,11 @@
 """The compact engine: a compiled model's forward passes, run over the sparsity its weights have
 exactly, in numba-compiled loops.
 
-It computes the stock Qwen3.5 decode path (zero-centred RMSNorm, GDN with its causal conv, SiLU,
+It computes the stock Qwen3.5 forward (zero-centred RMSNorm, GDN with its causal conv, SiLU,
 l2-normed keys and queries, the gated delta rule, gated RMSNorm, SwiGLU, the LM head) in float32,
-one token after another, and skips only work whose result is exactly known:
+a prompt in blocks of tokens (the products over the block, the conv and the delta rule token after
+token: bit for bit the token-by-token run) and each generated token in one pass, and skips only
+work whose result is exactly known:
 
 - **Sparse weights.** Every matrix is kept by columns (CSC), and a column whose input is 0 is
   skipped: each output still sums its non-zero terms in increasing column order, the order of a
@@ -22,6 +24,9 @@ fp32 rounding differences, and the decisions have margins far above them. `tests
 checks it against the stock forward (prefill and decode) and against the reference engine
 (`qwengpu.compiler.fast`, `--engine compact-ref`) token by token, with decoded states.
 
+Products whose input is tiny (a subnormal SiLU tail) are computed by hand, bit for bit the float32
+product, without the CPU's ~150-cycle subnormal assist (`_tiny_product`).
+
 The engine keeps no Python per layer: `forward` runs a whole chunk of tokens in one compiled call,
 and measures the run's margins (the residual code margin of probed 0/1 features, the form noise of
 every MLP gate against its lattice) inside it. Hooks (`hidden_hook`, `gate_hook`, `gdn_hook`) are
@@ -37,9 +42,15 @@ import numpy as np
 
 try:
     import numba
+    from llvmlite import ir as llvm_ir
     from numba import njit
+    from numba.core import types as nb_types
+    from numba.extending import intrinsic
 except ImportError:                                   # pragma: no cover - numba is a model dependency
     numba = None
+
+    def intrinsic(f):
+        return f
 
     def njit(*a, **k):
         def wrap(f):
@@ -51,6 +62,12 @@ except ImportError:                                   # pragma: no cover - numba
 F32 = np.float32
 ONE = np.float32(1.0)
 ZERO = np.float32(0.0)
+
+#: an input below this may give products below the smallest normal float32 (2^-126), which the CPU
+#: computes in a microcode assist (~150 cycles each); `_tiny_product` gives them exactly, cheaply
+TINY_INPUT = np.float32(2.0 ** -100)
+SCALE_UP = 2.0 ** 149                  # a float32 subnormal times this is its integer mantissa
+SCALE_DOWN = 2.0 ** -149
 
 #: what a forward call captures for the hooks (bit flags)
 CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
@@ -134,6 +151,28 @@ class EngineState:
 # compiled kernels
 
 
+@intrinsic
+def _f32_from_bits(typingctx, bits):
+    """The float32 whose bit pattern is the int32 `bits`."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+    return nb_types.float32(nb_types.int32), codegen
+
+
+@njit(cache=True, inline="always")
+def _tiny_product(w, xs):
+    """fl32(w * x), the float32 product, for an input x given as xs = float64(x) * 2^149, without
+    the CPU's subnormal assist: the exact product in float64, rounded to nearest even on the
+    subnormal grid (2^-149) by hand when it is below 2^-126, else by one conversion."""
+    p = np.float64(w) * xs                       # exact: 24 + 24 significant bits
+    if abs(p) < 8388608.0:                       # 2^23 grid steps: a subnormal float32 (or 0)
+        bits = np.int32(np.rint(abs(p)))         # a tie goes to the even mantissa, as the FPU does
+        if p < 0:
+            bits = bits | np.int32(-2147483648)  # the sign bit (-0 for an underflow to 0)
+        return _f32_from_bits(bits)
+    return F32(p * SCALE_DOWN)
+
+
 @njit(cache=True, inline="always")
 def _spmv(W, m, x, y):
     """y += W_m x over the non-empty columns whose input is non-zero (each row sums its terms in
@@ -141,7 +180,9 @@ def _spmv(W, m, x, y):
     colidx, cstart, row0, slen, sval, soff, dense = W.colidx, W.cstart, W.row0, W.slen, W.sval, W.soff, W.dense
     for k in range(W.mcol[m], W.mcol[m + 1]):
         xj = x[colidx[k]]
-        if xj != 0:
+        if xj != 0 and abs(xj) < TINY_INPUT:
+            _tiny_column(W, k, xj, y)
+        elif xj != 0:
             for p in range(cstart[k], cstart[k + 1]):
                 r = row0[p]
                 n = slen[p]
@@ -153,6 +194,24 @@ def _spmv(W, m, x, y):
                 else:
                     for i in range(n):
                         y[r + i] += dense[d + i] * xj
+
+
+@njit(cache=True, inline="always")
+def _tiny_column(W, k, xj, y):
+    """y += column k times a tiny input xj (0 < |xj| < TINY_INPUT): `_spmv`'s terms, each product
+    by `_tiny_product` (bit for bit the float32 product)."""
+    xs = np.float64(xj) * SCALE_UP
+    for p in range(W.cstart[k], W.cstart[k + 1]):
+        r = W.row0[p]
+        n = W.slen[p]
+        d = W.soff[p]
+        if d < 0:
+            v = _tiny_product(W.sval[p], xs)
+            for i in range(r, r + n):
+                y[i] += v
+        else:
+            for i in range(n):
+                y[r + i] += _tiny_product(W.dense[d + i], xs)
 
 
 @njit(cache=True, inline="always")
@@ -238,18 +297,32 @@ def _scratch(W):
 @njit(cache=True, inline="always")
 def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     """The GDN mixer of layer L (GDN layer g) on one token: h += out(delta rule(norm(h)))."""
+    x, y, o = sc[0], sc[1], sc[10]
+    m = W.mix_mat[L]
+    _norm_into(W, m, h, W.in_norm[L], W.eps[0], x)
+    _spmv(W, m, x, y)
+    _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t)
+    for p in range(W.mrow[m], W.mrow[m + 1]):
+        y[W.rowlist[p]] = ZERO
+    mo = W.out_mat[L]
+    _spmv(W, mo, o, y)
+    _add_rows(W, mo, h, y)
+
+
+@njit(cache=True, inline="always")
+def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
+    """GDN layer g on one token from its projections y (q, k, v, z, b, a): the conv, the gated
+    delta rule on the state, the gated RMSNorm; the read-out into o. Leaves its scratch at zero
+    (y is the caller's)."""
     hk, hv, dk, dv, kernel = W.dims[3], W.dims[4], W.dims[5], W.dims[6], W.dims[9]
-    x, y, mixed, qu, qn, kn, nq, nk, nzq, nzk, o, beta, decay, kv, delta = sc[:15]
+    mixed, qu, qn, kn, nq, nk, nzq, nzk = sc[2:10]
+    beta, decay, kv, delta = sc[11:15]
     eps = W.eps[0]
     kd = hk * dk
     vd = hv * dv
     C = 2 * kd + vd
-    R = C + vd + 2 * hv
     group = hv // hk
     sqrt_dk = F32(math.sqrt(dk))
-    m = W.mix_mat[L]
-    _norm_into(W, m, h, W.in_norm[L], eps, x)
-    _spmv(W, m, x, y)
     # the causal conv (a ring of the last kernel - 1 inputs) and SiLU, on live channels
     cw = W.conv[g]
     for p in range(W.lchan[g], W.lchan[g + 1]):
@@ -346,8 +419,7 @@ def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
         cg[3, :hv] = beta
         cg[4, :hv] = decay
         cg[5, :vd] = y[C:C + vd]
-    # back to zeros for the next layer: the projection, the live channels, the normed q and k
-    y[:R] = ZERO
+    # back to zeros for the next layer: the live channels, the normed q and k
     for p in range(W.lchan[g], W.lchan[g + 1]):
         mixed[W.chan[p]] = ZERO
     for a in range(hk):
@@ -356,9 +428,6 @@ def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             qn[a * dk + nzq[a, n]] = ZERO
         for n in range(nk[a]):
             kn[a * dk + nzk[a, n]] = ZERO
-    mo = W.out_mat[L]
-    _spmv(W, mo, o, y)
-    _add_rows(W, mo, h, y)
 
 
 @njit(cache=True, inline="always")
@@ -452,6 +521,152 @@ def _step_batch(W, tokens, h, recurrent, conv_state, lengths, margins, logits):
         if tokens[b] >= 0:
             _logits(W, h[b], sc[0], logits[b])
             lengths[b] += 1
+
+
+#: tokens a block prefill runs through each layer together (its buffers stay in the caches)
+BLOCK = 16
+
+
+@njit(cache=True)
+def _block_scratch(W, nb):
+    """The work buffers of a block of nb tokens, one column per token (zero, as `_scratch`)."""
+    width, inter, hk, hv, dk, dv = W.dims[0], W.dims[1], W.dims[3], W.dims[4], W.dims[5], W.dims[6]
+    R = 2 * hk * dk + 2 * hv * dv + 2 * hv
+    return (np.zeros((max(width, inter, hv * dv), nb), np.float32),  # X: a product's inputs
+            np.zeros((max(R, 2 * inter, width), nb), np.float32),    # Y: its outputs
+            np.zeros((hv * dv, nb), np.float32),                     # O: the delta rule's read-outs
+            np.zeros((inter, nb), np.float32),                       # A: the MLP's activations
+            np.zeros(nb, np.float32))                                # V: a run's products
+
+
+@njit(cache=True, inline="always")
+def _spmm(W, m, X, Y, n, V):
+    """Y[:, :n] += W_m X[:, :n]: for each token exactly the sums of `_spmv` (the same terms in the
+    same order, a term whose input is 0 skipped), the weights read once for the block. X's tiny
+    inputs are consumed (set to 0: every caller rewrites or clears X after the product)."""
+    colidx, cstart, row0, slen, sval, soff, dense = W.colidx, W.cstart, W.row0, W.slen, W.sval, W.soff, W.dense
+    for k in range(W.mcol[m], W.mcol[m + 1]):
+        xk = X[colidx[k]]
+        live = False
+        tiny = False
+        for t in range(n):
+            if xk[t] != 0:
+                live = True
+                if abs(xk[t]) < TINY_INPUT:
+                    tiny = True
+        if not live:
+            continue
+        if tiny:                       # tiny inputs token by token (and consumed: set to 0), the rest as a block
+            for t in range(n):
+                if xk[t] != 0 and abs(xk[t]) < TINY_INPUT:
+                    _tiny_column(W, k, xk[t], Y[:, t])
+                    xk[t] = ZERO
+        for p in range(cstart[k], cstart[k + 1]):
+            r = row0[p]
+            ln = slen[p]
+            d = soff[p]
+            if d < 0:
+                s = sval[p]
+                for t in range(n):
+                    V[t] = s * xk[t]
+                for i in range(r, r + ln):
+                    yi = Y[i]
+                    for t in range(n):
+                        yi[t] = yi[t] + V[t] if xk[t] != 0 else yi[t]
+            else:
+                for i in range(ln):
+                    w = dense[d + i]
+                    yi = Y[r + i]
+                    for t in range(n):
+                        xt = xk[t]
+                        yi[t] = yi[t] + w * xt if xt != 0 else yi[t]
+
+
+@njit(cache=True, inline="always")
+def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, no4):
+    """The GDN mixer of layer L on a block of n tokens: the projections as block products, the
+    conv and the delta rule token after token."""
+    X, Y, O, V = bs[0], bs[1], bs[2], bs[4]
+    m = W.mix_mat[L]
+    for t in range(n):
+        _norm_into(W, m, H[t], W.in_norm[L], W.eps[0], X[:, t])
+    _spmm(W, m, X, Y, n, V)
+    for t in range(n):
+        _delta_rule(W, g, Y[:, t], O[:, t], pos0 + t, S_all, ring, sc, 0, no4, 0)
+    for p in range(W.mrow[m], W.mrow[m + 1]):
+        Y[W.rowlist[p], :n] = ZERO
+    mo = W.out_mat[L]
+    _spmm(W, mo, O, Y, n, V)
+    for t in range(n):
+        _add_rows(W, mo, H[t], Y[:, t])
+
+
+@njit(cache=True, inline="always")
+def _mlp_block(W, L, H, n, bs, block_margins):
+    """The SwiGLU MLP of layer L on a block of n tokens (each token's form noise into its own row
+    of block_margins)."""
+    inter = W.dims[1]
+    X, Y, A, V = bs[0], bs[1], bs[3], bs[4]
+    m = W.gu_mat[L]
+    for t in range(n):
+        _norm_into(W, m, H[t], W.post_norm[L], W.eps[0], X[:, t])
+    _spmm(W, m, X, Y, n, V)
+    for t in range(n):
+        y = Y[:, t]
+        _noise(W, L, y, block_margins[t])
+        for p in range(W.lstart[L], W.lstart[L + 1]):
+            i = W.live_idx[p]
+            A[i, t] = _silu(y[i]) * y[inter + i]
+    for p in range(W.mrow[m], W.mrow[m + 1]):
+        Y[W.rowlist[p], :n] = ZERO
+    md = W.down_mat[L]
+    _spmm(W, md, A, Y, n, V)
+    for t in range(n):
+        _add_rows(W, md, H[t], Y[:, t])
+    for p in range(W.lstart[L], W.lstart[L + 1]):
+        A[W.live_idx[p], :n] = ZERO
+
+
+@njit(cache=True)
+def _prefill(W, tokens, h, recurrent, conv_state, length0, margins, logits, block):
+    """`_forward` without captures, `block` tokens at a time through each layer: the products over
+    the block, the recurrences in token order. Bit for bit `_forward`'s results: every token's
+    arithmetic is the same, and the margins are merged in token order (the first place of the
+    largest form noise is the one a token-by-token run records)."""
+    sc = _scratch(W)
+    bs = _block_scratch(W, block)
+    H = np.zeros((block, W.dims[0]), np.float32)
+    block_margins = np.zeros((block, 4), np.float64)
+    no4 = np.zeros((0, 0, 0, 0), np.float32)
+    T = tokens.shape[0]
+    n = 0
+    for b0 in range(0, T, block):
+        n = min(block, T - b0)
+        for t in range(n):
+            _embed(W, tokens[b0 + t], H[t])
+            block_margins[t, 0] = 0.0
+            block_margins[t, 1] = 0.0
+            block_margins[t, 2] = -1.0
+            block_margins[t, 3] = -1.0
+        for L in range(W.dims[7]):
+            g = W.gdn_of[L]
+            if g >= 0:
+                _mixer_block(W, L, g, H, n, length0 + b0, recurrent[g], conv_state[g], sc, bs, no4)
+            for t in range(n):
+                _probe(W, 2 * L, H[t], block_margins[t])
+            if W.down_mat[L] >= 0:
+                _mlp_block(W, L, H, n, bs, block_margins)
+            for t in range(n):
+                _probe(W, 2 * L + 1, H[t], block_margins[t])
+        for t in range(n):
+            margins[0] = max(margins[0], block_margins[t, 0])
+            if block_margins[t, 1] > margins[1]:
+                margins[1] = block_margins[t, 1]
+                margins[2] = block_margins[t, 2]
+                margins[3] = block_margins[t, 3]
+    if T > 0:
+        h[:] = H[n - 1]
+        _logits(W, h, sc[0], logits)
 
 
 @njit(cache=True, inline="always")
@@ -716,13 +931,16 @@ class SparseEngine:
         return EngineState(np.zeros((G, self.hv, self.dk, self.dv), np.float32),
                            np.zeros((G, self.kernel - 1, C), np.float32), self.gdn_layers)
 
-    def forward(self, token_ids, state: EngineState, hidden_hook=None, gate_hook=None, gdn_hook=None):
-        """Forward passes for consecutive tokens (the decode path, token after token); returns the
-        last token's logits (a torch tensor). `hidden_hook(sublayer, h [1, width])` sees the
-        residual after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP),
-        `gate_hook(L, g [1, inter])` every MLP's gate pre-activations, `gdn_hook(L, GDNInputs)`
-        every GDN layer's normalised queries and keys, values, write strengths, decays and output
-        gates, token by token."""
+    def forward(self, token_ids, state: EngineState, hidden_hook=None, gate_hook=None, gdn_hook=None,
+                block: int = BLOCK):
+        """Forward passes for consecutive tokens (a prompt); returns the last token's logits (a
+        torch tensor). Without hooks the tokens go through each layer `block` at a time (the
+        projections and the MLP as products over the block, the conv and the delta rule token
+        after token); the results are bit for bit those of `block=1`, token after token.
+        `hidden_hook(sublayer, h [1, width])` sees the residual after every sublayer (2L: after
+        the mixer of layer L, 2L+1: after its MLP), `gate_hook(L, g [1, inter])` every MLP's gate
+        pre-activations, `gdn_hook(L, GDNInputs)` every GDN layer's normalised queries and keys,
+        values, write strengths, decays and output gates, token by token."""
         import torch
         tokens = np.asarray(list(token_ids), dtype=np.int64)
         if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.W.estart) - 1):
@@ -731,7 +949,10 @@ class SparseEngine:
         h = np.zeros(self.width, np.float32)
         margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
         hooks = (hidden_hook, gate_hook, gdn_hook)
-        if not any(hooks):
+        if not any(hooks) and block > 1 and len(tokens) > 1:
+            _prefill(self.W, tokens, h, state.recurrent, state.conv, state.length, margins, logits,
+                     min(block, len(tokens)))
+        elif not any(hooks):
             empty = np.zeros((0, 0, 0), np.float32)
             _forward(self.W, tokens, h, state.recurrent, state.conv, state.length, margins, 0, empty, empty,
                      np.zeros((0, 0, 0, 0), np.float32), logits)
