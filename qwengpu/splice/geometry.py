@@ -92,12 +92,15 @@ class Geometry:
     eps: float
     alpha: float = 0.0
     indicator: list = field(default_factory=list)   # c_1..c_K
+    gpu_width: int = 0                               # the compiled GPU's width (its norms' divisor)
 
     def __post_init__(self):
         H, W = self.hidden, self.width
         if W < H + INDICATOR_DIMS + 1:
             raise ValueError(f"spliced width {W} leaves no room for the indicator and the anchor "
                              f"after {H} base features")
+        if not self.gpu_width:
+            self.gpu_width = W
         if not self.alpha:
             a = 2.0
             while a * a * H < W + H:
@@ -166,6 +169,41 @@ class Geometry:
         """The anchor after a norm with scale 1 on it, on a GPU token (the anchor dominates)."""
         return ANCHOR / math.sqrt(ANCHOR * ANCHOR / self.width + self.eps)
 
+    # -- the GPU layers ------------------------------------------------------------------------------
+
+    @property
+    def gpu_norm_weight(self) -> float:
+        """1 + w of every GPU-layer RMSNorm: the compiled weights assume the compiled width's mean
+        square, the spliced stream divides by its own width, so sqrt(W_compiled / W) restores the
+        compiled normalized values (the eps term moves by a relative 1e-27: the anchor dominates)."""
+        return math.sqrt(self.gpu_width / self.width)
+
+    def gpu_anchor_normed(self) -> float:
+        """The anchor after a GPU layer's norm, on a GPU token: the compiled value."""
+        from qwengpu.compiler.compiling import norm_scale
+        return ANCHOR * norm_scale(self.gpu_width, self.eps)
+
+    def gpu_indicator_normed(self, r: float) -> float:
+        """The first indicator dim after a GPU layer's norm, on a text token of base RMS r."""
+        return self.gpu_norm_weight * self.indicator_normed(r)
+
+    @property
+    def gpu_text_feature_bound(self) -> float:
+        """The largest |value| any dim can have after a GPU layer's norm on a text token, for every
+        text: |x_d| <= sqrt(sum x^2) = sqrt(W) RMS(x)."""
+        return math.sqrt(self.width) * self.gpu_norm_weight
+
+    def gpu_off_weight(self, reach: float) -> float:
+        """Weight on the first indicator column that puts a GPU pre-activation at <= OFF on every
+        text token of base RMS <= R_INPUT, for a row whose shared-dim weights have L1 norm `reach`
+        (its text pre-activation without the switch is at most reach * the feature bound)."""
+        return (OFF - reach * self.gpu_text_feature_bound) / self.gpu_indicator_normed(R_INPUT)
+
+    def gpu_off_magnitude(self, weight: float, reach: float) -> float:
+        """The largest |pre-activation| a switched row can reach on text (any RMS): must stay far
+        below fp32's 3.4e38 (silu(-inf) and inf * 0 are NaN)."""
+        return abs(weight) * self.gpu_text_feature_bound + reach * self.gpu_text_feature_bound
+
     def anchor_off_weight(self) -> float:
         """Weight on the anchor column that gives OFF on GPU tokens (base layers)."""
         return OFF / self.anchor_normed()
@@ -180,12 +218,16 @@ class Geometry:
         return GPU_LOGIT_ON_TEXT / (FINAL_INDICATOR_SCALE * self.indicator_normed(R_FINAL))
 
     def final_gpu_scale(self) -> float:
-        """The final norm's scale on GPU dims: it undoes the normalization (1 / the compiled norm
-        scale), so the final hidden state holds the GPU's raw feature values (the anchor: 2**40)
-        and lm_head's GPU rows are the compiled unembedding times that scale: small multiples of
-        the logit scale, exact in bf16."""
+        """The final norm's scale on the GPU's dedicated dims: it undoes the normalization, so the
+        final hidden state holds the GPU's raw feature values (the anchor: 2**40)."""
         from qwengpu.compiler.compiling import norm_scale
         return 1.0 / norm_scale(self.width, self.eps)
+
+    def gpu_unembedding_scale(self) -> float:
+        """lm_head's GPU rows are the compiled unembedding times this (the compiled norm scale,
+        which the compiled rows divide by): small multiples of the logit scale, exact in bf16."""
+        from qwengpu.compiler.compiling import norm_scale
+        return norm_scale(self.gpu_width, self.eps)
 
     def base_logit_weight(self) -> float:
         """lm_head weight of base tokens on the anchor column (the anchor is 2**40 after the
@@ -193,8 +235,8 @@ class Geometry:
         return BASE_LOGIT_ON_GPU / ANCHOR
 
     def describe(self) -> dict:
-        return {"hidden": self.hidden, "width": self.width, "alpha": self.alpha,
+        return {"hidden": self.hidden, "width": self.width, "gpu_width": self.gpu_width, "alpha": self.alpha,
                 "indicator": self.indicator, "indicator_dims": list(range(self.ind, self.anchor)),
                 "anchor_dim": self.anchor, "norm_factor": self.norm_factor, "eps": self.eps,
                 "c2_relative_error": abs(self.c2 - self.c2_target) / self.c2_target,
-                "final_indicator_scale": FINAL_INDICATOR_SCALE}
+                "final_indicator_scale": FINAL_INDICATOR_SCALE, "gpu_norm_weight": self.gpu_norm_weight}
