@@ -1,15 +1,15 @@
 """The isolation arithmetic of a splice: how a base model of width H and the GPU share one
 residual stream of width W without disturbing each other.
 
-Residual layout (width W, the compiled GPU's width):
+Residual layout (width W = H + K + 1 + the GPU's dedicated features):
 
-    [0, H)            the base model's features, scaled by ALPHA (a power of two: exact)
+    [0, H)            text tokens: the base model's features, scaled by ALPHA (a power of two:
+                      exact); GPU tokens: the GPU's shared features (`sharing`)
     [H, H + K)        the *text indicator*: constants c_1..c_K on every text/image token, 0 on GPU
                       tokens (K = INDICATOR_DIMS)
-    H + K             the GPU's anchor (2**40 on GPU tokens, 0 on text), then the GPU's variables
+    H + K             the GPU's anchor (2**40 on GPU tokens, 0 on text), then its dedicated features
 
-On a text token the GPU dims are exactly 0; on a GPU token the base dims and the indicator are
-exactly 0.
+On a text token the anchor and the dedicated dims are exactly 0; on a GPU token the indicator is.
 
 **Why the base model is unchanged on text (the RMSNorm identity).** A base layer's norm computes
 y = x / sqrt(mean_H(x^2) + eps) * (1 + w). In the splice the same layer sees [ALPHA*x, c, 0...] of
@@ -29,17 +29,19 @@ ALPHA, which is a power of two, so bf16 weights stay bit-exact. ALPHA is the sma
 rounded down) so that their squares sum to C2 to ~2^-24 relative: a bf16 embedding matrix holds
 them exactly.
 
-**Why GPU tokens are invisible to the base layers.** Their base features are 0, so every base
-projection of them is 0; the base layers additionally read the anchor to switch off, on GPU tokens
-only, the attention output gate and the GDN output gate (exact zeros), the GDN write strength
-beta (0: no write) and the GDN decay (exp(g) = 1). Base features of GPU tokens therefore stay
-exactly 0 through the whole stack.
+**Why GPU tokens are invisible to the base layers.** The base layers read the anchor to switch
+off, on GPU tokens only, the attention output gate, the GDN output gate and every MLP gate (exact
+zeros), the GDN write strength beta (0: no write) and the GDN decay (exp(g) = 1): every base
+sublayer adds exactly 0 to a GPU token, whose shared features the base norms see divided by the
+anchor's RMS (~1e-11 per unit).
 
-**Why GPU layers are invisible on text.** They read only GPU features, which are 0 on text
-(silu(0) * 0 = 0; l2norm(0) = 0). Two gates would still be open on text after a launch (a GDN's
-causal convolution reaches back into the launch; an attention query of 0 averages GPU values), so
-the GPU layers read the first indicator dim to close their GDN beta and attention output gate on
-text.
+**Why GPU layers are invisible on text.** On text they see the base's features in the shared
+dims, so they read the first indicator dim to switch off every sublayer there: MLP gates, GDN
+output gates, beta, decays and attention output gates that read a shared dim (and every beta and
+attention gate), each row with a weight from a bound (`gpu_off_weight`) that holds for any text
+of base RMS up to R_INPUT and keeps every pre-activation finite. Text cannot reach a launch
+between tokens either: the features that conv back taps, attention keys and the unembedding read
+are dedicated (0 on text).
 
 **GPU tokens get ~0 probability on text**: the logits of GPU tokens read the (normalized) first
 indicator dim with a large negative weight; the base tokens' logits read the anchor with a large
@@ -207,10 +209,6 @@ class Geometry:
     def anchor_off_weight(self) -> float:
         """Weight on the anchor column that gives OFF on GPU tokens (base layers)."""
         return OFF / self.anchor_normed()
-
-    def indicator_off_weight(self) -> float:
-        """Weight on the first indicator column that gives <= OFF on text (GPU layers)."""
-        return OFF / self.indicator_normed(R_INPUT)
 
     def gpu_logit_weight(self) -> float:
         """lm_head weight of GPU tokens on the first indicator dim (after the final norm, which

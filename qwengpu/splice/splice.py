@@ -679,6 +679,7 @@ def _meta(ck, sp, compiled, texts: list, sample_launch: list, tok_summary) -> di
                 "width": sp.W, "token_offset": sp.V, "tokens": [t.text for t in prog.tokens],
                 "token_strings": texts, "sample_launch": list(sample_launch), "layout": _layout_json(compiled, sp.fm),
                 "compiled_width": sp.fm.compiled_width, "features": sp.fm.to_json(),
+                "max_text_preactivation": sp.max_text_preactivation,
                 "report": json.loads(json.dumps(compiled.report, default=str))},
         "mtp": sp.mtp_mode,
         "machine": getattr(compiled, "machine_meta", None),     # the machine's config and memories (machine_splice.py)
