@@ -4,9 +4,10 @@
     report = build("Qwen3.5-2B/", "out/", program)       # compile + splice
 
 The output is an ordinary Qwen3.5 checkpoint in the base's own layout (text or multimodal): the
-GPU's layers first, then the base's layers, residual width W = the compiled width, vocabulary
-`base vocab_size + GPU tokens`, the tokenizer extended with the GPU tokens, and `qwengpu.json`
-describing the splice (geometry, GPU token ids, the compiled layout for decoding). It loads with
+GPU's layers first, then the base's layers, residual width W = H + 5 + the GPU's dedicated
+features (most GPU features share the base's dims: `sharing`), vocabulary `base vocab_size + GPU
+tokens`, the tokenizer extended with the GPU tokens, and `qwengpu.json` describing the splice
+(geometry, GPU token ids, the spliced layout for decoding). It loads with
 stock transformers (`AutoModelForCausalLM`, and `AutoModelForImageTextToText` for the multimodal
 layout). The arithmetic that keeps text and GPU apart is in `geometry`.
 
