@@ -212,7 +212,7 @@ def test_feature_map_shares_what_text_cannot_leak_through(text_case):
     dedicated; the rest live in the base's dims; the checkpoint's GPU tensors agree."""
     from safetensors import safe_open
 
-    from qwengpu.splice.sharing import feature_map
+    from qwengpu.splice import feature_map
     base, out, compiled, rep = text_case
     fm = feature_map(compiled)
     n_gpu_features = len(set(compiled.layout.dims.values())) - 1          # less the anchor
