@@ -271,6 +271,12 @@ def test_gpu_switches_hold_for_any_text_up_to_the_bound(text_case):
                 pre.append(q[:, hd:].reshape(-1))
             pre = torch.cat(pre)
             assert pre.max() <= OFF and torch.isfinite(pre).all() and pre.abs().max() < 1e30
+            unswitched = lay.mlp.up_proj.weight.double() @ post      # multiplies the -0 gates: finite
+            if hasattr(lay, "linear_attn"):
+                unswitched = torch.cat([unswitched, lay.linear_attn.in_proj_qkv.weight.double() @ inn])
+            else:
+                unswitched = torch.cat([unswitched, lay.self_attn.v_proj.weight.double() @ inn])
+            assert unswitched.float().isfinite().all()
             assert torch.all(torch.nn.functional.silu(pre.float()) == 0)
             assert torch.all(torch.sigmoid(pre.float()) == 0)
 
