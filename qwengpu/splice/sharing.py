@@ -76,9 +76,6 @@ class FeatureMap:
     def shared(self) -> int:
         return int(np.sum((self.to_spliced >= 0) & (self.to_spliced < self.hidden)))
 
-    def is_shared(self, spliced_dim: int) -> bool:
-        return spliced_dim < self.hidden
-
     def counts(self) -> dict:
         why: dict = {}
         for r in self.dedicated.values():
