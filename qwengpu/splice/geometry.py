@@ -1,15 +1,15 @@
 """The isolation arithmetic of a splice: how a base model of width H and the GPU share one
 residual stream of width W without disturbing each other.
 
-Residual layout (width W, the compiled GPU's width):
+Residual layout (width W = H + K + 1 + the GPU's dedicated features):
 
-    [0, H)            the base model's features, scaled by ALPHA (a power of two: exact)
+    [0, H)            text tokens: the base model's features, scaled by ALPHA (a power of two:
+                      exact); GPU tokens: the GPU's shared features (`sharing`)
     [H, H + K)        the *text indicator*: constants c_1..c_K on every text/image token, 0 on GPU
                       tokens (K = INDICATOR_DIMS)
-    H + K             the GPU's anchor (2**40 on GPU tokens, 0 on text), then the GPU's variables
+    H + K             the GPU's anchor (2**40 on GPU tokens, 0 on text), then its dedicated features
 
-On a text token the GPU dims are exactly 0; on a GPU token the base dims and the indicator are
-exactly 0.
+On a text token the anchor and the dedicated dims are exactly 0; on a GPU token the indicator is.
 
 **Why the base model is unchanged on text (the RMSNorm identity).** A base layer's norm computes
 y = x / sqrt(mean_H(x^2) + eps) * (1 + w). In the splice the same layer sees [ALPHA*x, c, 0...] of
@@ -29,17 +29,19 @@ ALPHA, which is a power of two, so bf16 weights stay bit-exact. ALPHA is the sma
 rounded down) so that their squares sum to C2 to ~2^-24 relative: a bf16 embedding matrix holds
 them exactly.
 
-**Why GPU tokens are invisible to the base layers.** Their base features are 0, so every base
-projection of them is 0; the base layers additionally read the anchor to switch off, on GPU tokens
-only, the attention output gate and the GDN output gate (exact zeros), the GDN write strength
-beta (0: no write) and the GDN decay (exp(g) = 1). Base features of GPU tokens therefore stay
-exactly 0 through the whole stack.
+**Why GPU tokens are invisible to the base layers.** The base layers read the anchor to switch
+off, on GPU tokens only, the attention output gate, the GDN output gate and every MLP gate (exact
+zeros), the GDN write strength beta (0: no write) and the GDN decay (exp(g) = 1): every base
+sublayer adds exactly 0 to a GPU token, whose shared features the base norms see divided by the
+anchor's RMS (~1e-11 per unit).
 
-**Why GPU layers are invisible on text.** They read only GPU features, which are 0 on text
-(silu(0) * 0 = 0; l2norm(0) = 0). Two gates would still be open on text after a launch (a GDN's
-causal convolution reaches back into the launch; an attention query of 0 averages GPU values), so
-the GPU layers read the first indicator dim to close their GDN beta and attention output gate on
-text.
+**Why GPU layers are invisible on text.** On text they see the base's features in the shared
+dims, so they read the first indicator dim to switch off every sublayer there: MLP gates, GDN
+output gates, beta, decays and attention output gates that read a shared dim (and every beta and
+attention gate), each row with a weight from a bound (`gpu_off_weight`) that holds for any text
+of base RMS up to R_INPUT and keeps every pre-activation finite. Text cannot reach a launch
+between tokens either: the features that conv back taps, attention keys and the unembedding read
+are dedicated (0 on text).
 
 **GPU tokens get ~0 probability on text**: the logits of GPU tokens read the (normalized) first
 indicator dim with a large negative weight; the base tokens' logits read the anchor with a large
@@ -92,12 +94,15 @@ class Geometry:
     eps: float
     alpha: float = 0.0
     indicator: list = field(default_factory=list)   # c_1..c_K
+    gpu_width: int = 0                               # the compiled GPU's width (its norms' divisor)
 
     def __post_init__(self):
         H, W = self.hidden, self.width
         if W < H + INDICATOR_DIMS + 1:
             raise ValueError(f"spliced width {W} leaves no room for the indicator and the anchor "
                              f"after {H} base features")
+        if not self.gpu_width:
+            self.gpu_width = W
         if not self.alpha:
             a = 2.0
             while a * a * H < W + H:
@@ -166,13 +171,44 @@ class Geometry:
         """The anchor after a norm with scale 1 on it, on a GPU token (the anchor dominates)."""
         return ANCHOR / math.sqrt(ANCHOR * ANCHOR / self.width + self.eps)
 
+    # -- the GPU layers ------------------------------------------------------------------------------
+
+    @property
+    def gpu_norm_weight(self) -> float:
+        """1 + w of every GPU-layer RMSNorm: the compiled weights assume the compiled width's mean
+        square, the spliced stream divides by its own width, so sqrt(W_compiled / W) restores the
+        compiled normalized values (the eps term moves by a relative 1e-27: the anchor dominates)."""
+        return math.sqrt(self.gpu_width / self.width)
+
+    def gpu_anchor_normed(self) -> float:
+        """The anchor after a GPU layer's norm, on a GPU token: the compiled value."""
+        from qwengpu.compiler.compiling import norm_scale
+        return ANCHOR * norm_scale(self.gpu_width, self.eps)
+
+    def gpu_indicator_normed(self, r: float) -> float:
+        """The first indicator dim after a GPU layer's norm, on a text token of base RMS r."""
+        return self.gpu_norm_weight * self.indicator_normed(r)
+
+    @property
+    def gpu_text_feature_bound(self) -> float:
+        """The largest |value| any dim can have after a GPU layer's norm on a text token, for every
+        text: |x_d| <= sqrt(sum x^2) = sqrt(W) RMS(x)."""
+        return math.sqrt(self.width) * self.gpu_norm_weight
+
+    def gpu_off_weight(self, reach: float) -> float:
+        """Weight on the first indicator column that puts a GPU pre-activation at <= OFF on every
+        text token of base RMS <= R_INPUT, for a row whose shared-dim weights have L1 norm `reach`
+        (its text pre-activation without the switch is at most reach * the feature bound)."""
+        return (OFF - reach * self.gpu_text_feature_bound) / self.gpu_indicator_normed(R_INPUT)
+
+    def gpu_off_magnitude(self, weight: float, reach: float) -> float:
+        """The largest |pre-activation| a switched row can reach on text (any RMS): must stay far
+        below fp32's 3.4e38 (silu(-inf) and inf * 0 are NaN)."""
+        return abs(weight) * self.gpu_text_feature_bound + reach * self.gpu_text_feature_bound
+
     def anchor_off_weight(self) -> float:
         """Weight on the anchor column that gives OFF on GPU tokens (base layers)."""
         return OFF / self.anchor_normed()
-
-    def indicator_off_weight(self) -> float:
-        """Weight on the first indicator column that gives <= OFF on text (GPU layers)."""
-        return OFF / self.indicator_normed(R_INPUT)
 
     def gpu_logit_weight(self) -> float:
         """lm_head weight of GPU tokens on the first indicator dim (after the final norm, which
@@ -180,12 +216,16 @@ class Geometry:
         return GPU_LOGIT_ON_TEXT / (FINAL_INDICATOR_SCALE * self.indicator_normed(R_FINAL))
 
     def final_gpu_scale(self) -> float:
-        """The final norm's scale on GPU dims: it undoes the normalization (1 / the compiled norm
-        scale), so the final hidden state holds the GPU's raw feature values (the anchor: 2**40)
-        and lm_head's GPU rows are the compiled unembedding times that scale: small multiples of
-        the logit scale, exact in bf16."""
+        """The final norm's scale on the GPU's dedicated dims: it undoes the normalization, so the
+        final hidden state holds the GPU's raw feature values (the anchor: 2**40)."""
         from qwengpu.compiler.compiling import norm_scale
         return 1.0 / norm_scale(self.width, self.eps)
+
+    def gpu_unembedding_scale(self) -> float:
+        """lm_head's GPU rows are the compiled unembedding times this (the compiled norm scale,
+        which the compiled rows divide by): small multiples of the logit scale, exact in bf16."""
+        from qwengpu.compiler.compiling import norm_scale
+        return norm_scale(self.gpu_width, self.eps)
 
     def base_logit_weight(self) -> float:
         """lm_head weight of base tokens on the anchor column (the anchor is 2**40 after the
@@ -193,8 +233,8 @@ class Geometry:
         return BASE_LOGIT_ON_GPU / ANCHOR
 
     def describe(self) -> dict:
-        return {"hidden": self.hidden, "width": self.width, "alpha": self.alpha,
+        return {"hidden": self.hidden, "width": self.width, "gpu_width": self.gpu_width, "alpha": self.alpha,
                 "indicator": self.indicator, "indicator_dims": list(range(self.ind, self.anchor)),
                 "anchor_dim": self.anchor, "norm_factor": self.norm_factor, "eps": self.eps,
                 "c2_relative_error": abs(self.c2 - self.c2_target) / self.c2_target,
-                "final_indicator_scale": FINAL_INDICATOR_SCALE}
+                "final_indicator_scale": FINAL_INDICATOR_SCALE, "gpu_norm_weight": self.gpu_norm_weight}

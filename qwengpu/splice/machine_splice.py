@@ -30,8 +30,9 @@ placements (layer, value heads) are the spliced model's, and GPU token k has id 
 (`forward="compact"`). The compact engine runs the GPU layers only (sparse, from the checkpoint's
 safetensors), the base layers left out: on GPU tokens every base layer adds exactly 0 (its gates
 are switched off by the anchor, docs/splice.md), so the GPU tokens' logits are the full model's;
-a text prefix goes through the GPU layers too (where it writes nothing: beta is 0 on text), and
-the logits it returns at text positions are not the base model's (base tokens get -inf).
+a text prefix goes through the GPU layers too (where every sublayer is switched off on text: it
+writes nothing), and the logits it returns at text positions are not the base model's (base
+tokens get -inf).
 """
 from __future__ import annotations
 

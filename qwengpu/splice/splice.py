@@ -4,9 +4,10 @@
     report = build("Qwen3.5-2B/", "out/", program)       # compile + splice
 
 The output is an ordinary Qwen3.5 checkpoint in the base's own layout (text or multimodal): the
-GPU's layers first, then the base's layers, residual width W = the compiled width, vocabulary
-`base vocab_size + GPU tokens`, the tokenizer extended with the GPU tokens, and `qwengpu.json`
-describing the splice (geometry, GPU token ids, the compiled layout for decoding). It loads with
+GPU's layers first, then the base's layers, residual width W = H + 5 + the GPU's dedicated
+features (most GPU features share the base's dims: `sharing`), vocabulary `base vocab_size + GPU
+tokens`, the tokenizer extended with the GPU tokens, and `qwengpu.json` describing the splice
+(geometry, GPU token ids, the spliced layout for decoding). It loads with
 stock transformers (`AutoModelForCausalLM`, and `AutoModelForImageTextToText` for the multimodal
 layout). The arithmetic that keeps text and GPU apart is in `geometry`.
 
@@ -37,6 +38,10 @@ from qwengpu.compiler.core import ANCHOR
 
 from .checkpoint import BaseCheckpoint, read_checkpoint
 from .geometry import FINAL_INDICATOR_SCALE, INDICATOR_DIMS, R_INPUT, Geometry
+from .sharing import NORMS as _GPU_NORMS
+from .sharing import READERS as _GPU_READERS
+from .sharing import WRITERS as _GPU_WRITERS
+from .sharing import feature_map
 from .target import target_for_base
 
 META = "qwengpu.json"
@@ -47,8 +52,9 @@ _MTP_LAYER = re.compile(r"^mtp\.layers\.(\d+)\.(.+)$")
 # base decoder-layer tensors, by what the splice does to them
 _NORMS = {"input_layernorm.weight", "post_attention_layernorm.weight"}
 _READ = {"linear_attn.in_proj_qkv.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-         "mlp.gate_proj.weight", "mlp.up_proj.weight"}
-_READ_OFF = {"linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight", "linear_attn.in_proj_a.weight"}
+         "mlp.up_proj.weight"}
+_READ_OFF = {"linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight", "linear_attn.in_proj_a.weight",
+             "mlp.gate_proj.weight"}
 _WRITE = {"linear_attn.out_proj.weight", "self_attn.o_proj.weight", "mlp.down_proj.weight"}
 _SAME = {"linear_attn.conv1d.weight", "linear_attn.dt_bias", "linear_attn.A_log", "linear_attn.norm.weight",
          "self_attn.q_norm.weight", "self_attn.k_norm.weight"}
@@ -60,6 +66,9 @@ _MTP_LAYER_KNOWN = _NORMS | {"self_attn.q_proj.weight", "self_attn.k_proj.weight
 
 #: score of a text key for a GPU attention query
 TEXT_KEY_SCORE = -1.0e6
+#: the largest |pre-activation| a switched GPU row may reach on text (fp32 overflows at 3.4e38;
+#: silu(-inf) and inf * 0 would be NaN)
+MAX_TEXT_PREACTIVATION = 1.0e30
 
 
 #: disk space left free when writing a part (the build stops with a clear error before that)
@@ -88,12 +97,16 @@ class SpliceReport:
     compile_seconds: float | None = None
     notes: list = field(default_factory=list)
     tokenizer: dict | None = None
+    features: dict | None = None          # FeatureMap.counts(): shared / dedicated GPU features
 
     def summary(self) -> str:
         lines = [f"spliced {self.base['path']} ({self.base['layout']}, hidden {self.base['hidden']}, "
                  f"{self.base_layers} layers) -> {self.out_dir}",
                  f"  {self.gpu_layers} GPU layers + {self.base_layers} base layers, width {self.width}, "
-                 f"vocab {self.vocab_size} (GPU tokens {self.gpu_token_offset}..{self.vocab_size - 1})",
+                 f"vocab {self.vocab_size} (GPU tokens {self.gpu_token_offset}..{self.vocab_size - 1})"
+                 + (f"\n  GPU features: {self.features['shared']} in the base's dims, {self.features['dedicated']} "
+                    f"dedicated {self.features['dedicated_because']} (compiled width {self.features['compiled_width']})"
+                    if self.features else ""),
                  f"  alpha {self.geometry['alpha']:g}, indicator dims {self.geometry['indicator_dims']}, "
                  f"anchor dim {self.geometry['anchor_dim']}, MTP head: {self.mtp}",
                  f"  {self.shards} shards, {self.bytes_written / 2**20:.1f} MiB in {self.seconds:.1f} s"
@@ -154,11 +167,13 @@ class _Splicer:
         self.ck = ck
         self.c = compiled
         self.H = ck.hidden
-        self.W = compiled.layout.width
         tc = ck.hf_text_config()
         self.tc = tc
         self.check()
-        self.geo = Geometry(self.H, self.W, float(tc.rms_norm_eps))
+        self.fm = feature_map(compiled, self.H)
+        self.W = self.fm.width
+        self.geo = Geometry(self.H, self.W, float(tc.rms_norm_eps), gpu_width=self.fm.compiled_width)
+        self.max_text_preactivation = 0.0
         self.n_gpu = compiled.schedule.layers
         self.n_base = ck.num_layers
         self.V = ck.vocab_size
@@ -190,8 +205,6 @@ class _Splicer:
             raise SpliceError(f"GPU MLP width {cc.intermediate_size} != base intermediate_size {tc.intermediate_size}")
         if getattr(tc, "attention_bias", False):
             raise SpliceError("the base has attention biases; the splice needs bias-free layers (as Qwen3.5 has)")
-        if self.W < self.H + INDICATOR_DIMS + 1:
-            raise SpliceError(f"compiled width {self.W} is not wider than the base ({self.H})")
         if self.ck.layout == "multimodal":
             vc = self.ck.vision_config or {}
             ohs = vc.get("out_hidden_size", self.H)
@@ -230,7 +243,7 @@ class _Splicer:
             return {name: _pad_cols(t, W)}
         if rest in _READ_OFF:
             out = _pad_cols(t, W)
-            out[:, g.anchor] = g.anchor_off_weight()       # GPU tokens: z -> silu = 0, beta = 0, decay = 1
+            out[:, g.anchor] = g.anchor_off_weight()       # GPU tokens: z, MLP gate -> silu = 0, beta = 0, decay = 1
             return {name: out}
         if rest == "self_attn.q_proj.weight":
             out = _pad_cols(t, W)
@@ -256,8 +269,43 @@ class _Splicer:
         out[v.rows, v.cols] = v.vals
         return out
 
+    def gpu_spliced(self, key: str):
+        """A compiled tensor in the spliced layout: residual features moved to their dims (see
+        `sharing`), GPU-layer norms rescaled to the spliced width."""
+        t = self.gpu(key)
+        sub = key.split(".", 3)[-1] if key.startswith("model.layers.") else key
+        if sub in _GPU_READERS or key in ("model.embed_tokens.weight", "lm_head.weight"):
+            return self.fm.columns(t)
+        if sub in _GPU_WRITERS:
+            return self.fm.rows(t)
+        if sub in _GPU_NORMS:
+            return ((1.0 + self.fm.vector(t.double())) * self.geo.gpu_norm_weight - 1.0).float()
+        return t
+
     def gpu_rows(self, key: str):
-        return self.gpu(key)[:self.g].double()
+        return self.gpu_spliced(key)[:self.g].double()
+
+    def _switch_off_on_text(self, t, rows=None, always: bool = False):
+        """Put an indicator column on `rows` of a GPU reader (all rows by default) that drives each
+        pre-activation to <= OFF on text (`geometry.gpu_off_weight`, from the row's weights on the
+        base's dims, where text has its features); rows that read none of them are 0 on text
+        already and are left alone unless `always`. The indicator is 0 on GPU tokens: their
+        computation is the compiled one."""
+        g = self.geo
+        sl = slice(None) if rows is None else rows
+        reach = t[sl, :self.H].double().abs().sum(dim=1)
+        torch = _torch()
+        w = torch.tensor([g.gpu_off_weight(float(r)) for r in reach], dtype=torch.float64)
+        on = torch.ones_like(reach, dtype=torch.bool) if always else reach > 0
+        if bool(on.any()):
+            col = t[sl, g.ind].clone()
+            col[on] = w[on].to(t.dtype)
+            t[sl, g.ind] = col
+            worst = max(g.gpu_off_magnitude(float(w[i]), float(reach[i])) for i in torch.nonzero(on)[:, 0].tolist())
+            self.max_text_preactivation = max(self.max_text_preactivation, worst)
+            if worst > MAX_TEXT_PREACTIVATION:
+                raise SpliceError(f"a GPU pre-activation could reach {worst:.3g} on text, too close to fp32's range")
+        return t
 
     def _wide_dtype(self, rows, dt, tol: float = 0.0):
         """`dt` when it holds the GPU rows (float64) exactly (or, with `tol`, to within that
@@ -292,7 +340,7 @@ class _Splicer:
         the indicator with a large negative weight)."""
         torch = _torch()
         g, W, H, V = self.geo, self.W, self.H, self.V
-        u = self.gpu_rows("lm_head.weight") / g.final_gpu_scale()
+        u = self.gpu_rows("lm_head.weight") * g.gpu_unembedding_scale()
         # the "never" logits of tokens no output rule emits (a constant whose exact value does not
         # matter) may be rounded to the storage dtype; a ruled token's anchor weight (its rule's
         # constant, large for rules with many conditions) must stay exact
@@ -382,8 +430,7 @@ class _Splicer:
 
     def gpu_layers(self):
         """The compiled GPU's decoder layers, renamed into the stack, plus their text switches:
-        yields {name: tensor} one layer at a time (only patched tensors are copied)."""
-        g = self.geo
+        yields {name: tensor} one layer at a time, in the spliced layout."""
         types = self.c.schedule.layer_types
         hd = self.head_dim
         for L in range(self.n_gpu):
@@ -393,15 +440,16 @@ class _Splicer:
                 if not key.startswith(pre):
                     continue
                 sub = key[len(pre):]
-                t = v = self.gpu(key)
-                if types[L] == "linear_attention" and sub == "linear_attn.in_proj_b.weight":
-                    t = v.clone()
-                    t[:, g.ind] = g.indicator_off_weight()           # text: beta = 0 (no write)
-                if types[L] == "full_attention" and sub in ("self_attn.q_proj.weight", "self_attn.k_proj.weight"):
-                    t = v.clone()
-                    if sub == "self_attn.q_proj.weight":
-                        for h in range(self.n_heads):                 # text: output gate = 0
-                            t[h * 2 * hd + hd:(h + 1) * 2 * hd, g.ind] = g.indicator_off_weight()
+                t = self.gpu_spliced(key)
+                if sub == "linear_attn.in_proj_b.weight":
+                    self._switch_off_on_text(t, always=True)          # text: beta = 0 (no write)
+                elif sub in ("linear_attn.in_proj_z.weight", "mlp.gate_proj.weight"):
+                    self._switch_off_on_text(t)                       # text: silu(z), silu(gate) = -0
+                elif sub == "linear_attn.in_proj_a.weight":
+                    self._switch_off_on_text(t)                       # text: decay exp(g) = 1
+                elif sub == "self_attn.q_proj.weight":
+                    gate = [r for h in range(self.n_heads) for r in range(h * 2 * hd + hd, (h + 1) * 2 * hd)]
+                    self._switch_off_on_text(t, gate, always=True)    # text: output gate sigmoid = 0
                 out[f"{self.P}layers.{L}.{sub}"] = t
             if types[L] == "full_attention":
                 self._exclude_text_keys(out, f"{self.P}layers.{L}.self_attn.", L)
@@ -421,7 +469,9 @@ class _Splicer:
         qn, kn = sd[p + "q_norm.weight"].double(), sd[p + "k_norm.weight"].double()
         rot = int(hd * float((tc.rope_parameters or {}).get("partial_rotary_factor", 0.25)))
         group = nh // kvh
-        an = g.anchor_normed()
+        an = g.gpu_anchor_normed()
+        if bool((k[:, :self.H] != 0).any()):
+            raise SpliceError(f"GPU attention layer {L} reads keys from the base's dims (they must be dedicated)")
         eps = float(tc.rms_norm_eps)
         for kv in range(kvh):
             heads = [h for h in range(kv * group, (kv + 1) * group)
@@ -438,7 +488,7 @@ class _Splicer:
             if kscale <= 0:
                 self.notes.append(f"GPU attention layer {L}, key head {kv}: k_norm weight 0 on the free dim")
                 continue
-            kappa = 1e3 / g.indicator_normed(R_INPUT)        # text key's raw value on d (>= 1e3)
+            kappa = 1e3 / g.gpu_indicator_normed(R_INPUT)    # text key's raw value on d (>= 1e3)
             k[kv * hd + d, g.ind] = kappa
             k_text = math.sqrt(hd) * kscale                    # after k_norm (the only nonzero dim)
             for h in heads:
@@ -477,9 +527,11 @@ class _Splicer:
         return cfg
 
 
-def _layout_json(compiled) -> dict:
+def _layout_json(compiled, fm) -> dict:
+    """Every GPU variable's dims in the spliced residual."""
     prog = compiled.program
-    return {v.name: [compiled.layout.dims[(v.name, i)] for i in range(v.size)] for v in prog.residual_vars}
+    return {v.name: [int(fm.to_spliced[compiled.layout.dims[(v.name, i)]]) for i in range(v.size)]
+            for v in prog.residual_vars}
 
 
 def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp: str = "widen",
@@ -534,7 +586,7 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     if dry_run:
         return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
                             sp.V, sp.g, sp.mtp_mode, n, writer.total_bytes, time.perf_counter() - t0, None,
-                            sp.notes + ["dry run: nothing written"], None)
+                            sp.notes + ["dry run: nothing written"], None, sp.fm.counts())
     writer.finish()
     (out / "config.json").write_text(json.dumps(sp.config(), indent=2, sort_keys=True))
     copy_side_files(ck.path, out)
@@ -549,7 +601,7 @@ def splice(base, compiled, out_dir, *, token_texts: list[str] | None = None, mtp
     (out / META).write_text(json.dumps(_meta(ck, sp, compiled, texts, sample_launch, tok_summary), indent=2))
     return SpliceReport(str(out), ck.describe(), sp.geo.describe(), sp.n_gpu, sp.n_base, sp.W, sp.V + sp.g,
                         sp.V, sp.g, sp.mtp_mode, n, writer.total_bytes, time.perf_counter() - t0, None, sp.notes,
-                        tok_summary)
+                        tok_summary, sp.fm.counts())
 
 
 class _ShardWriter:
@@ -626,7 +678,9 @@ def _meta(ck, sp, compiled, texts: list, sample_launch: list, tok_summary) -> di
         "layers": {"gpu": [0, sp.n_gpu], "base": [sp.n_gpu, sp.n_gpu + sp.n_base]},
         "gpu": {"program": prog.name, "layers": sp.n_gpu, "layer_types": list(compiled.schedule.layer_types),
                 "width": sp.W, "token_offset": sp.V, "tokens": [t.text for t in prog.tokens],
-                "token_strings": texts, "sample_launch": list(sample_launch), "layout": _layout_json(compiled),
+                "token_strings": texts, "sample_launch": list(sample_launch), "layout": _layout_json(compiled, sp.fm),
+                "compiled_width": sp.fm.compiled_width, "features": sp.fm.to_json(),
+                "max_text_preactivation": sp.max_text_preactivation,
                 "report": json.loads(json.dumps(compiled.report, default=str))},
         "mtp": sp.mtp_mode,
         "machine": getattr(compiled, "machine_meta", None),     # the machine's config and memories (machine_splice.py)

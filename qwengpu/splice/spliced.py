@@ -3,8 +3,9 @@ it (after an optional text prefix, in the chunked prefill path or the cached one
 path) and check every GPU variable against the compiler's reference evaluator.
 
 The GPU's variables are decoded from the residual stream after the sublayer that writes them (the
-compiler reuses the features of dead variables), at the indices of the compiled layout: they are
-absolute, and the GPU layers are the spliced model's first layers, so sublayer numbers agree.
+compiler reuses the features of dead variables), at their spliced dims (`sharing.feature_map`:
+most share the base's dims); the GPU layers are the spliced model's first layers, so sublayer
+numbers agree.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sharing import feature_map
 from .splice import read_meta
 
 
@@ -106,13 +108,14 @@ def check_program(model, compiled, tokens: list[str], token_offset: int, prefix_
     prefix = list(prefix_ids or [])
     ids = prefix + [token_offset + compiled.token_id(t) for t in tokens]
     run = run_tokens(model, ids, len(prefix), mode, layers=compiled.schedule.layers)
+    fm = feature_map(compiled)
     born = getattr(compiled.layout, "born", {}) or {}
     names = [v.name for v in prog.residual_vars if not isinstance(v.producer, EmbedNode)]
     mism, margin, checked = [], 1.0, 0
     for pos, env in enumerate(ref):
         for name in names:
             var = prog.vars[name]
-            got, m = compiled.decode(run.at(born.get(name, 10 ** 9))[pos], var)
+            got, m = compiled.decode(fm.compiled_vector(run.at(born.get(name, 10 ** 9))[pos]), var)
             margin = min(margin, m)
             checked += 1
             if got != env[name]:
