@@ -407,6 +407,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     weights, the report and the static margins. With dense=False the weights are kept as sparse
     tensors: enough for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
     target = target or Target.compact()
+    _lay_out_whole_memories(prog, target)
     sched, lay, erase_at = _schedule_and_layout(prog, target)
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
@@ -425,6 +426,21 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     if target.check_margins:
         margins.check(report["margins"])
     return compiled
+
+
+def _lay_out_whole_memories(prog: Program, target: Target):
+    """Fields of the memories written whole: as wide as a value head holds (half its dims: bits
+    are dual-rail), or, where the target sizes the value heads to fit, as wide as the widest field
+    of a partially written memory (so whole memories never widen the heads)."""
+    whole = [m for m in prog.memories if getattr(m, "whole", False)]
+    if not whole:
+        return
+    if target.linear_value_dim:
+        bits = target.linear_value_dim // 2
+    else:
+        bits = max([f.width for m in prog.memories if not getattr(m, "whole", False) for f in m.fields] + [8])
+    for m in whole:
+        m.lay_out(bits)
 
 
 def _schedule_and_layout(prog: Program, target: Target):

@@ -56,24 +56,31 @@ class Access:
 
 
 class GDNMemory(Node):
-    """A word memory in one GDN layer: `slots` words of `width` bits, in fields of `field_bits`."""
+    """A word memory in one GDN layer: `slots` words of `width` bits, in fields of `field_bits`
+    (each field a value head, written by its own enable: a partial write). A `whole` memory is
+    always written whole, with one enable: its fields are only a layout, which the compiler chooses
+    as wide as the target's value heads allow (`lay_out`), so it takes the fewest key heads."""
     kind = "gdn"
     primitive = "memory"
 
     def __init__(self, prog: Program, name: str, slots: int, width: int, field_bits: int | None = None,
-                 init: dict | None = None):
+                 init: dict | None = None, whole: bool = False):
         super().__init__(name, [], [])
         self.prog = prog
         self.slots = slots
         self.width = width
-        fb = field_bits or width
-        self.fields = [Field(lo, min(lo + fb, width)) for lo in range(0, width, fb)]
+        self.whole = whole
+        self.lay_out(field_bits or width)
         self.writes: list[Access] = []
         self.reads: list[Access] = []
         self.init = dict(init or {})
         self.args: list[Var] = []
         prog.add_node(self)
         prog.memories.append(self)
+
+    def lay_out(self, field_bits: int):
+        """The word in fields of `field_bits` (the last one may be narrower)."""
+        self.fields = [Field(lo, min(lo + field_bits, self.width)) for lo in range(0, self.width, field_bits)]
 
     @property
     def ports(self) -> int:
@@ -102,6 +109,8 @@ class GDNMemory(Node):
         if isinstance(enable, Var):
             self._use(enable)
             enable = enable.f(0)
+        if field_enable is not None and self.whole:
+            raise CompileError(f"{self.name}: a whole memory is written whole (one enable, no field enables)")
         if field_enable is not None and len(field_enable) != len(self.fields):
             raise CompileError(f"{self.name}: {len(self.fields)} fields need {len(self.fields)} enables")
         for v in (addr, value):

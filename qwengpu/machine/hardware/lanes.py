@@ -10,6 +10,7 @@ from ..config import LANES
 from ..format import MEM_OPS, REG_BITS, TERM_KINDS, WARP_BITS, sources_for
 from .builder import Builder
 from .operands import source_forms
+from .regfile import register_copy
 
 
 def first_lane(hw: Builder):
@@ -38,9 +39,7 @@ def lane_states(hw: Builder):
     term = hw.decode_field(tail, "tail", "term", len(TERM_KINDS), "term")
     tk = lambda name: term.f(TERM_KINDS.index(name))
     # the terminator's register port, and whether each lane's predicate is non-zero
-    mem = M.GDNMemory(p, "reg.term", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
-    mem.write(hw.rkey, hw.view("reg.term.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
-              field_enable=[hw.cwe.f(i) for i in range(4 * LANES)])
+    mem = register_copy(hw, "reg.term")
     addr = hw.view("reg.term.q", [hw.c_warp.f(i) for i in range(WARP_BITS)]
                      + hw.field_forms(tail, "tail", "tp_reg"))
     r = mem.read(addr, name="reg.term.r", enable=hw.field_forms(tail, "tail", "tp_en")[0])
