@@ -335,6 +335,20 @@ class SplicedCompact:
     def step(self, token_id: int, state, hidden_hook=None, gate_hook=None):
         return self._global(self.engine.step(self._local(token_id), state, hidden_hook, gate_hook))
 
+    def new_batch(self, size: int):
+        return self.engine.new_batch(size)
+
+    def step_batch(self, tokens, batch):
+        """`SparseEngine.step_batch` in the spliced model's ids: logits [B, whole vocabulary]."""
+        import torch
+        logits = self.engine.step_batch([None if t is None else self._local(t) for t in tokens], batch)
+        out = torch.full((len(tokens), self.vocab), float("-inf"))
+        out[:, self.offset:] = logits[:, :self.g]
+        return out
+
+    def noise_where(self, state):
+        return self.engine.noise_where(state)
+
 
 @dataclass
 class SplicedMachine(Machine):
