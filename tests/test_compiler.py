@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from qwengpu.compiler import Program, Target, compare, compile_program, gadgets, memory
 from qwengpu.compiler.core import CompileError
+from qwengpu.compiler.placement import key_heads
 
 FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -226,4 +227,33 @@ def test_memories_larger_than_a_layer_are_banked_and_spread_over_layers(seed):
     assert len(set(onehot.unit_layers)) >= 3          # 2 ports x 3 fields x 3 banks = 18 heads
     pl = compiled.placement(binary)
     assert pl.pieces is not None and {pc[4] for pc in pl.pieces} == {0, 8, 16, 24}
+    check(compiled, toks)
+
+
+def test_whole_memories_take_a_value_head_per_word_and_move_late_in_a_fixed_geometry():
+    """A `whole` memory is written with one enable; the compiler lays its word out in fields as
+    wide as the target's value heads hold (here 32 bits: one key head per port instead of one per
+    byte), and a late one in a fixed geometry (key heads per layer fixed) still moves to the last
+    GDN layer with room before its reader. Exact in both paths."""
+    rng = random.Random(3)
+    prog = Program("whole")
+    wa = prog.input_onehot("wa", 8)
+    ra = prog.input_onehot("ra", 8)
+    val = prog.input_bits("val", 32)
+    we = prog.input_bits("we", 1)
+    toks = random_tokens(prog, 80, rng, wa=(0, 8), ra=(0, 8), val=(0, 1 << 32), we=(0, 2))
+    m = memory.GDNMemory(prog, "w", slots=8, width=32, whole=True)
+    with pytest.raises(CompileError, match="written whole"):
+        m.write(wa, val, field_enable=[we.f(0)] * 4)
+    m.write(wa, val, enable=we.f(0))
+    r = m.read(ra)
+    m.late = True
+    x = gadgets.add(prog, val, val)
+    x = gadgets.add(prog, x, val)
+    gadgets.bitwise(prog, "xor", x, r)
+    t = Target(linear_key_heads=2, linear_value_heads=2, linear_key_dim=8, linear_value_dim=64)
+    compiled = compile_program(prog, t)
+    assert [f.width for f in m.fields] == [32]
+    assert key_heads(m, 1, 8) == 1                      # 1 port x 1 field x 1 bank (was 4 byte fields)
+    assert m.layer > 0                                  # moved towards its reader
     check(compiled, toks)

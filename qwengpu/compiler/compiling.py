@@ -123,8 +123,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
                 layer += 1
             layer = max(layer, node.min_layer)
             want = _mixer_type(node)
-            group = ((target.linear_value_heads // target.linear_key_heads)
-                     if target.linear_key_heads and target.linear_value_heads else target.max_group)
+            group = _group_dk(target)[0]
             kh = key_heads(node, group, target.linear_key_dim)
             if (node.kind == "gdn" and target.linear_key_heads and kh > target.linear_key_heads
                     and not target.layer_types):
@@ -192,6 +191,13 @@ def _spread_units(node, layer, group, target, layer_types, mixers, heads_load) -
     return node.layer
 
 
+def _group_dk(target: "Target") -> tuple:
+    """The value heads per key head and the key dimension the target's GDN layers have."""
+    group = ((target.linear_value_heads // target.linear_key_heads)
+             if target.linear_key_heads and target.linear_value_heads else target.max_group)
+    return group, target.linear_key_dim
+
+
 def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dict, target: "Target",
                       heads_load: dict):
     """Move mixer nodes marked `late` to the last layer before their first reader (memories read
@@ -207,19 +213,20 @@ def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dic
         if not getattr(n, "late", False) or n.kind == "mlp" or n.layer is None:
             continue
         first_use = min([u for v in n.outputs for u in consumers.get(v.name, [])], default=None)
-        if first_use is None:
-            continue
+        if first_use is None or getattr(n, "unit_layers", None):
+            continue                        # spread over several layers: stays where it was placed
         want = _mixer_type(n)
-        kh = key_heads(n, target.max_group)
+        kh = key_heads(n, *_group_dk(target))
+        # key heads a layer may take: the geometry's (a fixed target), else the soft budget
+        cap = target.linear_key_heads or target.gdn_head_budget
         target_layer = (first_use - 1) // 2 if first_use % 2 == 1 else first_use // 2 - 1
         while target_layer > n.layer:
             if target.layer_types:
                 t = target.layer_types[target_layer % len(target.layer_types)]
             else:
                 t = layer_types.get(target_layer, want)
-            room = (not target.gdn_head_budget or want != "linear_attention"
-                    or heads_load.get(target_layer, 0) + kh <= target.gdn_head_budget)
-            if t == want and target.linear_key_heads is None and room:
+            room = not cap or want != "linear_attention" or heads_load.get(target_layer, 0) + kh <= cap
+            if t == want and room:
                 break
             target_layer -= 1
         if target_layer > n.layer:

@@ -115,21 +115,44 @@ def _add64(hw: Builder, k: int, l: int, X, Y, mul: Lin, mulh: Lin):
     for i in range(32):
         n6 += n_gated(mul, Xf[i] + Yf[i], {mr.feature(i): 1})
         n6 += n_gated(mulh, Xf[32 + i] + Yf[32 + i], {mr.feature(i): 1})
+    P = lambda x: dig.f(2 * (x - 1) + 1) - dig.f(2 * (x - 1))       # group x propagates
     for kk in range(1, 65):
         q = (kk - 1) // 8
         terms = [D(8 * (bb + 1)) for bb in range(q)] + [D(kk)]
-        z = sum(((3 ** t_) * f_ for t_, f_ in enumerate(terms)), Lin())
-        t = (3 ** len(terms) + 1) / 2
-        big = 2.0 * 3 ** len(terms)
+        outs = []
         if kk <= 32:
             out = {mr.feature(kk - 1): -2}
             if kk < 32:
                 out[mr.feature(kk)] = 1
-            n6 += hw.gstep(z, t, mul, out, big)
+            outs.append((mul, out))
         if kk >= 32:
             out = {mr.feature(kk - 33): -2} if kk > 32 else {}
             if kk < 64:
                 out[mr.feature(kk - 32)] = 1
-            n6 += hw.gstep(z, t, mulh, out, big)
+            outs.append((mulh, out))
+        for cond, out in outs:
+            n6 += _carry_steps(hw, terms, [P(8 * (bb + 1)) for bb in range(q)] + [P(kk)], cond, out)
     hw.circ(f"mul6.{k}.{l}", [mr], n6)
     return mr
+
+
+def _carry_steps(hw: Builder, terms: list, props: list, cond: Lin, out: dict) -> list:
+    """out * [carry] from the group digits `terms` (least significant first; 2 generates, 1
+    propagates, 0 kills): carry iff the highest digit that is not 1 is 2, i.e. the base-3 form
+    sum 3^t D_t is above 11..1. Up to 4 digits that form is one step; above, the 32-bit halves are
+    split (a form of 3^9 would carry the digits' fp32 noise times 6561 into the threshold): either
+    the high digits carry by themselves, or they all propagate and the low four carry: two
+    exclusive steps whose forms weigh a digit by at most 82."""
+    def base3(ds):
+        return sum(((3 ** t_) * d for t_, d in enumerate(ds)), Lin()), (3 ** len(ds) + 1) / 2
+    if len(terms) <= 4:
+        z, t = base3(terms)
+        return hw.gstep(z, t, cond, out, 2.0 * 3 ** len(terms))
+    lo, hi = terms[:4], terms[4:]
+    z_hi, t_hi = base3(hi)
+    z_lo, t_lo = base3(lo)
+    K = 3 ** 4 + 1                      # > the low form's range: one non-propagating high digit vetoes
+    all_prop = sum(props[4:], Lin()) - len(hi)
+    neurons = hw.gstep(z_hi, t_hi, cond, out, 2.0 * 3 ** len(hi))
+    neurons += hw.gstep(z_lo + K * all_prop, t_lo, cond, out, 2.0 * (3 ** 4 + K * len(hi)))
+    return neurons
