@@ -19,11 +19,21 @@ def _looks_like_ptx(text: str) -> bool:
     return ".entry" in text and (".version" in text or ".target" in text)
 
 
-def load_program(program) -> Module:
+#: what `load_program(..., approx=)` accepts: "allow" runs the approximate instructions (`ex2.approx`,
+#: `sin.approx`, `div.full` ...) by qwenGPU's definitions (`qwengpu.interp.approx`: within the ISA's
+#: stated error, not bit-identical to NVIDIA hardware); "refuse" rejects them, naming each line
+APPROX_POLICIES = ("allow", "refuse")
+
+
+def load_program(program, *, approx: str = "allow") -> Module:
     """A validated kernel IR module from a `Module`, PTX text, CUDA source text, or a path to a
-    `.ptx`/`.cu` file (CUDA needs nvcc; PTX never does)."""
+    `.ptx`/`.cu` file (CUDA needs nvcc; PTX never does). `approx="refuse"` rejects approximate
+    instructions (for results that must match NVIDIA hardware bit for bit)."""
+    if approx not in APPROX_POLICIES:
+        raise ValueError(f"approx must be one of {', '.join(APPROX_POLICIES)}, not {approx!r}")
+    allow = approx == "allow"
     if isinstance(program, Module):
-        return validate_module(program)
+        return validate_module(program, approx=allow)
     if isinstance(program, os.PathLike) or (isinstance(program, str) and "\n" not in program
                                             and program.endswith((".cu", ".ptx"))):
         path = Path(program)
@@ -32,19 +42,19 @@ def load_program(program) -> Module:
         text = path.read_text() if path.suffix == ".ptx" else compile_cuda(path)
     else:
         text = program if _looks_like_ptx(program) else compile_cuda(program)
-    return validate_module(parse_ptx(text))
+    return validate_module(parse_ptx(text), approx=allow)
 
 
 def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
-        max_steps: int | None = None, trace: bool = False, **options) -> LaunchResult:
+        max_steps: int | None = None, trace: bool = False, approx: str = "allow", **options) -> LaunchResult:
     """Run one launch of `program` (see `load_program`) with `launch` (a `LaunchSpec`, a dict in
     the CLI's JSON format, a JSON string or a path) on `engine`: "interp" (the reference
     interpreter), "sim" (the machine's token-level simulator) or "model" (the model's stock
     forward passes; options: machine, check_prefill, progress, device, on_token), "compact" (the
     same weights through the compact engine; same options) or "compact-ref" (the reference compact
     engine, to check and time the compact one). `max_steps` bounds
-    interpreter steps, or generated tokens on the machine."""
-    module = load_program(program)
+    interpreter steps, or generated tokens on the machine. `approx`: as for `load_program`."""
+    module = load_program(program, approx=approx)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
     if engine == "interp":
         from .interp.interpreter import DEFAULT_MAX_STEPS, interpret

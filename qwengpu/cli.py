@@ -8,6 +8,7 @@
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
+    qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
 
 Errors go to stderr as one line with a non-zero exit status; `--debug` (anywhere on the line)
 prints the traceback too.
@@ -46,6 +47,9 @@ def _print_result(res, spec, as_json: bool):
         else:
             shown = np.array2string(b, threshold=64, max_line_width=100)
             print(f"  arg {i}: {a.dtype}[{len(b)}] = {shown}")
+    if res.printf is not None:
+        print("printf output (per thread, in the order each printed):")
+        print("\n".join("  " + line for line in res.printf.text().splitlines()) or "  (none)")
 
 
 def _model_options(args) -> dict:
@@ -68,7 +72,7 @@ def cmd_run(args) -> int:
     from .launch import LaunchSpec
     spec = LaunchSpec.from_json(args.launch)
     res = run(args.file, spec, engine=args.engine, kernel=args.kernel, max_steps=args.max_steps,
-              **_model_options(args))
+              approx=args.approx, **_model_options(args))
     _print_result(res, spec, args.json)
     return 0
 
@@ -153,6 +157,12 @@ def cmd_soak(args) -> int:
     return 0 if rep.exact else 1
 
 
+def cmd_lab(args) -> int:
+    from .lab.server import run_lab
+    return run_lab(args.dir, port=args.port, ip=args.ip, token="" if args.no_token else args.token,
+                   build=not args.no_build, extra=args.jupyter_args)
+
+
 def cmd_compile(args) -> int:
     from .cuda import compile_cuda
     ptx = compile_cuda(args.file, arch=args.arch)
@@ -185,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", default="interp", help="execution engine (default: interp)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--max-steps", type=int, default=None, help="step limit (runaway loops stop here)")
+    r.add_argument("--approx", choices=("allow", "refuse"), default="allow",
+                   help="approximate instructions (ex2.approx, sin.approx, div.full ...): run them by "
+                        "qwenGPU's definitions, within the ISA's stated error but not bit-identical to "
+                        "NVIDIA hardware (allow, the default), or refuse them naming each line (refuse)")
     _model_arguments(r)
     r.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     r.set_defaults(func=cmd_run)
@@ -224,6 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--plot", help="write the margins per window to this PNG")
     so.add_argument("--quiet", action="store_true", help="no progress bar")
     so.set_defaults(func=cmd_soak)
+
+    lb = sub.add_parser("lab", help="JupyterLab on the tutorial notebooks (prints the URL; no browser needed)")
+    lb.add_argument("--dir", help="the notebook folder (default: the repository's notebooks/)")
+    lb.add_argument("--port", type=int, default=8888)
+    lb.add_argument("--ip", default="127.0.0.1", help="address to serve on (0.0.0.0: reachable from other hosts)")
+    lb.add_argument("--token", default=None, help="the server's token (default: a random one, printed in the URL)")
+    lb.add_argument("--no-token", action="store_true", help="serve without a token (local use only)")
+    lb.add_argument("--no-build", action="store_true", help="do not load or build the built-in machine first")
+    lb.add_argument("jupyter_args", nargs="*", metavar="-- JUPYTER_OPTION",
+                    help="options after `--` go to jupyter lab as they are, e.g. -- --LabApp.expose_app_in_browser=True")
+    lb.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")
     c.add_argument("file")

@@ -208,11 +208,15 @@ class LaunchResult:
     lane_instructions: int = 0
     trace: object = None
     extra: dict = field(default_factory=dict)
+    #: the kernel's printf output (`qwengpu.interp.printf.PrintfOutput`), None when it has no printf
+    printf: object = None
 
     def to_json(self) -> dict:
         d = {"kernel": self.kernel, "engine": self.engine,
              "buffers": [None if b is None else values_to_json(b) for b in self.buffers],
              "steps": self.steps, "tokens": self.tokens}
+        if self.printf is not None:
+            d["printf"] = {"records": [[t, s] for t, s in self.printf.records], "dropped": self.printf.dropped}
         if self.margins():
             d["margins"] = self.margins()
         return d

@@ -26,6 +26,7 @@ class Row:
     seconds: float = 0.0
     checked: list = field(default_factory=list)   # what was compared: "oracle", "golden"
     margins: dict = field(default_factory=dict)   # model engines: smallest logit gap, memory and residual code margins
+    noise_at: str | None = None                   # the circuit node of the largest form noise
 
     def margin_text(self) -> str:
         from .launch import margin_text
@@ -46,13 +47,14 @@ class Report:
         return self.passed == len(self.rows)
 
     def smallest_margins(self) -> dict:
-        """{margin: (worst value, kernel)}: the smallest of each margin, the largest form noise."""
+        """{margin: (worst value, kernel)}: the smallest of each margin, the largest form noise
+        (its kernel named with the circuit node where it peaked)."""
         out = {}
         for r in self.rows:
             for k, v in r.margins.items():
                 sign = -1 if k == "form_noise" else 1          # a noise is worse when larger
                 if k not in out or sign * v < sign * out[k][0]:
-                    out[k] = (v, r.name)
+                    out[k] = (v, f"{r.name} at {r.noise_at}" if k == "form_noise" and r.noise_at else r.name)
         return out
 
     def summary_line(self) -> str:
@@ -69,7 +71,7 @@ class Report:
         return {"engine": self.engine, "passed": self.passed, "total": len(self.rows),
                 "kernels": [{"name": r.name, "exact": r.exact, "detail": r.detail, "steps": r.steps,
                              "tokens": r.tokens, "seconds": round(r.seconds, 4), "checked": r.checked,
-                             "margins": r.margins}
+                             "margins": r.margins, **({"form_noise_at": r.noise_at} if r.noise_at else {})}
                             for r in self.rows]}
 
 
@@ -123,8 +125,17 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     if d:
         row.exact, row.detail = False, f"oracle: {d}"
         return row
+    want = kernel.expected_printf() if hasattr(kernel, "expected_printf") else None
+    if want is not None:
+        row.checked.append("printf")
+        got = res.printf.text() if res.printf is not None else ""
+        if got != want:
+            i = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            row.exact, row.detail = False, f"printf output differs at character {i}: {got[i:i + 40]!r}"
+            return row
     if engine in MODEL_ENGINES:
         row.margins = res.margins()
+        row.noise_at = res.extra.get("form_noise_at")
         # the machine's token stream must be the simulator's, token for token
         sim = run(kernel.ptx(), kernel.spec(), engine="sim",
                   **({"config": machine.config} if machine is not None else {})).extra["generated"]

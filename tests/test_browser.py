@@ -1,4 +1,4 @@
-"""A real browser: JupyterLab on 127.0.0.1 runs notebook 01, Playwright (Debian's chromium) steps the
+"""A real browser: `qwengpu lab` (JupyterLab on 127.0.0.1) opens notebook 01 and runs it, Playwright (Debian's chromium) steps the
 register inspector and checks that the registers the step wrote are highlighted, then saves a
 screenshot under tests/artifacts/ (git-ignored); then notebook 06, whose inspector shows the model's
 forward passes (registers decoded from the GDN state, the layers' read/write patterns, the raw
@@ -57,30 +57,24 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
+    """`qwengpu lab` itself, as a user starts it (on a free port, a temp copy of the notebooks, no
+    token), with fresh Jupyter config, runtime, data and settings folders: no setting of ours or the
+    user's turns the news off, the command does."""
     try:
         import jupyterlab  # noqa: F401
         import playwright  # noqa: F401
     except ImportError as e:
         pytest.fail(f"the browser test needs Playwright and JupyterLab: pip install -e '.[test]' ({e})")
     work = tmp_path_factory.mktemp("lab")
-    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
-    shutil.copy(MODEL_NOTEBOOK, work / MODEL_NOTEBOOK.name)
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy(nb, work / nb.name)
     port = _free_port()
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(work / ".jcfg"), JUPYTER_RUNTIME_DIR=str(work / ".jrt"),
-               JUPYTER_DATA_DIR=str(work / ".jdata"), PYTHONUNBUFFERED="1")
-    settings = work / ".jsettings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(work / ".jsettings")
-    jupyter = [sys.executable, "-m", "jupyterlab"]
+               JUPYTER_DATA_DIR=str(work / ".jdata"), JUPYTERLAB_SETTINGS_DIR=str(work / ".jsettings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / ".jworkspaces"), PYTHONUNBUFFERED="1")
     log = open(work / "lab.log", "w")
-    proc = subprocess.Popen(jupyter + ["--allow-root", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-                                       "--ServerApp.port_retries=0", "--IdentityProvider.token=",
-                                       "--ServerApp.password=", "--LabApp.expose_app_in_browser=True",
-                                       "--LabApp.news_url=None",
-                                       "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                                       f"--ServerApp.root_dir={work}"],
-                            cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "qwengpu", "lab", "--dir", str(work), f"--port={port}",
+                             "--no-token", "--", "--LabApp.expose_app_in_browser=True"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()
     while True:
@@ -90,17 +84,59 @@ def lab(tmp_path_factory):
                     break
         except OSError:
             pass
-        if proc.poll() is not None or time.time() - t0 > 90:
+        if proc.poll() is not None or time.time() - t0 > 300:       # the first run may build the machine
             proc.kill()
-            pytest.fail(f"JupyterLab did not start:\n{(work / 'lab.log').read_text()[-3000:]}")
+            pytest.fail(f"qwengpu lab did not start:\n{(work / 'lab.log').read_text()[-3000:]}")
         time.sleep(0.3)
     yield base, work, time.time() - t0
-    proc.terminate()
+    proc.terminate()                     # qwengpu lab stops its JupyterLab server on SIGTERM too
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+def _new_page(p):
+    browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+               else route.abort())
+    return browser, page
+
+
+def test_qwengpu_lab_opens_notebook_01(lab):
+    """`qwengpu lab` printed the URL of notebook 01; its front page is notebook 01 with a kernel; no
+    news or update notification shows."""
+    from playwright.sync_api import sync_playwright
+
+    base, work, startup = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    printed = (work / "lab.log").read_text()
+    assert f"open {base}/lab/tree/01_quickstart.ipynb" in printed, printed[-2000:]
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        try:
+            page.goto(base + "/", timeout=60_000)                # the server's front page: notebook 01
+            page.wait_for_function("window.jupyterapp && window.jupyterapp.shell && "
+                                   "window.jupyterapp.shell.currentWidget && "
+                                   "window.jupyterapp.shell.currentWidget.context", timeout=60_000)
+            assert page.evaluate("window.jupyterapp.shell.currentWidget.context.path") == "01_quickstart.ipynb"
+            kernel = page.evaluate("""async () => {
+                const sc = window.jupyterapp.shell.currentWidget.context.sessionContext;
+                await sc.ready;
+                for (let i = 0; i < 300 && !(sc.session && sc.session.kernel); i++) await new Promise(r => setTimeout(r, 100));
+                return (await sc.session.kernel.info).language_info.name;
+            }""")
+            assert kernel == "python"
+            page.locator(".jp-Notebook .jp-Cell").first.wait_for(state="visible")
+            assert "Quickstart" in page.locator(".jp-Notebook .jp-Cell").first.inner_text()
+            time.sleep(3)                                          # the news prompt used to come within ~1 s
+            toasts = page.locator(".Toastify__toast, .jp-Notification-Toast").all_inner_texts()
+            assert not toasts, toasts
+            page.screenshot(path=str(ARTIFACTS / "qwengpu_lab.png"))
+        finally:
+            browser.close()
 
 
 RUN_CODE_JS = """async (code) => {
@@ -211,7 +247,7 @@ def test_inspector_in_jupyterlab(lab):
             (ARTIFACTS / "browser_timings.json").write_text(json.dumps(timings, indent=1))
             browser.close()
     print("timings:", timings)
-    assert timings["key_to_redraw_ms"] < 2000
+    assert timings["step_ms_median"] < 100            # key to redraw (the page's own measure)
 
 
 def _open_and_run(page, base: str, name: str):
@@ -266,15 +302,16 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
                 page.screenshot(path=str(ARTIFACTS / "model_notebook_timeout.png"))
                 pytest.fail(f"notebook 06 did not show its two model inspectors; kernel output: {errs[-3:]}")
             root = page.locator(".qg-insp.qg-machine").first
-            assert "model = simulator (19 passes)" in root.locator(".qg-cons").inner_text()
-            assert "compact engine" in root.locator(".qg-badge.engine").inner_text()
+            # (text_content, not inner_text: JupyterLab does not render cells out of view, which have no innerText)
+            assert "model = simulator (19 passes)" in root.locator(".qg-cons").text_content()
+            assert "compact engine" in root.locator(".qg-badge.engine").text_content()
             assert root.locator(".qg-rom .qg-row[data-pc]").count() == 3            # three bundles
             assert root.locator(".qg-regs td.rn").count() == 2                     # r0, r1
             assert root.locator(".qg-lrow[data-mem]").count() == 6                 # read/write patterns
             widths = root.locator(".qg-lrow[data-mem] canvas").evaluate_all("cs => cs.map(c => c.width)")
             assert len(widths) == 6 and min(widths) > 0, widths
             assert root.locator(".qg-gdncv").evaluate("c => c.width * c.height") > 0  # the raw GDN state
-            out = root.locator('.qg-region[data-region="global:out"] .qg-hex').inner_text()
+            out = root.locator('.qg-region[data-region="global:out"] .qg-hex').text_content()
             assert "20 00 00 00" in out, out                                       # out = 32, decoded from `mem`
             # keyboard: Home, then 7 passes: the first carry of %r4 (lane 0's byte) is in the state
             root.click(position={"x": 30, "y": 12})
@@ -285,11 +322,7 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
                 page.keyboard.press("ArrowRight")
                 page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
                 lat.append(float(root.get_attribute("data-latency")))
-            (ARTIFACTS / "model_browser_timings.json").write_text(json.dumps(
-                {"step_ms_median": sorted(lat)[len(lat) // 2], "step_ms_max": max(lat),
-                 "render_ms": float(root.get_attribute("data-render"))}, indent=1))
-            assert sorted(lat)[len(lat) // 2] < 2000, lat
-            cells = root.locator('tr[data-reg="r1"] td').all_inner_texts()
+            cells = root.locator('tr[data-reg="r1"] td').all_text_contents()
             assert [c.strip() for c in cells[1:]] == ["0x2", "0x0", "0x0", "0x0"], cells
             assert root.locator('tr[data-reg="r1"] td.chg').count() == 1
             assert root.locator(".qg-rom .qg-row.cur").count() >= 1
@@ -301,10 +334,181 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             assert out.strip() == "7 mem [2, 0, 0, 0]", out
             # the corrupted run: the badge and the banner say where
             bad = page.locator(".qg-insp.qg-machine").nth(1)
-            assert "mismatch at pass 5" in bad.locator(".qg-cons").inner_text()
-            assert "register r0 of warp 0, lane 0" in bad.locator(".qg-faultbox").inner_text()
+            assert "mismatch at pass 5" in bad.locator(".qg-cons").text_content()
+            assert "register r0 of warp 0, lane 0" in bad.locator(".qg-faultbox").text_content()
+            # attention of every GPU layer: the overview lists all the layers, each one can be picked
+            # (Python follows), and the views move with the scrubber
+            latt = root.locator(".qg-latt")
+            assert latt.is_visible()
+            names = root.locator(".qg-ovname")
+            NL = len(compact_machine.kinds)
+            assert names.count() == NL
+            assert root.locator(".qg-ovcv").evaluate("c => c.width * c.height") > 0
+            pick_ms = []
+            for L in range(NL):
+                names.nth(L).click()
+                page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine .qg-latt').dataset.layer"
+                                       f" === '{L}'")
+                pick_ms.append(float(root.get_attribute("data-latency")))
+                heads = latt.locator(".qg-lhm canvas")
+                assert heads.count() >= 1 and min(heads.evaluate_all("cs => cs.map(c => c.width)")) > 0
+                assert names.nth(L).get_attribute("class").endswith("on")
+            out = page.evaluate(RUN_CODE_JS, "print(insp.layer, insp.view.trace.memories['rom.s0'].layer)")
+            assert out.split()[0] == "42", out
+            rom_layer = int(out.split()[1])
+            names.nth(rom_layer).click()
+            page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine .qg-latt').dataset.layer"
+                                   f" === '{rom_layer}'")
+            assert "Gated DeltaNet" in latt.locator(".qg-lseltitle").text_content()
+
+            def views():
+                return (latt.locator(".qg-ovcv").evaluate("c => c.toDataURL()"),
+                        latt.locator(".qg-lhm canvas").first.evaluate("c => c.toDataURL()"),
+                        latt.locator(".qg-ltop").text_content())
+            root.click(position={"x": 30, "y": 12})
+            seen, step_ms = [views()], []
+            for k in range(8, 12):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+                step_ms.append(float(root.get_attribute("data-latency")))
+                seen.append(views())
+            for a, b in zip(seen, seen[1:]):
+                assert a[0] != b[0] and a[1] != b[1]      # the overview and the layer's heatmap moved
+            assert len({v[2] for v in seen}) > 1         # the fetch read other bundles: other sources
+            t_now = int(latt.get_attribute("data-t"))
+            out = page.evaluate(RUN_CODE_JS, "print(insp.position, insp.layer, insp.layer_attention.shape[1])")
+            assert out.split() == ["11", str(rom_layer), str(t_now + 1)], out
+            lat_all = sorted(lat + step_ms)
+            (ARTIFACTS / "model_browser_timings.json").write_text(json.dumps(
+                {"step_ms_median": lat_all[len(lat_all) // 2], "step_ms_max": lat_all[-1],
+                 "pick_layer_ms_median": sorted(pick_ms)[len(pick_ms) // 2], "pick_layer_ms_max": max(pick_ms),
+                 "render_ms": float(root.get_attribute("data-render")),
+                 "render_attention_ms": float(root.get_attribute("data-render-attention"))}, indent=1))
+            assert lat_all[len(lat_all) // 2] < 100, lat_all          # key to redraw, with every view
+            assert sorted(pick_ms)[len(pick_ms) // 2] < 100, pick_ms
+            latt.scroll_into_view_if_needed()
+            latt.screenshot(path=str(ARTIFACTS / "layer_attention.png"))
             root.scroll_into_view_if_needed()
             root.screenshot(path=str(ARTIFACTS / "model_inspector.png"))
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()
+
+
+SLOW_KERNEL = """__global__ void slow(int *out) {
+    int acc = 0;
+    for (int j = 0; j < 400; j++) acc += j ^ out[0];
+    out[0] = acc;
+}"""
+MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
+    int i = threadIdx.x;
+    x[i] = x[i] * k + i;
+}"""
+
+
+@pytest.mark.timeout(600)
+def test_cuda_cell_magic_in_jupyterlab(lab):
+    """A notebook written here: `%load_ext qwengpu_widgets`, a `%%cuda` cell with a kernel of this
+    test and its launch line (the inspector opens on it), and a `%%cuda` cell with a typo (the
+    error names its cell line)."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext qwengpu_widgets"),
+                nbformat.v4.new_code_cell("%%cuda --grid 1 --block 4 --args x:int32[1,2,3,4] k:int32=10\n"
+                                          + MAGIC_KERNEL),
+                nbformat.v4.new_code_cell("%%cuda --grid 1 --block 4 --args x:int32(4) k:int32=1\n"
+                                          + MAGIC_KERNEL.replace("x[i] * k", "x[i] * kk")),
+                nbformat.v4.new_code_cell("%%cuda --block 1 --args out:int32(1) --engine compact --background --name slow\n"
+                                          + SLOW_KERNEL)]
+    nbformat.write(nb, work / "magic.ipynb")
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, "magic.ipynb")
+            page.locator(".qg-insp").first.wait_for(state="attached", timeout=120_000)
+            page.locator(".qg-cuda-error").first.wait_for(state="attached", timeout=120_000)
+            err = page.locator(".qg-cuda-error")
+            assert err.get_attribute("data-kind") == "compile"
+            assert err.locator(".qg-cuda-line").get_attribute("data-line") == "4"     # the %%cuda line is 1
+            assert '"kk" is undefined' in err.text_content() and "x[i] * kk + i" in err.text_content()
+            root = page.locator(".qg-insp").first
+            root.scroll_into_view_if_needed()
+            assert "scale" in root.locator(".qg-kern").text_content()
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("End")
+            n = int(page.evaluate(RUN_CODE_JS, "print(insp.positions)").strip())
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 1}'")
+            out = root.locator('.qg-region[data-region="global:x"] .qg-hex').text_content()
+            assert "0a 00 00 00" in out and "2b 00 00 00" in out and "10 21" in out and "32 43" in out, out
+            out = page.evaluate(RUN_CODE_JS, "print(list(insp.snapshot.region('x').data[:4]))")
+            page.screenshot(path=str(ARTIFACTS / "cuda_magic.png"), full_page=False)
+            assert out.split()[:4] == ["[10,", "0,", "0,", "0]"], out
+            # --background: the widget shows the recording's progress on the model, and cancels it
+            rec = page.locator(".qg-rec[data-status='recording']")
+            rec.wait_for(state="attached", timeout=60_000)
+            # (the kernel's first recording compiles the engine's hooked path first: ~20-45 s here)
+            page.wait_for_function("() => +document.querySelector(\".qg-rec[data-status='recording']\").dataset.passes > 0",
+                                   timeout=300_000)
+            rec.scroll_into_view_if_needed()
+            assert "so far" in rec.text_content()
+            page.screenshot(path=str(ARTIFACTS / "recording.png"), full_page=False)
+            rec.locator(".qg-cancel").click()
+            page.locator(".qg-rec[data-status='cancelled']").wait_for(state="attached", timeout=30_000)
+            out = page.evaluate(RUN_CODE_JS, "print(slow.recording['status'], slow.recording['passes'] > 0)")
+            assert out.split() == ["cancelled", "True"], out
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()
+
+
+def test_exported_html_plays_from_a_file_url(tmp_path):
+    """`Inspector.export_html`: one file that plays and scrubs from a file:// URL with no server and
+    no network (every request the page makes is the file itself)."""
+    from playwright.sync_api import sync_playwright
+
+    from qwengpu.suite import get
+    from qwengpu_widgets import Inspector
+    k = get("dot")
+    path = tmp_path / "dot.html"
+    w = Inspector(k.ptx(), k.spec(), engine="compact", names=["a", "b", "out"])
+    w.export_html(path)
+    layers = w.latt_meta["nlayers"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                   else route.abort())
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(path.as_uri())
+            root = page.locator(".qg-insp.qg-machine")
+            root.wait_for(state="visible", timeout=30_000)
+            assert root.get_attribute("data-pos") == "0" and root.locator(".qg-ovname").count() == layers
+            root.click(position={"x": 30, "y": 12})
+            for k_ in (1, 2, 3):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k_}'")
+            assert root.locator(".qg-latt").get_attribute("data-t") == str(68 + 3)
+            page.keyboard.press("End")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '18'")
+            assert "20 00 00 00" in root.locator('.qg-region[data-region="global:out"] .qg-hex').text_content()
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            page.keyboard.press(" ")                                   # play
+            page.wait_for_function("() => +document.querySelector('.qg-insp').dataset.pos >= 5", timeout=10_000)
+            page.keyboard.press(" ")
+            page.screenshot(path=str(ARTIFACTS / "export.png"))
+            assert all(u.startswith("file://") for u in requests), requests
+            assert not errors, errors
         finally:
             browser.close()

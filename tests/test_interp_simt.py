@@ -258,13 +258,13 @@ def test_trap_is_a_fault():
 
 def test_unsupported_instruction_names_line_and_construct():
     with pytest.raises(PTXUnsupported) as e:
-        launch("ex2.approx.f32 %f1, %f2;\nret;")
-    assert "ex2.approx" in str(e.value) and e.value.line is not None
+        launch("ex2.approx.f16 %rs1, %rs2;\nret;")
+    assert "ex2.approx.f16" in str(e.value) and e.value.line is not None
 
 
 def test_all_unsupported_constructs_are_listed_at_once():
     with pytest.raises(ModuleUnsupported) as e:
-        launch("ex2.approx.f32 %f1, %f2;\nfoo.b32 %r1, %r2;\nret;")
+        launch("ex2.approx.f16 %rs1, %rs2;\nfoo.b32 %r1, %r2;\nret;")
     assert len(e.value.errors) == 2
 
 

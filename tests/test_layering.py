@@ -43,7 +43,8 @@ ALLOWED = {
                        "qwengpu.verify"},
     "qwengpu.soak": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify", "qwengpu.runtime"},
     "qwengpu.cli": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite", "qwengpu.verify",
-                    "qwengpu.bench", "qwengpu.soak", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime"},
+                    "qwengpu.bench", "qwengpu.soak", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime",
+                    "qwengpu.lab"},          # `qwengpu lab` (qwengpu.lab.server)
     "qwengpu.__main__": {"qwengpu.cli"},
     "qwengpu_widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch"},
 }

@@ -643,10 +643,24 @@ def test_unsupported_float_forms_name_the_line(instr, dst, operands):
                                              ("sqrt.approx.ftz.f32", F("f32")), ("rsqrt.approx.f32", F("f32")),
                                              ("sin.approx.f32", F("f32")), ("lg2.approx.f32", F("f32")),
                                              ("div.approx.f32", F("f32", "f32")), ("div.full.f32", F("f32", "f32")),
-                                             ("div.f32", F("f32", "f32")), ("rcp.approx.ftz.f64", F("f64"))])
-def test_approximate_instructions_are_refused(instr, operands):
-    """Approximate forms have implementation-defined results: refused when the PTX is read (the
-    line and the construct named), for the interpreter and the machine alike."""
+                                             ("rcp.approx.ftz.f64", F("f64")), ("rsqrt.approx.f64", F("f64"))])
+def test_approximate_instructions_are_refused_on_request(instr, operands):
+    """Approximate forms are qwenGPU's definitions (tests/test_approx.py); `approx="refuse"` refuses
+    them when the PTX is read (the line and the construct named), for the interpreter and the
+    machine alike."""
+    ptx = kernel(instr, operands[0], operands)
+    spec = {"grid": 1, "block": 32, "args": [{"buffer": f"uint{bits(t)}", "size": 32} for t in operands + [operands[0]]]}
+    for engine in ({}, {"engine": "sim"}):
+        with pytest.raises(Exception, match=r"line \d+.*approximate instruction .* refused") as e:
+            run(ptx, spec, approx="refuse", **engine)
+        assert instr in str(e.value)
+
+
+@pytest.mark.parametrize("instr,operands", [("div.f32", F("f32", "f32")), ("div.approx.f64", F("f64", "f64")),
+                                             ("rcp.approx.f64", F("f64"))])
+def test_forms_without_a_definition_are_refused(instr, operands):
+    """div.f32 without a rounding is not PTX; div.approx.f64 and rcp.approx.f64 (without .ftz) have no
+    definition here."""
     ptx = kernel(instr, operands[0], operands)
     spec = {"grid": 1, "block": 32, "args": [{"buffer": f"uint{bits(t)}", "size": 32} for t in operands + [operands[0]]]}
     for engine in ({}, {"engine": "sim"}):

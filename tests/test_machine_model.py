@@ -7,6 +7,8 @@ forward runs on the small TINY machine (same circuits, one ALU slot), built, sav
 `pytest --runslow` runs every kernel on the compact engine (~30 min on 2 cores); by default a set
 of kernels that exercises every unit and control path runs (the others are marked slow).
 """
+import json
+
 import pytest
 from ptxkit import kernel
 
@@ -264,7 +266,10 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
     assert "exact  (logit gap 16.00, residual code margin 0.49" in out[0] and "form noise 0.0" in out[0]
     assert out[-1].startswith("verify compact: 1/1 exact; smallest margins: logit gap 16.00 (dot), "
                               "memory code 16.00 (dot), residual code 0.49")
-    assert "largest form noise 0.0" in out[-1] and "(premise <= 0.1)" in out[-1]
+    assert "largest form noise 0.0" in out[-1] and "(premise <= 0.1) (dot at " in out[-1]   # the node where it peaked
+    assert main(["verify", "--engine", "compact", "--json", "dot"]) == 0
+    row = json.loads(capsys.readouterr().out)["kernels"][0]
+    assert row["margins"]["form_noise"] < 0.1 and isinstance(row["form_noise_at"], str) and row["form_noise_at"]
 
 
 def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):

@@ -132,15 +132,16 @@ def test_decode_fields():
 @pytest.mark.parametrize("text, line, construct", [
     ("mov.u32 %r1, %r2\nret;", 4, "expected"),                # missing semicolon
     ("bogus.u32 %r1, %r2;\nret;", 4, "unsupported instruction `bogus.u32`"),
-    ("div.approx.f32 %f1, %f2, %f3;\nret;", 4, "approximate"),
-    ("tanh.approx.f32 %f1, %f2;\nret;", 4, "approximate instruction"),
+    ("div.approx.f64 %fd1, %fd2, %fd3;\nret;", 4, "approximate form .approx on .f64"),
+    ("tanh.approx.f16 %h1, %h2;\nret;", 4, "only the .f32 form"),
+    ("sin.f32 %f1, %f2;\nret;", 4, "sin without .approx"),
     ("ld.global.u32 %r1, %r2;\nret;", 4, "load source"),
     ("add.u32 %r1, %r2;\nret;", 4, "takes 3 operands"),
     ("bra.uni NOWHERE;\nret;", 4, "NOWHERE"),
     ("mov.u32 %r1, %undeclared;\nret;", 4, "undeclared name"),
 ])
 def test_errors_name_the_line_and_construct(text, line, construct):
-    src = ".version 9.0\n.target sm_75\n.entry k() {\n.reg .b32 %r<4>; .reg .f32 %f<4>;\n" \
+    src = ".version 9.0\n.target sm_75\n.entry k() {\n.reg .b32 %r<4>; .reg .f32 %f<4>; .reg .f64 %fd<4>; .reg .f16 %h<4>;\n" \
           .replace("{\n.reg", "{ .reg") + text + "\n}\n"
     # the instruction under test is on line 4
     with pytest.raises(PTXSyntaxError) as e:

@@ -1,4 +1,5 @@
-"""Repository contracts: the README opens with the two commands, and CI runs the test one."""
+"""Repository contracts: the README opens with the two commands (the lab, the tests), the CLI demo
+comes next, and CI runs the test one."""
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,20 @@ def readme_commands():
 def test_readme_opens_with_two_commands():
     cmds = readme_commands()
     assert len(cmds) == 2
-    assert cmds[0].endswith("qwengpu demo")
+    assert cmds[0].endswith("qwengpu lab")               # the product: the lab, opened on notebook 01
+    assert "lab" in cmds[0].split("-e", 1)[1].split()[0]   # ... with the lab's packages installed
+    assert cmds[0].index("torch==") < cmds[0].index("-e ")  # torch first: pip takes the CPU build
     assert "pytest" in cmds[1]
     # nothing but the title and one paragraph before the commands
     head = (ROOT / "README.md").read_text().split("```bash", 1)[0]
     assert head.count("\n#") == 0
+
+
+def test_readme_demo_is_the_second_example():
+    """Right after the two commands: the command-line demo (`qwengpu demo`, the dot product on the model)."""
+    rest = (ROOT / "README.md").read_text().split("```bash", 2)
+    assert len(rest) == 3 and "\n## " not in rest[1].split("```", 1)[1]     # no section between them
+    assert rest[2].split("```", 1)[0].strip().endswith("qwengpu demo")
 
 
 def test_ci_runs_the_readme_test_command():

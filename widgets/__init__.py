@@ -3,10 +3,13 @@
     from qwengpu_widgets import Inspector
     Inspector(ptx, spec)          # step through a launch token by token
 
+    %load_ext qwengpu_widgets     # in a notebook: the %%cuda cell magic (qwengpu_widgets.magic)
+
 Every widget also renders as static HTML (`Inspector.to_html()`, the `text/html` of its MIME bundle)
 when exported with nbconvert or opened without a kernel.
 """
 from .inspector import Inspector, inspect
+from .magic import CudaCellError, load_ipython_extension, run_cell
 from .static import png_data_uri, render_html
 
-__all__ = ["Inspector", "inspect", "render_html", "png_data_uri"]
+__all__ = ["Inspector", "inspect", "render_html", "png_data_uri", "CudaCellError", "run_cell", "load_ipython_extension"]

@@ -67,6 +67,26 @@ function drawMatrix(canvas, rows, cols, get, cmap, px) {
   return ctx;
 }
 
+// rows x cols cells, color per cell (cmap(row)(value)), drawn as one image scaled px x py
+function paintGrid(canvas, rows, cols, get, cmapOf, px, py) {
+  canvas.width = Math.max(1, cols * px); canvas.height = Math.max(1, rows * py);
+  const img = new ImageData(Math.max(1, cols), Math.max(1, rows));
+  for (let r = 0; r < rows; r++) {
+    const cm = cmapOf(r);
+    for (let c = 0; c < cols; c++) {
+      const v = get(r, c), k = (r * cols + c) * 4;
+      const [R, G, B] = v ? cm(v) : [255, 255, 255];
+      img.data[k] = R; img.data[k + 1] = G; img.data[k + 2] = B; img.data[k + 3] = 255;
+    }
+  }
+  const off = document.createElement("canvas"); off.width = img.width; off.height = img.height;
+  off.getContext("2d").putImageData(img, 0, 0);
+  const ctx = canvas.getContext("2d");
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(off, 0, 0, cols * px, rows * py);
+  return ctx;
+}
+
 function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "qg-insp";
@@ -74,6 +94,7 @@ function render({ model, el }) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   root.innerHTML = `
     <div class="qg-progress" style="display:none"><div style="width:0%"></div></div>
+    <div class="qg-rec" style="display:none"><span class="qg-spin"></span><span class="qg-rectext"></span><button class="qg-btn qg-cancel" title="stop the recording">cancel</button></div>
     <div class="qg-head">
       <div class="qg-title">qwenGPU · <span class="qg-kern"></span></div>
       <span class="qg-badge engine"></span><span class="qg-badge qg-cons"></span><span class="qg-badge fault qg-faultb" style="display:none">fault</span>
@@ -112,6 +133,9 @@ function render({ model, el }) {
           <span><i style="outline:1.5px dashed var(--qg-acc);outline-offset:-2px"></i>the next instruction accesses</span></div>
       </div>
     </div>
+    <div class="qg-card qg-latt" style="display:none"><h4>Attention · every GPU layer <span class="qg-sub qg-lattsub"></span></h4>
+      <div class="qg-lattgrid"><div class="qg-ov"><div class="qg-ovnames"></div><div><canvas class="qg-ovcv" title="click a layer"></canvas><div class="qg-lbl qg-ovcap"></div></div></div>
+      <div class="qg-lsel"></div></div></div>
     <div class="qg-card qg-layers"><h4>GPU layers <span class="qg-sub qg-layersub"></span></h4><div class="qg-layerbody"></div></div>
     <div class="qg-faultbox" style="display:none"></div>
     <div class="qg-foot"><kbd>←</kbd> <kbd>→</kbd> step · <kbd>space</kbd> play · <kbd>Home</kbd>/<kbd>End</kbd> · <kbd>b</kbd> breakpoint at pc · click the ROM gutter to toggle breakpoints</div>`;
@@ -595,6 +619,78 @@ function render({ model, el }) {
       off += L.heads * n * n;
     }
   }
+  // ---------------- attention of every GPU layer ----------------
+  // overview: rows = layers, columns = tokens, each layer's largest weight (over heads) on each token
+  // for the current token's output; the selected layer per head, and as a heatmap over recent tokens
+  function ramp(kind) { return kind === "gdn" ? viridisLike : (t) => { const v = Math.round(255 - 150 * t); return [v, v - 10 < 0 ? 0 : v - 10, v]; }; }
+  let lattDrawn = null;
+  function renderLayerAttention() {
+    const card = $(".qg-latt");
+    const meta = model.get("latt_meta") || {};
+    lattDrawn = model.get("latt_meta");
+    if (!M() || meta.n === undefined) { card.style.display = "none"; return; }
+    card.style.display = "";
+    const b = bytesOf(model.get("latt"));
+    const nL = meta.nlayers, n = meta.n, H = meta.heads, R = meta.rows, C = meta.cols;
+    const o1 = nL * n, o2 = o1 + H * n;
+    if (b.length !== o2 + H * R * C) return;
+    card.dataset.layer = meta.layer; card.dataset.t = meta.t;
+    $(".qg-lattsub").textContent = `the output of token ${meta.t} ${meta.token} draws on tokens ${meta.c0}..${meta.c0 + n - 1} · ${nL} layers (Δ Gated DeltaNet, A softmax attention) · click a layer`;
+    const py = 10, px = Math.max(1, Math.min(8, Math.floor(560 / Math.max(1, n))));
+    const names = $(".qg-ovnames");
+    if (names.childElementCount !== nL) {
+      let h = "";
+      for (let L = 0; L < nL; L++) h += `<div class="qg-ovname" data-layer="${L}" style="height:${py}px" title="${esc(prog.layers && prog.layers[L] ? prog.layers[L].role : "")}">L${L} ${meta.kinds[L] === "gdn" ? "Δ" : "A"}</div>`;
+      names.innerHTML = h;
+    }
+    names.querySelectorAll(".qg-ovname").forEach((d) => d.classList.toggle("on", +d.dataset.layer === meta.layer));
+    const cv = $(".qg-ovcv");
+    const gdnRamp = ramp("gdn"), attnRamp = ramp("attn");
+    const ctx = paintGrid(cv, nL, n, (L, c) => b[L * n + c] / 255, (L) => meta.kinds[L] === "gdn" ? gdnRamp : attnRamp, px, py);
+    ctx.strokeStyle = "#f59f00"; ctx.lineWidth = 1.5; ctx.strokeRect(0.75, meta.layer * py + 0.75, cv.width - 1.5, py - 1.5);
+    $(".qg-ovcap").textContent = `rows: layers 0..${nL - 1}; columns: tokens ${meta.c0}..${meta.c0 + n - 1} (the current one last); darker = drawn on more`;
+    // the selected layer
+    const cm = ramp(meta.kinds[meta.layer]);
+    const sel = root.querySelector(".qg-lsel");
+    const shape = `${meta.layer}/${H}`;
+    if (sel.dataset.shape !== shape) {          // the layer's skeleton: rebuilt only when another layer is picked
+      let h = `<div class="qg-lseltitle"><b>L${meta.layer}</b> ${meta.kind === "linear_attention" ? "Gated DeltaNet" : "softmax attention"} · ${esc((prog.layers && prog.layers[meta.layer] || {}).role || "")}</div>
+        <div class="qg-lbl qg-lnote"></div><div class="qg-lbl qg-lrowcap"></div><canvas class="qg-lrowcv"></canvas><table class="qg-tbl qg-ltop">`;
+      for (let hd = 0; hd < H; hd++) h += `<tr data-head="${hd}"><td>${meta.head_unit} ${hd}</td><td></td><td></td></tr>`;
+      h += `</table><div class="qg-lbl qg-lwincap"></div><div class="qg-heads">`;
+      for (let hd = 0; hd < H; hd++) h += `<div class="qg-hm qg-lhm" data-head="${hd}"><canvas></canvas><span>${meta.head_unit} ${hd}</span></div>`;
+      sel.innerHTML = h + `</div>`;
+      sel.dataset.shape = shape;
+    }
+    sel.querySelector(".qg-lnote").textContent = meta.note + (meta.error ? ` · one-hot reduction error ≤ ${meta.error.toExponential(1)}` : "");
+    sel.querySelector(".qg-lrowcap").textContent = `now, per ${meta.head_unit} (rows), over tokens ${meta.c0}..${meta.c0 + n - 1}:`;
+    sel.querySelector(".qg-lwincap").textContent = `over recent tokens: rows = tokens ${meta.r0}..${meta.t} (output), columns = tokens ${meta.w0}..${meta.t} (written)`;
+    const trs = sel.querySelectorAll(".qg-ltop tr");
+    meta.top.forEach(([s0, w, tok], hd) => {
+      const td = trs[hd].children;
+      td[1].innerHTML = w > 0 ? `token ${s0} <span class="qg-mono">${esc(tok)}</span>` : "—";
+      td[2].textContent = w > 0 ? w.toFixed(3) : "";
+    });
+    const rpx = Math.max(1, Math.min(8, Math.floor(400 / Math.max(1, n))));
+    paintGrid(sel.querySelector(".qg-lrowcv"), H, n, (hd, c) => b[o1 + hd * n + c] / 255, () => cm, rpx, 8);
+    const hpx = Math.max(2, Math.floor(96 / Math.max(1, C)));
+    sel.querySelectorAll(".qg-lhm").forEach((box) => {
+      const hd = +box.dataset.head, base = o2 + hd * R * C;
+      paintGrid(box.querySelector("canvas"), R, C, (r, c) => b[base + r * C + c] / 255, () => cm, hpx, hpx);
+    });
+  }
+  function pickLayer(L) {
+    if (L === model.get("layer")) return;
+    tReq = performance.now();
+    model.set("layer", L); model.save_changes();
+  }
+  $(".qg-ovnames").addEventListener("click", (ev) => { const d = ev.target.closest("[data-layer]"); if (d) pickLayer(+d.dataset.layer); });
+  $(".qg-ovcv").addEventListener("click", (ev) => {
+    const cv = ev.currentTarget, r = cv.getBoundingClientRect();
+    const L = Math.floor((ev.clientY - r.top) * (cv.height / r.height) / 10);
+    if (L >= 0 && L < (model.get("latt_meta") || {}).nlayers) pickLayer(L);
+  });
+
   function machineBadge(st) {
     const c = prog.consistency || {};
     const fm = st.first_mismatch;
@@ -644,7 +740,26 @@ function render({ model, el }) {
     if (mm) { fb.style.display = ""; fb.className = "qg-fault qg-faultbox"; fb.textContent = "first mismatch: " + mm.text; }
   }
 
+  // a launch recorded in the background (Inspector(..., background=True)): its progress, and cancel
+  function renderRecording() {
+    const r = model.get("recording") || {};
+    const on = prog.mode === "recording";
+    root.classList.toggle("qg-recording", on);
+    const box = $(".qg-rec");
+    box.style.display = on ? "" : "none";
+    if (!on) return;
+    const eng = ENGINES[r.engine] || r.engine || "";
+    box.dataset.status = r.status || "recording";
+    box.dataset.passes = r.passes || 0;
+    $(".qg-cancel").style.display = r.status === "recording" ? "" : "none";
+    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})`
+      : r.status === "failed" ? `recording failed: ${r.error || ""}`
+      : `recording the launch on the ${eng}… ${r.passes || 0} pass${r.passes === 1 ? "" : "es"} so far${r.token ? ` (last token ${r.token})` : ""}`;
+  }
+  $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
+
   function renderAll() {
+    renderRecording();
     const st = model.get("state");
     if (!st || st.pos === undefined) return;
     slider.max = positions() - 1;
@@ -658,6 +773,9 @@ function render({ model, el }) {
       renderMachineWarp(st);
       renderMemory(st);
       renderMachineLayers(st);
+      const t1 = performance.now();
+      renderLayerAttention();
+      root.dataset.renderAttention = (performance.now() - t1).toFixed(1);
     } else {
       renderHead(st);
       highlightRom(st.pos);
@@ -749,8 +867,16 @@ function render({ model, el }) {
   model.on("change:state", onState);
   model.on("change:fmt", renderAll);
   model.on("change:progress", onProgress);
+  model.on("change:recording", renderRecording);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
   model.on("change:attn_meta", () => { if (M()) renderAll(); });
+  model.on("change:latt_meta", () => {     // a layer picked: only the attention card redraws
+    queueMicrotask(() => {                   // (after the message's other changes: a new state redrew it all)
+      if (!M() || model.get("latt_meta") === lattDrawn) return;
+      renderLayerAttention();
+      if (tReq) { root.dataset.latency = (performance.now() - tReq).toFixed(1); tReq = 0; }
+    });
+  });
   onProgress();
   renderAll();
   return () => { if (timer) clearInterval(timer); };

@@ -16,18 +16,27 @@ drawn by `widgets.static`.
 """
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
 from pathlib import Path
 
 import anywidget
 import traitlets
 
 from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launch
-from qwengpu.lab.payload import (attention_payload, machine_gdn_bytes, machine_program_payload,
-                                 machine_snapshot_payload, program_payload, snapshot_payload)
+from qwengpu.lab.payload import (attention_payload, layer_attention_payload, machine_gdn_bytes,
+                                 machine_program_payload, machine_snapshot_payload, program_payload, snapshot_payload)
 
 from .static import render_html
 
 _HERE = Path(__file__).resolve().parent
+#: the id of the widget's stylesheet in the page, per version of the CSS
+STYLE_ID = "qwengpu_widgets.Inspector-" + hashlib.sha1((_HERE / "inspector.css").read_bytes()).hexdigest()[:10]
+
+
+class RecordingCancelled(Exception):
+    """A background recording stopped by `Inspector.cancel` (or the widget's cancel button)."""
 
 
 class Inspector(anywidget.AnyWidget):
@@ -45,18 +54,71 @@ class Inspector(anywidget.AnyWidget):
     gdn_memory = traitlets.Unicode("reg.emit").tag(sync=True)   # the memory the GDN panel shows
     selections = traitlets.List(traitlets.Unicode()).tag(sync=True)   # memories of the selection panel
     progress = traitlets.Float(1.0).tag(sync=True)
+    layer = traitlets.Int(-1).tag(sync=True)           # the GPU layer whose attention is shown in detail
+    latt = traitlets.Bytes(b"").tag(sync=True)         # uint8: every layer's attention now, the layer's per head
+    latt_meta = traitlets.Dict().tag(sync=True)
+    recording = traitlets.Dict().tag(sync=True)        # background=True: status, passes so far, last token
 
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
-                 selections=None, **kwargs):
+                 selections=None, layer: int | None = None, background: bool = False, **kwargs):
+        # the page's <style> for this widget is keyed by this id: a notebook that stored an older
+        # version's widget state (its CSS) and is reopened must not restyle today's widgets
+        kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
-        if view is None:
-            if program is None or launch is None:
-                raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
+        opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
+                    selections=selections, layer=layer)
+        if view is not None:
+            self._install(view, **opts)
+            return
+        if program is None or launch is None:
+            raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
+        record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}))
+        if not background:
             self.progress = 0.0
-            view = trace_launch(program, launch, engine=engine, kernel=kernel, names=names,
-                                progress=self._on_progress, **({"machine": machine} if machine is not None else {}))
+            self._install(trace_launch(program, launch, progress=self._on_progress, **record), **opts)
+            return
+        # recorded in a thread while the widget shows its progress (and a cancel button)
+        self._cancel = threading.Event()
+        self.progress = 0.0
+        self.recording = {"status": "recording", "passes": 0, "token": "", "engine": engine}
+        self.program = {"mode": "recording", "engine": engine}
+        self.on_msg(self._on_msg)
+        self._thread = threading.Thread(target=self._record, args=(program, launch, record, opts), daemon=True)
+        self._thread.start()
+
+    def _record(self, program, launch, record, opts):
+        last = [0.0]
+
+        def tick(done, text=""):
+            if self._cancel.is_set():
+                raise RecordingCancelled(f"cancelled after {done} passes")
+            now = time.monotonic()
+            if now - last[0] > 0.1:                  # at most ten updates a second
+                last[0] = now
+                self.recording = {**self.recording, "passes": done, "token": text}
+
+        hook = {"on_token": lambda i, text, state: tick(i + 1, text)} if record["engine"] in ("compact", "model") \
+            else {"progress": lambda done, total: tick(done)}
+        try:
+            view = trace_launch(program, launch, **record, **hook)
+        except RecordingCancelled as e:
+            self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
+            return
+        except Exception as e:                      # shown in the widget, kept for Python
+            self.error = e
+            self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            return
+        self._install(view, **opts)
+        self.recording = {**self.recording, "status": "done", "passes": len(view)}
+
+    def _on_msg(self, widget, content, buffers):
+        if isinstance(content, dict) and content.get("cancel"):
+            self.cancel()
+
+    def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
+                 layer=None):
         self.view = view
         self.progress = 1.0
         self.machine_mode = isinstance(view, MachineView)
@@ -64,6 +126,9 @@ class Inspector(anywidget.AnyWidget):
             if self.machine_mode:
                 self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
                 self.selections = list(selections or DEFAULT_SELECTIONS)
+                tr = view.trace
+                self.layer = int(layer) if layer is not None and 0 <= layer < len(tr.layers) else \
+                    int(tr.memories[self.gdn_memory].layer)
                 self.program = machine_program_payload(view)
             else:
                 self.program = program_payload(view)
@@ -71,6 +136,20 @@ class Inspector(anywidget.AnyWidget):
             self.breakpoints = sorted(set(int(b) for b in breakpoints))
             self.position = max(0, min(position, len(view) - 1))
             self._refresh()
+
+    def wait(self, timeout: float | None = None) -> "Inspector":
+        """Wait for a recording started with `background=True` (returns at once otherwise)."""
+        t = getattr(self, "_thread", None)
+        if t is not None:
+            t.join(timeout)
+        return self
+
+    def cancel(self) -> "Inspector":
+        """Stop a recording started with `background=True` at its next pass (the widget's cancel button)."""
+        ev = getattr(self, "_cancel", None)
+        if ev is not None:
+            ev.set()
+        return self
 
     # -- Python API --------------------------------------------------------------------------------
 
@@ -111,10 +190,16 @@ class Inspector(anywidget.AnyWidget):
         self.breakpoints = sorted(bps)
         return self
 
+    def export_html(self, path=None) -> str:
+        """One self-contained HTML file of this launch that plays and scrubs without a kernel or a
+        server (no CDN): every position's payload and the widget's script (`qwengpu_widgets.export`)."""
+        from .export import export_html
+        return export_html(self, path)
+
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
-                           attn_meta=self.attn_meta)
+                           attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta)
 
     # -- sync ----------------------------------------------------------------------------------------
 
@@ -126,26 +211,68 @@ class Inspector(anywidget.AnyWidget):
         if hasattr(self, "view"):
             self._refresh()
 
+    def show_layer(self, layer: int) -> "Inspector":
+        """Show GPU layer `layer`'s attention in detail (model engines), as clicking it does."""
+        self.layer = int(layer)
+        return self
+
+    @property
+    def layer_attention(self):
+        """The shown layer's weights now: [heads, tokens 0..t] (`qwengpu.lab.attention.layer_attention`)."""
+        from qwengpu.lab.attention import layer_attention
+        tr = self.view.trace
+        return layer_attention(tr, tr.prompt_len - 1 + self.position, self.layer)
+
+    @traitlets.observe("layer")
+    def _layer_changed(self, change):
+        if hasattr(self, "view") and getattr(self, "machine_mode", False):
+            meta, data = layer_attention_payload(self.view, self.position, self.layer)
+            with self.hold_sync():
+                self.latt = data
+                self.latt_meta = meta
+
     @traitlets.observe("gdn_memory", "selections")
     def _panels_changed(self, change):
         if hasattr(self, "view") and getattr(self, "machine_mode", False):
             self._refresh()
 
+    def _machine_payload(self, position: int) -> tuple:
+        """Everything the model views send for `position` (state, raw GDN bytes, softmax windows,
+        every layer's attention), cached: the next position is prepared right after a position is
+        sent, so stepping forward is a lookup."""
+        mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
+        key = (position, mem, tuple(self.selections), self.layer)
+        cache = self.__dict__.setdefault("_payloads", {})
+        got = cache.get(key)
+        if got is None:
+            snap = self.view.snapshot(position)
+            meta, att = attention_payload(self.view, position)
+            lmeta, latt = layer_attention_payload(self.view, position, self.layer)
+            got = (snap, machine_snapshot_payload(self.view, snap, mem, list(self.selections)),
+                   machine_gdn_bytes(self.view, position, mem), att, meta, latt, lmeta)
+            if len(cache) >= 256:
+                cache.pop(next(iter(cache)))
+            cache[key] = got
+        return got
+
     def _refresh(self):
-        snap = self.view.snapshot(self.position)
-        self._snap = snap
         if not self.machine_mode:
+            snap = self.view.snapshot(self.position)
+            self._snap = snap
             with self.hold_sync():
                 self.state = snapshot_payload(snap)
             return
-        mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
-        payload = machine_snapshot_payload(self.view, snap, mem, list(self.selections))
-        meta, att = attention_payload(self.view, self.position)
+        snap, payload, gdn, att, meta, latt, lmeta = self._machine_payload(self.position)
+        self._snap = snap
         with self.hold_sync():
             self.state = payload
-            self.gdn = machine_gdn_bytes(self.view, self.position, mem)
+            self.gdn = gdn
             self.attn = att
             self.attn_meta = meta
+            self.latt = latt
+            self.latt_meta = lmeta
+        if self.position + 1 < len(self.view):          # sent: prepare the next step meanwhile
+            self._machine_payload(self.position + 1)
 
     def _repr_mimebundle_(self, **kwargs):
         out = super()._repr_mimebundle_(**kwargs)

@@ -97,12 +97,12 @@ def _memory_html(memory: list, sub: str) -> str:
 
 
 def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"", gdn: bytes = b"",
-                attn_meta: list | None = None) -> str:
+                attn_meta: list | None = None, latt: bytes = b"", latt_meta: dict | None = None) -> str:
     """The inspector at `state`'s position as static HTML (a `<div class="qg-insp">` with its CSS).
     `program`/`state` are the widget's payloads (`qwengpu.lab.payload`): the interpreter's, or a
     model engine's (`program["mode"] == "machine"`, drawn by `render_machine_html`)."""
     if program.get("mode") == "machine":
-        return render_machine_html(program, state, fmt, attn, gdn, attn_meta)
+        return render_machine_html(program, state, fmt, attn, gdn, attn_meta, latt, latt_meta)
     f = _FMT.get(fmt, 0)
     st = state
     if not st:
@@ -259,11 +259,53 @@ def machine_badge(program: dict, st: dict) -> tuple[str, str, str]:
     return "ref", "not fully compared", ""
 
 
+def attention_card_html(meta: dict, data: bytes) -> str:
+    """The inspector's "Attention · every GPU layer" card as static HTML (`layer_attention_payload`'s
+    meta and bytes): the overview of every layer over the tokens, the picked layer per head now and
+    its heatmaps over recent tokens, as PNG images."""
+    if not meta or meta.get("n") is None:
+        return ""
+    nL, n, H, R, C = meta["nlayers"], meta["n"], meta["heads"], meta["rows"], meta["cols"]
+    b = np.frombuffer(data, np.uint8)
+    if b.size != nL * n + H * n + H * R * C:
+        return ""
+    over = b[:nL * n].reshape(nL, n) / 255.0
+    rows = b[nL * n:nL * n + H * n].reshape(H, n) / 255.0
+    wins = b[nL * n + H * n:].reshape(H, R, C) / 255.0
+    gdn = np.array([k == "gdn" for k in meta["kinds"]])[:, None, None]
+    rgb = np.where(gdn, _seq_cmap(over), (255 - 150 * over[..., None]).round().astype(np.uint8))
+    px = max(1, min(8, 560 // max(1, n)))
+    rgb = _upscale(rgb, 8, px)
+    rgb[meta["layer"] * 8:meta["layer"] * 8 + 8, :1] = rgb[meta["layer"] * 8:meta["layer"] * 8 + 8, -1:] = (245, 159, 0)
+    names = "".join(f'<div style="height:8px">L{L} {"Δ" if k == "gdn" else "A"}</div>'
+                    for L, k in enumerate(meta["kinds"]))
+    unit = meta["head_unit"]
+    top = "".join(f'<tr><td>{unit} {h}</td><td>{f"token {s} <span class=qg-mono>{_e(tok)}</span>" if w > 0 else "—"}'
+                  f'</td><td>{f"{w:.3f}" if w > 0 else ""}</td></tr>' for h, (s, w, tok) in enumerate(meta["top"]))
+    cm = _seq_cmap if meta["kind"] == "linear_attention" else (lambda x: (255 - 150 * x[..., None]).round().astype(np.uint8))
+    hpx = max(2, 96 // max(1, C))
+    heads = "".join(f'<div class="qg-hm"><img src="{png_data_uri(_upscale(cm(wins[h]), hpx, hpx))}">'
+                    f'<span>{unit} {h}</span></div>' for h in range(H))
+    kind = "Gated DeltaNet" if meta["kind"] == "linear_attention" else "softmax attention"
+    return (f'<div class="qg-card qg-latt" data-layer="{meta["layer"]}" data-t="{meta["t"]}"><h4>Attention · every GPU layer '
+            f'<span class="qg-sub">the output of token {meta["t"]} {_e(meta["token"])} draws on tokens {meta["c0"]}..'
+            f'{meta["c0"] + n - 1} · {nL} layers (Δ Gated DeltaNet, A softmax attention)</span></h4>'
+            f'<div class="qg-lattgrid"><div class="qg-ov"><div class="qg-ovnames" style="font-size:7px;line-height:8px">'
+            f'{names}</div><img class="qg-ovcv" src="{png_data_uri(rgb)}"></div>'
+            f'<div class="qg-lsel"><div class="qg-lseltitle"><b>L{meta["layer"]}</b> {kind}</div>'
+            f'<div class="qg-lbl">{_e(meta["note"])}</div>'
+            f'<img class="qg-lrowcv" src="{png_data_uri(_upscale(cm(rows), 8, max(1, min(8, 400 // max(1, n)))))}">'
+            f'<table class="qg-tbl qg-ltop">{top}</table><div class="qg-lbl">over recent tokens: rows = tokens '
+            f'{meta["r0"]}..{meta["t"]}, columns = tokens {meta["w0"]}..{meta["t"]}</div><div class="qg-heads">{heads}'
+            f'</div></div></div></div>')
+
+
 def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes = b"", gdn: bytes = b"",
-                        attn_meta: list | None = None) -> str:
+                        attn_meta: list | None = None, latt: bytes = b"", latt_meta: dict | None = None) -> str:
     """A model engine's position (`MachineView`) as static HTML: the bundle the pass runs, the
-    registers, lanes and memory decoded from the model's GDN states, each memory's read/write
-    pattern per GPU layer, one memory's raw state beside its decoding, and the cross-checks."""
+    registers, lanes and memory decoded from the model's GDN states, the attention of every GPU
+    layer (`attention_card_html`), each memory's read/write pattern per GPU layer, one memory's raw
+    state beside its decoding, and the cross-checks."""
     f = _FMT.get(fmt, 0)
     if not st:
         return "<div>qwenGPU inspector (no state)</div>"
@@ -285,6 +327,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     parts.append(_machine_warp_html(st, f))
     parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem (layer {_mem_layer(program, 'mem')})"))
     parts.append("</div>")
+    parts.append(attention_card_html(latt_meta or {}, latt))
     parts.append(_machine_layers_html(program, st, gdn))
     if st.get("fault"):
         parts.append(f'<div class="qg-fault">fault: {_e(st["fault"])}</div>')

@@ -40,6 +40,11 @@ def _floats():
     return floats
 
 
+def _approx():
+    from . import approx
+    return approx
+
+
 def _bits(t: str) -> int:
     return 1 if t == "pred" else TYPE_BITS[t]
 
@@ -252,7 +257,16 @@ class Interpreter:
         return LaunchResult(kernel=self.kernel.name, engine="interp",
                             buffers=read_back(self.gmem, self.spec, self.layout), steps=self.steps,
                             tokens=None, lane_instructions=self.lane_instructions,
-                            trace=self.trace if self.record else None)
+                            trace=self.trace if self.record else None, printf=self._printf())
+
+    def _printf(self):
+        """The printf output, formatted from the buffer in global memory (None without printf)."""
+        from .printf import PRINTF_BYTES, printf_buffer_address, printf_output
+        addr = printf_buffer_address(self.module, self.spec)
+        if addr is None:
+            return None
+        r = self.gmem.region(addr, PRINTF_BYTES)
+        return printf_output(self.module, self.spec, bytes(r.data[addr - r.base:addr - r.base + PRINTF_BYTES]))
 
     def _run_block(self, ctaid):
         bx, by, bz = ctaid
@@ -759,6 +773,8 @@ def h_float(it: Interpreter, warp, frame, ins, info, ex):
         r = F.ffma(srcs[0], srcs[1], srcs[2], rnd=rnd, sat=info.sat, **kw)
     elif op == "div":
         r = F.fdiv(srcs[0], srcs[1], rnd=rnd, **kw)
+    elif op == "rcp" and info.mode == "approx64":
+        r = _approx().rcp_f64(srcs[0])
     elif op == "rcp":
         r = F.frcp(srcs[0], rnd=rnd, **kw)
     elif op == "sqrt":
@@ -773,6 +789,14 @@ def h_float(it: Interpreter, warp, frame, ins, info, ex):
         r = F.fneg(srcs[0], **kw)
     else:
         raise ExecutionFault(f"no semantics for {ins.opcode}")
+    it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
+
+
+def h_approx(it: Interpreter, warp, frame, ins, info, ex):
+    """ex2, lg2, sin, cos, tanh, rsqrt .approx: qwenGPU's definitions (`approx`)."""
+    t = info.type
+    a = _np(it._read(warp, frame, ins.operands[1], t))
+    r = _approx().rsqrt_f64(a) if t == "f64" else _approx().approximate(ins.op, a, ftz=info.ftz)
     it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
 
 
@@ -1212,6 +1236,8 @@ for _op in ("fma", "sqrt", "rcp"):
 for _op in ("and", "or", "xor", "not", "cnot", "shl", "shr", "shf", "popc", "clz", "brev", "bfind",
             "bfe", "bfi", "prmt", "lop3", "dp4a", "dp2a"):
     _HANDLERS[_op] = h_bits
+for _op in ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt"):
+    _HANDLERS[_op] = h_approx
 _HANDLERS.update({"setp": h_setp, "set": h_setp, "selp": h_selp, "slct": h_selp, "mov": h_mov,
                   "cvt": h_cvt, "cvta": h_cvta, "ld": h_ld, "ldu": h_ld, "st": h_st, "atom": h_atom,
                   "red": h_atom, "shfl": h_shfl, "vote": h_vote, "match": h_match, "activemask": h_misc,

@@ -342,5 +342,49 @@ def attention_payload(view, position: int) -> tuple[list, bytes]:
     return meta, b"".join(chunks)
 
 
-__all__ = ["program_payload", "snapshot_payload", "type_width", "machine_program_payload",
+#: tokens (columns) of the all-layers overview: the whole context up to this many, else the latest
+OVERVIEW_COLS = 512
+
+
+def _u8(a) -> bytes:
+    return np.clip(np.round(np.asarray(a, np.float64) * 255), 0, 255).astype(np.uint8).tobytes()
+
+
+def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, bytes]:
+    """The attention of every GPU layer for the token pass `position` consumed
+    (`qwengpu.lab.attention`), as (meta, bytes): the overview [layers, n] (each layer's largest
+    weight over its heads on each earlier token), the selected `layer` per head [heads, n] and its
+    heatmap over recent tokens [heads, rows, cols]; weights 0..1 as uint8 (255 = 1)."""
+    from .attention import attention_error, attention_window, layer_attention, layers_overview
+    tr = view.trace
+    t = tr.prompt_len - 1 + position
+    layer = int(layer) if 0 <= int(layer) < len(tr.layers) else int(tr.gdn_layers[0])
+    c0 = max(0, t + 1 - OVERVIEW_COLS)
+    over = layers_overview(tr, t, c0)
+    per_head = layer_attention(tr, t, layer, start=c0)
+    win, r0, w0 = attention_window(tr, t, layer)
+    heads = per_head.shape[0]
+    top = []
+    for h in range(heads):
+        s = int(per_head[h].argmax())
+        top.append([c0 + s, round(float(per_head[h, s]), 4), tr.tokens[c0 + s]])
+    gdn = layer in tr.gdn_layers
+    kind = tr.layers[layer].kind
+    if gdn:
+        note = ("delta rule unrolled: q·k overlap × decay products × later erasures × β·|v| "
+                "(per key head: the largest over its value heads)")
+    elif getattr(tr, "attention", {}).get(layer):
+        note = "softmax weights, recorded from the stock forward"
+    else:
+        note = f"softmax weights: no heads compiled in (scores 0), so uniform 1/{t + 1}; zero output projection: nothing reaches the residual"
+    meta = {"t": t, "token": tr.tokens[t], "c0": c0, "n": int(over.shape[1]), "nlayers": len(tr.layers),
+            "kinds": ["gdn" if L.kind == "linear_attention" else "attn" for L in tr.layers],
+            "roles": [L.role for L in tr.layers],
+            "layer": layer, "kind": kind, "heads": heads, "head_unit": "key head" if gdn else "head", "note": note,
+            "top": top, "r0": r0, "w0": w0, "rows": int(win.shape[1]), "cols": int(win.shape[2]),
+            "error": attention_error(tr)}
+    return meta, _u8(over) + _u8(per_head) + _u8(win)
+
+
+__all__ = ["layer_attention_payload", "program_payload", "snapshot_payload", "type_width", "machine_program_payload",
            "machine_snapshot_payload", "selection_payload", "gdn_payload", "machine_gdn_bytes", "attention_payload"]

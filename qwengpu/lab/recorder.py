@@ -229,18 +229,28 @@ class _Taps:
         self.hk, self.dk, self.group = hk, dk, group
         self.rows: list = []           # per forward call: [T, nL, hk, 6]
         self.betas: list = []          # per forward call: [T, nL, hv] (every value head's write strength)
+        self.decays: list = []         # per forward call: [T, nL, hv] (every value head's log decay)
+        self.vnorms: list = []         # per forward call: [T, nL, hv] (|v| of every value head's value)
+        self.sparse_error = 0.0        # largest |q - its top entry| or |k - its top entry| seen (one-hot: 0)
         self._cur = None
         self._beta = None
+        self._decay = None
+        self._vnorm = None
         self.attention: dict = {}      # layer -> list of [heads, keys] per consumed token
 
     def begin(self, T: int):
         self._cur = np.zeros((T, len(self.layers), self.hk, 6), dtype=np.float32)
         self._beta = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
+        self._decay = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
+        self._vnorm = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
+        self.vnorms.append(self._vnorm)
         self.rows.append(self._cur)
         self.betas.append(self._beta)
+        self.decays.append(self._decay)
 
-    def put(self, L: int, q, k, beta, gate):
-        """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk]."""
+    def put(self, L: int, q, k, beta, gate, decay=None, v=None):
+        """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk], decay [T, hv] (log; None: 0),
+        v [T, hv, dv] (None: unknown, taken as unit norm)."""
         c = self._cur[:, self.index[L]]
         qw, qs = q.max(-1)
         kw, ks = k.max(-1)
@@ -252,6 +262,12 @@ class _Taps:
         c[..., 4] = b.numpy()
         c[..., 5] = gate.numpy()
         self._beta[:, self.index[L]] = beta.numpy()
+        if decay is not None:
+            self._decay[:, self.index[L]] = decay.numpy()
+        self._vnorm[:, self.index[L]] = 1.0 if v is None else v.norm(dim=-1).numpy()
+        for x, w in ((q, qw), (k, kw)):       # how far q and k are from one-hot (their top entry)
+            err = float(((x * x).sum(-1) - w * w).clamp(min=0).max().sqrt()) if x.numel() else 0.0
+            self.sparse_error = max(self.sparse_error, err)
 
     def table(self) -> np.ndarray:
         return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
@@ -259,6 +275,14 @@ class _Taps:
     def beta_table(self) -> np.ndarray:
         hv = self.hk * self.group
         return np.concatenate(self.betas) if self.betas else np.zeros((0, len(self.layers), hv), np.float32)
+
+    def decay_table(self) -> np.ndarray:
+        hv = self.hk * self.group
+        return np.concatenate(self.decays) if self.decays else np.zeros((0, len(self.layers), hv), np.float32)
+
+    def vnorm_table(self) -> np.ndarray:
+        hv = self.hk * self.group
+        return np.concatenate(self.vnorms) if self.vnorms else np.zeros((0, len(self.layers), hv), np.float32)
 
 
 def _select(q, k, hk, dk):
@@ -302,7 +326,8 @@ class _CompactTap:
         torch = self.torch
         z = torch.from_numpy(inputs.z[:, self.gate_heads, 0])
         gate = torch.nn.functional.silu(z) / Z_ON
-        self.taps.put(L, torch.from_numpy(inputs.q), torch.from_numpy(inputs.k), torch.from_numpy(inputs.beta), gate)
+        self.taps.put(L, torch.from_numpy(inputs.q), torch.from_numpy(inputs.k), torch.from_numpy(inputs.beta), gate,
+                      torch.from_numpy(inputs.decay), torch.from_numpy(inputs.v))
 
 
 class _StockTap:
@@ -344,11 +369,16 @@ class _StockTap:
                 w = module.in_proj_qkv.weight[:2 * kd].float()
                 mixed = torch.nn.functional.silu((x @ w.t()) * module.conv1d.weight[:2 * kd, 0, -1].float())
                 q, k = _select(mixed[:, :kd], mixed[:, kd:], module.num_k_heads, module.head_k_dim)
+                wv = module.in_proj_qkv.weight[2 * kd:].float()
+                v = torch.nn.functional.silu((x @ wv.t()) * module.conv1d.weight[2 * kd:, 0, -1].float())
+                v = v.reshape(v.shape[0], module.num_v_heads, module.head_v_dim)
                 beta = (x @ module.in_proj_b.weight.float().t()).sigmoid()
                 group = module.num_v_heads // module.num_k_heads
                 zrows = module.in_proj_z.weight[torch.arange(module.num_k_heads) * group * module.head_v_dim].float()
                 gate = torch.nn.functional.silu(x @ zrows.t()) / Z_ON
-            self.taps.put(L, q, k, beta, gate)
+                a = x @ module.in_proj_a.weight.float().t()
+                decay = -module.A_log.float().exp() * torch.nn.functional.softplus(a + module.dt_bias.float())
+            self.taps.put(L, q, k, beta, gate, decay, v)
         return hook
 
     def _attn_hook(self, L):
@@ -422,12 +452,15 @@ class _ModelGeometry:
             self.gdn_layers = list(fast.gdn_layers)
             self.hk, self.hv, self.dk = fast.hk, fast.hv, fast.dk
             self.attending: list = []
+            cfg = getattr(machine.fast_reference(), "config", None)
+            self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
         else:
             model = self.model = machine.model
             cfg = model.config
             self.kinds = list(cfg.layer_types)
             self.gdn_layers = [L for L, k in enumerate(self.kinds) if k == "linear_attention"]
             self.hk, self.hv, self.dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
+            self.attn_heads = int(cfg.num_attention_heads)
             self.attending = [L for L, k in enumerate(self.kinds) if k == "full_attention"
                               and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
         self.group = self.hv // self.hk
@@ -507,6 +540,10 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
     trace.gdn_layers = geo.gdn_layers
     trace.taps = taps.table()
     trace.betas = taps.beta_table()
+    trace.decays = taps.decay_table()
+    trace.vnorms = taps.vnorm_table()
+    trace.sparse_error = taps.sparse_error
+    trace.attn_heads = geo.attn_heads
     trace.attention = dict(taps.attention)
     trace.base_raw = rec.base_raw
     trace.updates = rec.updates

@@ -244,6 +244,8 @@ class Module:
     vars: dict[str, Variable] = field(default_factory=dict)
     functions: dict[str, Function] = field(default_factory=dict)
     source: str = ""
+    #: the printf call sites `qwengpu.ptx.printf.expand_printf` replaced (record index = list index)
+    printf_calls: list = field(default_factory=list)
 
     @property
     def kernels(self) -> list[Function]:

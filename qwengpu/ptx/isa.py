@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir import TYPE_BITS, Addr, Function, Instr, Label, Module
+from .printf import expand_printf
 from .parser import PTXSyntaxError
 
 INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
@@ -24,6 +25,7 @@ SPACES = {"global", "shared", "local", "param", "const"}
 MEMORY_QUALIFIERS = {"ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "relaxed", "acquire",
                      "release", "acq_rel", "weak", "gpu", "cta", "sys", "L1::no_allocate",
                      "L2::64B", "L2::128B", "L2::256B", "aligned", "uni", "sync"}
+#: approximate instructions (`qwengpu.interp.approx` defines them; `OpInfo.flags` holds "approx")
 APPROX_OPS = {"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"}
 
 
@@ -143,12 +145,25 @@ def _d_float(instr):
     info = OpInfo(instr.op)
     info.type = _one_type(instr, types, {"f32", "f64"})
     info.rnd = _take(rest, ROUND_F)
-    if _take(rest, {"approx", "full"}):
-        _fail(instr, "approximate floating-point operation (.approx/.full)")
+    approx = _take(rest, {"approx", "full"})
     info.ftz = bool(_take(rest, {"ftz"}))
+    if approx:
+        # div.approx/div.full/rcp.approx/sqrt.approx .f32: defined as the .rn operation
+        # (`qwengpu.interp.approx`); the f64 forms (rcp.approx.ftz.f64) are not defined
+        if instr.op not in ("div", "rcp", "sqrt") or info.rnd is not None or \
+                (approx == "full" and instr.op != "div"):
+            _fail(instr, f"approximate form .{approx}")
+        if instr.op == "rcp" and info.type == "f64" and approx == "approx" and info.ftz:
+            info.mode = "approx64"          # rcp.approx.ftz.f64: `qwengpu.interp.approx.rcp_f64`
+            info.ftz = False                # (its flushing is part of that definition)
+        elif info.type != "f32":
+            _fail(instr, f"approximate form .{approx} on .{info.type} (only .f32 and rcp.approx.ftz.f64 "
+                         "have a definition)")
+        info.rnd = "rn"
+        info.flags = frozenset({"approx", approx})
     info.sat = bool(_take(rest, {"sat"}))
     if _take(rest, {"NaN"}):
-        info.flags = frozenset({"NaN"})
+        info.flags = info.flags | {"NaN"}
     if instr.op in ("div", "sqrt", "rcp") and info.rnd is None:
         _fail(instr, f"{instr.op} without an IEEE rounding modifier (approximate form)")
     if instr.op == "fma" and info.rnd is None:
@@ -158,6 +173,31 @@ def _d_float(instr):
     _no_rest(instr, rest)
     n = {"abs": 1, "neg": 1, "sqrt": 1, "rcp": 1, "fma": 3, "mad": 3}.get(instr.op, 2)
     _nops(instr, n + 1)
+    return info
+
+
+def _d_approx(instr):
+    """ex2, lg2, sin, cos, tanh, rsqrt (.approx): `qwengpu.interp.approx` defines their results."""
+    types, rest = _split(instr)
+    op = instr.op
+    info = OpInfo(op, flags=frozenset({"approx"}))
+    if not _take(rest, {"approx"}):
+        _fail(instr, f"{op} without .approx")
+    info.ftz = bool(_take(rest, {"ftz"}))
+    allowed = {"f32"}
+    if op in ("ex2", "tanh"):
+        allowed |= {"f16", "f16x2"}
+    if op == "rsqrt":
+        allowed |= {"f64"}
+    info.type = _one_type(instr, types, allowed)
+    if info.type == "f64" and info.ftz:
+        _fail(instr, "rsqrt.approx.ftz.f64 (only rsqrt.approx.f64 has a definition)")
+    if info.type not in ("f32", "f64"):
+        _fail(instr, f"{op}.approx.{info.type} (only the .f32 form has a definition)")
+    if op == "tanh" and info.ftz:
+        _fail(instr, ".ftz on tanh.approx")
+    _no_rest(instr, rest)
+    _nops(instr, 2)
     return info
 
 
@@ -485,6 +525,8 @@ DECODERS = {
     "addc": _d_int_arith, "subc": _d_int_arith, "madc": _d_int_arith,
     "min": _d_minmax, "max": _d_minmax,
     "fma": _d_float, "sqrt": _d_float, "rcp": _d_float,
+    "ex2": _d_approx, "lg2": _d_approx, "sin": _d_approx, "cos": _d_approx, "tanh": _d_approx,
+    "rsqrt": _d_approx,
     "and": _d_bitop, "or": _d_bitop, "xor": _d_bitop, "not": _d_bitop, "cnot": _d_bitop,
     "shl": _d_bitop, "shr": _d_bitop, "shf": _d_bitop, "popc": _d_bitop, "clz": _d_bitop,
     "brev": _d_bitop, "bfind": _d_bitop, "bfe": _d_bitop, "bfi": _d_bitop, "prmt": _d_bitop,
@@ -507,10 +549,6 @@ _FLOAT_CAPABLE = {"add", "sub", "mul", "mad", "div", "abs", "neg", "min", "max"}
 def decode(instr: Instr) -> OpInfo:
     """Decode `instr`'s modifiers, or raise `PTXUnsupported` naming the line and the construct."""
     op = instr.op
-    if op in APPROX_OPS:
-        raise PTXUnsupported(f"approximate instruction `{instr.opcode}` is not supported (its result is "
-                             "implementation-defined until recorded hardware data pins it)",
-                             instr.line, instr.text)
     dec = DECODERS.get(op)
     if dec is None:
         raise PTXUnsupported(f"unsupported instruction `{instr.opcode}`", instr.line, instr.text)
@@ -530,7 +568,12 @@ class ModuleUnsupported(PTXUnsupported):
         self.construct = errors[0].construct
 
 
-def validate_function(fn: Function, module: Module) -> list[PTXSyntaxError]:
+APPROX_REFUSED = ("approximate instruction `{}` refused: its result is qwenGPU's definition (within the "
+                  "ISA's stated error, not bit-identical to NVIDIA hardware); allow approximate "
+                  "instructions to run it")
+
+
+def validate_function(fn: Function, module: Module, approx: bool = True) -> list[PTXSyntaxError]:
     errors: list[PTXSyntaxError] = []
     for ins in fn.body:
         try:
@@ -538,6 +581,8 @@ def validate_function(fn: Function, module: Module) -> list[PTXSyntaxError]:
         except PTXSyntaxError as e:
             errors.append(e)
             continue
+        if not approx and "approx" in ins.info.flags:
+            errors.append(PTXUnsupported(APPROX_REFUSED.format(ins.opcode), ins.line, ins.text))
         for o in ins.operands:
             if isinstance(o, Label) and ins.op not in ("bra", "call", "brx"):
                 errors.append(PTXUnsupported(f"label {o} used as a value", ins.line, ins.text))
@@ -553,13 +598,19 @@ def validate_function(fn: Function, module: Module) -> list[PTXSyntaxError]:
     return errors
 
 
-def validate_module(module: Module) -> Module:
+def validate_module(module: Module, approx: bool = True) -> Module:
     """Decode every instruction of every defined function (attaching `instr.info`); raise one
-    `ModuleUnsupported` listing every unsupported construct, if any."""
+    `ModuleUnsupported` listing every unsupported construct, if any. `approx=False` refuses the
+    approximate instructions too (for hardware bit-exactness: `qwengpu.interp.approx` defines
+    them within the ISA's stated error, not as NVIDIA hardware computes them)."""
     errors: list[PTXSyntaxError] = []
+    try:
+        expand_printf(module)                       # vprintf calls -> PTX appending to a buffer
+    except PTXSyntaxError as e:
+        errors.append(e)
     for fn in module.functions.values():
         if not fn.declared_only:
-            errors += validate_function(fn, module)
+            errors += validate_function(fn, module, approx)
     if len(errors) == 1:
         raise errors[0]
     if errors:

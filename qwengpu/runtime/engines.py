@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from qwengpu.compiler.margins import FormNoise
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
+from qwengpu.interp.printf import machine_printf
 from qwengpu.launch import LaunchResult, LaunchSpec
 
 from qwengpu.assembler import assemble
@@ -53,7 +54,8 @@ def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config
     texts = [token_text(t) for t in res.tokens]
     return LaunchResult(img.kernel, "sim", res.buffers, steps=len(res.passes), tokens=len(texts),
                         lane_instructions=_lane_instructions(img, texts),
-                        extra={"prompt": prompt_tokens(img, module, spec), "generated": texts, "image": img})
+                        extra={"prompt": prompt_tokens(img, module, spec), "generated": texts, "image": img},
+                        printf=machine_printf(module, spec, img.layout, res.memory))
 
 
 class StockForward:
@@ -384,7 +386,8 @@ class _Launch:
             raise _model_fault(self.img, gen, gen[-1], pending)
         return LaunchResult(self.img.kernel, forward, read_buffers(self.img, self.spec, memory),
                             steps=sum(t.startswith("<exec") for t in gen), tokens=len(gen),
-                            lane_instructions=_lane_instructions(self.img, gen), extra=extra)
+                            lane_instructions=_lane_instructions(self.img, gen), extra=extra,
+                            printf=machine_printf(self.module, self.spec, self.img.layout, memory))
 
 
 def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, machine=None,

@@ -46,6 +46,11 @@ class SuiteKernel:
     def source(self) -> str:
         return self.cu_path.read_text()
 
+    def expected_printf(self) -> str | None:
+        """The printf output the kernel must give (`oracles.PRINTF_TEXT`), or None when it prints nothing."""
+        from .oracles import PRINTF_TEXT
+        return PRINTF_TEXT.get(self.name)
+
     def expected(self, spec: LaunchSpec | None = None) -> list[np.ndarray | None]:
         """The oracle applied to the spec's initial arguments: expected final buffers (None for scalars)."""
         from .oracles import ORACLES

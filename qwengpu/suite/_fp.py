@@ -151,3 +151,45 @@ def sqrt_round(x, mode: str = "rn"):
     if mid ** 2 > q:
         return c
     return c if (int(c.view(np.uint32)) & 1) == 0 else n
+
+
+#: qwenGPU's definition of ex2.approx.f32 (docs/floats.md, "Approximate instructions"): 2^(F / 2^32) on
+#: [0, 1) is 2^31 + Horner(F) in 32-bit fixed point with these coefficients (units of 2^-31, constant first)
+EX2_COEFFS = (1488522236, 515882504, 119194075, 20655258, 2861946, 333183, 30428, 4018)
+
+
+def ex2_approx(x, ftz: bool = False):
+    """ex2.approx{.ftz}.f32 by qwenGPU's definition, re-implemented on Python integers from its
+    description (independently of `qwengpu.interp.approx`): x = n + F / 2^32 with x * 2^32 truncated
+    toward zero, F in [0, 2^32); 2^(F / 2^32) by the fixed-point Horner scheme (each step the high word
+    of a 32 x 32-bit product), rounded half up to 24 bits, scaled by 2^n (subnormal results rounded
+    half up from the same fixed-point value; flushed to +0 with .ftz)."""
+    bits = int(np.float32(x).view(np.uint32))
+    ax = bits & 0x7FFFFFFF
+    if ax > 0x7F800000:
+        return CANONICAL_NAN_F32
+    if ax >= 0x43800000:                                  # |x| >= 256, infinities
+        return np.float32(0.0) if bits >> 31 else np.float32(np.inf)
+    X = Fraction(float(np.float32(x))) * 2 ** 32
+    X = math.floor(X) if X >= 0 else -math.floor(-X)      # truncated toward zero
+    n, F = X >> 32, X & 0xFFFFFFFF
+    h = EX2_COEFFS[-1]
+    for c in reversed(EX2_COEFFS[:-1]):
+        h = (c + (F * h >> 32)) & 0xFFFFFFFF
+    p = (0x80000000 + (F * h >> 32)) & 0xFFFFFFFF        # 2^(F/2^32) * 2^31
+    if n >= 128:
+        return np.float32(np.inf)
+    if n >= -126:
+        out = (((n + 126) << 23) + (p >> 8) + ((p >> 7) & 1)) & 0xFFFFFFFF
+    else:
+        k = -118 - n                                      # units of 2^-149
+        out = (p >> k if k < 32 else 0) + ((p >> (k - 1)) & 1 if k - 1 < 32 else 0)
+    if ftz and out < 0x800000:
+        out = 0
+    return np.array([out], dtype=np.uint32).view(np.float32)[0]
+
+
+def fma_mode(a, b, c, mode: str):
+    """fma.{rn,rz,rm,rp}.f32 of finite operands (exact, then rounded once in `mode`)."""
+    exact = Fraction(float(np.float32(a))) * Fraction(float(np.float32(b))) + Fraction(float(np.float32(c)))
+    return round_exact(exact, mode, "f32")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from qwengpu.machine.uops import Src
 
 from .. import softfloat as sf
+from ..softfloat import approx as sf_approx
 from .core import AssemblerError, type_bits
 
 
@@ -68,6 +69,9 @@ class FloatOps:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine ({ins.op} takes no .sat)", ins)
         a, = self.floats(ctx, ins, t, 1)
         em, rnd = self.em(ctx), info.rnd or "rn"
+        if info.mode == "approx64":                       # rcp.approx.ftz.f64 (`softfloat.approx`)
+            self.put(ctx, ins, t, self.soft(ins, sf_approx.rcp_f64, em, a))
+            return
         if t == "f64":
             r = self.soft(ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, em, a, rnd)
         else:
@@ -75,6 +79,20 @@ class FloatOps:
         self.put(ctx, ins, t, r)
 
     float_sqrt = float_rcp
+
+    def op_ex2(self, ctx, ins, info):
+        """ex2/lg2/sin/cos/tanh/rsqrt .approx{.ftz}.f32: `qwengpu.interp.approx`'s definitions
+        (`softfloat.approx`), the interpreter's bits by construction."""
+        if info.type == "f64" and ins.op == "rsqrt":
+            a, = self.floats(ctx, ins, "f64", 1)
+            self.put(ctx, ins, "f64", self.soft(ins, sf_approx.rsqrt_f64, self.em(ctx), a))
+            return
+        if info.type != "f32":
+            raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (only .f32)", ins)
+        a, = self.floats(ctx, ins, "f32", 1)
+        self.put(ctx, ins, "f32", self.soft(ins, sf_approx.approximate, self.em(ctx), ins.op, a, info.ftz))
+
+    op_lg2 = op_sin = op_cos = op_tanh = op_rsqrt = op_ex2
 
     def float_min(self, ctx, ins, info):
         """min/max{.ftz}{.NaN}.{f32,f64}."""

@@ -1,0 +1,206 @@
+"""`%%cuda`: a cell of CUDA source and a one-line launch, compiled, run and opened in the inspector.
+
+    %load_ext qwengpu_widgets
+    %%cuda --grid 1 --block 4 --args a:int32[1,2,3,4] b:int32[2,3,4,3] out:int32(1)
+    __global__ void dot(const int *a, const int *b, int *out) {
+        atomicAdd(out, a[threadIdx.x] * b[threadIdx.x]);
+    }
+
+The launch line: `--grid G` and `--block B` (a number or `x,y,z`), `--args` one item per kernel
+parameter, in order — `int32[1,2,3,4]` a buffer with these elements, `int32(4)` a zeroed buffer of
+4 elements, `int32=7` a scalar — each optionally named (`a:int32[...]`: the inspector's memory
+labels); `--engine interp|compact|model` (default interp), `--kernel NAME` (the cell defines
+several), `--position N`, `--name VAR` (the inspector is also stored in the notebook as `VAR`,
+default `insp`), `--background` (the cell returns at once; the widget shows the recording's
+progress, with a cancel button: `Inspector(..., background=True)`). The inspector is the cell's
+result.
+
+An error is the cell's result too (`CudaCellError`): nvcc's diagnostics, or a construct the PTX
+frontend does not support, or a launch line it cannot read — with the line of the cell it is on
+(cell lines count the `%%cuda` line as 1, as JupyterLab's line numbers do) and that line's text.
+A PTX construct is traced back to its CUDA line through nvcc's line info (`-lineinfo`).
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import shlex
+
+#: one launch argument: [name:]dtype[values] | [name:]dtype(size) | [name:]dtype=value
+_ARG = re.compile(r"^(?:(?P<name>[A-Za-z_]\w*):)?(?P<dtype>[A-Za-z]\w*)"
+                  r"(?:\[(?P<data>[^\]]*)\]|\((?P<size>\d+)\)|=(?P<value>\S+))$")
+
+
+class CudaCellError(Exception):
+    """Why a `%%cuda` cell did not launch: `kind` ("compile", "unsupported", "launch"), the cell
+    line (1 = the `%%cuda` line; None when no line is known), that line's text and the message."""
+
+    def __init__(self, kind: str, message: str, line: int | None = None, text: str = "", detail: str = ""):
+        self.kind, self.message, self.line, self.text, self.detail = kind, message, line, text, detail
+        where = f"line {line}: " if line else ""
+        super().__init__(f"{where}{message}")
+
+    def _repr_html_(self) -> str:
+        title = {"compile": "nvcc error", "unsupported": "not supported by qwenGPU",
+                 "launch": "launch line"}.get(self.kind, "error")
+        where = f' <span class="qg-cuda-line" data-line="{self.line}">line {self.line}</span>' if self.line else ""
+        src = (f'<pre style="margin:4px 0;padding:4px 6px;background:#fff3bf;border-radius:4px">'
+               f'{self.line:>3} │ {html.escape(self.text)}</pre>') if self.line else ""
+        detail = (f'<details><summary>details</summary><pre style="white-space:pre-wrap">{html.escape(self.detail)}'
+                  "</pre></details>") if self.detail else ""
+        return (f'<div class="qg-cuda-error" data-kind="{self.kind}" style="border-left:4px solid #e03131;'
+                f'padding:6px 10px;background:#fff5f5;font:13px system-ui,sans-serif">'
+                f'<b>{title}</b>{where}: {html.escape(self.message)}{src}{detail}</div>')
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(f"CudaCellError: {self}")
+
+
+def _numbers(text: str) -> list:
+    out = []
+    for tok in filter(None, (t.strip() for t in text.split(","))):
+        try:
+            out.append(int(tok, 0))
+        except ValueError:
+            out.append(float(tok))
+    return out
+
+
+def _dims(text: str):
+    parts = [int(x) for x in text.split(",")]
+    return parts[0] if len(parts) == 1 else parts
+
+
+def parse_launch_line(line: str) -> tuple[dict, dict]:
+    """(launch spec, options) from a `%%cuda` line: the spec `qwengpu.run` takes (`grid`, `block`,
+    `args`; `kernel` if given) and {engine, position, name, names}. Raises `CudaCellError`."""
+    p = argparse.ArgumentParser(prog="%%cuda", add_help=False, exit_on_error=False)
+    p.add_argument("--grid", default="1")
+    p.add_argument("--block", default="1")
+    p.add_argument("--args", nargs="*", default=[])
+    p.add_argument("--engine", default="interp")
+    p.add_argument("--kernel", default=None)
+    p.add_argument("--position", type=int, default=0)
+    p.add_argument("--name", default="insp")
+    p.add_argument("--background", action="store_true")
+    try:
+        ns, extra = p.parse_known_args(shlex.split(line))
+        if extra:
+            raise CudaCellError("launch", f"unknown option(s) {' '.join(extra)}", 1, "%%cuda " + line)
+        spec = {"grid": _dims(ns.grid), "block": _dims(ns.block), "args": []}
+    except (argparse.ArgumentError, ValueError) as e:
+        raise CudaCellError("launch", str(e), 1, "%%cuda " + line) from None
+    names = []
+    for item in ns.args:
+        m = _ARG.match(item)
+        if not m:
+            raise CudaCellError("launch", f"cannot read the argument {item!r}: write int32[1,2,3] (a buffer), "
+                                "int32(4) (4 zeros) or int32=7 (a scalar), optionally named a:int32[...]",
+                                1, "%%cuda " + line)
+        names.append(m["name"] or f"arg{len(names)}")
+        if m["data"] is not None:
+            spec["args"].append({"buffer": m["dtype"], "data": _numbers(m["data"])})
+        elif m["size"] is not None:
+            spec["args"].append({"buffer": m["dtype"], "size": int(m["size"])})
+        else:
+            spec["args"].append({"scalar": m["dtype"], "value": _numbers(m["value"])[0]})
+    if ns.kernel:
+        spec["kernel"] = ns.kernel
+    return spec, {"engine": ns.engine, "position": ns.position, "name": ns.name, "names": names,
+                  "background": ns.background}
+
+
+def _nvcc_errors(source: str, message: str) -> CudaCellError:
+    """The first nvcc error, at its cell line (`kernel.cu(N): error: ...`: source line N)."""
+    lines = source.splitlines()
+    for m in re.finditer(r"\.cu\((\d+)\): (?:catastrophic )?error: ([^\n]*)", message):
+        n = int(m.group(1))
+        return CudaCellError("compile", m.group(2).strip(), n + 1, lines[n - 1] if 0 < n <= len(lines) else "",
+                             message)
+    return CudaCellError("compile", message.splitlines()[-1] if message else "nvcc failed", None, "", message)
+
+
+def _cuda_line_of(source: str, construct: str | None) -> int | None:
+    """The CUDA source line a PTX construct came from: nvcc's `.loc` line info before it."""
+    if not construct:
+        return None
+    import inspect
+
+    import qwengpu
+    flags = tuple(inspect.signature(qwengpu.compile_cuda).parameters["flags"].default)   # the usual ones
+    try:
+        ptx = qwengpu.compile_cuda(source, flags=flags + ("-lineinfo",))
+    except Exception:
+        return None
+    first = construct.strip().split()[0] if construct.strip() else ""
+    loc = None
+    for text in ptx.splitlines():
+        s = text.strip()
+        if s.startswith(".loc"):
+            parts = s.split()
+            loc = int(parts[2]) if len(parts) > 2 and parts[1] == "1" else loc
+        elif first and s.startswith(first) and construct.strip().splitlines()[0].strip() in s:
+            return loc
+    return None
+
+
+def compile_cell(source: str, kernel: str | None = None):
+    """The validated kernel module of a cell's CUDA source (`qwengpu.load_program`), or
+    `CudaCellError` at the cell line of the first problem."""
+    import qwengpu
+    try:
+        ptx = qwengpu.compile_cuda(source)
+    except Exception as e:                # qwengpu.cuda.CudaCompileError (nvcc's diagnostics)
+        if type(e).__name__ != "CudaCompileError":
+            raise
+        raise _nvcc_errors(source, str(e)) from None
+    try:
+        module = qwengpu.load_program(ptx)
+        if kernel is not None:
+            module.kernel(kernel)
+    except ValueError as e:
+        if not hasattr(e, "construct"):   # not a qwengpu.ptx PTXSyntaxError / PTXUnsupported
+            raise CudaCellError("launch", str(e)) from None
+        n = _cuda_line_of(source, e.construct)
+        lines = source.splitlines()
+        msg = str(e).split("\n")[0]
+        msg = re.sub(r"^line \d+: ", "", msg)
+        raise CudaCellError("unsupported", f"{msg} (PTX line {e.line}: {(e.construct or '').strip().splitlines()[0]})"
+                            if e.construct else msg, None if n is None else n + 1,
+                            lines[n - 1] if n is not None and 0 < n <= len(lines) else "", str(e)) from None
+    except KeyError as e:
+        raise CudaCellError("launch", str(e)) from None
+    return module
+
+
+def run_cell(line: str, cell: str, namespace: dict | None = None):
+    """What `%%cuda LINE` on `cell` shows: an `Inspector` on the launch (also stored in `namespace`
+    under `--name`), or a `CudaCellError`."""
+    from .inspector import Inspector
+    try:
+        spec, opts = parse_launch_line(line)
+        module = compile_cell(cell, spec.get("kernel"))
+        try:
+            insp = Inspector(module, spec, engine=opts["engine"], kernel=spec.get("kernel"), names=opts["names"],
+                             position=opts["position"], background=opts["background"])
+        except CudaCellError:
+            raise
+        except Exception as e:            # a launch spec the kernel does not take, an engine error
+            raise CudaCellError("launch", f"{type(e).__name__}: {e}", 1, "%%cuda " + line) from None
+    except CudaCellError as err:
+        return err
+    if namespace is not None and opts["name"]:
+        namespace[opts["name"]] = insp
+    return insp
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext qwengpu_widgets`: registers the `%%cuda` cell magic."""
+    def cuda(line, cell):
+        return run_cell(line, cell, ipython.user_ns)
+    cuda.__doc__ = __doc__
+    ipython.register_magic_function(cuda, magic_kind="cell", magic_name="cuda")
+
+
+__all__ = ["CudaCellError", "parse_launch_line", "compile_cell", "run_cell", "load_ipython_extension"]
