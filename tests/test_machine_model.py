@@ -139,6 +139,22 @@ def test_compact_engine_runs_the_suite_exactly(compact, name):
     assert res.extra["form_noise"] < 0.1, (res.extra["form_noise"], res.extra["form_noise_at"])
 
 
+@pytest.mark.slow
+def test_the_whole_suite_in_batches_gives_each_kernel_its_single_run(compact):
+    """`run_many` in batches of 4 over every suite kernel the machine takes: each launch's tokens,
+    buffers and margins are its single run's (the CI-sized version: tests/test_engine.py)."""
+    names = [n for n in _machine_kernels() if n != "lcg_soak"]
+    for i in range(0, len(names), 4):
+        ks = [suite.get(n) for n in names[i:i + 4]]
+        batch = qwengpu.run_many([k.ptx() for k in ks], [k.spec() for k in ks], engine="compact", machine=compact,
+                                 progress=False)
+        for k, b in zip(ks, batch):
+            a = run(k.ptx(), k.spec(), engine="compact", machine=compact, progress=False)
+            assert a.extra["generated"] == b.extra["generated"], k.name
+            assert all(x.tobytes() == y.tobytes() for x, y in zip(a.buffers, b.buffers) if x is not None), k.name  # NaN too
+            assert a.margins() == b.margins(), k.name
+
+
 def test_state_check_catches_a_corrupted_register_file(compact):
     """Wiping the register memory's GDN state after the first pass is caught at the next pass."""
     k, m, spec = _case("dot")

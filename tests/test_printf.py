@@ -15,15 +15,9 @@ from qwengpu import load_program, run, suite
 from qwengpu.interp.printf import format_one, printf_output
 from qwengpu.ptx.parser import PTXSyntaxError
 from qwengpu.ptx.printf import PRINTF_BYTES, PRINTF_VAR, parse_format
+from qwengpu.suite.oracles import PRINTF_TEXT
 
-BASIC = """[thread 0] [0]     7 7   | 00000007 3.14
-[thread 0] a lane 21 60129542144
-[thread 1] [1]   -42 4294967254| ffffffd6 -0.50
-[thread 1] b lane -126 -360777252864
-[thread 2] [2] 65535 65535| 0000ffff 1000.12
-[thread 2] c lane 196605 562941363486720
-[thread 3] [3]     0 0   | 00000000 0.00
-[thread 3] d lane 0 0"""
+BASIC = PRINTF_TEXT["printf_basic"]          # the suite kernel's expected output, written out once
 
 LOOP = r'''
 .version 9.0
