@@ -46,6 +46,7 @@ class Target:
     inert_mixer: str = "full_attention"      # mixer type of layers whose mixer does nothing
     reuse: bool = True                       # erase dead variables and reuse their residual features
     max_group: int = 16                      # value heads per key head, when sized to fit
+    value_bits: int | None = None            # bits a value head holds, when sized to fit (None: the widest write granule)
     mlp_budget: int | None = None            # soft MLP width: spread circuits over layers to stay under it
     gdn_head_budget: int | None = None       # soft GDN key heads per layer (spreads memories over layers)
     check_margins: bool = True               # refuse a build whose static margins are below the fp32 bound
@@ -414,7 +415,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     weights, the report and the static margins. With dense=False the weights are kept as sparse
     tensors: enough for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
     target = target or Target.compact()
-    _lay_out_whole_memories(prog, target)
+    _lay_out_memories(prog, target)
     sched, lay, erase_at = _schedule_and_layout(prog, target)
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
@@ -435,18 +436,17 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     return compiled
 
 
-def _lay_out_whole_memories(prog: Program, target: Target):
-    """Fields of the memories written whole: as wide as a value head holds (half its dims: bits
-    are dual-rail), or, where the target sizes the value heads to fit, as wide as the widest field
-    of a partially written memory (so whole memories never widen the heads)."""
-    whole = [m for m in prog.memories if getattr(m, "whole", False)]
-    if not whole:
-        return
+def _lay_out_memories(prog: Program, target: Target):
+    """Every memory's fields (value heads) as wide as a value head holds (half its dims: bits are
+    dual-rail): the target's, or, where the target sizes the value heads to fit, `value_bits` or
+    the widest write granule of a partially written memory. A whole memory's word is only laid out
+    in them; a partial memory's granule wider than that spans several fields with one enable."""
+    mems = [m for m in prog.memories if hasattr(m, "granules")]
     if target.linear_value_dim:
         bits = target.linear_value_dim // 2
     else:
-        bits = max([f.width for m in prog.memories if not getattr(m, "whole", False) for f in m.fields] + [8])
-    for m in whole:
+        bits = target.value_bits or max([g.width for m in mems if not m.whole for g in m.granules] + [8])
+    for m in mems:
         m.lay_out(bits)
 
 
@@ -694,7 +694,7 @@ def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
             if isinstance(node, Previous):
                 b[vh] = row(Lin.const(BETA_L), 1 / s)
             elif acc_w is not None:
-                en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
+                en = node.field_enables(acc_w)[fi] if acc_w.field_enable is not None else acc_w.enable
                 if w_match is not None:
                     en = en + w_match - 1
                 b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)

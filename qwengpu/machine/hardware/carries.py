@@ -5,7 +5,7 @@ from __future__ import annotations
 from qwengpu.compiler import memory as M
 
 from ..config import LANES, MEM, XLANE
-from ..format import REG_BITS, WARP_BITS
+from ..format import WARP_BITS
 from .builder import Builder
 from .regfile import register_copy
 
