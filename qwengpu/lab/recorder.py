@@ -562,7 +562,8 @@ def _machine_state(words: dict, infos: dict) -> MachineState:
     for slot, w in words_of(rv, rw, infos["reg.emit"]).items():
         regs[(slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS)] = [(w >> (32 * l)) & M32 for l in range(LANES)]
     mv, mw = words["mem"]
-    data = mv[:LINE].T.astype(np.uint8)                       # [lines, 16 data bytes]
-    data[~mw] = 0
+    data = np.zeros((mv.shape[1], LINE), np.uint8)            # [lines, 16 data bytes]
+    for line, w in words_of(mv, mw, infos["mem"]).items():
+        data[line] = np.frombuffer((w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little"), np.uint8)
     return MachineState(pc=ctl_pc(ctl), mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
                         epoch=(ctl >> 48) & 0xF, lanes=lanes, regs=regs, memory=data.reshape(-1).tobytes())
