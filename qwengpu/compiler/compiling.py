@@ -46,7 +46,6 @@ class Target:
     inert_mixer: str = "full_attention"      # mixer type of layers whose mixer does nothing
     reuse: bool = True                       # erase dead variables and reuse their residual features
     max_group: int = 16                      # value heads per key head, when sized to fit
-    value_bits: int | None = None            # bits a value head holds, when sized to fit (None: the widest write granule)
     mlp_budget: int | None = None            # soft MLP width: spread circuits over layers to stay under it
     gdn_head_budget: int | None = None       # soft GDN key heads per layer (spreads memories over layers)
     check_margins: bool = True               # refuse a build whose static margins are below the fp32 bound
@@ -438,14 +437,14 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
 
 def _lay_out_memories(prog: Program, target: Target):
     """Every memory's fields (value heads) as wide as a value head holds (half its dims: bits are
-    dual-rail): the target's, or, where the target sizes the value heads to fit, `value_bits` or
-    the widest write granule of a partially written memory. A whole memory's word is only laid out
+    dual-rail): the target's, or, where the target sizes the value heads to fit, the widest write
+    granule of a partially written memory. A whole memory's word is only laid out
     in them; a partial memory's granule wider than that spans several fields with one enable."""
     mems = [m for m in prog.memories if hasattr(m, "granules")]
     if target.linear_value_dim:
         bits = target.linear_value_dim // 2
     else:
-        bits = target.value_bits or max([g.width for m in mems if not m.whole for g in m.granules] + [8])
+        bits = max([g.width for m in mems if not m.whole for g in m.granules] + [8])
     for m in mems:
         m.lay_out(bits)
 
