@@ -154,6 +154,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
         for v in node.outputs:
             avail[v.name] = sub
     _delay_late_nodes(prog, mixers, avail, layer_types, target, heads_load)
+    _sink_nodes(prog, mlp, mlp_load, mixers, heads_load, avail, layer_types, target, mlp_cap)
     last = max(list(mlp) + list(mixers) + [0])
     n_layers = max(last + 1, target.min_layers)
     types = []
@@ -168,6 +169,78 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
         types.append("full_attention")
         n_layers += 1
     return Schedule(n_layers, types, mlp, mixers, avail, first_write)
+
+
+def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_load: dict, avail: dict,
+                layer_types: dict, target: "Target", mlp_cap: int | None):
+    """Move nodes placed as early as possible down towards their first reader when that narrows
+    the residual: a node whose outputs outweigh the inputs it is the last reader of (moving it
+    lengthens those) goes to the latest layer before its first reader that has room. Consumers
+    first, so a chain (a memory read just in time, then the decoders of its word) moves together;
+    memories move only when marked `late` and their write inputs come from another late memory or
+    are lighter than what they read."""
+    readers: dict = {}
+    for n in prog.nodes:
+        if n.layer is not None:
+            for v in n.inputs:
+                readers.setdefault(v.name, set()).add(n)
+    sub = lambda n: 2 * n.layer + (1 if n.kind == "mlp" else 0)
+    kept = {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
+    cap_mlp = mlp_cap or target.intermediate or target.mlp_budget
+    for node in reversed(topo_order(prog)):
+        if node.layer is None or isinstance(node, EmbedNode) or getattr(node, "unit_layers", None):
+            continue
+        if node.kind != "mlp" and not getattr(node, "late", False):
+            continue
+        if any(v.name in kept for v in node.outputs):
+            continue
+        uses = [sub(r) for v in node.outputs for r in readers.get(v.name, ())]
+        if not uses:
+            continue
+        first = min(uses)
+        latest = (first - 2) // 2 if node.kind == "mlp" else (first - 1) // 2
+        if latest <= node.layer:
+            continue
+        here = sub(node)
+        lengthened = sum(v.size for v in node.inputs
+                         if max(sub(r) for r in readers[v.name]) == here
+                         and not (node.kind != "mlp" and getattr(v.producer, "late", False)))
+        if sum(v.size for v in node.outputs) <= lengthened:
+            continue
+        if node.kind == "mlp":
+            n = len(node.neurons)
+            L = latest
+            while L > node.layer and cap_mlp and mlp_load.get(L, 0) + n > cap_mlp:
+                L -= 1
+            if L <= node.layer:
+                continue
+            mlp[node.layer].remove(node)
+            mlp_load[node.layer] -= n
+            mlp.setdefault(L, []).append(node)
+            mlp_load[L] = mlp_load.get(L, 0) + n
+            node.layer = L
+        else:
+            want = _mixer_type(node)
+            kh = key_heads(node, *_group_dk(target))
+            cap = target.linear_key_heads or target.gdn_head_budget
+            L = latest
+            while L > node.layer:
+                t = target.layer_types[L % len(target.layer_types)] if target.layer_types else layer_types.get(L, want)
+                if t == want and (not cap or heads_load.get(L, 0) + kh <= cap):
+                    break
+                L -= 1
+            if L <= node.layer:
+                continue
+            mixers[node.layer].remove(node)
+            heads_load[node.layer] -= kh
+            if not mixers[node.layer] and not target.layer_types:
+                layer_types.pop(node.layer, None)           # nothing left to mix there: inert
+            mixers.setdefault(L, []).append(node)
+            heads_load[L] = heads_load.get(L, 0) + kh
+            layer_types[L] = want
+            node.layer = L
+        for v in node.outputs:
+            avail[v.name] = sub(node)
 
 
 def _spread_units(node, layer, group, target, layer_types, mixers, heads_load) -> int:

@@ -31,7 +31,6 @@ from .emitter import emitter, faults
 from .lanes import lane_states
 from .mem import mem
 from .regfile import register_write
-from .rom import rom_stage
 from .tables import tables
 from .vocabulary import inputs, vocabulary
 from .xlane import xlane
@@ -49,7 +48,6 @@ class Hardware(Builder):
         vocabulary(self)
         control_state(self)
         prompt_enables(self)
-        rom_stage(self)
         tables(self)
         register_write(self)
         early(self)
