@@ -184,7 +184,9 @@ def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_lo
         if n.layer is not None:
             for v in n.inputs:
                 readers.setdefault(v.name, set()).add(n)
-    sub = lambda n: 2 * n.layer + (1 if n.kind == "mlp" else 0)
+    def sub(n):            # where n reads its inputs: a memory spread over layers, at its first
+        layers = getattr(n, "unit_layers", None)
+        return 2 * min(layers) if layers else 2 * n.layer + (1 if n.kind == "mlp" else 0)
     kept = {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
     cap_mlp = mlp_cap or target.intermediate or target.mlp_budget
     for node in reversed(topo_order(prog)):
