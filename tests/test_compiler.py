@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from qwengpu.compiler import Program, Target, compare, compile_program, gadgets, memory
 from qwengpu.compiler.core import CompileError
+from qwengpu.compiler.placement import key_heads
 
 FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -226,4 +227,78 @@ def test_memories_larger_than_a_layer_are_banked_and_spread_over_layers(seed):
     assert len(set(onehot.unit_layers)) >= 3          # 2 ports x 3 fields x 3 banks = 18 heads
     pl = compiled.placement(binary)
     assert pl.pieces is not None and {pc[4] for pc in pl.pieces} == {0, 8, 16, 24}
+    check(compiled, toks)
+
+
+def test_whole_memories_take_a_value_head_per_word_and_move_late_in_a_fixed_geometry():
+    """A `whole` memory is written with one enable; the compiler lays its word out in fields as
+    wide as the target's value heads hold (here 32 bits: one key head per port instead of one per
+    byte), and a late one in a fixed geometry (key heads per layer fixed) still moves to the last
+    GDN layer with room before its reader. Exact in both paths."""
+    rng = random.Random(3)
+    prog = Program("whole")
+    wa = prog.input_onehot("wa", 8)
+    ra = prog.input_onehot("ra", 8)
+    val = prog.input_bits("val", 32)
+    we = prog.input_bits("we", 1)
+    toks = random_tokens(prog, 80, rng, wa=(0, 8), ra=(0, 8), val=(0, 1 << 32), we=(0, 2))
+    m = memory.GDNMemory(prog, "w", slots=8, width=32, whole=True)
+    with pytest.raises(CompileError, match="written whole"):
+        m.write(wa, val, field_enable=[we.f(0)] * 4)
+    m.write(wa, val, enable=we.f(0))
+    r = m.read(ra)
+    m.late = True
+    x = gadgets.add(prog, val, val)
+    x = gadgets.add(prog, x, val)
+    gadgets.bitwise(prog, "xor", x, r)
+    t = Target(linear_key_heads=2, linear_value_heads=2, linear_key_dim=8, linear_value_dim=64)
+    compiled = compile_program(prog, t)
+    assert [f.width for f in m.fields] == [32]
+    assert key_heads(m, 1, 8) == 1                      # 1 port x 1 field x 1 bank (was 4 byte fields)
+    assert m.layer > 0                                  # moved towards its reader
+    check(compiled, toks)
+
+
+def test_a_write_granule_wider_than_a_value_head_spans_fields_written_by_its_one_enable():
+    """A partially written memory's write granule (here 12 bits, one enable each) wider than the
+    target's value heads hold (8 bits) spans two fields, both written by the granule's enable:
+    a partial write still changes only its granule. Exact in both paths."""
+    rng = random.Random(5)
+    prog = Program("granules")
+    wa = prog.input_onehot("wa", 4)
+    ra = prog.input_onehot("ra", 4)
+    val = prog.input_bits("val", 24)
+    en = prog.input_bits("en", 2)
+    toks = random_tokens(prog, 80, rng, wa=(0, 4), ra=(0, 4), val=(0, 1 << 24), en=(0, 4))
+    m = memory.GDNMemory(prog, "g", slots=4, width=24, field_bits=12)
+    with pytest.raises(CompileError, match="2 fields need 2 enables"):
+        m.write(wa, val, field_enable=[en.f(0)] * 4)
+    m.write(wa, val, field_enable=[en.f(0), en.f(1)])
+    r = m.read(ra)
+    gadgets.bitwise(prog, "xor", r, val)
+    t = Target(linear_key_heads=8, linear_value_heads=8, linear_key_dim=4, linear_value_dim=16)
+    compiled = compile_program(prog, t)
+    assert [(f.lo, f.width) for f in m.fields] == [(0, 8), (8, 4), (12, 8), (20, 4)]
+    assert [str(e) for e in m.field_enables(m.writes[0])] == [str(en.f(0))] * 2 + [str(en.f(1))] * 2
+    check(compiled, toks)
+
+
+def test_a_node_whose_outputs_outweigh_its_inputs_moves_down_to_its_first_reader():
+    """The decoder of a 3-bit input (8 one-hot outputs) is ready at layer 0 but read only after a
+    chain of additions: the scheduler sinks it to the layer just before its reader, so its 8
+    features are not held across the chain. Exact in both paths."""
+    rng = random.Random(6)
+    prog = Program("sink")
+    sel = prog.input_bits("sel", 3)
+    val = prog.input_bits("val", 16)
+    toks = random_tokens(prog, 60, rng, sel=(0, 8), val=(0, 1 << 16))
+    d = gadgets.decode(prog, sel, name="d")
+    y = gadgets.add(prog, val, val)
+    y = gadgets.add(prog, y, val)
+    y = gadgets.add(prog, y, val)
+    gadgets.mux(prog, d, [y, val] * 4, name="out")
+    compiled = compile_program(prog, Target())
+    dec = d.producer
+    reader = next(n for n in prog.nodes if d in n.inputs)
+    assert reader.layer >= 3 and dec.layer == reader.layer - 1, (dec.layer, reader.layer)
     check(compiled, toks)

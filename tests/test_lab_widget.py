@@ -101,7 +101,7 @@ def test_model_panels_render_from_the_model(dot_model):
     r1 = next(r for r in st["regs"] if r["n"] == "r1")
     assert r1["l"] == "%r4" and [v[1] for v in r1["v"]] == ["2", "6", "12", "12"] and r1["k"] == [1, 1, 1, 1]
     sel = {m["name"]: m for m in st["sel"]["mems"]}
-    assert set(sel) == {"ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes.pc"}
+    assert set(sel) == {"ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes"}
     assert sel["reg.emit"]["w"][-1] == [8, 255]          # this pass's carry writes warp 0's r1
     assert sel["rom.s0"]["r"][-1] == [[1, 255]]         # ... and the fetch read bundle 1
     g = st["gdn"]

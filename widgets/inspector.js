@@ -489,7 +489,7 @@ function render({ model, el }) {
       h += `</tr>`;
     }
     $(".qg-regs").innerHTML = h + "</tbody>";
-    let lt = `<h4 style="margin-top:6px">Lanes <span class="qg-sub">lane table lanes.pc / lanes.st</span></h4><table class="qg-tbl qg-lanes"><tr><th>warp</th>`;
+    let lt = `<h4 style="margin-top:6px">Lanes <span class="qg-sub">lane table lanes</span></h4><table class="qg-tbl qg-lanes"><tr><th>warp</th>`;
     for (let l = 0; l < 4; l++) lt += `<th>lane ${l}</th>`;
     lt += `</tr>`;
     for (const [w, row] of st.lanes) {

@@ -396,7 +396,7 @@ def _machine_warp_html(st: dict, f: int) -> str:
             f'registers from GDN memory reg.emit</span></h4>'
             f'<div class="qg-regwrap"><table class="qg-regs"><thead><tr><th>reg</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>{note}'
-            f'<h4 style="margin-top:8px">Lanes <span class="qg-sub">lane table lanes.pc / lanes.st</span></h4>{"".join(lanes)}</div>')
+            f'<h4 style="margin-top:8px">Lanes <span class="qg-sub">lane table lanes</span></h4>{"".join(lanes)}</div>')
 
 
 def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:

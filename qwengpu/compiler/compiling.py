@@ -123,8 +123,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
                 layer += 1
             layer = max(layer, node.min_layer)
             want = _mixer_type(node)
-            group = ((target.linear_value_heads // target.linear_key_heads)
-                     if target.linear_key_heads and target.linear_value_heads else target.max_group)
+            group = _group_dk(target)[0]
             kh = key_heads(node, group, target.linear_key_dim)
             if (node.kind == "gdn" and target.linear_key_heads and kh > target.linear_key_heads
                     and not target.layer_types):
@@ -155,6 +154,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
         for v in node.outputs:
             avail[v.name] = sub
     _delay_late_nodes(prog, mixers, avail, layer_types, target, heads_load)
+    _sink_nodes(prog, mlp, mlp_load, mixers, heads_load, avail, layer_types, target, mlp_cap)
     last = max(list(mlp) + list(mixers) + [0])
     n_layers = max(last + 1, target.min_layers)
     types = []
@@ -169,6 +169,80 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
         types.append("full_attention")
         n_layers += 1
     return Schedule(n_layers, types, mlp, mixers, avail, first_write)
+
+
+def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_load: dict, avail: dict,
+                layer_types: dict, target: "Target", mlp_cap: int | None):
+    """Move nodes placed as early as possible down towards their first reader when that narrows
+    the residual: a node whose outputs outweigh the inputs it is the last reader of (moving it
+    lengthens those) goes to the latest layer before its first reader that has room. Consumers
+    first, so a chain (a memory read just in time, then the decoders of its word) moves together;
+    memories move only when marked `late` and their write inputs come from another late memory or
+    are lighter than what they read."""
+    readers: dict = {}
+    for n in prog.nodes:
+        if n.layer is not None:
+            for v in n.inputs:
+                readers.setdefault(v.name, set()).add(n)
+    def sub(n):            # where n reads its inputs: a memory spread over layers, at its first
+        layers = getattr(n, "unit_layers", None)
+        return 2 * min(layers) if layers else 2 * n.layer + (1 if n.kind == "mlp" else 0)
+    kept = {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
+    cap_mlp = mlp_cap or target.intermediate or target.mlp_budget
+    for node in reversed(topo_order(prog)):
+        if node.layer is None or isinstance(node, EmbedNode) or getattr(node, "unit_layers", None):
+            continue
+        if node.kind != "mlp" and not getattr(node, "late", False):
+            continue
+        if any(v.name in kept for v in node.outputs):
+            continue
+        uses = [sub(r) for v in node.outputs for r in readers.get(v.name, ())]
+        if not uses:
+            continue
+        first = min(uses)
+        latest = (first - 2) // 2 if node.kind == "mlp" else (first - 1) // 2
+        if latest <= node.layer:
+            continue
+        here = sub(node)
+        lengthened = sum(v.size for v in node.inputs
+                         if max(sub(r) for r in readers[v.name]) == here
+                         and not (node.kind != "mlp" and getattr(v.producer, "late", False)))
+        if sum(v.size for v in node.outputs) <= lengthened:
+            continue
+        if node.kind == "mlp":
+            n = len(node.neurons)
+            L = latest
+            while L > node.layer and cap_mlp and mlp_load.get(L, 0) + n > cap_mlp:
+                L -= 1
+            if L <= node.layer:
+                continue
+            mlp[node.layer].remove(node)
+            mlp_load[node.layer] -= n
+            mlp.setdefault(L, []).append(node)
+            mlp_load[L] = mlp_load.get(L, 0) + n
+            node.layer = L
+        else:
+            want = _mixer_type(node)
+            kh = key_heads(node, *_group_dk(target))
+            cap = target.linear_key_heads or target.gdn_head_budget
+            L = latest
+            while L > node.layer:
+                t = target.layer_types[L % len(target.layer_types)] if target.layer_types else layer_types.get(L, want)
+                if t == want and (not cap or heads_load.get(L, 0) + kh <= cap):
+                    break
+                L -= 1
+            if L <= node.layer:
+                continue
+            mixers[node.layer].remove(node)
+            heads_load[node.layer] -= kh
+            if not mixers[node.layer] and not target.layer_types:
+                layer_types.pop(node.layer, None)           # nothing left to mix there: inert
+            mixers.setdefault(L, []).append(node)
+            heads_load[L] = heads_load.get(L, 0) + kh
+            layer_types[L] = want
+            node.layer = L
+        for v in node.outputs:
+            avail[v.name] = sub(node)
 
 
 def _spread_units(node, layer, group, target, layer_types, mixers, heads_load) -> int:
@@ -192,6 +266,13 @@ def _spread_units(node, layer, group, target, layer_types, mixers, heads_load) -
     return node.layer
 
 
+def _group_dk(target: "Target") -> tuple:
+    """The value heads per key head and the key dimension the target's GDN layers have."""
+    group = ((target.linear_value_heads // target.linear_key_heads)
+             if target.linear_key_heads and target.linear_value_heads else target.max_group)
+    return group, target.linear_key_dim
+
+
 def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dict, target: "Target",
                       heads_load: dict):
     """Move mixer nodes marked `late` to the last layer before their first reader (memories read
@@ -207,19 +288,20 @@ def _delay_late_nodes(prog: Program, mixers: dict, avail: dict, layer_types: dic
         if not getattr(n, "late", False) or n.kind == "mlp" or n.layer is None:
             continue
         first_use = min([u for v in n.outputs for u in consumers.get(v.name, [])], default=None)
-        if first_use is None:
-            continue
+        if first_use is None or getattr(n, "unit_layers", None):
+            continue                        # spread over several layers: stays where it was placed
         want = _mixer_type(n)
-        kh = key_heads(n, target.max_group)
+        kh = key_heads(n, *_group_dk(target))
+        # key heads a layer may take: the geometry's (a fixed target), else the soft budget
+        cap = target.linear_key_heads or target.gdn_head_budget
         target_layer = (first_use - 1) // 2 if first_use % 2 == 1 else first_use // 2 - 1
         while target_layer > n.layer:
             if target.layer_types:
                 t = target.layer_types[target_layer % len(target.layer_types)]
             else:
                 t = layer_types.get(target_layer, want)
-            room = (not target.gdn_head_budget or want != "linear_attention"
-                    or heads_load.get(target_layer, 0) + kh <= target.gdn_head_budget)
-            if t == want and target.linear_key_heads is None and room:
+            room = not cap or want != "linear_attention" or heads_load.get(target_layer, 0) + kh <= cap
+            if t == want and room:
                 break
             target_layer -= 1
         if target_layer > n.layer:
@@ -407,6 +489,7 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     weights, the report and the static margins. With dense=False the weights are kept as sparse
     tensors: enough for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
     target = target or Target.compact()
+    _lay_out_memories(prog, target)
     sched, lay, erase_at = _schedule_and_layout(prog, target)
     if target.hidden and lay.width > target.hidden:
         raise CompileError(f"the program needs a residual of {lay.width} features; the target has {target.hidden}")
@@ -425,6 +508,20 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     if target.check_margins:
         margins.check(report["margins"])
     return compiled
+
+
+def _lay_out_memories(prog: Program, target: Target):
+    """Every memory's fields (value heads) as wide as a value head holds (half its dims: bits are
+    dual-rail): the target's, or, where the target sizes the value heads to fit, the widest write
+    granule of a partially written memory. A whole memory's word is only laid out
+    in them; a partial memory's granule wider than that spans several fields with one enable."""
+    mems = [m for m in prog.memories if hasattr(m, "granules")]
+    if target.linear_value_dim:
+        bits = target.linear_value_dim // 2
+    else:
+        bits = max([g.width for m in mems if not m.whole for g in m.granules] + [8])
+    for m in mems:
+        m.lay_out(bits)
 
 
 def _schedule_and_layout(prog: Program, target: Target):
@@ -671,7 +768,7 @@ def _emit_gdn(sd, p, nodes, layer, banked, width, hk, hv, dk, dv, row, s, lay):
             if isinstance(node, Previous):
                 b[vh] = row(Lin.const(BETA_L), 1 / s)
             elif acc_w is not None:
-                en = acc_w.field_enable[fi] if acc_w.field_enable is not None else acc_w.enable
+                en = node.field_enables(acc_w)[fi] if acc_w.field_enable is not None else acc_w.enable
                 if w_match is not None:
                     en = en + w_match - 1
                 b[vh] = row(2 * BETA_L * en - BETA_L, 1 / s)

@@ -303,7 +303,7 @@ def _gdn(node, ranges, rel, dk, acc, layer):
             for i in range(w.value.size):
                 see("gdn.value", VALUE_L * (2 * w.value.f(i) - 1))
             for fi in range(len(node.fields)):
-                en = w.field_enable[fi] if w.field_enable is not None else w.enable
+                en = node.field_enables(w)[fi] if w.field_enable is not None else w.enable
                 see("gdn.beta", 2 * BETA_L * en - BETA_L)
         if not node.writes:
             see("gdn.beta", Lin.const(-BETA_L))

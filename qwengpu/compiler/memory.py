@@ -56,24 +56,47 @@ class Access:
 
 
 class GDNMemory(Node):
-    """A word memory in one GDN layer: `slots` words of `width` bits, in fields of `field_bits`."""
+    """A word memory in one GDN layer: `slots` words of `width` bits, in fields of `field_bits`
+    (each field a value head, written by its own enable: a partial write). A `whole` memory is
+    always written whole, with one enable: its fields are only a layout, which the compiler chooses
+    as wide as the target's value heads allow (`lay_out`), so it takes the fewest key heads."""
     kind = "gdn"
     primitive = "memory"
 
     def __init__(self, prog: Program, name: str, slots: int, width: int, field_bits: int | None = None,
-                 init: dict | None = None):
+                 init: dict | None = None, whole: bool = False):
         super().__init__(name, [], [])
         self.prog = prog
         self.slots = slots
         self.width = width
-        fb = field_bits or width
-        self.fields = [Field(lo, min(lo + fb, width)) for lo in range(0, width, fb)]
+        self.whole = whole
+        step = field_bits or width
+        #: the write granules (one enable each); the fields (value heads) split them when narrower
+        self.granules = [Field(lo, min(lo + step, width)) for lo in range(0, width, step)]
+        self.lay_out(step)
         self.writes: list[Access] = []
         self.reads: list[Access] = []
         self.init = dict(init or {})
         self.args: list[Var] = []
         prog.add_node(self)
         prog.memories.append(self)
+
+    def lay_out(self, field_bits: int):
+        """The word in fields of at most `field_bits`: a whole memory's fields are only a layout
+        (the last one may be narrower); a partially written memory's write granule wider than
+        that is split into several fields written by the granule's one enable."""
+        if self.whole:
+            self.fields = [Field(lo, min(lo + field_bits, self.width)) for lo in range(0, self.width, field_bits)]
+        else:
+            self.fields = [Field(lo, min(lo + field_bits, g.hi)) for g in self.granules
+                           for lo in range(g.lo, g.hi, field_bits)]
+
+    def field_enables(self, access: "Access") -> list | None:
+        """The per-field enable forms of a partial write (each field's granule's enable), or None."""
+        if access.field_enable is None:
+            return None
+        granule_of = [next(i for i, g in enumerate(self.granules) if g.lo <= f.lo < g.hi) for f in self.fields]
+        return [access.field_enable[g] for g in granule_of]
 
     @property
     def ports(self) -> int:
@@ -102,8 +125,10 @@ class GDNMemory(Node):
         if isinstance(enable, Var):
             self._use(enable)
             enable = enable.f(0)
-        if field_enable is not None and len(field_enable) != len(self.fields):
-            raise CompileError(f"{self.name}: {len(self.fields)} fields need {len(self.fields)} enables")
+        if field_enable is not None and self.whole:
+            raise CompileError(f"{self.name}: a whole memory is written whole (one enable, no field enables)")
+        if field_enable is not None and len(field_enable) != len(self.granules):
+            raise CompileError(f"{self.name}: {len(self.granules)} fields need {len(self.granules)} enables")
         for v in (addr, value):
             self._use(v)
         for fe in field_enable or []:
@@ -137,7 +162,7 @@ class GDNMemory(Node):
             val = evaluate_view(w.value, env)
             if w.field_enable is not None:
                 old = mem.get(slot, 0)
-                for f, fe in zip(self.fields, w.field_enable):
+                for f, fe in zip(self.granules, w.field_enable):
                     if round(_eval_form(fe, env, self.prog)) == 1:
                         m = ((1 << f.width) - 1) << f.lo
                         old = (old & ~m) | (val & m)

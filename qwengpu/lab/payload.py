@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from qwengpu.machine.format import ctl_pc
+from qwengpu.machine.config import LANES
+from qwengpu.machine.format import WARP_BITS, ctl_pc, lane_entry
 from qwengpu.ptx.ir import demangled_name
 
 from .record import DEFAULT_SELECTIONS
@@ -218,10 +219,9 @@ def _word_text(memory: str, word: int, width: int) -> str:
     if memory == "ctl":
         return (f"pc {ctl_pc(word)} · mask {(word >> 8) & 0xF:04b} · warp {(word >> 16) & 7} · block {(word >> 24) & 0xFF}"
                 f" · epoch {(word >> 48) & 0xF}")
-    if memory == "lanes.pc":
-        return " ".join(str((word >> (8 * i)) & 0xFF) for i in range(width // 8))
-    if memory == "lanes.st":
-        return "".join(str((word >> (3 * i)) & 7) for i in range(width // 3))
+    if memory == "lanes":
+        entries = [lane_entry(word, i, width) for i in range(LANES << WARP_BITS)]
+        return " ".join(f"{pc}:{st}" for pc, st in entries)
     return f"0x{word:0{(width + 3) // 4}x}"
 
 

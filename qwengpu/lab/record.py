@@ -247,7 +247,7 @@ class ModelTrace:
 
 #: memories the slot-selection panel shows by default: fetch, a register read copy, memory, the
 #: register file copy carries write, the lane table and the control word
-DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes.pc")
+DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes")
 
 
 def selection_of(trace, name: str) -> Selection:

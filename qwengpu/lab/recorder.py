@@ -10,7 +10,7 @@ How a launch is recorded (`record_launch`):
 
 1. `qwengpu.run(..., on_token=...)` runs the forward passes (the compact engine or the stock
    transformers model). After every pass the recorder decodes, *from the model's recurrent states*,
-   the control word (`ctl`: pc, mask, warp, block, epoch), the lane table (`lanes.pc`, `lanes.st`),
+   the control word (`ctl`: pc, mask, warp, block, epoch), the lane table (`lanes`),
    the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
    every memory, with the compiler's decoder (`qwengpu.compiler.placement.read_rails`: a bit is its
    1-rail against half the rail level), vectorised.
@@ -59,7 +59,7 @@ from qwengpu.compiler.placement import read_rails
 from qwengpu.interp.memory import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT, LANES
-from qwengpu.machine.format import WARP_BITS, ctl_pc
+from qwengpu.machine.format import WARP_BITS, ctl_pc, lane_entry
 from qwengpu.machine.hardware import Hardware
 from qwengpu.machine.layout import LINE, REGIONS
 from qwengpu.runtime.checkpoint import load_machine
@@ -84,8 +84,7 @@ ROLES = {
     "mem": "machine memory: 256 lines of 16 bytes (slot = line)",
     "mbuf": "store buffer",
     "reg.term": "register file copy read by the terminator",
-    "lanes.pc": "lane table: next pc of every lane",
-    "lanes.st": "lane table: state of every lane",
+    "lanes": "lane table: next pc and state of every lane",
     "cbuf": "carry buffer: the values a bundle's carries write",
     "reg.emit": "register file copy read by the emitter (slot = warp + 8 x register)",
 }
@@ -470,7 +469,7 @@ class _PassRecorder:
     """The runtime's `on_token` hook: after every pass (after the user's hook, which may change the
     state), the machine state decoded from the model's GDN states, every memory's margin, and the
     raw state rows the pass moved."""
-    decoded = ("ctl", "lanes.pc", "lanes.st", "reg.emit", "mem")
+    decoded = ("ctl", "lanes", "reg.emit", "mem")
 
     def __init__(self, machine, geo: _ModelGeometry, infos: dict, taps, prompt_len: int, user_hook):
         self.machine, self.geo, self.infos, self.taps = machine, geo, infos, taps
@@ -556,15 +555,15 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
 def _machine_state(words: dict, infos: dict) -> MachineState:
     vals, written = words["ctl"]
     ctl = words_of(vals, written, infos["ctl"]).get(0, 0)
-    pcv, pw = words["lanes.pc"]
-    stv, sw = words["lanes.st"]
-    lanes = [(int(pcv[i, 0]) if pw[0] else 0, int(stv[i, 0]) if sw[0] else 0) for i in range(LANES << WARP_BITS)]
+    table = words_of(*words["lanes"], infos["lanes"]).get(0, 0)
+    lanes = [lane_entry(table, i, infos["lanes"].width) for i in range(LANES << WARP_BITS)]
     rv, rw = words["reg.emit"]
     regs = {}
     for slot, w in words_of(rv, rw, infos["reg.emit"]).items():
         regs[(slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS)] = [(w >> (32 * l)) & M32 for l in range(LANES)]
     mv, mw = words["mem"]
-    data = mv[:LINE].T.astype(np.uint8)                       # [lines, 16 data bytes]
-    data[~mw] = 0
+    data = np.zeros((mv.shape[1], LINE), np.uint8)            # [lines, 16 data bytes]
+    for line, w in words_of(mv, mw, infos["mem"]).items():
+        data[line] = np.frombuffer((w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little"), np.uint8)
     return MachineState(pc=ctl_pc(ctl), mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
                         epoch=(ctl >> 48) & 0xF, lanes=lanes, regs=regs, memory=data.reshape(-1).tobytes())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import ALU, MEM, XLANE, MachineConfig
+from .config import ALU, LANES, MEM, XLANE, MachineConfig
 from .image import PORTS, Bundle, Image, Source
 from .uops import ALU_OPS
 
@@ -25,6 +25,14 @@ BLOCK_BITS = 8           # 256 blocks per grid
 LINE_BITS = 8            # memory: 256 lines of 16 bytes
 EPOCH_BITS = 4
 VALUE_BITS = 8           # every token carries one byte
+
+
+def lane_entry(table: int, i: int, width: int) -> tuple[int, int]:
+    """(next pc, state) of lane-table entry i (warp * LANES + lane) of the `lanes` word: each entry
+    is the pc's bits, then 3 state bits."""
+    F = width // (LANES << WARP_BITS)
+    e = (table >> (F * i)) & ((1 << F) - 1)
+    return e & ((1 << (F - 3)) - 1), e >> (F - 3)
 
 
 def ctl_pc(word: int) -> int:

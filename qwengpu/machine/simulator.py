@@ -61,7 +61,7 @@ class PassRecord:
     ptx_pcs: list = field(default_factory=list)
 
 
-#: lane state bits of the lane table (`lanes.st`): running, waiting at a barrier, the barrier
+#: lane state bits of a lane-table entry (`lanes`): running, waiting at a barrier, the barrier
 #: epoch's parity (an exited or absent lane is 0)
 LANE_RUN, LANE_BARRIER, LANE_EPOCH = 1, 2, 4
 

@@ -6,9 +6,11 @@ Sections (top to bottom of the network):
 - tokens: the vocabulary and what each token's embedding carries.
 - control state (`ctl`, one GDN slot): the current pc/mask (written by EXEC), warp, block,
   barrier epoch, and the prompt's write cursor (AT).
-- program ROM: one GDN copy per bundle segment, read just before its unit needs it.
+- program ROM: one GDN copy per bundle segment, read just before its unit needs it, written whole
+  from a one-word staging copy that the prompt's W tokens fill a byte at a time.
 - launch tables: per-warp thread ids and present lanes, per-block ctaid, launch constants.
-- register file: one GDN copy per unit (its read ports), all written by CARRY tokens.
+- register file: one GDN copy per unit (its read ports), written whole by CARRY tokens from a
+  staging copy that takes the carried byte.
 - units: ALU slots (operand multiplexer, two arithmetic levels), the memory unit (addresses,
   pending addresses for MEMW, line memory, load byte selection, atomics), the cross-lane unit.
 - control: next lane states, the lane table, the warp summary, the next control token.

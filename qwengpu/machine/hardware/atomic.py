@@ -176,7 +176,7 @@ def _store_buffer(hw: Builder, k: int, first, new):
             nm += n_gated(st, data[l].f(i), {mv.feature(32 * l + i): 1})
             nm += hw.clean_gate(at + first.f(l) - 1, new.f(i), {mv.feature(32 * l + i): 1})  # an adder's output
     hw.circ(f"mbuf.{k}", [mv], nm)
-    mb = M.GDNMemory(hw.p, "mbuf", slots=1, width=32 * LANES, field_bits=8)
+    mb = M.GDNMemory(hw.p, "mbuf", slots=1, width=32 * LANES, whole=True)
     slot = hw.p.vars["slot0"]
-    mb.write(slot, mv, field_enable=[hw.k("EXEC")] * (4 * LANES))
+    mb.write(slot, mv, enable=hw.k("EXEC"))
     hw.mbuf = mb.read(slot, name="mbuf.out")

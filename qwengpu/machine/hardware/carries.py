@@ -5,8 +5,9 @@ from __future__ import annotations
 from qwengpu.compiler import memory as M
 
 from ..config import LANES, MEM, XLANE
-from ..format import REG_BITS, WARP_BITS
+from ..format import WARP_BITS
 from .builder import Builder
+from .regfile import register_copy
 
 
 def carry_buffer(hw: Builder):
@@ -35,14 +36,12 @@ def carry_buffer(hw: Builder):
                     neurons += hw.clean_gate(cond, var.f(i), {cvs[j].feature(32 * l + i): 1})
     hw.circ_groups("cbuf.mux", [[v] for v in cvs], neurons)
     cv = hw.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
-    mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, field_bits=8)
+    mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, whole=True)
     slot = p.vars["slot0"]
-    mem.write(slot, cv, field_enable=[hw.k("EXEC")] * (4 * LANES * hw.J))
+    mem.write(slot, cv, enable=hw.k("EXEC"))
     hw.cbuf = mem.read(slot, name="cbuf.out")
     # the carried registers' current values
-    rf = M.GDNMemory(p, "reg.emit", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
-    rf.write(hw.rkey, hw.view("reg.emit.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
-             field_enable=[hw.cwe.f(i) for i in range(4 * LANES)])
+    rf = register_copy(hw, "reg.emit")
     hw.cold = []
     for j in range(hw.J):
         addr = hw.view(f"reg.emit.q{j}", [hw.c_warp.f(i) for i in range(WARP_BITS)]

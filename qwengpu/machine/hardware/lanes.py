@@ -1,5 +1,5 @@
 """Lanes: the first lane of the EXEC mask, and the terminator: the branch predicate, the next pc and
-state of the served lanes, written into the lane table (`lanes.pc`, `lanes.st`)."""
+state of the served lanes, written into the lane table (`lanes`: a pc and a state per warp and lane)."""
 from __future__ import annotations
 
 from qwengpu.compiler import Lin
@@ -7,9 +7,10 @@ from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_gated, n_step
 
 from ..config import LANES
-from ..format import MEM_OPS, REG_BITS, TERM_KINDS, WARP_BITS, sources_for
+from ..format import MEM_OPS, TERM_KINDS, WARP_BITS, sources_for
 from .builder import Builder
 from .operands import source_forms
+from .regfile import register_copy
 
 
 def first_lane(hw: Builder):
@@ -38,9 +39,7 @@ def lane_states(hw: Builder):
     term = hw.decode_field(tail, "tail", "term", len(TERM_KINDS), "term")
     tk = lambda name: term.f(TERM_KINDS.index(name))
     # the terminator's register port, and whether each lane's predicate is non-zero
-    mem = M.GDNMemory(p, "reg.term", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
-    mem.write(hw.rkey, hw.view("reg.term.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
-              field_enable=[hw.cwe.f(i) for i in range(4 * LANES)])
+    mem = register_copy(hw, "reg.term")
     addr = hw.view("reg.term.q", [hw.c_warp.f(i) for i in range(WARP_BITS)]
                      + hw.field_forms(tail, "tail", "tp_reg"))
     r = mem.read(addr, name="reg.term.r", enable=hw.field_forms(tail, "tail", "tp_en")[0])
@@ -92,13 +91,14 @@ def lane_states(hw: Builder):
             n2 += n_step(hw.k("EXEC") + tk("barrier") + hw.c_epoch.f(0), 3, {st.feature(2): 1})
             n2 += n_step(64 * start + nth, 64 + LANES * w + l + 1, {st.feature(0): 1})
     hw.circ("lanes.next", npc + nst, n2)
-    lpc = M.GDNMemory(p, "lanes.pc", slots=1, width=hw.pcb * 8 * LANES, field_bits=hw.pcb)
-    lst = M.GDNMemory(p, "lanes.st", slots=1, width=3 * 8 * LANES, field_bits=3)
+    # one lane-table entry per warp and lane: its next pc and state, a write granule of its own
+    F = hw.pcb + 3
+    table = M.GDNMemory(p, "lanes", slots=1, width=F * 8 * LANES, field_bits=F)
     slot = p.vars["slot0"]
     fe = [en.f(i) + start for i in range(8 * LANES)]
-    lpc.write(slot, hw.view("lanes.pc.in", [npc[i % LANES].f(b) for i in range(8 * LANES) for b in range(hw.pcb)]),
-              field_enable=fe)
-    lst.write(slot, hw.view("lanes.st.in", [nst[i].f(b) for i in range(8 * LANES) for b in range(3)]),
-              field_enable=fe)
-    hw.lpc = lpc.read(slot, name="lanes.pc.out")
-    hw.lst = lst.read(slot, name="lanes.st.out")
+    table.write(slot, hw.view("lanes.in", [f for i in range(8 * LANES)
+                                           for f in [npc[i % LANES].f(b) for b in range(hw.pcb)]
+                                           + [nst[i].f(b) for b in range(3)]]), field_enable=fe)
+    out = table.read(slot, name="lanes.out")
+    hw.lpc = hw.view("lanes.pc", [out.f(F * i + b) for i in range(8 * LANES) for b in range(hw.pcb)])
+    hw.lst = hw.view("lanes.st", [out.f(F * i + hw.pcb + b) for i in range(8 * LANES) for b in range(3)])

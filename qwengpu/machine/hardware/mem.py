@@ -101,10 +101,9 @@ def _pending_addresses(hw: Builder, addr: list) -> list:
     """The EXEC pass's addresses, which the passes after it (MEMW) still need after carries have
     rewritten the registers they came from (`pa`, one GDN slot); per lane, 32 address bit forms."""
     p = hw.p
-    pa = M.GDNMemory(p, "pa", slots=1, width=32 * LANES, field_bits=8)
+    pa = M.GDNMemory(p, "pa", slots=1, width=32 * LANES, whole=True)
     slot = p.vars["slot0"]
-    pa.write(slot, hw.view("pa.in", [addr[l].f(i) for l in range(LANES) for i in range(32)]),
-             field_enable=[hw.k("EXEC")] * (4 * LANES))
+    pa.write(slot, hw.view("pa.in", [addr[l].f(i) for l in range(LANES) for i in range(32)]), enable=hw.k("EXEC"))
     par = pa.read(slot, name="pa.out")
     hw.pa = par
     return [[par.f(32 * l + i) for i in range(32)] for l in range(LANES)]
@@ -145,12 +144,18 @@ def _addresses(hw: Builder, k: int, A: list, ahi: list, space, align):
 
 
 def _line_memory(hw: Builder, k: int, mline: list, wline, head) -> list:
-    """The line memory (`mem`): 16 data bytes and 16 validity bits per line, a read port per lane."""
+    """The line memory (`mem`): 16 data bytes and 16 validity bits per line, a read port per lane.
+    A MEMW (or a prompt W) brings one byte: it lands in the staging copy (`mem.stage`, a value head
+    per byte), whose read is the written line's whole new value; the copy the lanes read is
+    written whole with it."""
     p = hw.p
-    mem = M.GDNMemory(p, "mem", slots=LINES, width=8 * MEM_FIELDS, field_bits=8)
-    mem.write(wline, hw.view("mem.in", [hw.t_v.f(i % 8) for i in range(8 * MEM_FIELDS)]),
-              field_enable=[head.f(j) + hw.we["mem"].f(j) for j in range(LINE)]
-              + [hw.we["mem"].f(LINE), hw.we["mem"].f(LINE + 1)])
+    stage = M.GDNMemory(p, "mem.stage", slots=LINES, width=8 * MEM_FIELDS, field_bits=8)
+    stage.write(wline, hw.view("mem.stage.in", [hw.t_v.f(i % 8) for i in range(8 * MEM_FIELDS)]),
+                field_enable=[head.f(j) + hw.we["mem"].f(j) for j in range(LINE)]
+                + [hw.we["mem"].f(LINE), hw.we["mem"].f(LINE + 1)])
+    new = stage.read(wline, name="mem.new")
+    mem = M.GDNMemory(p, "mem", slots=LINES, width=8 * MEM_FIELDS, whole=True)
+    mem.write(wline, new, enable=hw.k("MEMW") + hw.we_any["mem"].f(0))
     lines = [mem.read(mline[l], name=f"line.{k}.{l}") for l in range(LANES)]
     hw.memory = mem
     return lines

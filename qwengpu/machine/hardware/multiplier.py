@@ -1,5 +1,5 @@
-"""The multiplier of an ALU slot (MUL / MULHU / MULHS): operands re-thresholded, nibble products
-summed per base-16 column (SwiGLU products), two carry-save digit reductions, a 64-bit addition."""
+"""The multiplier of an ALU slot (MUL / MULHU / MULHS): operands re-thresholded, digit products
+summed per base-8 column (SwiGLU products), two carry-save digit reductions, a 64-bit addition."""
 from __future__ import annotations
 
 from qwengpu.compiler import Lin
@@ -8,21 +8,36 @@ from qwengpu.compiler.gadgets import n_gated, n_linear, n_product, n_step
 from .builder import Builder
 
 
+#: base-8 digits of a 32-bit operand (the top one holds bits 30-31) and columns of the 64-bit product
+DIGITS = 11
+COLUMNS = 22
+
+
+def _digit_max(p: int) -> int:
+    return 7 if p < DIGITS - 1 else 3
+
+
 def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
     """The 64-bit product of two 32-bit operands (signed or unsigned), exactly, in six levels:
-    nibble products summed per base-16 column (SwiGLU products), two rounds of carry-save
-    digit reduction, the bits of the remaining digits, then one 64-bit addition."""
+    digit products summed per base-8 column (SwiGLU products), two rounds of carry-save
+    digit reduction, the bits of the remaining digits, then one 64-bit addition.
+
+    Base 8, not 16: a carry-save step is a threshold on a column sum whose outputs are weighted by
+    the radix moved; far above its threshold both SiLUs of the step are linear, and their fp32
+    rounding (relative to the sum's magnitude) is what survives the subtraction. Base-16 columns
+    sum to 2,048 with outputs weighted by 256 (~1/16 of a digit per rounding, 0.19 measured); base-8
+    columns sum to ~550 with outputs weighted by 64 (~1/128 per rounding)."""
     A, B = _clean_operands(hw, k, l, A, B)
-    T = _column_sums(hw, k, l, A, B, o("MULHS"))
-    V = _carry_save(hw, k, l, T)
-    X, Y = _digit_bits(hw, k, l, V)
+    T, tmax = _column_sums(hw, k, l, A, B, o("MULHS"))
+    V, vmax = _carry_save(hw, k, l, T, tmax)
+    X, Y = _digit_bits(hw, k, l, V, vmax)
     return _add64(hw, k, l, X, Y, o("MUL"), o("MULHU") + o("MULHS"))
 
 
 def _clean_operands(hw: Builder, k: int, l: int, A: list, B: list):
     """M0: re-threshold the operand bits. A result forwarded from an earlier slot of the bundle
     carries fp32 noise of ~1e-3 per bit (its carry steps sum terms of ~1e4); the column sums
-    below weigh each bit by up to ~3600, which would turn that noise into a wrong digit."""
+    below weigh each bit by up to ~500, which would turn that noise into a wrong digit."""
     clean = hw.bits(f"mop.{k}.{l}", 64)
     n0 = []
     for i in range(32):
@@ -32,66 +47,77 @@ def _clean_operands(hw: Builder, k: int, l: int, A: list, B: list):
     return [clean.f(i) for i in range(32)], [clean.f(32 + i) for i in range(32)]
 
 
-def _column_sums(hw: Builder, k: int, l: int, A: list, B: list, hs: Lin) -> list:
-    """M1: column sums T_s = sum_{p+q=s} a_p b_q (+ the signed correction for MULHS:
-    -2^32 (a31 b + b31 a) == 2^32 (a31 (~b + 1) + b31 (~a + 1)) mod 2^64)."""
-    nib = lambda X, p: sum(((1 << i) * X[4 * p + i] for i in range(4)), Lin())
-    T = [hw.p.number_var(f"mT.{k}.{l}.{s}", 0, 2048) for s in range(16)]
+def _column_sums(hw: Builder, k: int, l: int, A: list, B: list, hs: Lin):
+    """M1: column sums T_s = sum_{p+q=s} a_p b_q over base-8 digits (+ the signed correction for
+    MULHS: -2^32 (a31 b + b31 a) == 2^32 (a31 (~b + 1) + b31 (~a + 1)) mod 2^64, and 2^32 is 4
+    in column 10). Returns the columns and each one's largest value."""
+    dig = lambda X, p: sum(((1 << i) * X[3 * p + i] for i in range(3) if 3 * p + i < 32), Lin())
+    tmax = [0] * COLUMNS
+    for p_ in range(DIGITS):
+        for q in range(DIGITS):
+            if p_ + q < COLUMNS:
+                tmax[p_ + q] += _digit_max(p_) * _digit_max(q)
+    for q in range(DIGITS):
+        tmax[10 + q] += 2 * 4 * _digit_max(q)
+    tmax[10] += 2 * 4
+    T = [hw.p.number_var(f"mT.{k}.{l}.{s}", 0, tmax[s]) for s in range(COLUMNS)]
     n1 = []
-    for p_ in range(8):
-        for q in range(8):
-            if p_ + q < 16:
-                n1 += n_product(nib(A, p_), nib(B, q), {T[p_ + q].feature(0): 1})
-    for q in range(8):
-        n1 += n_gated(hs + A[31] - 1, 15 - nib(B, q), {T[8 + q].feature(0): 1})
-        n1 += n_gated(hs + B[31] - 1, 15 - nib(A, q), {T[8 + q].feature(0): 1})
-    n1 += n_gated(hs + A[31] - 1, Lin.const(1), {T[8].feature(0): 1})
-    n1 += n_gated(hs + B[31] - 1, Lin.const(1), {T[8].feature(0): 1})
+    for p_ in range(DIGITS):
+        for q in range(DIGITS):
+            if p_ + q < COLUMNS:
+                n1 += n_product(dig(A, p_), dig(B, q), {T[p_ + q].feature(0): 1})
+    for q in range(DIGITS):
+        n1 += n_gated(hs + A[31] - 1, _digit_max(q) - dig(B, q), {T[10 + q].feature(0): 4})
+        n1 += n_gated(hs + B[31] - 1, _digit_max(q) - dig(A, q), {T[10 + q].feature(0): 4})
+    n1 += n_gated(hs + A[31] - 1, Lin.const(1), {T[10].feature(0): 4})
+    n1 += n_gated(hs + B[31] - 1, Lin.const(1), {T[10].feature(0): 4})
     hw.circ(f"mul1.{k}.{l}", T, n1)
-    return T
+    return T, tmax
 
 
-def _carry_save(hw: Builder, k: int, l: int, T: list) -> list:
-    """M2: move multiples of 256 two columns up (U_s <= 255 + 7); M3: multiples of 16 one column
-    up (V_s <= 15 + 16)."""
-    U = [hw.p.number_var(f"mU.{k}.{l}.{s}", 0, 300) for s in range(16)]
+def _carry_save(hw: Builder, k: int, l: int, T: list, tmax: list):
+    """M2: move multiples of 64 two columns up (U_s <= 63 + 8); M3: multiples of 8 one column
+    up (V_s <= 7 + 9). Columns above bit 63 are dropped (the product is taken mod 2^64)."""
+    umax = [63 + (tmax[s - 2] // 64 if s >= 2 else 0) for s in range(COLUMNS)]
+    U = [hw.p.number_var(f"mU.{k}.{l}.{s}", 0, umax[s]) for s in range(COLUMNS)]
     n2 = []
-    for s in range(16):
+    for s in range(COLUMNS):
         n2 += n_linear(T[s].f(0), {U[s].feature(0): 1})
-        for m in range(1, 8):
-            out = {U[s].feature(0): -256}
-            if s + 2 < 16:
+        for m in range(1, tmax[s] // 64 + 1):
+            out = {U[s].feature(0): -64}
+            if s + 2 < COLUMNS:
                 out[U[s + 2].feature(0)] = 1
-            n2 += n_step(T[s].f(0), 256 * m, out)
+            n2 += n_step(T[s].f(0), 64 * m, out)
     hw.circ(f"mul2.{k}.{l}", U, n2)
-    V = [hw.p.number_var(f"mV.{k}.{l}.{s}", 0, 31) for s in range(16)]
+    vmax = [7 + (umax[s - 1] // 8 if s >= 1 else 0) for s in range(COLUMNS)]
+    V = [hw.p.number_var(f"mV.{k}.{l}.{s}", 0, vmax[s]) for s in range(COLUMNS)]
     n3 = []
-    for s in range(16):
+    for s in range(COLUMNS):
         n3 += n_linear(U[s].f(0), {V[s].feature(0): 1})
-        for m in range(1, 17):
-            out = {V[s].feature(0): -16}
-            if s + 1 < 16:
+        for m in range(1, umax[s] // 8 + 1):
+            out = {V[s].feature(0): -8}
+            if s + 1 < COLUMNS:
                 out[V[s + 1].feature(0)] = 1
-            n3 += n_step(U[s].f(0), 16 * m, out)
+            n3 += n_step(U[s].f(0), 8 * m, out)
     hw.circ(f"mul3.{k}.{l}", V, n3)
-    return V
+    return V, vmax
 
 
-def _digit_bits(hw: Builder, k: int, l: int, V: list):
-    """M4: the bits of each digit V_s (< 32): bits 0-3 are X's, bit 4 is Y's (one column up)."""
+def _digit_bits(hw: Builder, k: int, l: int, V: list, vmax: list):
+    """M4: the bits of each digit V_s (<= 16): bits 0-2 are X's, bits 3-4 are Y's (one column
+    up); bits above 63 are dropped."""
     X = hw.bits(f"mX.{k}.{l}", 64)
     Y = hw.bits(f"mY.{k}.{l}", 64)
     n4 = []
-    for s in range(16):
-        for v in range(1, 32):
+    for s in range(COLUMNS):
+        for v in range(1, vmax[s] + 1):
             for bit in range(5):
                 d = ((v >> bit) & 1) - (((v - 1) >> bit) & 1)
-                if not d:
+                pos = 3 * s + bit
+                if not d or pos >= 64:
                     continue
-                if bit < 4:
-                    n4 += n_step(V[s].f(0), v, {X.feature(4 * s + bit): d})
-                elif s + 1 < 16:
-                    n4 += n_step(V[s].f(0), v, {Y.feature(4 * s + 4): d})
+                target = X if bit < 3 else Y
+                n4 += n_step(V[s].f(0), v, {target.feature(pos): d})
     hw.circ(f"mul4.{k}.{l}", [X, Y], n4)
     return X, Y
 

@@ -1,5 +1,10 @@
 """The register file: what CARRY tokens write (`register_write`) and one GDN copy per unit, a key head
-per read port (`regfile`)."""
+per read port (`regfile`).
+
+A CARRY token brings one byte (of one lane, or of all lanes). The byte lands in the staging copy
+(`reg.stage`, one value head per byte field: a partial write), whose read in the same layer is the
+carried register's whole new value (`hw.rnew`); every other copy is written whole with it, so each
+takes one value head per 64 bits instead of one per byte (`GDNMemory.whole`)."""
 from __future__ import annotations
 
 from qwengpu.compiler import memory as M
@@ -29,13 +34,22 @@ def register_write(hw: Builder):
     hw.circ("carry.target", [creg, cwe], neurons)
     hw.rkey = hw.view("rkey", [hw.c_warp.f(i) for i in range(WARP_BITS)] + [creg.f(i) for i in range(REG_BITS)])
     hw.cwe = cwe
+    stage = M.GDNMemory(hw.p, "reg.stage", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
+    stage.write(hw.rkey, hw.view("reg.stage.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
+                field_enable=[cwe.f(i) for i in range(4 * LANES)])
+    hw.rnew = stage.read(hw.rkey, name="reg.new")
+
+
+def register_copy(hw: Builder, name: str):
+    """A register file copy, written whole at every CARRY with the carried register's new value."""
+    mem = M.GDNMemory(hw.p, name, slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, whole=True)
+    mem.write(hw.rkey, hw.rnew, enable=hw.k("CARRY"))
+    return mem
 
 
 def regfile(hw: Builder, k: int, seg, nports: int) -> list:
     """Unit k's register read ports: port lines (per port, 4 lanes x 32 bits) = register + immediate."""
-    mem = M.GDNMemory(hw.p, f"reg.{k}", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
-    mem.write(hw.rkey, hw.view(f"reg.{k}.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
-              field_enable=[hw.cwe.f(i) for i in range(4 * LANES)])
+    mem = register_copy(hw, f"reg.{k}")
     lines = []
     segname = f"s{k}"
     for p_ in range(nports):
