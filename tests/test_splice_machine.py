@@ -113,18 +113,18 @@ def test_qwen35_2b_geometry_holds_the_machine_and_runs_a_launch_exactly():
 
 def test_a_geometry_that_cannot_hold_the_machine_is_refused(tmp_path, capsys):
     cfg = fixtures.tiny_text_config(V)
-    cfg.update(linear_num_key_heads=16, linear_num_value_heads=16, linear_key_head_dim=96, linear_value_head_dim=8)
+    cfg.update(linear_num_key_heads=16, linear_num_value_heads=16, linear_key_head_dim=96, linear_value_head_dim=1)
     fit = machine_fit(cfg, "tiny")
     msg = fit.message()
-    assert "linear_value_head_dim 8 < 16" in msg and "linear_key_head_dim 96 is not a power of two" in msg
-    assert "intermediate_size 128 < 1822" in msg
+    assert "linear_value_head_dim 1 < 2" in msg and "linear_key_head_dim 96 is not a power of two" in msg
+    assert "intermediate_size 128 < 1760" in msg
     with pytest.raises(SpliceError, match="does not fit"):
         compile_for_base(target_for_base(cfg), "tiny")
     # the command line refuses it before compiling anything
     base = fixtures.write_random_base(tmp_path / "b2", cfg, tokenizer="none")
     assert main(["build", "--base", str(base), "--out", str(tmp_path / "o"), "--machine", "tiny", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "does not fit" in err and "linear_value_head_dim 8" in err and not (tmp_path / "o").exists()
+    assert "does not fit" in err and "linear_value_head_dim 1" in err and not (tmp_path / "o").exists()
 
 
 def test_the_spliced_checkpoint(spliced):

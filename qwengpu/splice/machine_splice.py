@@ -89,7 +89,7 @@ class MachineFit:
     def needs(self) -> dict:
         b = self.base
         r = max(1, (b["linear_value_heads"] or 1) // (b["linear_key_heads"] or 1))
-        return {"linear_value_head_dim": 2 * max(m.field_bits for m in self.memories),
+        return {"linear_value_head_dim": 2,
                 "memory_key_heads": self.key_heads(r, b["linear_key_dim"] or max(m.slots for m in self.memories)),
                 "intermediate_size_at_least": self.largest_circuit[1]}
 
@@ -100,8 +100,8 @@ class MachineFit:
                 f"one config, so the GPU layers must use the base's: {b['linear_key_heads']} GDN key heads and "
                 f"{b['linear_value_heads']} value heads per layer, key dim {b['linear_key_dim']}, value dim "
                 f"{b['linear_value_dim']}, MLP {b['intermediate']}):\n  - " + "\n  - ".join(self.problems)
-                + f"\n  it needs linear_value_head_dim >= {n['linear_value_head_dim']} (two rails per bit of the "
-                f"widest field), a power-of-two linear_key_head_dim when a memory with binary addresses has more "
+                + f"\n  it needs linear_value_head_dim >= {n['linear_value_head_dim']} (two rails per bit), "
+                f"a power-of-two linear_key_head_dim when a memory with binary addresses has more "
                 f"slots than a key head (banks), and intermediate_size > {n['intermediate_size_at_least']} plus room "
                 f"to erase dead variables; its memories take {n['memory_key_heads']} key heads in all, spread over "
                 f"as many GDN layers as they need. See docs/splice.md, 'The real machine'.")
@@ -136,11 +136,10 @@ def machine_fit(base, machine="tiny", program=None) -> MachineFit:
     hk, hv, dk, dv = t.linear_key_heads, t.linear_value_heads, t.linear_key_dim, t.linear_value_dim
     p = fit.problems
     # memories larger than a key head are banked, and those needing more key heads than a layer
-    # has are spread over layers (the compiler's `_spread_units`); fields must fit a value head
-    wide = [m for m in mems if 2 * m.field_bits > dv]
-    if wide:
-        p.append(f"linear_value_head_dim {dv} < {2 * max(m.field_bits for m in wide)} for the "
-                 f"{max(m.field_bits for m in wide)}-bit fields of {', '.join(m.name for m in wide)}")
+    # has are spread over layers (the compiler's `_spread_units`); every memory is laid out in
+    # fields as wide as a value head holds (a write granule wider than that spans several)
+    if dv < 2:
+        p.append(f"linear_value_head_dim {dv} < 2: a value head holds no bit (two rails per bit)")
     if dk & (dk - 1) and any(m.slots > dk for m in mems):
         p.append(f"linear_key_head_dim {dk} is not a power of two, and memories larger than a key head are "
                  f"banked by their address bits")
@@ -430,7 +429,7 @@ def fitting_text_config(machine="tiny", vocab: int = 416, hidden: int = 64, laye
     GPU's layer count down) and value heads of 16 dims (8-bit fields): the machine's 256-slot
     memories are banked over two key heads and spread over layers. `grouped=True`: 4 key heads of
     256 dims with 18 value heads each (r = 18: a memory's fields share its key head; `mem`, 18
-    fields x 4 ports, fills a layer). MLP 2560 either way (the widest circuit has 1822 neurons)."""
+    fields x 4 ports, fills a layer). MLP 2560 either way (the widest circuit has 1760 neurons)."""
     config_named(machine)
     from .fixtures import tiny_text_config
     c = tiny_text_config(vocab, hidden)
