@@ -122,7 +122,7 @@ def test_every_gpu_layer_has_a_view(dot_model):
     a = layer_attention(tr, t, inert)                         # no heads compiled in: uniform softmax
     assert np.allclose(a, 1 / (t + 1)) and a.shape[0] == head_count(tr, inert)
     m, r0, c0 = attention_window(tr, t, tr.gdn_layers[0], rows=5, cols=9)
-    assert m.shape == (8, 5, 9) and (r0, c0) == (t - 4, t - 8)
+    assert m.shape == (head_count(tr, tr.gdn_layers[0]), 5, 9) and (r0, c0) == (t - 4, t - 8)
     assert np.allclose(m[:, -1], layer_attention(tr, t, tr.gdn_layers[0])[:, c0:])
     meta, data = layer_attention_payload(dot_model, 10, inert)
     assert meta["layer"] == inert and "uniform" in meta["note"] and meta["nlayers"] == NL
@@ -144,9 +144,11 @@ def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
     assert seen == {"linear_attention", "full_attention"}
     w.show_layer(tr_layer(dot_model, "rom.s0"))
     html = w.to_html()                                   # the static fallback draws the card too
-    assert f'class="qg-card qg-latt" data-layer="{w.layer}"' in html and html.count("L42 A") == 1
+    last = machine_layers() - 1                          # the overview names every layer once
+    kind = "Δ" if last in dot_model.trace.gdn_layers else "A"
+    assert f'class="qg-card qg-latt" data-layer="{w.layer}"' in html and html.count(f"L{last} {kind}") == 1
     from qwengpu_widgets.static import attention_card_html
-    assert attention_card_html({}, b"") == "" and "key head 7" in attention_card_html(w.latt_meta, w.latt)
+    assert attention_card_html({}, b"") == "" and f"key head {w.latt_meta['heads'] - 1}" in attention_card_html(w.latt_meta, w.latt)
     before = bytes(w.latt)
     w.step()
     assert w.latt_meta["t"] == dot_model.trace.prompt_len - 1 + 6 and bytes(w.latt) != before

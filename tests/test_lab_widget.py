@@ -116,8 +116,8 @@ def test_model_panels_render_from_the_model(dot_model):
     assert out["hex"] == "20000000" and out["changed"] == [0]
     html = w.to_html()
     assert 'class="qg-insp qg-static qg-machine"' in html and "✓ model = simulator (19 passes)" in html
-    # 6 patterns + raw state + the attention card (overview, the layer's heads now, 8 heatmaps)
-    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 10
+    # 6 patterns + raw state + the attention card (overview, the layer's heads now, a heatmap per head)
+    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"]
     assert "mul.lo.s32" in html and "decoded from GDN memory mem" in html
     w.run_to_pc(1)                                       # no later pass runs bundle 1: stay
     assert w.position == 18
