@@ -1,7 +1,7 @@
 """Command-line subcommands of the splicer, for `qwengpu.cli` to mount:
 
     qwengpu build [--target compact] [--out DIR]    the stand-alone machine checkpoint
-    qwengpu build --base PATH --out DIR [--machine tiny|compact | --program MODULE:FUNC] [--mtp widen|drop]
+    qwengpu build --base PATH --out DIR [--machine compact|tiny | --program MODULE:FUNC] [--mtp widen|drop]
                   [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
     qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact] [--json]
@@ -26,9 +26,10 @@ def cmd_build(args) -> int:
     if args.machine and args.program:
         raise ValueError("--machine and --program are alternatives")
     prog = import_circuit(args.program) if args.program else None
-    if args.machine:
+    if not args.program:                  # the machine by default: COMPACT, the whole suite
         from .machine_splice import compile_for_base
-        prog = lambda target: compile_for_base(target, args.machine)       # noqa: E731
+        machine = args.machine or "compact"
+        prog = lambda target: compile_for_base(target, machine)            # noqa: E731
     rep = build(args.base, args.out, prog, mtp=args.mtp, overwrite=args.overwrite, progress=not args.quiet)
     if args.json:
         print(json.dumps(rep.__dict__, default=str))
@@ -88,10 +89,11 @@ def add_parsers(sub) -> None:
                    help="machine geometry without --base: compact (default, the built-in one) or tiny")
     b.add_argument("--compact-only", action="store_true",
                    help="without --base: only the compact engine's sparse weights, no stock checkpoint")
-    b.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target (default: the stand-in)")
+    b.add_argument("--program", help="MODULE:FUNC giving another GPU program for a target (e.g. the stand-in, "
+                   "qwengpu.splice.demo:standin)")
     b.add_argument("--machine", choices=["tiny", "compact"],
-                   help="with --base: splice the machine (the SIMT GPU); refused, with what it needs, when the "
-                        "base's layer geometry cannot hold it")
+                   help="with --base: the machine (the SIMT GPU) to splice, default compact; refused, with what it "
+                        "needs, when the base's layer geometry cannot hold it")
     b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
     b.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
