@@ -63,8 +63,14 @@ class MemoryNeed:
     name: str
     slots: int
     ports: int
-    fields: int
-    field_bits: int            # widest field
+    granules: tuple            # widths of its write granules (a whole memory: one, its word)
+    whole: bool
+
+    def fields(self, value_bits: int) -> int:
+        """Fields (value heads) at `value_bits` bits per value head, as the compiler lays it out."""
+        if self.whole:
+            return math.ceil(sum(self.granules) / value_bits)
+        return sum(math.ceil(g / value_bits) for g in self.granules)
 
 
 @dataclass
@@ -81,16 +87,18 @@ class MachineFit:
     def fits(self) -> bool:
         return not self.problems
 
-    def key_heads(self, ratio: int, key_dim: int) -> int:
-        """Key heads all memories take together at `ratio` value heads per key head and key heads
-        of `key_dim` dimensions (banks of key_dim slots)."""
-        return sum(m.ports * math.ceil(m.fields / ratio) * math.ceil(m.slots / key_dim) for m in self.memories)
+    def key_heads(self, ratio: int, key_dim: int, value_dim: int) -> int:
+        """Key heads all memories take together at `ratio` value heads per key head, key heads of
+        `key_dim` dimensions (banks of key_dim slots) and value heads of `value_dim` (two rails a bit)."""
+        return sum(m.ports * math.ceil(m.fields(max(1, value_dim // 2)) / ratio) * math.ceil(m.slots / key_dim)
+                   for m in self.memories)
 
     def needs(self) -> dict:
         b = self.base
         r = max(1, (b["linear_value_heads"] or 1) // (b["linear_key_heads"] or 1))
         return {"linear_value_head_dim": 2,
-                "memory_key_heads": self.key_heads(r, b["linear_key_dim"] or max(m.slots for m in self.memories)),
+                "memory_key_heads": self.key_heads(r, b["linear_key_dim"] or max(m.slots for m in self.memories),
+                                                   b["linear_value_dim"] or 2),
                 "intermediate_size_at_least": self.largest_circuit[1]}
 
     def message(self) -> str:
@@ -114,8 +122,10 @@ def _machine_needs(cfg: MachineConfig) -> tuple[list, tuple, int]:
 
 
 def _program_needs(prog) -> tuple[list, tuple, int]:
-    mems = [MemoryNeed(m.name, int(m.slots), int(m.ports), len(m.fields),
-                       max(f.width for f in m.fields)) for m in prog.memories]
+    mems = [MemoryNeed(m.name, int(m.slots), int(m.ports), tuple(g.width for g in m.granules), bool(m.whole))
+            if hasattr(m, "granules") else
+            MemoryNeed(m.name, int(m.slots), int(m.ports), tuple(f.width for f in m.fields), False)
+            for m in prog.memories]
     mlp = [(n.name, len(n.neurons)) for n in prog.nodes if n.kind == "mlp"]
     attn = sum(1 for n in prog.nodes if n.kind == "attn")
     return mems, max(mlp, key=lambda x: x[1], default=("-", 0)), attn
