@@ -267,14 +267,15 @@ def test_multimodal_layout(spliced_mm):
 
 def test_machine_splice_benchmark_on_small_shapes(tmp_path, capsys):
     """`qwengpu bench-splice --machine tiny` (the real run uses Qwen3.5-2B's shapes: a 4 GiB base
-    and a 33 GiB dry-run splice, docs/splice.md) on a small base of the same GDN shape class:
+    and a dry-run splice, docs/splice.md) on a small base of the same GDN shape class:
     build figures from the dry run, kernels exact through the GPU layers, decode estimates."""
     from qwengpu.splice.bench import bench_splice_machine, print_machine_figures
     f = bench_splice_machine("tiny", str(tmp_path), kernels=("dot",), log=lambda *a, **k: None,
                              text_config=fitting_text_config("tiny", V), vision_config=fixtures.tiny_vision_config())
     b = f["build"]
     assert not (tmp_path / "spliced").exists()                     # a dry run: nothing written
-    assert b["bytes"] > 1e9 and b["gpu_layers"] > b["gdn_layers"] > 0 and b["memory_key_heads"] == 667
+    heads = machine_fit(fitting_text_config("tiny", V), "tiny").needs()["memory_key_heads"]
+    assert b["bytes"] > 1e9 and b["gpu_layers"] > b["gdn_layers"] > 0 and b["memory_key_heads"] == heads > 100
     assert [(r["kernel"], r["exact"]) for r in b["runs"]] == [("dot", True)]
     for d in (f["base"]["decode"], f["spliced"]["decode"]):
         assert d["decode_tok_s"] > 0 and d["linear_layer_s"] > 0
