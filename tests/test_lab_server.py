@@ -5,7 +5,7 @@ import json
 import pytest
 
 from qwengpu.cli import main
-from qwengpu.lab.server import (NOTEBOOKS, OVERRIDES, first_notebook, lab_command, lab_url, notebook_dir,
+from qwengpu.lab.server import (NOTEBOOKS, OVERRIDES, first_notebook, free_port, lab_command, lab_url, notebook_dir,
                                 prepare_machine, quiet_settings, run_lab)
 
 
@@ -61,3 +61,16 @@ def test_prepare_machine_gives_the_builtin_machine():
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
     m = prepare_machine(progress=False)
     assert m.config.name == "compact"
+
+
+def test_a_busy_port_moves_the_lab_to_the_next_free_one():
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        got = free_port("127.0.0.1", port)
+        assert got != port and port < got < port + 20
+        with pytest.raises(RuntimeError, match="all in use"):
+            free_port("127.0.0.1", port, tries=1)
+    assert free_port("127.0.0.1", got) == got

@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import sys
@@ -106,6 +107,19 @@ def prepare_machine(progress: bool = True):
     return m
 
 
+def free_port(ip: str = "127.0.0.1", port: int = 8888, tries: int = 20) -> int:
+    """`port` if nothing listens there, else the next free one of the `tries` after it (the URL
+    printed must be the one served, so JupyterLab itself is told not to move)."""
+    for p in range(port, port + tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((ip, p))
+            except OSError:
+                continue
+            return p
+    raise RuntimeError(f"ports {port}..{port + tries - 1} on {ip} are all in use: pass --port")
+
+
 def run_lab(folder=None, port: int = 8888, ip: str = "127.0.0.1", token: str | None = None, build: bool = True,
             extra=(), out=print) -> int:
     """Prepare the machine (`build`), print the URL, run JupyterLab until it is stopped (Ctrl-C or
@@ -121,6 +135,10 @@ def run_lab(folder=None, port: int = 8888, ip: str = "127.0.0.1", token: str | N
         out("qwengpu lab: loading the built-in machine (the first run builds and caches it, 2-3 min)")
         prepare_machine()
     token = secrets.token_hex(16) if token is None else token
+    chosen = free_port(ip, port)
+    if chosen != port:
+        out(f"qwengpu lab: port {port} is in use, serving on {chosen}")
+        port = chosen
     url = lab_url(port, ip, nb, token)
     out(f"qwengpu lab: serving {folder}\n\n    open {url}\n\n(Ctrl-C stops the server)")
     sys.stdout.flush()
