@@ -303,3 +303,20 @@ def test_build_splices_compact_unless_told_otherwise(tmp_path, monkeypatch, caps
     for extra, want in (([], "compact"), (["--machine", "tiny"], "tiny")):
         assert main(["build", "--base", str(base), "--out", str(tmp_path / want), "--quiet", *extra]) == 2
         assert asked[-1] == want and "stop here" in capsys.readouterr().err
+
+
+def test_machine_splice_benchmark_writes_and_runs_the_whole_checkpoint(tmp_path):
+    """`qwengpu bench-splice --machine tiny --write` on a small base: the spliced checkpoint is
+    written, loaded whole by stock transformers (fp32) and runs dot through every layer, base and
+    GPU, exactly, with its size, load time and peak memory reported."""
+    from qwengpu.splice.bench import bench_splice_machine, print_machine_figures
+    f = bench_splice_machine("tiny", str(tmp_path), kernels=("dot",), log=lambda *a, **k: None, base_throughput=False,
+                             text_config=fitting_text_config("tiny", V), vision_config=fixtures.tiny_vision_config(),
+                             write=True, threads=(1,))
+    w = f["written"]
+    assert (tmp_path / "spliced" / "config.json").exists() and w["bytes"] > 1e8
+    (load,) = w["loads"]
+    assert load["class"] == "Qwen3_5ForCausalLM" and load["layers"] == f["build"]["gpu_layers"] + 4
+    assert [(r["kernel"], r["exact"]) for r in load["runs"]] == [("dot", True)]
+    assert load["peak_rss_bytes"] > 0 and load["load_s"] > 0 and "stock" not in f
+    print_machine_figures(f)

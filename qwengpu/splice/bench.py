@@ -226,9 +226,9 @@ def _verify_rows(m, kernels: str, engine: str) -> list[dict]:
     return rows
 
 
-def _machine_build_child(base: str, out: str, machine: str, kernels: str):
-    """Run in the child process: compile the machine for the base, splice it without writing
-    (`dry_run`), run kernels through its GPU layers (compact engine); print JSON."""
+def _machine_build_child(base: str, out: str, machine: str, kernels: str, write: str = ""):
+    """Run in the child process: compile the machine for the base, splice it (without writing
+    unless `write`), run kernels through its GPU layers (compact engine); print JSON."""
     from qwengpu.machine.config import config_named
     from qwengpu.runtime.checkpoint import machine_of
 
@@ -239,7 +239,7 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
     t0 = time.perf_counter()
     compiled = compile_for_base(target_for_base(ck), machine)
     compile_s = time.perf_counter() - t0
-    rep = splice(ck, compiled, out, progress=False, dry_run=True)
+    rep = splice(ck, compiled, out, progress=False, dry_run=not write)
     runs = _verify_rows(machine_of(config_named(machine), compiled), kernels, "compact")
     print(json.dumps({
         "compile_s": compile_s, "splice_s": rep.seconds, "gpu_layers": rep.gpu_layers, "width": rep.width,
@@ -248,6 +248,25 @@ def _machine_build_child(base: str, out: str, machine: str, kernels: str):
         "memory_key_heads": compiled.machine_meta["fit"]["memory_key_heads"],
         "gpu_nonzero": compiled.report["nonzero"], "layer_types": list(compiled.schedule.layer_types),
         "base_layers": rep.base_layers, "intermediate": compiled.config.intermediate_size, "runs": runs}))
+
+
+def _machine_whole_child(out: str, kernels: str, threads: str):
+    """Run in a child process: the written spliced checkpoint loaded whole by stock transformers
+    (`AutoModelForCausalLM`, fp32: the base layers and the GPU layers), kernels through its
+    forward on `threads` threads (states checked); print JSON with the load time and peak RSS."""
+    import torch
+
+    from .machine_splice import open_spliced_machine
+    torch.set_num_threads(int(threads))
+    t0 = time.perf_counter()
+    m = open_spliced_machine(out)
+    model = m.model                                       # loads the checkpoint
+    res = {"load_s": time.perf_counter() - t0, "params": sum(p.numel() for p in model.parameters()),
+           "layers": model.config.num_hidden_layers, "width": model.config.hidden_size,
+           "class": type(model).__name__, "threads": int(threads)}
+    res["runs"] = _verify_rows(m, kernels, "model")
+    res["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(res))
 
 
 def _machine_stock_child(base: str, machine: str, kernels: str):
@@ -317,7 +336,8 @@ def _decode_cost(config: dict, linear: int, full: int, vocab: int, steps: int = 
 
 def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep: bool = False,
                          kernels=MACHINE_KERNELS, stock_kernels=("dot",), base_throughput: bool = True, log=print,
-                         text_config: dict | None = None, vision_config: dict | None = None) -> dict:
+                         text_config: dict | None = None, vision_config: dict | None = None,
+                         write: bool = False, whole_kernels=("dot",), threads=(1, 2)) -> dict:
     """The real machine spliced into a random Qwen3.5-2B-shaped checkpoint: build figures, the
     launches' exactness through its GPU layers, and fp32 decode speed. Returns the figures.
 
@@ -330,7 +350,12 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
     of the GPU layers compiled alone (dense fp32, the base's layer geometry without its features:
     ~12 GiB for TINY in the 2B), and the whole spliced model's speed is estimated from timed
     decode steps of one GDN and one attention layer of the spliced shapes plus the unembedding.
-    `text_config` / `vision_config`: other base shapes (the tests use small ones)."""
+    `text_config` / `vision_config`: other base shapes (the tests use small ones).
+
+    `write=True` writes the spliced checkpoint instead of a dry run and then loads it whole with
+    stock transformers (`AutoModelForCausalLM`, fp32) in a child process per thread count in
+    `threads`, running `whole_kernels` through the whole model's forward: its size on disk, load
+    time, peak RSS and decode tokens/s. Where the checkpoint fits (TINY in the 2B: ~16 GiB in fp32)."""
     import torch
 
     from .checkpoint import read_checkpoint
@@ -351,7 +376,7 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
         log(f"compile machine {machine} for the base + splice (dry run) + kernels on its GPU layers (child) ...")
         t0 = time.perf_counter()
         child = _in_child("_machine_build_child", str(base), str(out), machine, ",".join(kernels),
-                          what="machine build")
+                          "write" if write else "", what="machine build")
         wall = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         figures["build"] = {"wall_s": wall, "peak_rss_bytes": peak, **child}
@@ -360,6 +385,19 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
             f"{child['bytes'] / 2**30:.1f} GiB, peak RSS {peak / 2**30:.2f} GiB")
         for r in child["runs"]:
             log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
+        if write:
+            figures["written"] = {"bytes": _dir_bytes(out), "loads": []}
+            log(f"  written: {figures['written']['bytes'] / 2**30:.2f} GiB on disk")
+            for n in threads:
+                log(f"the whole spliced checkpoint through stock transformers, fp32, {n} thread(s) (child) ...")
+                w = _in_child("_machine_whole_child", str(out), ",".join(whole_kernels), str(n),
+                              what="whole-model run")
+                figures["written"]["loads"].append(w)
+                log(f"  {w['class']}: {w['layers']} layers, width {w['width']}, {w['params'] / 1e9:.2f} B "
+                    f"parameters, loaded in {w['load_s']:.0f} s, peak RSS {w['peak_rss_bytes'] / 2**30:.2f} GiB")
+                for r in w["runs"]:
+                    log(f"  {r['kernel']}: exact={r['exact']} {r['tokens']} tokens in {r['seconds']:.1f} s")
+            stock_kernels = ()                            # the whole model ran them: no GPU-only run
         if stock_kernels:
             log("the GPU layers alone, dense fp32, through stock transformers (child) ...")
             figures["stock"] = _in_child("_machine_stock_child", str(base), machine, ",".join(stock_kernels),
@@ -401,7 +439,8 @@ def print_machine_figures(f: dict):
     b, s, bu = f["base"], f["spliced"], f["build"]
     print(f"{f.get('shape', 'Qwen3.5-2B')} geometry (random weights), machine {f['gpu']} spliced in")
     print(f"  base checkpoint      {b['bytes'] / gib:7.2f} GiB (bf16)")
-    print(f"  spliced checkpoint   {s['bytes'] / gib:7.2f} GiB, computed by a dry-run splice (not written): "
+    how = "written" if f.get("written") else "computed by a dry-run splice (not written)"
+    print(f"  spliced checkpoint   {s['bytes'] / gib:7.2f} GiB, {how}: "
           f"{bu['gpu_layers']} GPU layers ({bu['gdn_layers']} GDN) + {bu['base_layers']}, width {bu['width']}, vocabulary {bu['vocab']}")
     print(f"  machine memories     {bu['memory_key_heads']} GDN key heads (banked, spread over layers)")
     print(f"  build time           {bu['wall_s']:7.1f} s in all (compile {bu['compile_s']:.1f} s, splice dry run "
@@ -412,6 +451,14 @@ def print_machine_figures(f: dict):
         print(f"  {r['kernel']:16} exact={r['exact']}  {r['tokens']} tokens, {r['tokens'] / r['seconds']:.1f} tok/s "
               f"(compact engine, GPU layers), logit gap {mg.get('logit_gap', float('nan')):.2f}, residual "
               f"{mg.get('residual', float('nan')):.3f}, form noise {mg.get('form_noise', float('nan')):.3f}")
+    for w in (f.get("written") or {}).get("loads", []):
+        print(f"  whole checkpoint     {w['class']} (stock transformers, fp32, {w['threads']} thread(s)): {w['layers']} "
+              f"layers, {w['params'] / 1e9:.2f} B parameters, loaded in {w['load_s']:.0f} s, peak RSS "
+              f"{w['peak_rss_bytes'] / gib:.2f} GiB")
+        for r in w["runs"]:
+            print(f"  {r['kernel']:16} exact={r['exact']}  {r['tokens']} tokens in {r['seconds']:.1f} s "
+                  f"({r['tokens'] / r['seconds']:.2f} tok/s: prompt prefill + cached decode), logit gap "
+                  f"{r['margins'].get('logit_gap', float('nan')):.2f}")
     st = f.get("stock")
     if st:
         print(f"  GPU layers alone     {st['layers']} layers, width {st['width']}, {st['params'] / 1e9:.2f} B parameters "

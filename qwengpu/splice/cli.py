@@ -4,7 +4,7 @@
     qwengpu build --base PATH --out DIR [--machine compact|tiny | --program MODULE:FUNC] [--mtp widen|drop]
                   [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
-    qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact] [--json]
+    qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact [--write]] [--json]
 
 `add_parsers(subparsers)` adds them; each sets `func` to a `cmd_*` taking the parsed args and
 returning an exit status.
@@ -69,7 +69,8 @@ def cmd_bench_splice(args) -> int:
     if args.machine:
         if args.program:
             raise ValueError("--machine and --program are alternatives")
-        f = bench_splice_machine(args.machine, args.workdir, keep=args.keep, base_throughput=not args.no_base, log=log)
+        f = bench_splice_machine(args.machine, args.workdir, keep=args.keep, base_throughput=not args.no_base, log=log,
+                                 write=args.write, threads=tuple(int(t) for t in args.threads.split(",")))
         print(json.dumps(f, default=str)) if args.json else print_machine_figures(f)
         return 0
     f = bench_splice(args.workdir, keep=args.keep, program=args.program, prefill=args.prefill,
@@ -118,7 +119,11 @@ def add_parsers(sub) -> None:
     s.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target")
     s.add_argument("--machine", choices=["tiny", "compact"],
                    help="splice the machine (the SIMT GPU): dry-run splice, kernels on its GPU layers, "
-                        "estimated decode speed (its checkpoint does not fit this machine)")
+                        "estimated decode speed")
+    s.add_argument("--write", action="store_true",
+                   help="with --machine: write the spliced checkpoint and run dot through the whole of it "
+                        "(AutoModelForCausalLM, fp32): size, load time, peak RSS, tokens/s")
+    s.add_argument("--threads", default="1,2", help="with --write: torch thread counts to run it with (default 1,2)")
     s.add_argument("--prefill", type=int, default=256)
     s.add_argument("--decode", type=int, default=16)
     s.add_argument("--no-check", action="store_true", help="skip the GPU exactness check")
