@@ -303,8 +303,10 @@ def test_run_many_on_the_stock_forward_left_pads_a_batch(tmp_path):
         assert res.extra["states_checked"] == res.steps
         assert res.extra["min_logit_gap"] > 8
         assert all((x == y).all() for x, y in zip(res.buffers, sim.buffers) if x is not None)
-    # each sequence measures its own form noise (dot's smallest, as when it runs alone: 0.004)
-    assert batch[0].extra["form_noise"] < batch[1].extra["form_noise"] < 0.1
+    # each sequence measures its own form noise (dot's smallest). TINY's emitter forms reach
+    # ~0.145 since whole-word memories (docs/machine.md, "Numerical noise"): above the 0.1 premise
+    # COMPACT keeps (0.05), within the steps' tolerance (0.225)
+    assert batch[0].extra["form_noise"] < batch[1].extra["form_noise"] < 0.2
 
 
 @settings(max_examples=300, deadline=None)
