@@ -373,14 +373,15 @@ def bench_splice_machine(machine: str = "tiny", workdir: str | None = None, keep
         _write_base(base, text_config, vision_config)
         figures["base"] = {"bytes": _dir_bytes(base), "write_s": time.perf_counter() - t0}
         log(f"  {figures['base']['bytes'] / 2**30:.2f} GiB in {figures['base']['write_s']:.0f} s")
-        log(f"compile machine {machine} for the base + splice (dry run) + kernels on its GPU layers (child) ...")
+        how = "written" if write else "dry run"
+        log(f"compile machine {machine} for the base + splice ({how}) + kernels on its GPU layers (child) ...")
         t0 = time.perf_counter()
         child = _in_child("_machine_build_child", str(base), str(out), machine, ",".join(kernels),
                           "write" if write else "", what="machine build")
         wall = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         figures["build"] = {"wall_s": wall, "peak_rss_bytes": peak, **child}
-        log(f"  compile {child['compile_s']:.0f} s, splice (dry run) {child['splice_s']:.0f} s, "
+        log(f"  compile {child['compile_s']:.0f} s, splice ({how}) {child['splice_s']:.0f} s, "
             f"{child['gpu_layers']} GPU layers ({child['gdn_layers']} GDN), width {child['width']}, "
             f"{child['bytes'] / 2**30:.1f} GiB, peak RSS {peak / 2**30:.2f} GiB")
         for r in child["runs"]:
@@ -443,7 +444,7 @@ def print_machine_figures(f: dict):
     print(f"  spliced checkpoint   {s['bytes'] / gib:7.2f} GiB, {how}: "
           f"{bu['gpu_layers']} GPU layers ({bu['gdn_layers']} GDN) + {bu['base_layers']}, width {bu['width']}, vocabulary {bu['vocab']}")
     print(f"  machine memories     {bu['memory_key_heads']} GDN key heads (banked, spread over layers)")
-    print(f"  build time           {bu['wall_s']:7.1f} s in all (compile {bu['compile_s']:.1f} s, splice dry run "
+    print(f"  build time           {bu['wall_s']:7.1f} s in all (compile {bu['compile_s']:.1f} s, splice "
           f"{bu['splice_s']:.1f} s, and the kernels)")
     print(f"  build peak memory    {bu['peak_rss_bytes'] / gib:7.2f} GiB RSS")
     for r in bu["runs"]:
