@@ -515,7 +515,7 @@ def _lay_out_memories(prog: Program, target: Target):
     dual-rail): the target's, or, where the target sizes the value heads to fit, the widest write
     granule of a partially written memory. A whole memory's word is only laid out
     in them; a partial memory's granule wider than that spans several fields with one enable."""
-    mems = [m for m in prog.memories if hasattr(m, "granules")]
+    mems = prog.memories
     if target.linear_value_dim:
         bits = target.linear_value_dim // 2
     else:

@@ -87,16 +87,18 @@ class GDNMemory(Node):
         that is split into several fields written by the granule's one enable."""
         if self.whole:
             self.fields = [Field(lo, min(lo + field_bits, self.width)) for lo in range(0, self.width, field_bits)]
+            self.granule_of = [0] * len(self.fields)
         else:
-            self.fields = [Field(lo, min(lo + field_bits, g.hi)) for g in self.granules
-                           for lo in range(g.lo, g.hi, field_bits)]
+            spans = [(i, Field(lo, min(lo + field_bits, g.hi))) for i, g in enumerate(self.granules)
+                     for lo in range(g.lo, g.hi, field_bits)]
+            self.granule_of = [i for i, _ in spans]
+            self.fields = [f for _, f in spans]
 
     def field_enables(self, access: "Access") -> list | None:
         """The per-field enable forms of a partial write (each field's granule's enable), or None."""
         if access.field_enable is None:
             return None
-        granule_of = [next(i for i, g in enumerate(self.granules) if g.lo <= f.lo < g.hi) for f in self.fields]
-        return [access.field_enable[g] for g in granule_of]
+        return [access.field_enable[g] for g in self.granule_of]
 
     @property
     def ports(self) -> int:

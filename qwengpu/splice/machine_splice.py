@@ -123,8 +123,6 @@ def _machine_needs(cfg: MachineConfig) -> tuple[list, tuple, int]:
 
 def _program_needs(prog) -> tuple[list, tuple, int]:
     mems = [MemoryNeed(m.name, int(m.slots), int(m.ports), tuple(g.width for g in m.granules), bool(m.whole))
-            if hasattr(m, "granules") else
-            MemoryNeed(m.name, int(m.slots), int(m.ports), tuple(f.width for f in m.fields), False)
             for m in prog.memories]
     mlp = [(n.name, len(n.neurons)) for n in prog.nodes if n.kind == "mlp"]
     attn = sum(1 for n in prog.nodes if n.kind == "attn")
