@@ -56,7 +56,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab(module_tmp):
     """`qwengpu lab` itself, as a user starts it (on a free port, a temp copy of the notebooks, no
     token), with fresh Jupyter config, runtime, data and settings folders: no setting of ours or the
     user's turns the news off, the command does."""
@@ -65,7 +65,7 @@ def lab(tmp_path_factory):
         import playwright  # noqa: F401
     except ImportError as e:
         pytest.fail(f"the browser test needs Playwright and JupyterLab: pip install -e '.[test]' ({e})")
-    work = tmp_path_factory.mktemp("lab")
+    work = module_tmp("lab")
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copy(nb, work / nb.name)
     port = _free_port()

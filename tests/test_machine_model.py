@@ -53,8 +53,8 @@ def compact():
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    path = tmp_path_factory.mktemp("machines") / "tiny"
+def tiny(module_tmp):
+    path = module_tmp("machines") / "tiny"
     built = qwengpu.build_gpu("tiny", out=path, progress=False)
     assert built.report["layers"] > 0 and (path / "config.json").exists() and (path / "tokenizer.json").exists()
     return open_machine(path)                 # reloaded from disk: what a user gets

@@ -28,10 +28,10 @@ def _program():
 
 
 @pytest.fixture(scope="module")
-def text_case(tmp_path_factory):
+def text_case(module_tmp):
     """Text layout (Qwen3_5ForCausalLM), tied embeddings, fp32, many small shards; tiny embeddings
     (RMS ~ 3e-3, so eps matters in the first norms) and a large final norm (peaked logits)."""
-    root = tmp_path_factory.mktemp("splice_text")
+    root = module_tmp("splice_text")
     base = fixtures.write_random_base(root / "base", fixtures.tiny_text_config(V, H), tied=True,
                                       final_norm_mean=60.0, embed_std=0.003, shard_bytes=60_000)
     ck = read_checkpoint(base)
@@ -41,10 +41,10 @@ def text_case(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def mm_case(tmp_path_factory):
+def mm_case(module_tmp):
     """Multimodal layout (Qwen3_5ForConditionalGeneration): bf16 on disk, untied lm_head, vision
     tower, MTP head."""
-    root = tmp_path_factory.mktemp("splice_mm")
+    root = module_tmp("splice_mm")
     base = fixtures.write_random_base(root / "base", fixtures.tiny_text_config(V, H), fixtures.tiny_vision_config(),
                                       tied=False, head_std=0.3, embed_std=0.003, dtype="bfloat16",
                                       shard_bytes=200_000)

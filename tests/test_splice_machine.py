@@ -54,9 +54,9 @@ def _build(base, out):
 
 
 @pytest.fixture(scope="module")
-def spliced(tmp_path_factory):
+def spliced(module_tmp):
     """Text layout (Qwen3_5ForCausalLM), tied embeddings, fp32, small embeddings (RMS 3e-3)."""
-    root = tmp_path_factory.mktemp("splice_machine")
+    root = module_tmp("splice_machine")
     base = fixtures.write_random_base(root / "base", fitting_text_config("tiny", V), tied=True,
                                       final_norm_mean=60.0, embed_std=0.003)
     report = _build(base, root / "out")
@@ -64,11 +64,11 @@ def spliced(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def spliced_mm(tmp_path_factory, spliced):
+def spliced_mm(module_tmp, spliced):
     """Multimodal layout (Qwen3_5ForConditionalGeneration): bf16 on disk, untied, vision tower, MTP."""
     spliced[3]._model = None                 # one dense model in memory at a time
     gc.collect()
-    root = tmp_path_factory.mktemp("splice_machine_mm")
+    root = module_tmp("splice_machine_mm")
     base = fixtures.write_random_base(root / "base", fitting_text_config("tiny", V, grouped=True),
                                       fixtures.tiny_vision_config(),
                                       tied=False, head_std=0.3, embed_std=0.003, dtype="bfloat16")
@@ -303,20 +303,3 @@ def test_build_splices_compact_unless_told_otherwise(tmp_path, monkeypatch, caps
     for extra, want in (([], "compact"), (["--machine", "tiny"], "tiny")):
         assert main(["build", "--base", str(base), "--out", str(tmp_path / want), "--quiet", *extra]) == 2
         assert asked[-1] == want and "stop here" in capsys.readouterr().err
-
-
-def test_machine_splice_benchmark_writes_and_runs_the_whole_checkpoint(tmp_path):
-    """`qwengpu bench-splice --machine tiny --write` on a small base: the spliced checkpoint is
-    written, loaded whole by stock transformers (fp32) and runs dot through every layer, base and
-    GPU, exactly, with its size, load time and peak memory reported."""
-    from qwengpu.splice.bench import bench_splice_machine, print_machine_figures
-    f = bench_splice_machine("tiny", str(tmp_path), kernels=("dot",), log=lambda *a, **k: None, base_throughput=False,
-                             text_config=fitting_text_config("tiny", V), vision_config=fixtures.tiny_vision_config(),
-                             write=True, threads=(1,))
-    w = f["written"]
-    assert (tmp_path / "spliced" / "config.json").exists() and w["bytes"] > 1e8
-    (load,) = w["loads"]
-    assert load["class"] == "Qwen3_5ForCausalLM" and load["layers"] == f["build"]["gpu_layers"] + 4
-    assert [(r["kernel"], r["exact"]) for r in load["runs"]] == [("dot", True)]
-    assert load["peak_rss_bytes"] > 0 and load["load_s"] > 0 and "stock" not in f
-    print_machine_figures(f)
