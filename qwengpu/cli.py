@@ -2,7 +2,7 @@
 
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
                 [--device cpu|cuda|mps] [--check-states] [--model DIR] [--json]
-    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--jobs N] [--model DIR] [--json] [KERNEL ...]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--jobs N] [--model DIR | --geometry G] [--json] [KERNEL ...]
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
@@ -52,18 +52,24 @@ def _print_result(res, spec, as_json: bool):
         print("\n".join("  " + line for line in res.printf.text().splitlines()) or "  (none)")
 
 
-def _model_options(args) -> dict:
-    """--device, --check-states and --model: options of the model engines only."""
+def _model_options(args, open_machine: bool = True) -> dict:
+    """--device, --check-states, --model and --geometry: options of the model engines only
+    (`open_machine=False`: the machine is made elsewhere, e.g. in each worker process)."""
     if args.engine not in MODEL_ENGINES:
-        if getattr(args, "device", None) or getattr(args, "check_states", False) or getattr(args, "model", None):
-            raise ValueError(f"--device, --check-states and --model apply to the model engines, not {args.engine!r}")
+        if any(getattr(args, a, None) for a in ("device", "check_states", "model", "geometry")):
+            raise ValueError(f"--device, --check-states, --model and --geometry apply to the model engines, not {args.engine!r}")
         return {}
     opts = {"device": args.device}
     if getattr(args, "check_states", False):
         opts["check_states"] = True
-    if getattr(args, "model", None):
+    if getattr(args, "model", None) and getattr(args, "geometry", None):
+        raise ValueError("--model and --geometry each choose the machine: give one")
+    if getattr(args, "model", None) and open_machine:
         from .splice.machine_splice import open_spliced_machine
         opts["machine"] = open_spliced_machine(args.model)
+    if getattr(args, "geometry", None) and open_machine:
+        from .splice.machine_splice import machine_for_geometry
+        opts["machine"] = machine_for_geometry(args.geometry)
     return opts
 
 
@@ -80,13 +86,14 @@ def cmd_run(args) -> int:
 def cmd_verify(args) -> int:
     from .verify import verify
     factory = None
-    if args.jobs > 1 and getattr(args, "model", None):         # each worker process reopens the checkpoint
+    if args.jobs > 1 and (args.model or args.geometry):    # each worker process reopens (or recompiles) the machine
         import functools
 
-        from .splice.machine_splice import open_spliced_machine
-        factory = functools.partial(open_spliced_machine, args.model)
+        from .splice.machine_splice import machine_for_geometry, open_spliced_machine
+        factory = (functools.partial(open_spliced_machine, args.model) if args.model
+                   else functools.partial(machine_for_geometry, args.geometry))
     report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, batch_size=args.batch,
-                    jobs=args.jobs, machine_factory=factory, **_model_options(args))
+                    jobs=args.jobs, machine_factory=factory, **_model_options(args, open_machine=factory is None))
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -211,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--jobs", type=int, default=1, help="model engines: share the kernels out to N processes")
     _model_arguments(v)
     v.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
+    v.add_argument("--geometry", help="run on COMPACT compiled for a base's true layer shapes: qwen3.5-2b, or a "
+                   "base checkpoint's directory (the GPU layers a splice adds, without the base)")
     v.set_defaults(func=cmd_verify)
 
     b = sub.add_parser("bench", help="throughput figures per suite kernel")

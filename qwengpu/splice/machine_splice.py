@@ -217,6 +217,28 @@ def compile_for_base_geometry(base, machine="tiny", dense: bool = False):
     return compile_machine(config_named(machine), dense=dense, **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
 
 
+#: named base geometries for `machine_for_geometry` (`qwengpu verify --geometry NAME`)
+GEOMETRIES = ("qwen3.5-2b",)
+
+
+def machine_for_geometry(geometry, machine="compact"):
+    """`machine` compiled stand-alone for a base's true layer geometry (`compile_for_base_geometry`):
+    `geometry` is a name in GEOMETRIES (Qwen3.5-2B's shapes, nothing downloaded) or a base
+    checkpoint's directory. The suite and random programs run on it where the whole spliced
+    checkpoint is too large to write or load."""
+    import os
+
+    from .fixtures import qwen35_2b_text_config
+    if geometry == "qwen3.5-2b":
+        base = qwen35_2b_text_config()
+    elif os.path.isdir(geometry):
+        base = geometry
+    else:
+        raise ValueError(f"unknown geometry {geometry!r}: a base checkpoint's directory or one of "
+                         f"{', '.join(GEOMETRIES)}")
+    return compile_for_base_geometry(base, machine)
+
+
 def tiny(target):
     """`--program qwengpu.splice.machine_splice:tiny`: the TINY machine compiled for `target`."""
     return compile_for_base(target, "tiny")
