@@ -647,3 +647,14 @@ def test_a_program_larger_than_the_rom_names_the_limit():
     with pytest.raises(AssemblerError, match=r"the program needs \d+ bundles; the machine's ROM holds 512"):
         assemble(load_program(kernel(body)), LaunchSpec.from_json(spec), config=COMPACT)
     assert COMPACT.rom_bundles == 512
+
+
+def test_a_select_on_an_inverted_register():
+    """Division by `~x` (found by `qwengpu fuzz`): the lowering tests the divisor against 0 with a
+    SEL whose condition is the inverted register, and ~x != 0 is not x == 0. The assembler used to
+    answer an inverted SEL condition by swapping the two choices."""
+    xs = [0xFFFFFFFF, 0, 1, 5, 0x80000000, 0x7FFFFFFF, 0xFFFFFFFE, 12345]
+    ns = [7, 100, 0xFFFFFFFF, 0x80000000, 3, 0, 99, 0xDEADBEEF]
+    check_body(["not.b32 %r5, %r1;", "div.u32 %r20, %r2, %r5;", "rem.u32 %r21, %r2, %r5;",
+                "div.s32 %r22, %r2, %r5;", "setp.ne.u32 %p2, %r5, 0;", "selp.b32 %r23, %r2, %r1, %p2;"],
+               2, 4, [xs, ns])

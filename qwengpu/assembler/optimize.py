@@ -277,8 +277,8 @@ def _legalize_inversions(prog: MicroProgram):
                         op.a, op.b = op.b, op.a
                     else:
                         op.a = materialise(op.a)
-                if op.op == "SEL" and op.c is not None and op.c.inv:
-                    op.a, op.b, op.c = op.b, op.a, Src(op.c.value)
+                # SEL tests c != 0, and ~c != 0 is not c == 0 (only for c in {0, ~0}): an inverted
+                # condition is materialised, never answered by swapping a and b
                 op.c = materialise(op.c)
             else:
                 for k in ("addr", "data", "cmp", "bsrc", "csrc"):

@@ -22,7 +22,9 @@ def faults(hw: Builder):
         before = sum((flt.f(m) for m in range(l)), Lin())
         n += n_step(flt.f(l) - before, 1, {ffl.feature(l): 1})
         n += n_step(flt.f(l) - before + bad[l].f(0), 2, {fx.feature(1): 1})
-    n += n_step(hw.k("EXEC") + sum((flt.f(l) for l in range(LANES)), Lin()) - 1, 1, {fx.feature(0): 1})
+    # a fault speaks on EXEC passes only; on the others the memory unit sees a stale bundle with the
+    # current warp's registers, and two "faulting" lanes must not outweigh the missing EXEC
+    n += n_step(LANES * (hw.k("EXEC") - 1) + sum((flt.f(l) for l in range(LANES)), Lin()), 1, {fx.feature(0): 1})
     hw.circ("fault.first", [ffl, fx], n)
     hw.fault = dict(lane=ffl, any=fx)
 
