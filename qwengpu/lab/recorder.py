@@ -395,13 +395,19 @@ class _StockTap:
 
 def record_launch(program, launch, *, engine: str = "compact", machine=None, kernel: str | None = None,
                   max_tokens: int | None = None, names: list | None = None, progress: bool = False,
-                  on_token=None):
+                  on_token=None, prefix=None):
     """Run one launch through the model (`engine`: "compact" or "model") and record it token by
     token; returns a `qwengpu.lab.MachineView` (see the module docstring).
 
     `on_token(index, text, state)`, if given, is called after every pass *before* the lab reads the
     state (the runtime's hook): what it changes in the state (a fault injected into a GDN memory) is
-    what the lab decodes and what the next pass computes with."""
+    what the lab decodes and what the next pass computes with.
+
+    `machine` may be a spliced checkpoint's machine (`qwengpu.splice.open_spliced_machine`): the GPU
+    layers are recorded as on the built-in machine, and on the stock forward every layer's
+    contribution to each token's residual too (`trace.activity`: the base layers add exactly 0 to a
+    GPU token). `prefix`: text (or token ids) of the checkpoint's own vocabulary run in the same
+    context before the launch (`MachineView.continue_text` goes on after it)."""
     if engine not in ("compact", "model"):
         raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
     module = qwengpu.load_program(program)
@@ -412,27 +418,35 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     prompt = prompt_tokens(image, module, spec)
     ref_view = interp_view(module, spec, kernel=kernel, names=names)           # the interpreter
     max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+    prefix_ids, prefix_texts = prefix_tokens(machine, prefix)
 
     geo = _ModelGeometry(machine, engine)
     infos = memory_infos(machine, geo.group)
     taps = _Taps(geo.gdn_layers, geo.hk, geo.dk, geo.group)
     tap = _CompactTap(geo.fast, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
-    rec = _PassRecorder(machine, geo, infos, taps, len(prompt), on_token)
+    activity = _ActivityTap(geo.model) if engine == "model" else None
+    rec = _PassRecorder(machine, geo, infos, taps, len(prefix_ids) + len(prompt), on_token)
     t_start = time.perf_counter()
     fault = None
     result = None
     tap.install()
+    if activity is not None:
+        activity.install()
     try:
         try:
             result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
-                                 progress=progress, max_steps=max_tokens)
+                                 progress=progress, max_steps=max_tokens, prefix_ids=prefix_ids or None)
         except ExecutionFault as e:
             if not rec.records or not rec.records[-1].text.startswith("<fault"):
                 raise
             fault = e
     finally:
         tap.remove()
-    trace = _trace(engine, prompt, rec, geo, infos, taps, time.perf_counter() - t_start)
+        if activity is not None:
+            activity.remove()
+    trace = _trace(engine, prefix_texts + prompt, rec, geo, infos, taps, time.perf_counter() - t_start, activity)
+    trace.prefix_len = len(prefix_ids)
+    trace.context = rec.last_state if engine == "model" else None
     view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
     view.check(max_tokens)
     return view
@@ -445,24 +459,99 @@ class _ModelGeometry:
 
     def __init__(self, machine, engine: str):
         self.fast = self.model = None
+        # a spliced checkpoint: the GPU's layers first, then the base's (`qwengpu.splice`)
+        self.gpu_count = int(getattr(machine, "gpu_layers", 0) or 0) or None
         if engine == "compact":
-            fast = self.fast = machine.fast()
+            fast = machine.fast()
+            fast = self.fast = getattr(fast, "engine", fast)      # a spliced checkpoint's: its GPU layers' engine
             self.kinds = list(fast.kinds)
             self.gdn_layers = list(fast.gdn_layers)
             self.hk, self.hv, self.dk = fast.hk, fast.hv, fast.dk
             self.attending: list = []
-            cfg = getattr(machine.fast_reference(), "config", None)
-            self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
+            if self.gpu_count is not None:
+                cfg = _checkpoint_text_config(machine)
+                self.kinds = list(cfg["layer_types"])             # the base's layers too (not run here)
+                self.attn_heads = int(cfg.get("num_attention_heads", 1) or 1)
+            else:
+                cfg = getattr(machine.fast_reference(), "config", None)
+                self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
         else:
             model = self.model = machine.model
             cfg = model.config
             self.kinds = list(cfg.layer_types)
-            self.gdn_layers = [L for L, k in enumerate(self.kinds) if k == "linear_attention"]
+            gpu = range(self.gpu_count or len(self.kinds))
+            self.gdn_layers = [L for L in gpu if self.kinds[L] == "linear_attention"]
             self.hk, self.hv, self.dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
             self.attn_heads = int(cfg.num_attention_heads)
-            self.attending = [L for L, k in enumerate(self.kinds) if k == "full_attention"
+            self.attending = [L for L in gpu if self.kinds[L] == "full_attention"
                               and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
         self.group = self.hv // self.hk
+
+    def is_base(self, layer: int) -> bool:
+        """A spliced checkpoint's own (base) layer, not one of the GPU's."""
+        return self.gpu_count is not None and layer >= self.gpu_count
+
+
+def _checkpoint_text_config(machine) -> dict:
+    """The text config of a spliced checkpoint (its `config.json`; a multimodal one's `text_config`)."""
+    import json
+    from pathlib import Path
+    cfg = json.loads((Path(machine.path) / "config.json").read_text())
+    return cfg.get("text_config", cfg) if cfg.get("model_type") == "qwen3_5" else cfg
+
+
+def prefix_tokens(machine, prefix) -> tuple[list, list]:
+    """(ids, texts) of a text prefix: a string (tokenized by the checkpoint's tokenizer) or token
+    ids of the checkpoint's own vocabulary; only a spliced checkpoint has text tokens."""
+    if prefix is None or (not isinstance(prefix, str) and len(prefix) == 0):
+        return [], []
+    offset = getattr(machine, "token_offset", None)
+    if not offset:
+        raise ValueError("a text prefix needs a model with text tokens: a spliced checkpoint "
+                         "(`qwengpu build --base BASE --out DIR --machine tiny`, then model=DIR)")
+    tok = machine.tokenizer
+    ids = tok(prefix, add_special_tokens=False).input_ids if isinstance(prefix, str) else [int(i) for i in prefix]
+    bad = [i for i in ids if not 0 <= i < offset]
+    if bad:
+        raise ValueError(f"prefix token ids {bad[:5]} are not text tokens of this checkpoint (0..{offset - 1})")
+    return ids, [tok.decode([i]) for i in ids]
+
+
+class _ActivityTap:
+    """Forward hooks on every decoder layer of the stock model: per token, the largest change the
+    layer makes to the residual stream (max |output - input|). A layer that is switched off on a
+    token (a spliced base layer on a GPU token, a GPU layer on text) changes it by exactly 0."""
+
+    def __init__(self, model):
+        self.model = model
+        self.rows: list = []              # per forward call: [T, layers]
+        self.handles: list = []
+
+    def install(self):
+        layers = self.model.model.layers
+        self.handles.append(layers[0].register_forward_pre_hook(self._begin, with_kwargs=True))
+        for L, layer in enumerate(layers):
+            self.handles.append(layer.register_forward_hook(self._hook(L), with_kwargs=True))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _begin(self, module, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        self.rows.append(np.zeros((x.shape[1], len(self.model.model.layers)), np.float32))
+        self._input = x
+
+    def _hook(self, L):
+        def hook(module, args, kwargs, out):
+            x = kwargs.get("hidden_states", args[0] if args else None)
+            y = out[0] if isinstance(out, tuple) else out
+            self.rows[-1][:, L] = (y[0] - x[0]).detach().abs().amax(-1).float().cpu().numpy()
+        return hook
+
+    def table(self) -> np.ndarray:
+        return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.model.model.layers)), np.float32)
 
 
 class _PassRecorder:
@@ -475,6 +564,7 @@ class _PassRecorder:
         self.machine, self.geo, self.infos, self.taps = machine, geo, infos, taps
         self.prompt_len, self.user_hook = prompt_len, user_hook
         self.records: list = []
+        self.last_state = None
         self.prev_raw: dict = {}
         self.base_raw: dict = {}
         self.last_raw: dict = {}
@@ -484,6 +574,7 @@ class _PassRecorder:
     def __call__(self, i, text, state):
         if self.user_hook is not None:
             self.user_hook(i, text, state)
+        self.last_state = state
         raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
         self.last_raw.clear()
         self.last_raw.update(raws)
@@ -521,19 +612,31 @@ class _PassRecorder:
 
 
 def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, infos: dict, taps,
-           seconds: float) -> ModelTrace:
+           seconds: float, activity=None) -> ModelTrace:
     """The `ModelTrace` of a recorded launch; the raw states rebuilt from the kept rows are compared
     with the model's final states (`raw_exact`)."""
     raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers), default=0.0)
+    act = activity.table() if activity is not None else None
+    launch_rows = slice(rec.prompt_len - 1, None)          # the rows of the launch's consumed tokens
     layers = []
     for L, kind in enumerate(geo.kinds):
         held = [n for n, info in infos.items() if info.layer == L]
+        if geo.is_base(L):
+            if act is None:
+                role = "base layer: not run by the compact engine (it adds exactly 0 to a GPU token, docs/splice.md)"
+            else:
+                most = float(act[launch_rows, L].max()) if len(act) else 0.0
+                role = ("base layer: idle during the launch (adds exactly 0 to every GPU token)" if most == 0.0
+                        else f"base layer: adds up to {most:.3g} to a GPU token")
+            layers.append(LayerInfo(L, kind, role, part="base"))
+            continue
         if kind == "linear_attention":
             role = ", ".join(held) if held else "copies from earlier tokens"
         else:
             role = "attends" if L in geo.attending else "inert (zero output projection): its MLP only"
         layers.append(LayerInfo(L, kind, role))
     trace = ModelTrace(prompt + [r.text for r in rec.records], rec.records, layers)
+    trace.activity = act
     trace.engine = engine
     trace.memories = infos
     trace.gdn_layers = geo.gdn_layers
