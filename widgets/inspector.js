@@ -635,18 +635,31 @@ function render({ model, el }) {
     const o1 = nL * n, o2 = o1 + H * n;
     if (b.length !== o2 + H * R * C) return;
     card.dataset.layer = meta.layer; card.dataset.t = meta.t;
-    $(".qg-lattsub").textContent = `the output of token ${meta.t} ${meta.token} draws on tokens ${meta.c0}..${meta.c0 + n - 1} · ${nL} layers (Δ Gated DeltaNet, A softmax attention) · click a layer`;
+    const parts = meta.parts || [], nBase = parts.filter((x) => x === "base").length;
+    const act = meta.activity, isBase = (L) => parts[L] === "base";
+    const idle = (L) => act ? act[L] === 0 : null;
+    const baseNow = !nBase ? "" : act ? ` + ${nBase} base layers (${parts.map((x, L) => x === "base" && idle(L)).filter(Boolean).length} idle on this token)` : ` + ${nBase} base layers (not run by the compact engine)`;
+    $(".qg-lattsub").textContent = `the output of token ${meta.t} ${meta.token} draws on tokens ${meta.c0}..${meta.c0 + n - 1} · ${nL - nBase} GPU layers (Δ Gated DeltaNet, A softmax attention)${baseNow} · click a layer`;
     const py = 10, px = Math.max(1, Math.min(8, Math.floor(560 / Math.max(1, n))));
     const names = $(".qg-ovnames");
     if (names.childElementCount !== nL) {
       let h = "";
-      for (let L = 0; L < nL; L++) h += `<div class="qg-ovname" data-layer="${L}" style="height:${py}px" title="${esc(prog.layers && prog.layers[L] ? prog.layers[L].role : "")}">L${L} ${meta.kinds[L] === "gdn" ? "Δ" : "A"}</div>`;
+      for (let L = 0; L < nL; L++) h += `<div class="qg-ovname${isBase(L) ? " qg-base" : ""}" data-layer="${L}" style="height:${py}px" title="${esc(prog.layers && prog.layers[L] ? prog.layers[L].role : "")}">L${L} ${meta.kinds[L] === "gdn" ? "Δ" : "A"}${isBase(L) ? " base" : ""}</div>`;
       names.innerHTML = h;
     }
-    names.querySelectorAll(".qg-ovname").forEach((d) => d.classList.toggle("on", +d.dataset.layer === meta.layer));
+    names.querySelectorAll(".qg-ovname").forEach((d) => {
+      const L = +d.dataset.layer;
+      d.classList.toggle("on", L === meta.layer);
+      if (isBase(L)) d.classList.toggle("qg-idle", idle(L) !== false);
+    });
     const cv = $(".qg-ovcv");
     const gdnRamp = ramp("gdn"), attnRamp = ramp("attn");
     const ctx = paintGrid(cv, nL, n, (L, c) => b[L * n + c] / 255, (L) => meta.kinds[L] === "gdn" ? gdnRamp : attnRamp, px, py);
+    for (let L = 0; L < nL; L++) if (isBase(L)) {    // a base layer: grey while idle (it adds exactly 0 here)
+      ctx.fillStyle = idle(L) === false ? "#ffe8cc" : "#e9ecef"; ctx.fillRect(0, L * py, cv.width, py);
+      ctx.fillStyle = "#868e96"; ctx.font = "8px sans-serif";
+      ctx.fillText(idle(L) === false ? "base: active (text)" : act ? "base: idle (adds exactly 0)" : "base: not run", 3, L * py + 8);
+    }
     ctx.strokeStyle = "#f59f00"; ctx.lineWidth = 1.5; ctx.strokeRect(0.75, meta.layer * py + 0.75, cv.width - 1.5, py - 1.5);
     $(".qg-ovcap").textContent = `rows: layers 0..${nL - 1}; columns: tokens ${meta.c0}..${meta.c0 + n - 1} (the current one last); darker = drawn on more`;
     // the selected layer

@@ -3,6 +3,7 @@
     from qwengpu_widgets import Inspector
     insp = Inspector(ptx, spec)                     # engine="interp": the reference interpreter's trace
     insp = Inspector(ptx, spec, engine="compact")   # the model's forward passes (or engine="model")
+    insp = Inspector(ptx, spec, engine="model", model="qwen35-gpu/", prefix="Some text")   # a spliced checkpoint
     insp                                            # display it (JupyterLab 4, ipywidgets 8)
     insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(2)
     insp.snapshot.changed_regs                      # what the view shows, from Python
@@ -62,7 +63,8 @@ class Inspector(anywidget.AnyWidget):
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
-                 selections=None, layer: int | None = None, background: bool = False, **kwargs):
+                 selections=None, layer: int | None = None, background: bool = False, model=None, prefix=None,
+                 **kwargs):
         # the page's <style> for this widget is keyed by this id: a notebook that stored an older
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
@@ -74,7 +76,13 @@ class Inspector(anywidget.AnyWidget):
             return
         if program is None or launch is None:
             raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
-        record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}))
+        if model is not None:                       # a spliced checkpoint's folder: the machine inside it
+            if machine is not None:
+                raise TypeError("Inspector takes model= (a spliced checkpoint's folder) or machine=, not both")
+            from qwengpu.splice.machine_splice import open_spliced_machine
+            machine = open_spliced_machine(model)
+        record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}),
+                      **({"prefix": prefix} if prefix is not None else {}))
         if not background:
             self.progress = 0.0
             self._install(trace_launch(program, launch, progress=self._on_progress, **record), **opts)

@@ -338,6 +338,36 @@ class MachineView(_ChecksMixin):
                 return t
         return len(self) - 1
 
+    def continue_text(self, text, new_tokens: int = 0) -> list[int]:
+        """Text after the launch, in the same context (a launch recorded on the stock forward of a
+        spliced checkpoint, `engine="model"`): the model consumes the launch's last token, then
+        `text` (a string or token ids of the checkpoint's vocabulary), then generates `new_tokens`
+        tokens greedily; returns their ids (`view.machine.tokenizer.decode(ids)`). The recorded
+        context is copied first: every call starts right after the launch."""
+        import copy
+
+        import torch
+
+        from qwengpu.compiler.run import cache_kwarg
+
+        from .recorder import prefix_tokens
+        if getattr(self.trace, "context", None) is None:
+            raise ValueError("continue_text needs a launch recorded on the stock forward of a spliced checkpoint "
+                             "(engine='model', machine/model = the checkpoint)")
+        model = self.machine.model
+        cache = copy.deepcopy(self.trace.context)
+        ids = [self.machine.token_id(self.trace.records[-1].text)] + prefix_tokens(self.machine, text)[0]
+        kw = cache_kwarg(model)
+        out = []
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids], device=model.device), use_cache=True, **{kw: cache}).logits
+            for _ in range(new_tokens):
+                nxt = int(logits[0, -1].argmax())
+                out.append(nxt)
+                logits = model(input_ids=torch.tensor([[nxt]], device=model.device), use_cache=True,
+                               **{kw: cache}).logits
+        return out
+
     def selection(self, memory: str) -> Selection:
         """`qwengpu.lab.record.Selection` of a memory: what its key heads select, every consumed token."""
         got = self._gdn_cache.get(("sel", memory))

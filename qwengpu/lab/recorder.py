@@ -249,24 +249,31 @@ class _Taps:
 
     def put(self, L: int, q, k, beta, gate, decay=None, v=None):
         """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk], decay [T, hv] (log; None: 0),
-        v [T, hv, dv] (None: unknown, taken as unit norm)."""
+        v [T, hv, dv] (None: unknown, taken as unit norm); numpy arrays or torch tensors. In numpy:
+        these arrays are tiny, and a torch op on them costs more than the engine's whole pass."""
+        q, k, beta, gate, decay, v = (_numpy(x) for x in (q, k, beta, gate, decay, v))
         c = self._cur[:, self.index[L]]
-        qw, qs = q.max(-1)
-        kw, ks = k.max(-1)
-        b = beta.reshape(beta.shape[0], self.hk, self.group).amax(-1)
-        c[..., 0] = qs.numpy()
-        c[..., 1] = qw.numpy()
-        c[..., 2] = ks.numpy()
-        c[..., 3] = kw.numpy()
-        c[..., 4] = b.numpy()
-        c[..., 5] = gate.numpy()
-        self._beta[:, self.index[L]] = beta.numpy()
+        qs, ks = q.argmax(-1), k.argmax(-1)
+        qw = np.take_along_axis(q, qs[..., None], -1)[..., 0]
+        kw = np.take_along_axis(k, ks[..., None], -1)[..., 0]
+        c[..., 0] = qs
+        c[..., 1] = qw
+        c[..., 2] = ks
+        c[..., 3] = kw
+        c[..., 4] = beta.reshape(beta.shape[0], self.hk, self.group).max(-1)
+        c[..., 5] = gate
+        self._beta[:, self.index[L]] = beta
         if decay is not None:
-            self._decay[:, self.index[L]] = decay.numpy()
-        self._vnorm[:, self.index[L]] = 1.0 if v is None else v.norm(dim=-1).numpy()
-        for x, w in ((q, qw), (k, kw)):       # how far q and k are from one-hot (their top entry)
-            err = float(((x * x).sum(-1) - w * w).clamp(min=0).max().sqrt()) if x.numel() else 0.0
-            self.sparse_error = max(self.sparse_error, err)
+            self._decay[:, self.index[L]] = decay
+        self._vnorm[:, self.index[L]] = 1.0 if v is None else np.sqrt((v * v).sum(-1))
+        # how far q and k are from one-hot (their top entry), on the tokens where the layer writes
+        # (beta > 0) or reads (gate != 0): elsewhere (a GPU layer on a spliced checkpoint's text) a
+        # key or query of any shape has weight exactly 0
+        live = (beta > 0).any(-1) | (gate != 0).any(-1)
+        if q.size and live.any():
+            for x, w in ((q, qw), (k, kw)):
+                err = float(np.sqrt(np.maximum((x * x).sum(-1) - w * w, 0)[live].max()))
+                self.sparse_error = max(self.sparse_error, err)
 
     def table(self) -> np.ndarray:
         return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
@@ -282,6 +289,13 @@ class _Taps:
     def vnorm_table(self) -> np.ndarray:
         hv = self.hk * self.group
         return np.concatenate(self.vnorms) if self.vnorms else np.zeros((0, len(self.layers), hv), np.float32)
+
+
+def _numpy(x):
+    """A torch tensor's values as a float32 numpy array (numpy arrays and None pass)."""
+    if x is None or isinstance(x, np.ndarray):
+        return x
+    return x.detach().float().cpu().numpy()
 
 
 def _select(q, k, hk, dk):
@@ -300,8 +314,7 @@ class _CompactTap:
     normalised queries and keys, write strengths and output gates as the engine computed them."""
 
     def __init__(self, engine, taps: _Taps):
-        import torch
-        self.engine, self.taps, self.torch = engine, taps, torch
+        self.engine, self.taps = engine, taps
         # the output gate of each key head's first value head (every value head of a read shares it)
         self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
 
@@ -322,11 +335,9 @@ class _CompactTap:
         self.engine.__dict__.pop("forward", None)
 
     def put(self, L: int, inputs):
-        torch = self.torch
-        z = torch.from_numpy(inputs.z[:, self.gate_heads, 0])
-        gate = torch.nn.functional.silu(z) / Z_ON
-        self.taps.put(L, torch.from_numpy(inputs.q), torch.from_numpy(inputs.k), torch.from_numpy(inputs.beta), gate,
-                      torch.from_numpy(inputs.decay), torch.from_numpy(inputs.v))
+        z = inputs.z[:, self.gate_heads, 0].astype(np.float64)
+        gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
+        self.taps.put(L, inputs.q, inputs.k, inputs.beta, gate, inputs.decay, inputs.v)
 
 
 class _StockTap:
