@@ -135,7 +135,7 @@ def test_text_after_the_launch_in_the_same_context(insp):
 def test_the_compact_engine_on_a_spliced_checkpoint(checkpoint):
     k = suite.get("dot")
     m = open_spliced_machine(checkpoint[1])
-    view = trace_launch(k.ptx(), k.spec(), engine="compact", machine=m)
+    view = trace_launch(k.ptx(), k.spec(), engine="compact", machine=m, names=["a", "b", "out"])
     tr = view.trace
     assert view.consistency["exact"] and tr.activity is None and tr.context is None
     assert [L.part for L in tr.layers].count("base") == 4

@@ -94,7 +94,7 @@ function render({ model, el }) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   root.innerHTML = `
     <div class="qg-progress" style="display:none"><div style="width:0%"></div></div>
-    <div class="qg-rec" style="display:none"><span class="qg-spin"></span><span class="qg-rectext"></span><button class="qg-btn qg-cancel" title="stop the recording">cancel</button></div>
+    <div class="qg-rec" style="display:none"><span class="qg-spin"></span><div class="qg-recbar"><div></div></div><span class="qg-rectext"></span><button class="qg-btn qg-cancel" title="stop the recording">cancel</button></div>
     <div class="qg-head">
       <div class="qg-title">qwenGPU · <span class="qg-kern"></span></div>
       <span class="qg-badge engine"></span><span class="qg-badge qg-cons"></span><span class="qg-badge fault qg-faultb" style="display:none">fault</span>
@@ -709,6 +709,7 @@ function render({ model, el }) {
     const fm = st.first_mismatch;
     if (fm) return ["bad", `✗ mismatch at pass ${fm.position}`, fm.text];
     const sim = c.simulator || {}, it = c.interpreter || {};
+    if (c.partial && c.exact === null) return ["ref", `recording: model = simulator so far (${sim.positions} passes, ${it.registers || 0} registers)`, "the final memory and buffers are compared when the launch ends"];
     if (c.exact) return ["ok", `✓ model = simulator (${sim.positions} passes) = interpreter (${it.registers || 0} registers, memory)`, ""];
     if (prog.first_mismatch) return ["ref", `= simulator so far (a mismatch at pass ${prog.first_mismatch.position})`, prog.first_mismatch.text];
     return ["ref", "not fully compared", ""];
@@ -756,18 +757,22 @@ function render({ model, el }) {
   // a launch recorded in the background (Inspector(..., background=True)): its progress, and cancel
   function renderRecording() {
     const r = model.get("recording") || {};
-    const on = prog.mode === "recording";
-    root.classList.toggle("qg-recording", on);
+    root.classList.toggle("qg-recording", prog.mode === "recording");   // nothing recorded yet: the bar only
+    const on = !!r.status && r.status !== "done";
     const box = $(".qg-rec");
     box.style.display = on ? "" : "none";
     if (!on) return;
     const eng = ENGINES[r.engine] || r.engine || "";
-    box.dataset.status = r.status || "recording";
-    box.dataset.passes = r.passes || 0;
+    const n = r.passes || 0, of = r.expected;
+    box.dataset.status = r.status;
+    box.dataset.passes = n;
     $(".qg-cancel").style.display = r.status === "recording" ? "" : "none";
-    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})`
+    $(".qg-recbar").style.display = of && r.status === "recording" ? "" : "none";
+    if (of) $(".qg-recbar").firstElementChild.style.width = `${Math.min(100, Math.round(100 * n / of))}%`;
+    const shown = prog.mode === "machine" ? ` · showing passes 0..${positions() - 1}: scrub them while it records` : "";
+    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ""}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
-      : `recording the launch on the ${eng}… ${r.passes || 0} pass${r.passes === 1 ? "" : "es"} so far${r.token ? ` (last token ${r.token})` : ""}`;
+      : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`;
   }
   $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
 

@@ -36,6 +36,10 @@ _HERE = Path(__file__).resolve().parent
 STYLE_ID = "qwengpu_widgets.Inspector-" + hashlib.sha1((_HERE / "inspector.css").read_bytes()).hexdigest()[:10]
 
 
+#: seconds between two views of a background recording's passes so far
+PARTIAL_EVERY = 1.0
+
+
 class RecordingCancelled(Exception):
     """A background recording stopped by `Inspector.cancel` (or the widget's cancel button)."""
 
@@ -69,6 +73,7 @@ class Inspector(anywidget.AnyWidget):
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
+        self._lock = threading.RLock()
         opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
                     selections=selections, layer=layer)
         if view is not None:
@@ -97,7 +102,13 @@ class Inspector(anywidget.AnyWidget):
         self._thread.start()
 
     def _record(self, program, launch, record, opts):
-        last = [0.0]
+        """The background recording: progress at most ten times a second; on the model engines the
+        passes recorded so far become the inspector's view about once a second (scrubbable while
+        the launch goes on; a view at its last pass follows the new passes)."""
+        from qwengpu.lab.recorder import LiveRecording
+        model = record["engine"] in ("compact", "model")
+        live = LiveRecording() if model else None
+        last = [0.0, time.monotonic()]
 
         def tick(done, text=""):
             if self._cancel.is_set():
@@ -105,9 +116,15 @@ class Inspector(anywidget.AnyWidget):
             now = time.monotonic()
             if now - last[0] > 0.1:                  # at most ten updates a second
                 last[0] = now
-                self.recording = {**self.recording, "passes": done, "token": text}
+                expected = live.expected if live is not None else None
+                self.recording = {**self.recording, "passes": done, "token": text, "expected": expected}
+            if live is not None and now - last[1] > PARTIAL_EVERY:
+                view = live.view()
+                if view is not None:
+                    self._show(view, opts)
+                last[1] = time.monotonic()
 
-        hook = {"on_token": lambda i, text, state: tick(i + 1, text)} if record["engine"] in ("compact", "model") \
+        hook = {"on_token": lambda i, text, state: tick(i + 1, text), "live": live} if model \
             else {"progress": lambda done, total: tick(done)}
         try:
             view = trace_launch(program, launch, **record, **hook)
@@ -118,8 +135,23 @@ class Inspector(anywidget.AnyWidget):
             self.error = e
             self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
             return
-        self._install(view, **opts)
+        self._show(view, opts, final=True)
         self.recording = {**self.recording, "status": "done", "passes": len(view)}
+
+    def _show(self, view, opts, final: bool = False):
+        """Show a recording's view: the passes so far (`final=False`), or the whole launch. The
+        position stays where the user scrubbed it; else it follows the last pass, and goes to the
+        asked `position` when the whole launch is in."""
+        with self._lock:
+            shown = getattr(self, "view", None)
+            if shown is None:
+                self._install(view, **{**opts, "position": len(view) - 1 if not final else opts["position"]})
+            else:                                   # following the last pass: at the end, the asked position
+                follow = self.position >= len(shown) - 1
+                position = (opts["position"] if final else len(view) - 1) if follow else self.position
+                self._install(view, **{**opts, "position": position, "gdn_memory": self.gdn_memory,
+                                       "selections": list(self.selections), "layer": self.layer,
+                                       "breakpoints": list(self.breakpoints), "fmt": self.fmt})
 
     def _on_msg(self, widget, content, buffers):
         if isinstance(content, dict) and content.get("cancel"):
@@ -127,6 +159,7 @@ class Inspector(anywidget.AnyWidget):
 
     def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
                  layer=None):
+        self.__dict__.pop("_payloads", None)           # payloads of another view (a recording's earlier passes)
         self.view = view
         self.progress = 1.0
         self.machine_mode = isinstance(view, MachineView)
@@ -217,7 +250,8 @@ class Inspector(anywidget.AnyWidget):
     @traitlets.observe("position")
     def _position_changed(self, change):
         if hasattr(self, "view"):
-            self._refresh()
+            with self._lock:                       # a recording's thread may be swapping the view
+                self._refresh()
 
     def show_layer(self, layer: int) -> "Inspector":
         """Show GPU layer `layer`'s attention in detail (model engines), as clicking it does."""

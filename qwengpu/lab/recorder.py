@@ -406,7 +406,7 @@ class _StockTap:
 
 def record_launch(program, launch, *, engine: str = "compact", machine=None, kernel: str | None = None,
                   max_tokens: int | None = None, names: list | None = None, progress: bool = False,
-                  on_token=None, prefix=None):
+                  on_token=None, prefix=None, live: "LiveRecording | None" = None):
     """Run one launch through the model (`engine`: "compact" or "model") and record it token by
     token; returns a `qwengpu.lab.MachineView` (see the module docstring).
 
@@ -418,7 +418,10 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     layers are recorded as on the built-in machine, and on the stock forward every layer's
     contribution to each token's residual too (`trace.activity`: the base layers add exactly 0 to a
     GPU token). `prefix`: text (or token ids) of the checkpoint's own vocabulary run in the same
-    context before the launch (`MachineView.continue_text` goes on after it)."""
+    context before the launch (`MachineView.continue_text` goes on after it).
+
+    `live`: a `LiveRecording` that another thread may ask, while this runs, for a view of the
+    passes recorded so far (the inspector's scrubbing during a recording)."""
     if engine not in ("compact", "model"):
         raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
     module = qwengpu.load_program(program)
@@ -438,6 +441,10 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     activity = _ActivityTap(geo.model) if engine == "model" else None
     rec = _PassRecorder(machine, geo, infos, taps, len(prefix_ids) + len(prompt), on_token)
     t_start = time.perf_counter()
+    if live is not None:
+        live._start(dict(engine=engine, tokens=prefix_texts + prompt, rec=rec, geo=geo, infos=infos, taps=taps,
+                         activity=activity, t_start=t_start, module=module, spec=spec, fn=fn, image=image,
+                         ref_view=ref_view, machine=machine, names=names, max_tokens=max_tokens))
     fault = None
     result = None
     tap.install()
@@ -622,12 +629,58 @@ class _PassRecorder:
         return upd
 
 
+class LiveRecording:
+    """A launch being recorded (`record_launch(..., live=LiveRecording())`), seen from another
+    thread: `passes` recorded so far, `expected` (the simulator's count of the passes the launch
+    takes, known before the model runs), and `view()`, a `MachineView` of the passes recorded so
+    far, checked against the simulator and the interpreter's registers as far as they go."""
+
+    def __init__(self):
+        self._parts: dict | None = None
+        self.expected: int | None = None
+
+    def _start(self, parts: dict):
+        from qwengpu.machine.simulator import Simulator
+        sim = Simulator(parts["image"], parts["module"], parts["spec"], max_tokens=parts["max_tokens"])
+        try:
+            sim.run()
+        except Exception:            # a launch that faults (or runs away) still has its passes so far
+            pass
+        self.expected = len(sim.tokens)
+        self._parts = parts
+
+    @property
+    def passes(self) -> int:
+        return len(self._parts["rec"].records) if self._parts is not None else 0
+
+    def view(self):
+        """The passes recorded so far as a `MachineView` (None before the first)."""
+        p = self._parts
+        n = self.passes
+        if p is None or n == 0:
+            return None
+        trace = _trace(p["engine"], p["tokens"], p["rec"], p["geo"], p["infos"], p["taps"],
+                       time.perf_counter() - p["t_start"], p["activity"], upto=n)
+        view = MachineView(p["module"], p["spec"], p["fn"], p["image"], trace, p["ref_view"], None, None, p["machine"],
+                           p["names"])
+        view.check(p["max_tokens"], partial=True)
+        return view
+
+
 def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, infos: dict, taps,
-           seconds: float, activity=None) -> ModelTrace:
+           seconds: float, activity=None, upto: int | None = None) -> ModelTrace:
     """The `ModelTrace` of a recorded launch; the raw states rebuilt from the kept rows are compared
-    with the model's final states (`raw_exact`)."""
-    raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers), default=0.0)
-    act = activity.table() if activity is not None else None
+    with the model's final states (`raw_exact`). `upto`: the first `upto` passes of a recording
+    still running (its tables as far as they are complete; `raw_exact` None)."""
+    n = len(rec.records) if upto is None else upto
+    rows = rec.prompt_len + n - 1                  # tokens consumed by pass n - 1
+    records = rec.records[:n]
+    if upto is None:
+        raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers),
+                        default=0.0)
+    else:
+        raw_error = None
+    act = activity.table()[:rows] if activity is not None else None
     launch_rows = slice(rec.prompt_len - 1, None)          # the rows of the launch's consumed tokens
     layers = []
     for L, kind in enumerate(geo.kinds):
@@ -646,22 +699,22 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
         else:
             role = "attends" if L in geo.attending else "inert (zero output projection): its MLP only"
         layers.append(LayerInfo(L, kind, role))
-    trace = ModelTrace(prompt + [r.text for r in rec.records], rec.records, layers)
+    trace = ModelTrace(prompt + [r.text for r in records], records, layers)
     trace.activity = act
     trace.engine = engine
     trace.memories = infos
     trace.gdn_layers = geo.gdn_layers
-    trace.taps = taps.table()
-    trace.betas = taps.beta_table()
-    trace.decays = taps.decay_table()
-    trace.vnorms = taps.vnorm_table()
+    trace.taps = taps.table()[:rows]
+    trace.betas = taps.beta_table()[:rows]
+    trace.decays = taps.decay_table()[:rows]
+    trace.vnorms = taps.vnorm_table()[:rows]
     trace.sparse_error = taps.sparse_error
     trace.attn_heads = geo.attn_heads
     trace.attention = dict(taps.attention)
     trace.base_raw = rec.base_raw
-    trace.updates = rec.updates
+    trace.updates = rec.updates[:n]
     trace.raw_error = raw_error
-    trace.raw_exact = raw_error <= ROW_EPS
+    trace.raw_exact = None if raw_error is None else raw_error <= ROW_EPS
     trace.seconds = seconds
     return trace
 
