@@ -260,3 +260,20 @@ def test_export_html_carries_every_position(dot_model, tmp_path):
     assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == machine_layers()
     assert "export default" not in text and "window.__qgInspector = { render }" in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text   # no CDN
+    # every layer's attention card at every position, as the kernel would send it when picked
+    import base64
+    import gzip
+    lay = data["layers"]
+    blob = gzip.decompress(base64.b64decode(lay["gz"]))
+    assert len(lay["meta"]) == 19 and all(len(row) == machine_layers() for row in lay["meta"])
+    for pos, L in ((0, 0), (7, dot_model.trace.memories["mem"].layer), (18, machine_layers() - 1)):
+        meta, want = layer_attention_payload(dot_model, pos, L)
+        (o, n), ent = lay["ov"][pos], lay["meta"][pos][L]
+        a, m = ent["at"]
+        assert blob[o:o + n] + blob[a:a + m] == want
+        assert {**data["frames"][pos]["latt_meta"], **ent["meta"]} == json.loads(json.dumps(meta))
+    small = export_html(w, layers=None)
+    got = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', small, re.S).group(1))
+    assert "layers" not in got and len(small) < len(text)
+    with pytest.raises(ValueError, match="layers"):
+        export_html(w, layers="some")

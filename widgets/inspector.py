@@ -231,11 +231,12 @@ class Inspector(anywidget.AnyWidget):
         self.breakpoints = sorted(bps)
         return self
 
-    def export_html(self, path=None) -> str:
+    def export_html(self, path=None, layers: str | None = "all") -> str:
         """One self-contained HTML file of this launch that plays and scrubs without a kernel or a
-        server (no CDN): every position's payload and the widget's script (`qwengpu_widgets.export`)."""
+        server (no CDN): every position's payload, every layer's attention card (`layers="all"`)
+        and the widget's script (`qwengpu_widgets.export`)."""
         from .export import export_html
-        return export_html(self, path)
+        return export_html(self, path, layers=layers)
 
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""
