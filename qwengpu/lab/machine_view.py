@@ -354,7 +354,7 @@ class MachineView(_ChecksMixin):
 
         from qwengpu.compiler.run import cache_kwarg
 
-        from .recorder import prefix_tokens
+        from .text import prefix_tokens
         if getattr(self.trace, "context", None) is None:
             raise ValueError("continue_text needs a launch recorded on the stock forward of a spliced checkpoint "
                              "(engine='model', machine/model = the checkpoint)")

@@ -67,6 +67,7 @@ from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
 
 from .machine_view import MachineView
+from .text import prefix_tokens
 from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
 from .view import interp_view
 
@@ -181,26 +182,30 @@ def memory_infos(machine, group: int) -> dict:
     return out
 
 
-def decode_fields(state, info: MemoryInfo):
+def decode_fields(state, info: MemoryInfo, slots=None, per_slot: bool = False):
     """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
     with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory` does),
     vectorised over fields of one width: (values [fields, slots] int64, written [slots] bool,
-    margin)."""
+    margin). `slots`: only these slots (the columns, in this order); `per_slot`: the margin of each
+    slot [slots] instead of the smallest."""
     st = np.asarray(state)
-    nf, ns = len(info.fields), info.slots
+    nf = len(info.fields)
+    idx_slots = np.arange(info.slots) if slots is None else np.asarray(slots, dtype=np.int64)
+    ns = len(idx_slots)
     vals = np.zeros((nf, ns), dtype=np.int64)
     written = np.zeros(ns, dtype=bool)
-    margin = float("inf")
+    margin = np.full(ns, np.inf)
     by_width: dict = {}
     for i, (h, _, w) in enumerate(info.fields):
         by_width.setdefault(w, []).append(i)
     for w, idx in by_width.items():
         heads = [info.fields[i][0] for i in idx]
-        bits, m, wr = read_rails(st[heads, :ns, :2 * w])             # [n, slots, w], [n, slots] x2
+        rows = st[heads, :info.slots, :2 * w] if slots is None else st[heads][:, idx_slots, :2 * w]
+        bits, m, wr = read_rails(rows)                               # [n, slots, w], [n, slots] x2
         vals[idx] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
         written |= wr.any(axis=0)
-        margin = min(margin, float(m.min()))
-    return vals, written, margin
+        margin = np.minimum(margin, m.min(axis=0))
+    return vals, written, (margin if per_slot else float(margin.min(initial=np.inf)))
 
 
 def words_of(vals, written, info: MemoryInfo) -> dict:
@@ -414,7 +419,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     state (the runtime's hook): what it changes in the state (a fault injected into a GDN memory) is
     what the lab decodes and what the next pass computes with.
 
-    `machine` may be a spliced checkpoint's machine (`qwengpu.splice.open_spliced_machine`): the GPU
+    `machine` may be a spliced checkpoint's machine (`qwengpu.splice.machine_splice.open_spliced_machine`): the GPU
     layers are recorded as on the built-in machine, and on the stock forward every layer's
     contribution to each token's residual too (`trace.activity`: the base layers add exactly 0 to a
     GPU token). `prefix`: text (or token ids) of the checkpoint's own vocabulary run in the same
@@ -518,23 +523,6 @@ def _checkpoint_text_config(machine) -> dict:
     return cfg.get("text_config", cfg) if cfg.get("model_type") == "qwen3_5" else cfg
 
 
-def prefix_tokens(machine, prefix) -> tuple[list, list]:
-    """(ids, texts) of a text prefix: a string (tokenized by the checkpoint's tokenizer) or token
-    ids of the checkpoint's own vocabulary; only a spliced checkpoint has text tokens."""
-    if prefix is None or (not isinstance(prefix, str) and len(prefix) == 0):
-        return [], []
-    offset = getattr(machine, "token_offset", None)
-    if not offset:
-        raise ValueError("a text prefix needs a model with text tokens: a spliced checkpoint "
-                         "(`qwengpu build --base BASE --out DIR --machine tiny`, then model=DIR)")
-    tok = machine.tokenizer
-    ids = tok(prefix, add_special_tokens=False).input_ids if isinstance(prefix, str) else [int(i) for i in prefix]
-    bad = [i for i in ids if not 0 <= i < offset]
-    if bad:
-        raise ValueError(f"prefix token ids {bad[:5]} are not text tokens of this checkpoint (0..{offset - 1})")
-    return ids, [tok.decode([i]) for i in ids]
-
-
 class _ActivityTap:
     """Forward hooks on every decoder layer of the stock model: per token, the largest change the
     layer makes to the residual stream (max |output - input|). A layer that is switched off on a
@@ -588,6 +576,9 @@ class _PassRecorder:
         self.last_raw: dict = {}
         self.updates: list = []
         self.heads = np.arange(geo.hv)
+        self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
+        self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
+        self._head_sets: dict = {}
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -596,21 +587,48 @@ class _PassRecorder:
         raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
         self.last_raw.clear()
         self.last_raw.update(raws)
-        margins, words = {}, {}
-        for name, info in self.infos.items():
-            vals, written, margin = decode_fields(raws[info.layer], info)
-            margins[name] = margin
-            if name in self.decoded:
-                words[name] = (vals, written)
         if i == 0:
             for L in self.geo.gdn_layers:
                 self.base_raw[L] = raws[L].copy()
                 self.prev_raw[L] = raws[L].copy()
             self.updates.append([])
+            moved = None
         else:
             self.updates.append(self._moved_rows(raws))
+            # a pass writes the rows its keys select; a user's hook may have changed any row
+            moved = self.updates[-1] if self.user_hook is None else None
+        margins, words = {}, {}
+        for name, info in self.infos.items():
+            self._decode(name, info, raws[info.layer], moved)
+            margins[name] = float(self.slot_margin[name].min(initial=np.inf))
+            if name in self.decoded:
+                words[name] = self.words[name]
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
                                         position=i, machine=_machine_state(words, self.infos), margins=margins))
+
+    def _decode(self, name: str, info: MemoryInfo, raw, moved):
+        """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
+        all slots at the first pass (or after a user's hook), then only the slots of the rows the
+        pass moved (`_moved_rows`: every other row is as the previous pass left it, to ROW_EPS)."""
+        if moved is None or name not in self.slot_margin:
+            vals, written, margin = decode_fields(raw, info, per_slot=True)
+            self.slot_margin[name] = margin
+            if name in self.decoded:
+                self.words[name] = (vals, written)
+            return
+        heads = self._head_sets.setdefault(name, set(info.heads))
+        slots = sorted({int(r) for L, hh, rr, _, _ in moved if L == info.layer
+                        for h, r in zip(hh, rr) if int(h) in heads and r < info.slots})
+        if not slots:
+            return
+        vals, written, margin = decode_fields(raw, info, slots=slots, per_slot=True)
+        self.slot_margin[name][slots] = margin
+        if name in self.decoded:
+            old_vals, old_written = self.words[name]
+            new_vals, new_written = old_vals.copy(), old_written.copy()     # records keep their own
+            new_vals[:, slots] = vals
+            new_written[slots] = written
+            self.words[name] = (new_vals, new_written)
 
     def _moved_rows(self, raws: dict) -> list:
         """The rows this pass's keys selected, where a value moved: kept with old and new values."""

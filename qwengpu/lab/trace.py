@@ -24,7 +24,7 @@ def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None 
     built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
     `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
     change it: fault injection, see `record_launch`). `machine` may be a spliced checkpoint's
-    (`qwengpu.splice.open_spliced_machine`) and `prefix` text run before the launch in its context;
+    (`qwengpu.splice.machine_splice.open_spliced_machine`) and `prefix` text run before the launch in its context;
     `live` a `qwengpu.lab.recorder.LiveRecording` (views of the passes so far, from another thread).
     """
     module = qwengpu.load_program(program)
