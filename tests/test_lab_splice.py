@@ -156,3 +156,16 @@ def test_a_prefix_needs_text_tokens(checkpoint):
     assert meta["gpu"]["token_offset"] == V
     with pytest.raises(TypeError, match="model= .* or machine="):
         Inspector("x", {}, engine="model", model=checkpoint[1], machine=m)
+
+
+def test_the_cuda_magic_opens_a_spliced_checkpoint(checkpoint):
+    """`%%cuda ... --model DIR --prefix TEXT`: the cell's kernel on the spliced checkpoint."""
+    from qwengpu_widgets.magic import run_cell
+    src = ("__global__ void dot(const int *a, const int *b, int *out) {\n"
+           "    atomicAdd(out, a[threadIdx.x] * b[threadIdx.x]);\n}\n")
+    ns = {}
+    insp = run_cell(f"--block 4 --args a:int32[1,2,3,4] b:int32[2,3,4,3] out:int32(1) --engine compact "
+                    f"--model {checkpoint[1]} --prefix 'Text first: '", src, ns)
+    assert ns["insp"] is insp and insp.view.consistency["exact"], getattr(insp, "message", insp)
+    assert insp.view.trace.prefix_len > 0 and insp.latt_meta["parts"].count("base") == 4
+    assert int.from_bytes(insp.view.snapshot(len(insp.view) - 1).region("out").data[:4], "little") == 32

@@ -148,23 +148,27 @@ class Inspector(anywidget.AnyWidget):
                 self._install(view, **{**opts, "position": len(view) - 1 if not final else opts["position"]})
             else:                                   # following the last pass: at the end, the asked position
                 follow = self.position >= len(shown) - 1
-                position = (opts["position"] if final else len(view) - 1) if follow else self.position
-                self._install(view, **{**opts, "position": position, "gdn_memory": self.gdn_memory,
-                                       "selections": list(self.selections), "layer": self.layer,
-                                       "breakpoints": list(self.breakpoints), "fmt": self.fmt})
+                # a position the user moved is not set again: a key press arriving meanwhile stays
+                position = (opts["position"] if final else len(view) - 1) if follow else None
+                self._install(view, position=position, keep=True)
 
     def _on_msg(self, widget, content, buffers):
         if isinstance(content, dict) and content.get("cancel"):
             self.cancel()
 
     def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
-                 layer=None):
+                 layer=None, keep: bool = False):
+        """Show `view`. `keep`: another view of the same launch (a recording's passes so far): the
+        settings the user may be changing from the page (layer, memory, format, breakpoints) are
+        left as they are, not written back with values read a moment before."""
         self.__dict__.pop("_payloads", None)           # payloads of another view (a recording's earlier passes)
         self.view = view
         self.progress = 1.0
         self.machine_mode = isinstance(view, MachineView)
         with self.hold_sync():
-            if self.machine_mode:
+            if keep:
+                self.program = machine_program_payload(view) if self.machine_mode else program_payload(view)
+            elif self.machine_mode:
                 self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
                 self.selections = list(selections or DEFAULT_SELECTIONS)
                 tr = view.trace
@@ -173,9 +177,13 @@ class Inspector(anywidget.AnyWidget):
                 self.program = machine_program_payload(view)
             else:
                 self.program = program_payload(view)
-            self.fmt = fmt
-            self.breakpoints = sorted(set(int(b) for b in breakpoints))
-            self.position = max(0, min(position, len(view) - 1))
+            if not keep:
+                self.fmt = fmt
+                self.breakpoints = sorted(set(int(b) for b in breakpoints))
+            if position is not None:
+                self.position = max(0, min(position, len(view) - 1))
+            elif self.position > len(view) - 1:
+                self.position = len(view) - 1
             self._refresh()
 
     def wait(self, timeout: float | None = None) -> "Inspector":
