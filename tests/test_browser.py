@@ -462,7 +462,7 @@ def test_spliced_model_inspector_in_jupyterlab(lab):
 
 SLOW_KERNEL = """__global__ void slow(int *out) {
     int acc = 0;
-    for (int j = 0; j < 400; j++) acc += j ^ out[0];
+    for (int j = 0; j < 2000; j++) acc += j ^ out[0];   // ~5500 passes: still recording while the test scrubs
     out[0] = acc;
 }"""
 MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
@@ -493,6 +493,8 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
     with sync_playwright() as p:
         browser, page = _new_page(p)
         errors = []
+        console = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
             _open_and_run(page, base, "magic.ipynb")
@@ -523,7 +525,15 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             # the passes recorded so far become the inspector (about once a second) and are scrubbed
             # while the recording goes on; the bar shows them against the simulator's count
             slow = page.locator(".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])")
-            slow.wait_for(state="attached", timeout=60_000)
+            rec.scroll_into_view_if_needed()           # JupyterLab renders only the cells in view
+            try:
+                slow.wait_for(state="attached", timeout=60_000)
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / "recording_timeout.png"), full_page=False)
+                state = page.evaluate(RUN_CODE_JS, "print(slow.recording, slow.program.get('mode'), "
+                                                   "getattr(slow, 'error', None))")
+                pytest.fail(f"the recording's passes so far did not become the inspector: {state}; "
+                            f"console: {console[-5:]}")
             slow.scroll_into_view_if_needed()
             expected = int(page.evaluate(RUN_CODE_JS, "print(slow.recording['expected'])").strip())
             assert expected > 1000 and f"of {expected} passes" in rec.text_content()
@@ -536,8 +546,14 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             rec_ms = []
             for k in range(1, 6):
                 page.keyboard.press("ArrowRight")
-                page.wait_for_function("() => document.querySelector(\".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])\")"
-                                       f".dataset.pos === '{k}'", timeout=30_000)
+                try:
+                    page.wait_for_function("() => document.querySelector(\".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])\")"
+                                           f".dataset.pos === '{k}'", timeout=30_000)
+                except Exception:
+                    state = page.evaluate(RUN_CODE_JS, "print(slow.position, slow.positions, slow.state.get('pos'))")
+                    pytest.fail(f"step {k} while recording: page at {slow.get_attribute('data-pos')}, "
+                                f"focus {page.evaluate('() => document.activeElement.className')}, python {state}, "
+                                f"console {console[-5:]}")
                 rec_ms.append(float(slow.get_attribute("data-latency")))
             assert "recording: model = simulator so far" in slow.locator(".qg-cons").text_content()
             page.screenshot(path=str(ARTIFACTS / "recording.png"), full_page=False)

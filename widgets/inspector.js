@@ -768,7 +768,7 @@ function render({ model, el }) {
     box.dataset.passes = n;
     $(".qg-cancel").style.display = r.status === "recording" ? "" : "none";
     $(".qg-recbar").style.display = of && r.status === "recording" ? "" : "none";
-    if (of) $(".qg-recbar").firstElementChild.style.width = `${Math.min(100, Math.round(100 * n / of))}%`;
+    if (of) $(".qg-recbar").firstElementChild.style.width = `${Math.min(100, 100 * n / of).toFixed(2)}%`;
     const shown = prog.mode === "machine" ? ` · showing passes 0..${positions() - 1}: scrub them while it records` : "";
     $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ""}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
@@ -777,6 +777,10 @@ function render({ model, el }) {
   $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
 
   function renderAll() {
+    // one message may carry a new program and a state of it (a recording's next view): its
+    // change events come in the message's key order, so take the program the state belongs to
+    const p = model.get("program") || {};
+    if (p !== prog) { prog = p; romFn = null; }
     renderRecording();
     const st = model.get("state");
     if (!st || st.pos === undefined) return;
@@ -807,7 +811,15 @@ function render({ model, el }) {
   }
 
   // ---------------- controls ----------------
-  function stepBy(d) { setPosition((model.get("position") | 0) + d); }
+  // the position steps start from: the one asked for while a request is in flight, else the one
+  // shown (not the model's copy: a recording's view, following its last pass, may move that one
+  // from Python while the user's own request is on its way)
+  function here() {
+    const st = model.get("state");
+    if (pending && lastSent >= 0) return lastSent;
+    return st && st.pos !== undefined ? st.pos : (model.get("position") | 0);
+  }
+  function stepBy(d) { setPosition(here() + d); }
   function play(on) {
     playing = on;
     $(".qg-play").classList.toggle("on", on);
@@ -817,7 +829,7 @@ function render({ model, el }) {
     const speed = +$(".qg-speed").value || 10;
     timer = setInterval(() => {
       if (pending) return;
-      const p = model.get("position") | 0;
+      const p = here();
       if (p >= positions() - 1) { play(false); return; }
       const nxt = p + 1;
       setPosition(nxt);

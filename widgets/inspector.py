@@ -74,6 +74,7 @@ class Inspector(anywidget.AnyWidget):
         kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
         self._lock = threading.RLock()
+        self._user_moves = 0                       # position changes from the page or from Python
         opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
                     selections=selections, layer=layer)
         if view is not None:
@@ -147,20 +148,21 @@ class Inspector(anywidget.AnyWidget):
             if shown is None:
                 self._install(view, **{**opts, "position": len(view) - 1 if not final else opts["position"]})
             else:                                   # following the last pass: at the end, the asked position
+                moves = self._user_moves
                 follow = self.position >= len(shown) - 1
-                # a position the user moved is not set again: a key press arriving meanwhile stays
                 position = (opts["position"] if final else len(view) - 1) if follow else None
-                self._install(view, position=position, keep=True)
+                self._install(view, position=position, keep=True, unless_moved=moves)
 
     def _on_msg(self, widget, content, buffers):
         if isinstance(content, dict) and content.get("cancel"):
             self.cancel()
 
     def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
-                 layer=None, keep: bool = False):
+                 layer=None, keep: bool = False, unless_moved: int | None = None):
         """Show `view`. `keep`: another view of the same launch (a recording's passes so far): the
         settings the user may be changing from the page (layer, memory, format, breakpoints) are
-        left as they are, not written back with values read a moment before."""
+        left as they are, not written back with values read a moment before; `unless_moved`: the
+        position is set only if the user has not moved it since (`_user_moves` is still this)."""
         self.__dict__.pop("_payloads", None)           # payloads of another view (a recording's earlier passes)
         self.view = view
         self.progress = 1.0
@@ -180,7 +182,7 @@ class Inspector(anywidget.AnyWidget):
             if not keep:
                 self.fmt = fmt
                 self.breakpoints = sorted(set(int(b) for b in breakpoints))
-            if position is not None:
+            if position is not None and (unless_moved is None or unless_moved == self._user_moves):
                 self.position = max(0, min(position, len(view) - 1))
             elif self.position > len(view) - 1:
                 self.position = len(view) - 1
@@ -258,6 +260,8 @@ class Inspector(anywidget.AnyWidget):
 
     @traitlets.observe("position")
     def _position_changed(self, change):
+        if threading.current_thread() is not getattr(self, "_thread", None):
+            self._user_moves += 1                  # not the recording following its last pass
         if hasattr(self, "view"):
             with self._lock:                       # a recording's thread may be swapping the view
                 self._refresh()
