@@ -535,6 +535,9 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
                 pytest.fail(f"the recording's passes so far did not become the inspector: {state}; "
                             f"console: {console[-5:]}")
             slow.scroll_into_view_if_needed()
+            first = int(slow.get_attribute("data-pos"))              # the page follows the last pass
+            page.wait_for_function("() => +document.querySelector(\".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])\")"
+                                   f".dataset.pos > {first}", timeout=30_000)
             expected = int(page.evaluate(RUN_CODE_JS, "print(slow.recording['expected'])").strip())
             assert expected > 1000 and f"of {expected} passes" in rec.text_content()
             assert "scrub them while it records" in rec.text_content()

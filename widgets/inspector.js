@@ -780,7 +780,13 @@ function render({ model, el }) {
     // one message may carry a new program and a state of it (a recording's next view): its
     // change events come in the message's key order, so take the program the state belongs to
     const p = model.get("program") || {};
-    if (p !== prog) { prog = p; romFn = null; }
+    if (p !== prog) {
+      // a recording's next view: a position at the last pass follows the new last pass
+      const atLast = prog.positions && !pending && (model.get("state") || {}).pos === prog.positions - 1;
+      const grew = p.positions > (prog.positions || 0);
+      prog = p; romFn = null;
+      if (atLast && grew && (model.get("recording") || {}).status === "recording") setTimeout(() => setPosition(positions() - 1), 0);
+    }
     renderRecording();
     const st = model.get("state");
     if (!st || st.pos === undefined) return;
@@ -878,7 +884,7 @@ function render({ model, el }) {
   });
   root.addEventListener("mousedown", (ev) => { if (!ev.target.closest("input, select")) root.focus({ preventScroll: true }); });
 
-  function onProgram() { prog = model.get("program") || {}; romFn = null; renderAll(); }
+  function onProgram() { renderAll(); }        // renderAll takes the new program (and follows a recording)
   function onState() {
     pending = false;
     const t0 = performance.now();

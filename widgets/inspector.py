@@ -75,6 +75,7 @@ class Inspector(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self._lock = threading.RLock()
         self._user_moves = 0                       # position changes from the page or from Python
+        self._serving = 0                          # position changes being drawn for the user now
         opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
                     selections=selections, layer=layer)
         if view is not None:
@@ -114,11 +115,15 @@ class Inspector(anywidget.AnyWidget):
         def tick(done, text=""):
             if self._cancel.is_set():
                 raise RecordingCancelled(f"cancelled after {done} passes")
+            waited = time.monotonic()
+            while self._serving and time.monotonic() - waited < 1.0:   # a scrub of the user's first
+                time.sleep(0.002)
             now = time.monotonic()
             if now - last[0] > 0.1:                  # at most ten updates a second
                 last[0] = now
                 expected = live.expected if live is not None else None
-                self.recording = {**self.recording, "passes": done, "token": text, "expected": expected}
+                with self._lock:
+                    self.recording = {**self.recording, "passes": done, "token": text, "expected": expected}
             if live is not None and now - last[1] > PARTIAL_EVERY:
                 view = live.view()
                 if view is not None:
@@ -130,39 +135,47 @@ class Inspector(anywidget.AnyWidget):
         try:
             view = trace_launch(program, launch, **record, **hook)
         except RecordingCancelled as e:
-            self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
+            with self._lock:
+                self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
             return
         except Exception as e:                      # shown in the widget, kept for Python
             self.error = e
-            self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            with self._lock:
+                self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
             return
         self._show(view, opts, final=True)
-        self.recording = {**self.recording, "status": "done", "passes": len(view)}
+        with self._lock:
+            self.recording = {**self.recording, "status": "done", "passes": len(view)}
 
     def _show(self, view, opts, final: bool = False):
         """Show a recording's view: the passes so far (`final=False`), or the whole launch. The
-        position stays where the user scrubbed it; else it follows the last pass, and goes to the
-        asked `position` when the whole launch is in."""
+        first view opens at its last pass; later ones leave the position to the user (the page
+        follows the last pass while it is at it: one writer, no races), and the whole launch goes
+        to the asked `position` if nobody moved it since the first view."""
         with self._lock:
-            shown = getattr(self, "view", None)
-            if shown is None:
+            if getattr(self, "view", None) is None:
                 self._install(view, **{**opts, "position": len(view) - 1 if not final else opts["position"]})
-            else:                                   # following the last pass: at the end, the asked position
-                moves = self._user_moves
-                follow = self.position >= len(shown) - 1
-                position = (opts["position"] if final else len(view) - 1) if follow else None
-                self._install(view, position=position, keep=True, unless_moved=moves)
+                self._moves_at_first = self._user_moves
+            else:
+                untouched = self._user_moves == self._moves_at_first
+                self._install(view, position=opts["position"] if final and untouched else None, keep=True)
+
+    def set_state(self, sync_data):
+        """The page's changes (position, layer, ...), applied under the lock a recording's thread
+        takes to show its next view: traitlets' held notifications are per object, not per thread,
+        so a change applied meanwhile would be delivered in (and counted as) the recording's."""
+        with self._lock:
+            super().set_state(sync_data)
 
     def _on_msg(self, widget, content, buffers):
         if isinstance(content, dict) and content.get("cancel"):
             self.cancel()
 
     def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
-                 layer=None, keep: bool = False, unless_moved: int | None = None):
+                 layer=None, keep: bool = False):
         """Show `view`. `keep`: another view of the same launch (a recording's passes so far): the
         settings the user may be changing from the page (layer, memory, format, breakpoints) are
-        left as they are, not written back with values read a moment before; `unless_moved`: the
-        position is set only if the user has not moved it since (`_user_moves` is still this)."""
+        left as they are, not written back with values read a moment before."""
         self.__dict__.pop("_payloads", None)           # payloads of another view (a recording's earlier passes)
         self.view = view
         self.progress = 1.0
@@ -182,7 +195,7 @@ class Inspector(anywidget.AnyWidget):
             if not keep:
                 self.fmt = fmt
                 self.breakpoints = sorted(set(int(b) for b in breakpoints))
-            if position is not None and (unless_moved is None or unless_moved == self._user_moves):
+            if position is not None:
                 self.position = max(0, min(position, len(view) - 1))
             elif self.position > len(view) - 1:
                 self.position = len(view) - 1
@@ -260,11 +273,16 @@ class Inspector(anywidget.AnyWidget):
 
     @traitlets.observe("position")
     def _position_changed(self, change):
-        if threading.current_thread() is not getattr(self, "_thread", None):
+        user = threading.current_thread() is not getattr(self, "_thread", None)
+        if user:
             self._user_moves += 1                  # not the recording following its last pass
         if hasattr(self, "view"):
-            with self._lock:                       # a recording's thread may be swapping the view
-                self._refresh()
+            self._serving += user                  # a recording waits between passes meanwhile
+            try:
+                with self._lock:                   # a recording's thread may be swapping the view
+                    self._refresh()
+            finally:
+                self._serving -= user
 
     def show_layer(self, layer: int) -> "Inspector":
         """Show GPU layer `layer`'s attention in detail (model engines), as clicking it does."""
