@@ -135,6 +135,9 @@ class Inspector(anywidget.AnyWidget):
         try:
             view = trace_launch(program, launch, **record, **hook)
         except RecordingCancelled as e:
+            view = live.view() if live is not None else None
+            if view is not None:                    # every pass recorded up to the cancel stays
+                self._show(view, opts)
             with self._lock:
                 self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
             return
