@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 NOTEBOOK = ROOT / "notebooks" / "01_quickstart.ipynb"
 MODEL_NOTEBOOK = ROOT / "notebooks" / "06_inside_the_model.ipynb"
+SPLICED_NOTEBOOK = ROOT / "notebooks" / "07_spliced_model.ipynb"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync", "--disable-dev-shm-usage"]
 
@@ -395,9 +396,73 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             browser.close()
 
 
+@pytest.mark.timeout(900)
+def test_spliced_model_inspector_in_jupyterlab(lab):
+    """Notebook 07: a random Qwen3.5 base with TINY spliced in (built by the notebook); the
+    inspector on text -> launch: the GPU layers' machine decoded, every layer in the attention card,
+    the base layers marked idle on every pass; stepping and picking stay under 100 ms."""
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, SPLICED_NOTEBOOK.name)
+            try:
+                page.wait_for_function("() => { const r = document.querySelector('.qg-insp.qg-machine'); "
+                                       "return r && r.dataset.pos === '22'; }", timeout=600_000)
+            except Exception:
+                errs = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+                page.screenshot(path=str(ARTIFACTS / "spliced_notebook_timeout.png"))
+                pytest.fail(f"notebook 07 did not show its inspector; kernel output: {errs[-3:]}")
+            root = page.locator(".qg-insp.qg-machine").first
+            root.scroll_into_view_if_needed()
+            assert "model = simulator (23 passes)" in root.locator(".qg-cons").text_content()
+            assert "stock transformers forward" in root.locator(".qg-badge.engine").text_content()
+            assert "20 00 00 00" in root.locator('.qg-region[data-region="global:out"] .qg-hex').text_content()
+            names = root.locator(".qg-ovname")
+            n_gpu = int(page.evaluate(RUN_CODE_JS, "print(view.machine.gpu_layers)").strip())
+            base_names = root.locator(".qg-ovname.qg-base")
+            assert names.count() == n_gpu + 4 and base_names.count() == 4
+            assert base_names.evaluate_all("ds => ds.every(d => d.classList.contains('qg-idle'))")
+            assert "4 base layers (4 idle on this token)" in root.locator(".qg-lattsub").text_content()
+            latt = root.locator(".qg-latt")
+            pick_ms = []
+            for L in (n_gpu, n_gpu + 3, int(page.evaluate(RUN_CODE_JS, "print(trace.memories['mem'].layer)").strip())):
+                names.nth(L).click()
+                page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine .qg-latt').dataset.layer === '{L}'")
+                pick_ms.append(float(root.get_attribute("data-latency")))
+                note = latt.locator(".qg-lnote").text_content()
+                assert ("idle on this token" in note) == (L >= n_gpu), note
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '0'")
+            step_ms = []
+            for k in range(1, 9):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+                step_ms.append(float(root.get_attribute("data-latency")))
+            out = page.evaluate(RUN_CODE_JS, "print(insp.position, insp.layer, insp.latt_meta['activity'][-1], "
+                                             "insp.view.trace.layers[-1].role)")
+            assert out.startswith("8 ") and " 0.0 base layer: idle during the launch" in out, out
+            (ARTIFACTS / "spliced_browser_timings.json").write_text(json.dumps(
+                {"step_ms": step_ms, "pick_layer_ms": pick_ms}, indent=1))
+            assert sorted(step_ms)[len(step_ms) // 2] < 100 and sorted(pick_ms)[len(pick_ms) // 2] < 100, (step_ms, pick_ms)
+            latt.scroll_into_view_if_needed()
+            latt.screenshot(path=str(ARTIFACTS / "spliced_attention.png"))
+            root.scroll_into_view_if_needed()
+            root.screenshot(path=str(ARTIFACTS / "spliced_inspector.png"))
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()
+
+
 SLOW_KERNEL = """__global__ void slow(int *out) {
     int acc = 0;
-    for (int j = 0; j < 400; j++) acc += j ^ out[0];
+    for (int j = 0; j < 2000; j++) acc += j ^ out[0];   // ~5500 passes: still recording while the test scrubs
     out[0] = acc;
 }"""
 MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
@@ -428,6 +493,8 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
     with sync_playwright() as p:
         browser, page = _new_page(p)
         errors = []
+        console = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
             _open_and_run(page, base, "magic.ipynb")
@@ -455,13 +522,55 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             # (the kernel's first recording compiles the engine's hooked path first: ~20-45 s here)
             page.wait_for_function("() => +document.querySelector(\".qg-rec[data-status='recording']\").dataset.passes > 0",
                                    timeout=300_000)
-            rec.scroll_into_view_if_needed()
-            assert "so far" in rec.text_content()
+            # the passes recorded so far become the inspector (about once a second) and are scrubbed
+            # while the recording goes on; the bar shows them against the simulator's count
+            slow = page.locator(".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])")
+            rec.scroll_into_view_if_needed()           # JupyterLab renders only the cells in view
+            try:
+                slow.wait_for(state="attached", timeout=60_000)
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / "recording_timeout.png"), full_page=False)
+                state = page.evaluate(RUN_CODE_JS, "print(slow.recording, slow.program.get('mode'), "
+                                                   "getattr(slow, 'error', None))")
+                pytest.fail(f"the recording's passes so far did not become the inspector: {state}; "
+                            f"console: {console[-5:]}")
+            slow.scroll_into_view_if_needed()
+            first = int(slow.get_attribute("data-pos"))              # the page follows the last pass
+            page.wait_for_function("() => +document.querySelector(\".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])\")"
+                                   f".dataset.pos > {first}", timeout=30_000)
+            expected = int(page.evaluate(RUN_CODE_JS, "print(slow.recording['expected'])").strip())
+            assert expected > 1000 and f"of {expected} passes" in rec.text_content()
+            assert "scrub them while it records" in rec.text_content()
+            assert slow.locator(".qg-recbar > div").evaluate("d => parseFloat(d.style.width)") > 0
+            slow.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector(\".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])\")"
+                                   ".dataset.pos === '0'", timeout=30_000)
+            rec_ms = []
+            for k in range(1, 6):
+                page.keyboard.press("ArrowRight")
+                try:
+                    page.wait_for_function("() => document.querySelector(\".qg-insp.qg-machine:has(.qg-rec[data-status='recording'])\")"
+                                           f".dataset.pos === '{k}'", timeout=30_000)
+                except Exception:
+                    state = page.evaluate(RUN_CODE_JS, "print(slow.position, slow.positions, slow.state.get('pos'))")
+                    pytest.fail(f"step {k} while recording: page at {slow.get_attribute('data-pos')}, "
+                                f"focus {page.evaluate('() => document.activeElement.className')}, python {state}, "
+                                f"console {console[-5:]}")
+                rec_ms.append(float(slow.get_attribute("data-latency")))
+            assert "recording: model = simulator so far" in slow.locator(".qg-cons").text_content()
             page.screenshot(path=str(ARTIFACTS / "recording.png"), full_page=False)
+            out = page.evaluate(RUN_CODE_JS, "print(slow.position, slow.positions < slow.recording['expected'])")
+            assert out.split() == ["5", "True"], out
+            (ARTIFACTS / "recording_timings.json").write_text(json.dumps(
+                {"key_to_redraw_ms_while_recording": rec_ms, "expected_passes": expected}, indent=1))
             rec.locator(".qg-cancel").click()
             page.locator(".qg-rec[data-status='cancelled']").wait_for(state="attached", timeout=30_000)
-            out = page.evaluate(RUN_CODE_JS, "print(slow.recording['status'], slow.recording['passes'] > 0)")
-            assert out.split() == ["cancelled", "True"], out
+            out = page.evaluate(RUN_CODE_JS, "print(slow.recording['status'], slow.recording['passes'] > 0, "
+                                             "len(slow.view) > 5, slow.position)")
+            assert out.split() == ["cancelled", "True", "True", "5"], out       # the passes recorded stay
+            assert "the" in page.locator(".qg-rec[data-status='cancelled']").text_content()
+            page.screenshot(path=str(ARTIFACTS / "recording_cancelled.png"), full_page=False)
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
         finally:
             browser.close()
@@ -479,6 +588,7 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
     w = Inspector(k.ptx(), k.spec(), engine="compact", names=["a", "b", "out"])
     w.export_html(path)
     layers = w.latt_meta["nlayers"]
+    mem_layer = w.view.trace.memories["mem"].layer
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
@@ -507,6 +617,25 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
             page.keyboard.press(" ")                                   # play
             page.wait_for_function("() => +document.querySelector('.qg-insp').dataset.pos >= 5", timeout=10_000)
             page.keyboard.press(" ")
+            # every layer's attention card is in the file: a click picks it, the scrubber moves it
+            latt = root.locator(".qg-latt")
+            names = root.locator(".qg-ovname")
+            for L in range(layers):
+                names.nth(L).click()
+                page.wait_for_function(f"() => document.querySelector('.qg-latt').dataset.layer === '{L}'")
+                assert latt.locator(".qg-lseltitle b").text_content() == f"L{L}"
+                assert min(latt.locator(".qg-lhm canvas").evaluate_all("cs => cs.map(c => c.width)")) > 0
+            names.nth(mem_layer).click()
+            page.wait_for_function(f"() => document.querySelector('.qg-latt').dataset.layer === '{mem_layer}'")
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("End")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '18'")
+            before = latt.locator(".qg-lhm canvas").first.evaluate("c => c.toDataURL()")
+            page.keyboard.press("ArrowLeft")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '17'")
+            assert latt.get_attribute("data-layer") == str(mem_layer) and latt.get_attribute("data-t") == str(68 + 17)
+            assert latt.locator(".qg-lhm canvas").first.evaluate("c => c.toDataURL()") != before
+            latt.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "export.png"))
             assert all(u.startswith("file://") for u in requests), requests
             assert not errors, errors

@@ -2,6 +2,8 @@
 against a dense recurrence, and on the model: a memory read draws on the last write to its slot."""
 from types import SimpleNamespace
 
+import time
+
 import numpy as np
 import pytest
 
@@ -175,6 +177,73 @@ def test_background_recording_progress_and_cancel():
     assert i.recording["status"] == "done" and i.program.get("mode") != "recording" and len(i.view) == 16
 
 
+def test_a_recording_is_viewed_while_it_runs(dot_model):
+    """`LiveRecording.view()`: the passes recorded so far, from another thread, checked against
+    the simulator as far as they go; they are the whole recording's first passes."""
+    import threading
+
+    from qwengpu.lab.recorder import LiveRecording, record_launch
+    k = suite.get("dot")
+    live, at_10, go_on = LiveRecording(), threading.Event(), threading.Event()
+
+    def pause(i, text, state):
+        if i == 10:                       # passes 0..9 are recorded: hold the recording here
+            at_10.set()
+            go_on.wait(60)
+
+    assert live.view() is None and live.passes == 0
+    done = {}
+    th = threading.Thread(target=lambda: done.setdefault("view", record_launch(
+        k.ptx(), k.spec(), names=["a", "b", "out"], on_token=pause, live=live)))
+    th.start()
+    assert at_10.wait(300)
+    part = live.view()
+    go_on.set()
+    th.join(300)
+    assert live.expected == 19 and len(part) == 10 and part.trace.raw_exact is None
+    c = part.consistency
+    assert c["partial"] and c["exact"] is None and c["simulator"]["positions"] == 10
+    assert c["interpreter"]["memory"] is None and c["interpreter"]["registers"] > 0
+    whole = done["view"]
+    assert whole.consistency["exact"] and not whole.consistency["partial"]
+    for t in (0, 5, 9):
+        a, b = part.snapshot(t), whole.snapshot(t)
+        assert (a.pc, a.token, a.lane_pc) == (b.pc, b.token, b.lane_pc)
+        assert [r.values for r in a.regs] == [r.values for r in b.regs]
+        assert [m.data for m in a.memory] == [m.data for m in b.memory]
+    assert (part.trace.taps == whole.trace.taps[:len(part.trace.taps)]).all()
+    assert len(part.trace.taps) == part.trace.prompt_len + 9
+
+
+def test_a_background_recording_is_scrubbed_while_it_runs(monkeypatch):
+    """`Inspector(..., background=True)` on a model engine shows the passes recorded so far (about
+    once a second; here at every pass) and lets them be scrubbed; the user's position stays when
+    the whole launch arrives (the page follows the last pass itself: tests/test_browser.py)."""
+    import qwengpu_widgets.inspector as inspector
+    from qwengpu_widgets import Inspector
+    monkeypatch.setattr(inspector, "PARTIAL_EVERY", 0.0)
+    k = suite.get("switch_sparse")                          # 87 passes
+    w = Inspector(k.ptx(), k.spec(), engine="compact", background=True, position=5)
+    seen = set()
+    t0 = time.monotonic()
+    while w.recording["status"] == "recording" and time.monotonic() - t0 < 300:
+        if w.program.get("mode") == "machine" and w.program["consistency"]["partial"]:
+            seen.add(w.positions)
+            if len(seen) >= 2:
+                break
+        time.sleep(0.01)
+    assert len(seen) >= 2 and w.recording["status"] == "recording", (seen, w.recording)
+    assert w.recording["expected"] == 87 and w.recording["passes"] > 0
+    w.goto(0)
+    w.step()
+    assert w.position == 1 and w.snapshot.position == 1 and w.state["pos"] == 1
+    w.back()
+    assert w.positions < 87 and w.state["positions"] == w.positions
+    w.wait(300)
+    assert w.recording["status"] == "done" and w.positions == 87 and w.position == 0     # where the user left it
+    assert w.program["consistency"]["exact"] and not w.program["consistency"]["partial"]
+
+
 def test_export_html_carries_every_position(dot_model, tmp_path):
     import json
     import re
@@ -189,3 +258,20 @@ def test_export_html_carries_every_position(dot_model, tmp_path):
     assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == machine_layers()
     assert "export default" not in text and "window.__qgInspector = { render }" in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text   # no CDN
+    # every layer's attention card at every position, as the kernel would send it when picked
+    import base64
+    import gzip
+    lay = data["layers"]
+    blob = gzip.decompress(base64.b64decode(lay["gz"]))
+    assert len(lay["meta"]) == 19 and all(len(row) == machine_layers() for row in lay["meta"])
+    for pos, L in ((0, 0), (7, dot_model.trace.memories["mem"].layer), (18, machine_layers() - 1)):
+        meta, want = layer_attention_payload(dot_model, pos, L)
+        (o, n), ent = lay["ov"][pos], lay["meta"][pos][L]
+        a, m = ent["at"]
+        assert blob[o:o + n] + blob[a:a + m] == want
+        assert {**data["frames"][pos]["latt_meta"], **ent["meta"]} == json.loads(json.dumps(meta))
+    small = export_html(w, layers=None)
+    got = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', small, re.S).group(1))
+    assert "layers" not in got and len(small) < len(text)
+    with pytest.raises(ValueError, match="layers"):
+        export_html(w, layers="some")

@@ -22,6 +22,9 @@ def test_parse_launch_line():
     assert opts == {"engine": "compact", "position": 3, "name": "view", "names": ["x", "arg1", "n"],
                     "background": False}
     assert parse_launch_line("--background")[1]["background"] is True
+    opts = parse_launch_line("--engine model --model /ckpt/out --prefix 'Some text: '")[1]
+    assert (opts["model"], opts["prefix"], opts["engine"]) == ("/ckpt/out", "Some text: ", "model")
+    assert "model" not in parse_launch_line("")[1]
     for bad in ("--args int32{1}", "--grid x", "--bogus 1"):
         with pytest.raises(CudaCellError) as e:
             parse_launch_line(bad)

@@ -46,7 +46,7 @@ ALLOWED = {
                     "qwengpu.bench", "qwengpu.soak", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime",
                     "qwengpu.lab"},          # `qwengpu lab` (qwengpu.lab.server)
     "qwengpu.__main__": {"qwengpu.cli"},
-    "qwengpu_widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch"},
+    "qwengpu_widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch", "qwengpu.splice"},   # model=: a spliced checkpoint
 }
 
 

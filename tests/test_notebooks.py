@@ -12,7 +12,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 @pytest.mark.timeout(900)
 def test_notebooks_run_top_to_bottom(tmp_path):
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
+    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
     r = subprocess.run([sys.executable, "-m", "pytest", "--nbmake", "--nbmake-timeout=600", "-q",
                         "-p", "no:cacheprovider", "--rootdir", str(tmp_path), *map(str, NOTEBOOKS)],
                        capture_output=True, text=True, cwd=tmp_path, timeout=880)

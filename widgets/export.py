@@ -7,12 +7,16 @@
 The file carries the widget's own script and stylesheet (`inspector.js`, `inspector.css`) inline and
 every position's payload (what the kernel would send: `qwengpu.lab.payload`), and drives the script
 with a stand-in for the widget model that looks positions up instead of asking Python. Everything
-the live widget shows per position is there — registers, ROM, memory, the model's layers and the
-attention card for the layer shown when exporting; picking another layer or memory needs the kernel.
+the live widget shows per position is there — registers, ROM, memory, the model's layers, and the
+attention card of every layer (`layers="all"`, the default on the model engines: each layer's
+weights at every position, uint8 and gzipped — mostly zeros, ~25 KB for dot's 44 layers x 19
+positions — unpacked by the browser's `DecompressionStream`), so a click on any layer picks it as
+in the live widget; picking another memory for the GDN panel needs the kernel.
 """
 from __future__ import annotations
 
 import base64
+import gzip
 import html
 import json
 from pathlib import Path
@@ -29,11 +33,11 @@ _DRIVER = """
   const vals = Object.assign({ progress: 1, recording: {} }, DATA.values);
   const handlers = {};
   const fire = (k) => (handlers["change:" + k] || []).forEach((cb) => cb());
-  function load(p) {
+  let load = function (p) {
     const f = DATA.frames[p];
     vals.position = p;
     for (const [k, v] of Object.entries(f)) vals[k] = DATA.bytes.includes(k) ? b64(v) : v;
-  }
+  };
   let pending = new Set();
   const model = {
     get: (k) => vals[k],
@@ -49,15 +53,72 @@ _DRIVER = """
     on: (evt, cb) => { (handlers[evt] = handlers[evt] || []).push(cb); },
     off: () => {}, send: () => {},
   };
-  load(DATA.values.position | 0);
-  window.__qgInspector.render({ model, el: document.getElementById("qg-root") });
+  // every layer's attention card (layers="all"): the overview per position, a block per layer
+  let LAYERS = null;
+  function layerView(p, L) {
+    const lm = LAYERS && LAYERS.meta[p] && LAYERS.meta[p][L];
+    if (!lm) return false;
+    const [ovOff, ovLen] = LAYERS.ov[p], [off, len] = lm.at;
+    const out = new Uint8Array(ovLen + len);
+    out.set(LAYERS.bytes.subarray(ovOff, ovOff + ovLen), 0);
+    out.set(LAYERS.bytes.subarray(off, off + len), ovLen);
+    vals.latt = out;
+    vals.latt_meta = Object.assign({}, DATA.frames[p].latt_meta, lm.meta);
+    return true;
+  }
+  const load0 = load;
+  load = function (p) { load0(p); layerView(p, vals.layer); };
+  const save0 = model.save_changes;
+  model.save_changes = () => {
+    if (pending.has("layer")) {
+      pending.delete("layer");
+      if (layerView(vals.position | 0, vals.layer)) { fire("latt"); fire("latt_meta"); }
+    }
+    save0();
+  };
+  async function start() {
+    if (DATA.layers) {
+      const gz = new Blob([b64(DATA.layers.gz)]).stream().pipeThrough(new DecompressionStream("gzip"));
+      LAYERS = Object.assign({}, DATA.layers, { bytes: new Uint8Array(await new Response(gz).arrayBuffer()) });
+    }
+    load(DATA.values.position | 0);
+    window.__qgInspector.render({ model, el: document.getElementById("qg-root") });
+  }
+  start();
 })();
 """
 
 
-def export_html(insp, path=None, title: str | None = None) -> str:
+#: the layer-specific fields of `layer_attention_payload`'s meta (the rest is the same for every layer)
+_LAYER_FIELDS = ("layer", "kind", "heads", "head_unit", "note", "top", "r0", "w0", "rows", "cols")
+
+
+def _every_layer(view) -> dict:
+    """Every layer's attention card at every position: the overview bytes once per position, then
+    per (position, layer) the layer's own bytes (per head now, heatmap over recent tokens) and meta
+    fields; all the bytes gzipped as one blob, with (offset, length) of each part."""
+    from qwengpu.lab.payload import layer_attention_payload
+    blob = bytearray()
+    ov, metas = [], []
+    for p in range(len(view)):
+        row = []
+        for L in range(len(view.trace.layers)):
+            meta, data = layer_attention_payload(view, p, L)
+            split = meta["nlayers"] * meta["n"]
+            if L == 0:
+                ov.append([len(blob), split])
+                blob += data[:split]
+            row.append({"at": [len(blob), len(data) - split], "meta": {k: meta[k] for k in _LAYER_FIELDS}})
+            blob += data[split:]
+        metas.append(row)
+    return {"gz": base64.b64encode(gzip.compress(bytes(blob), mtime=0)).decode(), "ov": ov, "meta": metas}
+
+
+def export_html(insp, path=None, title: str | None = None, layers: str | None = "all") -> str:
     """The inspector `insp` (a `qwengpu_widgets.Inspector`) as one self-contained HTML file: every
-    position's payload and the widget's script; written to `path` if given, returned as text."""
+    position's payload and the widget's script; written to `path` if given, returned as text.
+    `layers="all"` (model engines): every layer's attention card is in the file, picked by a click
+    as in the live widget; `layers=None`: only the layer shown now (a smaller file)."""
     n = len(insp.view)
     if n > MAX_POSITIONS:
         raise ValueError(f"{n} positions: an export carries at most {MAX_POSITIONS} (slides of a shorter launch)")
@@ -75,6 +136,10 @@ def export_html(insp, path=None, title: str | None = None) -> str:
             "values": {"program": insp.program, "position": keep, "fmt": insp.fmt,
                        "breakpoints": list(insp.breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
                        "selections": list(insp.selections)}}
+    if layers == "all" and insp.machine_mode:
+        data["layers"] = _every_layer(insp.view)
+    elif layers not in ("all", None):
+        raise ValueError(f"layers: 'all' or None, not {layers!r}")
     js = (_HERE / "inspector.js").read_text().replace("export default { render };", "window.__qgInspector = { render };")
     css = (_HERE / "inspector.css").read_text()
     name = title or f"qwenGPU · {insp.program.get('kernel_name', '')} · {insp.program.get('engine', '')}"

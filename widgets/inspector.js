@@ -94,7 +94,7 @@ function render({ model, el }) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   root.innerHTML = `
     <div class="qg-progress" style="display:none"><div style="width:0%"></div></div>
-    <div class="qg-rec" style="display:none"><span class="qg-spin"></span><span class="qg-rectext"></span><button class="qg-btn qg-cancel" title="stop the recording">cancel</button></div>
+    <div class="qg-rec" style="display:none"><span class="qg-spin"></span><div class="qg-recbar"><div></div></div><span class="qg-rectext"></span><button class="qg-btn qg-cancel" title="stop the recording">cancel</button></div>
     <div class="qg-head">
       <div class="qg-title">qwenGPU · <span class="qg-kern"></span></div>
       <span class="qg-badge engine"></span><span class="qg-badge qg-cons"></span><span class="qg-badge fault qg-faultb" style="display:none">fault</span>
@@ -635,18 +635,31 @@ function render({ model, el }) {
     const o1 = nL * n, o2 = o1 + H * n;
     if (b.length !== o2 + H * R * C) return;
     card.dataset.layer = meta.layer; card.dataset.t = meta.t;
-    $(".qg-lattsub").textContent = `the output of token ${meta.t} ${meta.token} draws on tokens ${meta.c0}..${meta.c0 + n - 1} · ${nL} layers (Δ Gated DeltaNet, A softmax attention) · click a layer`;
+    const parts = meta.parts || [], nBase = parts.filter((x) => x === "base").length;
+    const act = meta.activity, isBase = (L) => parts[L] === "base";
+    const idle = (L) => act ? act[L] === 0 : null;
+    const baseNow = !nBase ? "" : act ? ` + ${nBase} base layers (${parts.map((x, L) => x === "base" && idle(L)).filter(Boolean).length} idle on this token)` : ` + ${nBase} base layers (not run by the compact engine)`;
+    $(".qg-lattsub").textContent = `the output of token ${meta.t} ${meta.token} draws on tokens ${meta.c0}..${meta.c0 + n - 1} · ${nL - nBase} GPU layers (Δ Gated DeltaNet, A softmax attention)${baseNow} · click a layer`;
     const py = 10, px = Math.max(1, Math.min(8, Math.floor(560 / Math.max(1, n))));
     const names = $(".qg-ovnames");
     if (names.childElementCount !== nL) {
       let h = "";
-      for (let L = 0; L < nL; L++) h += `<div class="qg-ovname" data-layer="${L}" style="height:${py}px" title="${esc(prog.layers && prog.layers[L] ? prog.layers[L].role : "")}">L${L} ${meta.kinds[L] === "gdn" ? "Δ" : "A"}</div>`;
+      for (let L = 0; L < nL; L++) h += `<div class="qg-ovname${isBase(L) ? " qg-base" : ""}" data-layer="${L}" style="height:${py}px" title="${esc(prog.layers && prog.layers[L] ? prog.layers[L].role : "")}">L${L} ${meta.kinds[L] === "gdn" ? "Δ" : "A"}${isBase(L) ? " base" : ""}</div>`;
       names.innerHTML = h;
     }
-    names.querySelectorAll(".qg-ovname").forEach((d) => d.classList.toggle("on", +d.dataset.layer === meta.layer));
+    names.querySelectorAll(".qg-ovname").forEach((d) => {
+      const L = +d.dataset.layer;
+      d.classList.toggle("on", L === meta.layer);
+      if (isBase(L)) d.classList.toggle("qg-idle", idle(L) !== false);
+    });
     const cv = $(".qg-ovcv");
     const gdnRamp = ramp("gdn"), attnRamp = ramp("attn");
     const ctx = paintGrid(cv, nL, n, (L, c) => b[L * n + c] / 255, (L) => meta.kinds[L] === "gdn" ? gdnRamp : attnRamp, px, py);
+    for (let L = 0; L < nL; L++) if (isBase(L)) {    // a base layer: grey while idle (it adds exactly 0 here)
+      ctx.fillStyle = idle(L) === false ? "#ffe8cc" : "#e9ecef"; ctx.fillRect(0, L * py, cv.width, py);
+      ctx.fillStyle = "#868e96"; ctx.font = "8px sans-serif";
+      ctx.fillText(idle(L) === false ? "base: active (text)" : act ? "base: idle (adds exactly 0)" : "base: not run", 3, L * py + 8);
+    }
     ctx.strokeStyle = "#f59f00"; ctx.lineWidth = 1.5; ctx.strokeRect(0.75, meta.layer * py + 0.75, cv.width - 1.5, py - 1.5);
     $(".qg-ovcap").textContent = `rows: layers 0..${nL - 1}; columns: tokens ${meta.c0}..${meta.c0 + n - 1} (the current one last); darker = drawn on more`;
     // the selected layer
@@ -696,6 +709,7 @@ function render({ model, el }) {
     const fm = st.first_mismatch;
     if (fm) return ["bad", `✗ mismatch at pass ${fm.position}`, fm.text];
     const sim = c.simulator || {}, it = c.interpreter || {};
+    if (c.partial && c.exact === null) return ["ref", `recording: model = simulator so far (${sim.positions} passes, ${it.registers || 0} registers)`, "the final memory and buffers are compared when the launch ends"];
     if (c.exact) return ["ok", `✓ model = simulator (${sim.positions} passes) = interpreter (${it.registers || 0} registers, memory)`, ""];
     if (prog.first_mismatch) return ["ref", `= simulator so far (a mismatch at pass ${prog.first_mismatch.position})`, prog.first_mismatch.text];
     return ["ref", "not fully compared", ""];
@@ -743,22 +757,36 @@ function render({ model, el }) {
   // a launch recorded in the background (Inspector(..., background=True)): its progress, and cancel
   function renderRecording() {
     const r = model.get("recording") || {};
-    const on = prog.mode === "recording";
-    root.classList.toggle("qg-recording", on);
+    root.classList.toggle("qg-recording", prog.mode === "recording");   // nothing recorded yet: the bar only
+    const on = !!r.status && r.status !== "done";
     const box = $(".qg-rec");
     box.style.display = on ? "" : "none";
     if (!on) return;
     const eng = ENGINES[r.engine] || r.engine || "";
-    box.dataset.status = r.status || "recording";
-    box.dataset.passes = r.passes || 0;
+    const n = r.passes || 0, of = r.expected;
+    box.dataset.status = r.status;
+    box.dataset.passes = n;
     $(".qg-cancel").style.display = r.status === "recording" ? "" : "none";
-    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})`
+    $(".qg-recbar").style.display = of && r.status === "recording" ? "" : "none";
+    if (of) $(".qg-recbar").firstElementChild.style.width = `${Math.min(100, 100 * n / of).toFixed(2)}%`;
+    const shown = prog.mode === "machine" ? ` · showing passes 0..${positions() - 1}: scrub them while it records` : "";
+    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ""}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
-      : `recording the launch on the ${eng}… ${r.passes || 0} pass${r.passes === 1 ? "" : "es"} so far${r.token ? ` (last token ${r.token})` : ""}`;
+      : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`;
   }
   $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
 
   function renderAll() {
+    // one message may carry a new program and a state of it (a recording's next view): its
+    // change events come in the message's key order, so take the program the state belongs to
+    const p = model.get("program") || {};
+    if (p !== prog) {
+      // a recording's next view: a position at the last pass follows the new last pass
+      const atLast = prog.positions && !pending && (model.get("state") || {}).pos === prog.positions - 1;
+      const grew = p.positions > (prog.positions || 0);
+      prog = p; romFn = null;
+      if (atLast && grew && (model.get("recording") || {}).status === "recording") setTimeout(() => setPosition(positions() - 1), 0);
+    }
     renderRecording();
     const st = model.get("state");
     if (!st || st.pos === undefined) return;
@@ -789,7 +817,15 @@ function render({ model, el }) {
   }
 
   // ---------------- controls ----------------
-  function stepBy(d) { setPosition((model.get("position") | 0) + d); }
+  // the position steps start from: the one asked for while a request is in flight, else the one
+  // shown (not the model's copy: a recording's view, following its last pass, may move that one
+  // from Python while the user's own request is on its way)
+  function here() {
+    const st = model.get("state");
+    if (pending && lastSent >= 0) return lastSent;
+    return st && st.pos !== undefined ? st.pos : (model.get("position") | 0);
+  }
+  function stepBy(d) { setPosition(here() + d); }
   function play(on) {
     playing = on;
     $(".qg-play").classList.toggle("on", on);
@@ -799,7 +835,7 @@ function render({ model, el }) {
     const speed = +$(".qg-speed").value || 10;
     timer = setInterval(() => {
       if (pending) return;
-      const p = model.get("position") | 0;
+      const p = here();
       if (p >= positions() - 1) { play(false); return; }
       const nxt = p + 1;
       setPosition(nxt);
@@ -848,7 +884,7 @@ function render({ model, el }) {
   });
   root.addEventListener("mousedown", (ev) => { if (!ev.target.closest("input, select")) root.focus({ preventScroll: true }); });
 
-  function onProgram() { prog = model.get("program") || {}; romFn = null; renderAll(); }
+  function onProgram() { renderAll(); }        // renderAll takes the new program (and follows a recording)
   function onState() {
     pending = false;
     const t0 = performance.now();

@@ -3,6 +3,7 @@
     from qwengpu_widgets import Inspector
     insp = Inspector(ptx, spec)                     # engine="interp": the reference interpreter's trace
     insp = Inspector(ptx, spec, engine="compact")   # the model's forward passes (or engine="model")
+    insp = Inspector(ptx, spec, engine="model", model="qwen35-gpu/", prefix="Some text")   # a spliced checkpoint
     insp                                            # display it (JupyterLab 4, ipywidgets 8)
     insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(2)
     insp.snapshot.changed_regs                      # what the view shows, from Python
@@ -35,6 +36,10 @@ _HERE = Path(__file__).resolve().parent
 STYLE_ID = "qwengpu_widgets.Inspector-" + hashlib.sha1((_HERE / "inspector.css").read_bytes()).hexdigest()[:10]
 
 
+#: seconds between two views of a background recording's passes so far
+PARTIAL_EVERY = 1.0
+
+
 class RecordingCancelled(Exception):
     """A background recording stopped by `Inspector.cancel` (or the widget's cancel button)."""
 
@@ -62,11 +67,15 @@ class Inspector(anywidget.AnyWidget):
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
-                 selections=None, layer: int | None = None, background: bool = False, **kwargs):
+                 selections=None, layer: int | None = None, background: bool = False, model=None, prefix=None,
+                 **kwargs):
         # the page's <style> for this widget is keyed by this id: a notebook that stored an older
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
+        self._lock = threading.RLock()
+        self._user_moves = 0                       # position changes from the page or from Python
+        self._serving = 0                          # position changes being drawn for the user now
         opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
                     selections=selections, layer=layer)
         if view is not None:
@@ -74,7 +83,13 @@ class Inspector(anywidget.AnyWidget):
             return
         if program is None or launch is None:
             raise TypeError("Inspector needs a program and a launch, or view=LaunchView / MachineView")
-        record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}))
+        if model is not None:                       # a spliced checkpoint's folder: the machine inside it
+            if machine is not None:
+                raise TypeError("Inspector takes model= (a spliced checkpoint's folder) or machine=, not both")
+            from qwengpu.splice.machine_splice import open_spliced_machine
+            machine = open_spliced_machine(model)
+        record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}),
+                      **({"prefix": prefix} if prefix is not None else {}))
         if not background:
             self.progress = 0.0
             self._install(trace_launch(program, launch, progress=self._on_progress, **record), **opts)
@@ -89,41 +104,89 @@ class Inspector(anywidget.AnyWidget):
         self._thread.start()
 
     def _record(self, program, launch, record, opts):
-        last = [0.0]
+        """The background recording: progress at most ten times a second; on the model engines the
+        passes recorded so far become the inspector's view about once a second (scrubbable while
+        the launch goes on; a view at its last pass follows the new passes)."""
+        from qwengpu.lab.recorder import LiveRecording
+        model = record["engine"] in ("compact", "model")
+        live = LiveRecording() if model else None
+        last = [0.0, time.monotonic()]
 
         def tick(done, text=""):
             if self._cancel.is_set():
                 raise RecordingCancelled(f"cancelled after {done} passes")
+            waited = time.monotonic()
+            while self._serving and time.monotonic() - waited < 1.0:   # a scrub of the user's first
+                time.sleep(0.002)
             now = time.monotonic()
             if now - last[0] > 0.1:                  # at most ten updates a second
                 last[0] = now
-                self.recording = {**self.recording, "passes": done, "token": text}
+                expected = live.expected if live is not None else None
+                with self._lock:
+                    self.recording = {**self.recording, "passes": done, "token": text, "expected": expected}
+            if live is not None and now - last[1] > PARTIAL_EVERY:
+                view = live.view()
+                if view is not None:
+                    self._show(view, opts)
+                last[1] = time.monotonic()
 
-        hook = {"on_token": lambda i, text, state: tick(i + 1, text)} if record["engine"] in ("compact", "model") \
+        hook = {"on_token": lambda i, text, state: tick(i + 1, text), "live": live} if model \
             else {"progress": lambda done, total: tick(done)}
         try:
             view = trace_launch(program, launch, **record, **hook)
         except RecordingCancelled as e:
-            self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
+            view = live.view() if live is not None else None
+            if view is not None:                    # every pass recorded up to the cancel stays
+                self._show(view, opts)
+            with self._lock:
+                self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
             return
         except Exception as e:                      # shown in the widget, kept for Python
             self.error = e
-            self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
+            with self._lock:
+                self.recording = {**self.recording, "status": "failed", "error": f"{type(e).__name__}: {e}"}
             return
-        self._install(view, **opts)
-        self.recording = {**self.recording, "status": "done", "passes": len(view)}
+        self._show(view, opts, final=True)
+        with self._lock:
+            self.recording = {**self.recording, "status": "done", "passes": len(view)}
+
+    def _show(self, view, opts, final: bool = False):
+        """Show a recording's view: the passes so far (`final=False`), or the whole launch. The
+        first view opens at its last pass; later ones leave the position to the user (the page
+        follows the last pass while it is at it: one writer, no races), and the whole launch goes
+        to the asked `position` if nobody moved it since the first view."""
+        with self._lock:
+            if getattr(self, "view", None) is None:
+                self._install(view, **{**opts, "position": len(view) - 1 if not final else opts["position"]})
+                self._moves_at_first = self._user_moves
+            else:
+                untouched = self._user_moves == self._moves_at_first
+                self._install(view, position=opts["position"] if final and untouched else None, keep=True)
+
+    def set_state(self, sync_data):
+        """The page's changes (position, layer, ...), applied under the lock a recording's thread
+        takes to show its next view: traitlets' held notifications are per object, not per thread,
+        so a change applied meanwhile would be delivered in (and counted as) the recording's."""
+        with self._lock:
+            super().set_state(sync_data)
 
     def _on_msg(self, widget, content, buffers):
         if isinstance(content, dict) and content.get("cancel"):
             self.cancel()
 
     def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
-                 layer=None):
+                 layer=None, keep: bool = False):
+        """Show `view`. `keep`: another view of the same launch (a recording's passes so far): the
+        settings the user may be changing from the page (layer, memory, format, breakpoints) are
+        left as they are, not written back with values read a moment before."""
+        self.__dict__.pop("_payloads", None)           # payloads of another view (a recording's earlier passes)
         self.view = view
         self.progress = 1.0
         self.machine_mode = isinstance(view, MachineView)
         with self.hold_sync():
-            if self.machine_mode:
+            if keep:
+                self.program = machine_program_payload(view) if self.machine_mode else program_payload(view)
+            elif self.machine_mode:
                 self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
                 self.selections = list(selections or DEFAULT_SELECTIONS)
                 tr = view.trace
@@ -132,9 +195,13 @@ class Inspector(anywidget.AnyWidget):
                 self.program = machine_program_payload(view)
             else:
                 self.program = program_payload(view)
-            self.fmt = fmt
-            self.breakpoints = sorted(set(int(b) for b in breakpoints))
-            self.position = max(0, min(position, len(view) - 1))
+            if not keep:
+                self.fmt = fmt
+                self.breakpoints = sorted(set(int(b) for b in breakpoints))
+            if position is not None:
+                self.position = max(0, min(position, len(view) - 1))
+            elif self.position > len(view) - 1:
+                self.position = len(view) - 1
             self._refresh()
 
     def wait(self, timeout: float | None = None) -> "Inspector":
@@ -190,11 +257,12 @@ class Inspector(anywidget.AnyWidget):
         self.breakpoints = sorted(bps)
         return self
 
-    def export_html(self, path=None) -> str:
+    def export_html(self, path=None, layers: str | None = "all") -> str:
         """One self-contained HTML file of this launch that plays and scrubs without a kernel or a
-        server (no CDN): every position's payload and the widget's script (`qwengpu_widgets.export`)."""
+        server (no CDN): every position's payload, every layer's attention card (`layers="all"`)
+        and the widget's script (`qwengpu_widgets.export`)."""
         from .export import export_html
-        return export_html(self, path)
+        return export_html(self, path, layers=layers)
 
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""
@@ -208,8 +276,16 @@ class Inspector(anywidget.AnyWidget):
 
     @traitlets.observe("position")
     def _position_changed(self, change):
+        user = threading.current_thread() is not getattr(self, "_thread", None)
+        if user:
+            self._user_moves += 1                  # not the recording following its last pass
         if hasattr(self, "view"):
-            self._refresh()
+            self._serving += user                  # a recording waits between passes meanwhile
+            try:
+                with self._lock:                   # a recording's thread may be swapping the view
+                    self._refresh()
+            finally:
+                self._serving -= user
 
     def show_layer(self, layer: int) -> "Inspector":
         """Show GPU layer `layer`'s attention in detail (model engines), as clicking it does."""

@@ -12,8 +12,9 @@ parameter, in order — `int32[1,2,3,4]` a buffer with these elements, `int32(4)
 labels); `--engine interp|compact|model` (default interp), `--kernel NAME` (the cell defines
 several), `--position N`, `--name VAR` (the inspector is also stored in the notebook as `VAR`,
 default `insp`), `--background` (the cell returns at once; the widget shows the recording's
-progress, with a cancel button: `Inspector(..., background=True)`). The inspector is the cell's
-result.
+progress, with a cancel button: `Inspector(..., background=True)`), `--model DIR` (a spliced
+checkpoint's folder, for the model engines: `Inspector(..., model=DIR)`) and `--prefix TEXT` (text
+run before the launch in its context). The inspector is the cell's result.
 
 An error is the cell's result too (`CudaCellError`): nvcc's diagnostics, or a construct the PTX
 frontend does not support, or a launch line it cannot read — with the line of the cell it is on
@@ -74,7 +75,8 @@ def _dims(text: str):
 
 def parse_launch_line(line: str) -> tuple[dict, dict]:
     """(launch spec, options) from a `%%cuda` line: the spec `qwengpu.run` takes (`grid`, `block`,
-    `args`; `kernel` if given) and {engine, position, name, names}. Raises `CudaCellError`."""
+    `args`; `kernel` if given) and {engine, position, name, names, background; model and prefix if
+    given}. Raises `CudaCellError`."""
     p = argparse.ArgumentParser(prog="%%cuda", add_help=False, exit_on_error=False)
     p.add_argument("--grid", default="1")
     p.add_argument("--block", default="1")
@@ -84,6 +86,8 @@ def parse_launch_line(line: str) -> tuple[dict, dict]:
     p.add_argument("--position", type=int, default=0)
     p.add_argument("--name", default="insp")
     p.add_argument("--background", action="store_true")
+    p.add_argument("--model", default=None)
+    p.add_argument("--prefix", default=None)
     try:
         ns, extra = p.parse_known_args(shlex.split(line))
         if extra:
@@ -108,7 +112,8 @@ def parse_launch_line(line: str) -> tuple[dict, dict]:
     if ns.kernel:
         spec["kernel"] = ns.kernel
     return spec, {"engine": ns.engine, "position": ns.position, "name": ns.name, "names": names,
-                  "background": ns.background}
+                  "background": ns.background,
+                  **({"model": ns.model} if ns.model else {}), **({"prefix": ns.prefix} if ns.prefix is not None else {})}
 
 
 def _nvcc_errors(source: str, message: str) -> CudaCellError:
@@ -183,7 +188,8 @@ def run_cell(line: str, cell: str, namespace: dict | None = None):
         module = compile_cell(cell, spec.get("kernel"))
         try:
             insp = Inspector(module, spec, engine=opts["engine"], kernel=spec.get("kernel"), names=opts["names"],
-                             position=opts["position"], background=opts["background"])
+                             position=opts["position"], background=opts["background"], model=opts.get("model"),
+                             prefix=opts.get("prefix"))
         except CudaCellError:
             raise
         except Exception as e:            # a launch spec the kernel does not take, an engine error

@@ -277,7 +277,9 @@ def attention_card_html(meta: dict, data: bytes) -> str:
     px = max(1, min(8, 560 // max(1, n)))
     rgb = _upscale(rgb, 8, px)
     rgb[meta["layer"] * 8:meta["layer"] * 8 + 8, :1] = rgb[meta["layer"] * 8:meta["layer"] * 8 + 8, -1:] = (245, 159, 0)
-    names = "".join(f'<div style="height:8px">L{L} {"Δ" if k == "gdn" else "A"}</div>'
+    base = [L for L, part in enumerate(meta.get("parts") or []) if part == "base"]
+    rgb[[r for L in base for r in range(L * 8, L * 8 + 8)]] = (233, 236, 239)     # a base layer: grey (idle)
+    names = "".join(f'<div style="height:8px">L{L} {"Δ" if k == "gdn" else "A"}{" base" if L in base else ""}</div>'
                     for L, k in enumerate(meta["kinds"]))
     unit = meta["head_unit"]
     top = "".join(f'<tr><td>{unit} {h}</td><td>{f"token {s} <span class=qg-mono>{_e(tok)}</span>" if w > 0 else "—"}'

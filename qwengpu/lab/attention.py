@@ -96,9 +96,14 @@ def layer_kind(trace, layer: int) -> str:
     return trace.layers[layer].kind
 
 
+def is_base_layer(trace, layer: int) -> bool:
+    """A spliced checkpoint's own layer (after the GPU's): switched off on GPU tokens."""
+    return getattr(trace.layers[layer], "part", "gpu") == "base"
+
+
 def head_count(trace, layer: int) -> int:
     """Heads a layer's attention is shown with: key heads of a GDN layer, query heads of a softmax one."""
-    if layer in trace.gdn_layers:
+    if layer in trace.gdn_layers or (is_base_layer(trace, layer) and layer_kind(trace, layer) == "linear_attention"):
         return int(trace.taps.shape[2])
     att = getattr(trace, "attention", {}) or {}
     if layer in att and att[layer]:
@@ -109,7 +114,11 @@ def head_count(trace, layer: int) -> int:
 def layer_attention(trace, t: int, layer: int, by: str = "key", start: int = 0) -> np.ndarray:
     """[heads, t + 1 - start]: layer `layer`'s weights over tokens start..t for the output of token
     `t`. GDN: per key head, the largest weight among its value heads (`by="value"`: per value
-    head); softmax attention: per head, recorded or (no heads compiled in) uniform."""
+    head); softmax attention: per head, recorded or (no heads compiled in) uniform. A spliced
+    checkpoint's base layer: 0 (its gates are switched off on GPU tokens, so its output draws on
+    nothing: `trace.activity` measures it; on text tokens it is the base's and not decoded here)."""
+    if is_base_layer(trace, layer):
+        return np.zeros((head_count(trace, layer), t + 1 - start), np.float32)
     if layer in trace.gdn_layers:
         w = gdn_weights(trace, t, [layer], start)[0]     # [hv, T]
         if by == "value":
@@ -196,4 +205,4 @@ def strongest_sources(trace, t: int) -> dict:
 
 
 __all__ = ["gdn_weights", "attention_error", "layer_attention", "attention_window", "strongest_sources", "layers_overview",
-           "head_count", "layer_kind", "WINDOW_ROWS", "WINDOW_COLS"]
+           "head_count", "layer_kind", "is_base_layer", "WINDOW_ROWS", "WINDOW_COLS"]

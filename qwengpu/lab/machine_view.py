@@ -119,9 +119,12 @@ class _ChecksMixin:
     def _micro_loop_pcs(self) -> set:
         return micro_loop_pcs(self.image, self.kernel_fn)
 
-    def check(self, max_tokens: int):
+    def check(self, max_tokens: int, partial: bool = False):
         """Compare the records with the simulator (every token) and the interpreter (see
-        `qwengpu.lab.checks`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`."""
+        `qwengpu.lab.checks`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`.
+        `partial`: the passes recorded so far of a launch still running (`LiveRecording.view`):
+        compared with the simulator and the interpreter's registers; the final memory and the
+        result buffers wait for the end (`consistency["exact"]` is None while nothing differs)."""
         trace = self.trace
         recs = trace.records
         ref_tokens, ref_states, ref_errors = reference_states(self.image, self.module, self.spec, max_tokens,
@@ -144,12 +147,12 @@ class _ChecksMixin:
                 mism.append(Mismatch(rec.index, i, "token", want, rec.text))
                 break
         self._compared = compared
-        tokens_equal = compared == len(recs) and len(ref_tokens) == len(recs) and \
+        tokens_equal = compared == len(recs) and (partial or len(ref_tokens) == len(recs)) and \
             not any(m.what == "token" for m in mism)
         sim = {"tokens_equal": tokens_equal, "positions": compared,
                "mismatches": len(mism), "replay_errors": list(ref_errors)}
         # the interpreter: final memory and buffers, carried registers
-        interp, checks = self._check_interpreter(mism)
+        interp, checks = self._check_interpreter(mism, partial)
         trace.mismatches = mism
         trace.reg_checks = checks
         self._checks_at = {}
@@ -157,15 +160,16 @@ class _ChecksMixin:
             self._checks_at.setdefault(c.position, []).append(c)
         margins = [r.margin for r in recs]
         extra = self.result.extra if self.result is not None else {}
+        exact = tokens_equal and not mism and not ref_errors and interp["ok"]
         trace.consistency = {
-            "simulator": sim, "interpreter": interp,
-            "exact": tokens_equal and not mism and not ref_errors and interp["ok"],
+            "simulator": sim, "interpreter": interp, "partial": partial,
+            "exact": (None if exact else False) if partial else exact,
             "min_code_margin": min(margins) if margins else None,
             "min_logit_gap": extra.get("min_logit_gap"),
             "raw_state_exact": trace.raw_exact,
         }
 
-    def _check_interpreter(self, mism: list):
+    def _check_interpreter(self, mism: list, partial: bool = False):
         """The model against the interpreter, where comparable: the final global memory, the result
         buffers, and the carried registers against each lane's history of the PTX register they
         hold (see `qwengpu.lab.recorder`)."""
@@ -173,7 +177,7 @@ class _ChecksMixin:
         ref = self.reference
         out = {"memory": None, "buffers": None, "registers": 0, "register_mismatches": 0,
                "registers_compared": True, "note": ""}
-        if recs:
+        if recs and not partial:
             out["memory"] = self._final_memory_matches(mism)
         if self.result is not None and ref.result is not None:
             ok = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
@@ -337,6 +341,36 @@ class MachineView(_ChecksMixin):
             if self._exec_pc[t] in bps:
                 return t
         return len(self) - 1
+
+    def continue_text(self, text, new_tokens: int = 0) -> list[int]:
+        """Text after the launch, in the same context (a launch recorded on the stock forward of a
+        spliced checkpoint, `engine="model"`): the model consumes the launch's last token, then
+        `text` (a string or token ids of the checkpoint's vocabulary), then generates `new_tokens`
+        tokens greedily; returns their ids (`view.machine.tokenizer.decode(ids)`). The recorded
+        context is copied first: every call starts right after the launch."""
+        import copy
+
+        import torch
+
+        from qwengpu.compiler.run import cache_kwarg
+
+        from .text import prefix_tokens
+        if getattr(self.trace, "context", None) is None:
+            raise ValueError("continue_text needs a launch recorded on the stock forward of a spliced checkpoint "
+                             "(engine='model', machine/model = the checkpoint)")
+        model = self.machine.model
+        cache = copy.deepcopy(self.trace.context)
+        ids = [self.machine.token_id(self.trace.records[-1].text)] + prefix_tokens(self.machine, text)[0]
+        kw = cache_kwarg(model)
+        out = []
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids], device=model.device), use_cache=True, **{kw: cache}).logits
+            for _ in range(new_tokens):
+                nxt = int(logits[0, -1].argmax())
+                out.append(nxt)
+                logits = model(input_ids=torch.tensor([[nxt]], device=model.device), use_cache=True,
+                               **{kw: cache}).logits
+        return out
 
     def selection(self, memory: str) -> Selection:
         """`qwengpu.lab.record.Selection` of a memory: what its key heads select, every consumed token."""

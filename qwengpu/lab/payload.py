@@ -171,7 +171,9 @@ def machine_program_payload(view) -> dict:
         "prompt_len": int(tr.prompt_len),
         "fault": str(view.fault) if view.fault is not None else None,
         "has_model": True,
-        "layers": [{"index": L.index, "kind": L.kind, "role": L.role} for L in tr.layers],
+        "layers": [{"index": L.index, "kind": L.kind, "role": L.role, "part": getattr(L, "part", "gpu")}
+                   for L in tr.layers],
+        "prefix_len": int(getattr(tr, "prefix_len", 0)),
         "memories": [_memory_meta(view, m) for m in sorted(tr.memories.values(), key=lambda m: (m.layer, m.name))],
         "selections_default": list(_default_selections()),
         "consistency": _jsonable(tr.consistency),
@@ -355,7 +357,7 @@ def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, byte
     (`qwengpu.lab.attention`), as (meta, bytes): the overview [layers, n] (each layer's largest
     weight over its heads on each earlier token), the selected `layer` per head [heads, n] and its
     heatmap over recent tokens [heads, rows, cols]; weights 0..1 as uint8 (255 = 1)."""
-    from .attention import attention_error, attention_window, layer_attention, layers_overview
+    from .attention import attention_error, attention_window, is_base_layer, layer_attention, layers_overview
     tr = view.trace
     t = tr.prompt_len - 1 + position
     layer = int(layer) if 0 <= int(layer) < len(tr.layers) else int(tr.gdn_layers[0])
@@ -370,7 +372,17 @@ def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, byte
         top.append([c0 + s, round(float(per_head[h, s]), 4), tr.tokens[c0 + s]])
     gdn = layer in tr.gdn_layers
     kind = tr.layers[layer].kind
-    if gdn:
+    act = getattr(tr, "activity", None)
+    now = act[t] if act is not None and t < len(act) else None
+    if is_base_layer(tr, layer):
+        moved = None if now is None else float(now[layer])
+        note = ("a base layer of the spliced checkpoint, " + (
+            "not run by the compact engine: its gates are switched off on GPU tokens, so it adds exactly 0"
+            if moved is None else "idle on this token: it adds exactly 0 to the residual (its gates are "
+            "switched off by the GPU token's anchor), so its output draws on nothing" if moved == 0.0
+            else f"active on this token (it changes the residual by up to {moved:.3g}); its attention is the "
+            "base's, not decoded here"))
+    elif gdn:
         note = ("delta rule unrolled: q·k overlap × decay products × later erasures × β·|v| "
                 "(per key head: the largest over its value heads)")
     elif getattr(tr, "attention", {}).get(layer):
@@ -379,7 +391,8 @@ def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, byte
         note = f"softmax weights: no heads compiled in (scores 0), so uniform 1/{t + 1}; zero output projection: nothing reaches the residual"
     meta = {"t": t, "token": tr.tokens[t], "c0": c0, "n": int(over.shape[1]), "nlayers": len(tr.layers),
             "kinds": ["gdn" if L.kind == "linear_attention" else "attn" for L in tr.layers],
-            "roles": [L.role for L in tr.layers],
+            "roles": [L.role for L in tr.layers], "parts": [getattr(L, "part", "gpu") for L in tr.layers],
+            "activity": None if now is None else [float(x) for x in now],
             "layer": layer, "kind": kind, "heads": heads, "head_unit": "key head" if gdn else "head", "note": note,
             "top": top, "r0": r0, "w0": w0, "rows": int(win.shape[1]), "cols": int(win.shape[2]),
             "error": attention_error(tr)}

@@ -156,6 +156,7 @@ class LayerInfo:
     index: int
     kind: str                      # "full_attention" | "linear_attention"
     role: str = ""                 # what it does for the machine (the memories it holds, "inert", ...)
+    part: str = "gpu"              # "gpu", or "base": a spliced checkpoint's own layer (after the GPU's)
 
 
 @dataclass

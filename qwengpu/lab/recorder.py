@@ -67,6 +67,7 @@ from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
 
 from .machine_view import MachineView
+from .text import prefix_tokens
 from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
 from .view import interp_view
 
@@ -181,26 +182,30 @@ def memory_infos(machine, group: int) -> dict:
     return out
 
 
-def decode_fields(state, info: MemoryInfo):
+def decode_fields(state, info: MemoryInfo, slots=None, per_slot: bool = False):
     """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
     with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory` does),
     vectorised over fields of one width: (values [fields, slots] int64, written [slots] bool,
-    margin)."""
+    margin). `slots`: only these slots (the columns, in this order); `per_slot`: the margin of each
+    slot [slots] instead of the smallest."""
     st = np.asarray(state)
-    nf, ns = len(info.fields), info.slots
+    nf = len(info.fields)
+    idx_slots = np.arange(info.slots) if slots is None else np.asarray(slots, dtype=np.int64)
+    ns = len(idx_slots)
     vals = np.zeros((nf, ns), dtype=np.int64)
     written = np.zeros(ns, dtype=bool)
-    margin = float("inf")
+    margin = np.full(ns, np.inf)
     by_width: dict = {}
     for i, (h, _, w) in enumerate(info.fields):
         by_width.setdefault(w, []).append(i)
     for w, idx in by_width.items():
         heads = [info.fields[i][0] for i in idx]
-        bits, m, wr = read_rails(st[heads, :ns, :2 * w])             # [n, slots, w], [n, slots] x2
+        rows = st[heads, :info.slots, :2 * w] if slots is None else st[heads][:, idx_slots, :2 * w]
+        bits, m, wr = read_rails(rows)                               # [n, slots, w], [n, slots] x2
         vals[idx] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
         written |= wr.any(axis=0)
-        margin = min(margin, float(m.min()))
-    return vals, written, margin
+        margin = np.minimum(margin, m.min(axis=0))
+    return vals, written, (margin if per_slot else float(margin.min(initial=np.inf)))
 
 
 def words_of(vals, written, info: MemoryInfo) -> dict:
@@ -249,24 +254,31 @@ class _Taps:
 
     def put(self, L: int, q, k, beta, gate, decay=None, v=None):
         """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk], decay [T, hv] (log; None: 0),
-        v [T, hv, dv] (None: unknown, taken as unit norm)."""
+        v [T, hv, dv] (None: unknown, taken as unit norm); numpy arrays or torch tensors. In numpy:
+        these arrays are tiny, and a torch op on them costs more than the engine's whole pass."""
+        q, k, beta, gate, decay, v = (_numpy(x) for x in (q, k, beta, gate, decay, v))
         c = self._cur[:, self.index[L]]
-        qw, qs = q.max(-1)
-        kw, ks = k.max(-1)
-        b = beta.reshape(beta.shape[0], self.hk, self.group).amax(-1)
-        c[..., 0] = qs.numpy()
-        c[..., 1] = qw.numpy()
-        c[..., 2] = ks.numpy()
-        c[..., 3] = kw.numpy()
-        c[..., 4] = b.numpy()
-        c[..., 5] = gate.numpy()
-        self._beta[:, self.index[L]] = beta.numpy()
+        qs, ks = q.argmax(-1), k.argmax(-1)
+        qw = np.take_along_axis(q, qs[..., None], -1)[..., 0]
+        kw = np.take_along_axis(k, ks[..., None], -1)[..., 0]
+        c[..., 0] = qs
+        c[..., 1] = qw
+        c[..., 2] = ks
+        c[..., 3] = kw
+        c[..., 4] = beta.reshape(beta.shape[0], self.hk, self.group).max(-1)
+        c[..., 5] = gate
+        self._beta[:, self.index[L]] = beta
         if decay is not None:
-            self._decay[:, self.index[L]] = decay.numpy()
-        self._vnorm[:, self.index[L]] = 1.0 if v is None else v.norm(dim=-1).numpy()
-        for x, w in ((q, qw), (k, kw)):       # how far q and k are from one-hot (their top entry)
-            err = float(((x * x).sum(-1) - w * w).clamp(min=0).max().sqrt()) if x.numel() else 0.0
-            self.sparse_error = max(self.sparse_error, err)
+            self._decay[:, self.index[L]] = decay
+        self._vnorm[:, self.index[L]] = 1.0 if v is None else np.sqrt((v * v).sum(-1))
+        # how far q and k are from one-hot (their top entry), on the tokens where the layer writes
+        # (beta > 0) or reads (gate != 0): elsewhere (a GPU layer on a spliced checkpoint's text) a
+        # key or query of any shape has weight exactly 0
+        live = (beta > 0).any(-1) | (gate != 0).any(-1)
+        if q.size and live.any():
+            for x, w in ((q, qw), (k, kw)):
+                err = float(np.sqrt(np.maximum((x * x).sum(-1) - w * w, 0)[live].max()))
+                self.sparse_error = max(self.sparse_error, err)
 
     def table(self) -> np.ndarray:
         return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
@@ -282,6 +294,13 @@ class _Taps:
     def vnorm_table(self) -> np.ndarray:
         hv = self.hk * self.group
         return np.concatenate(self.vnorms) if self.vnorms else np.zeros((0, len(self.layers), hv), np.float32)
+
+
+def _numpy(x):
+    """A torch tensor's values as a float32 numpy array (numpy arrays and None pass)."""
+    if x is None or isinstance(x, np.ndarray):
+        return x
+    return x.detach().float().cpu().numpy()
 
 
 def _select(q, k, hk, dk):
@@ -300,8 +319,7 @@ class _CompactTap:
     normalised queries and keys, write strengths and output gates as the engine computed them."""
 
     def __init__(self, engine, taps: _Taps):
-        import torch
-        self.engine, self.taps, self.torch = engine, taps, torch
+        self.engine, self.taps = engine, taps
         # the output gate of each key head's first value head (every value head of a read shares it)
         self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
 
@@ -322,11 +340,9 @@ class _CompactTap:
         self.engine.__dict__.pop("forward", None)
 
     def put(self, L: int, inputs):
-        torch = self.torch
-        z = torch.from_numpy(inputs.z[:, self.gate_heads, 0])
-        gate = torch.nn.functional.silu(z) / Z_ON
-        self.taps.put(L, torch.from_numpy(inputs.q), torch.from_numpy(inputs.k), torch.from_numpy(inputs.beta), gate,
-                      torch.from_numpy(inputs.decay), torch.from_numpy(inputs.v))
+        z = inputs.z[:, self.gate_heads, 0].astype(np.float64)
+        gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
+        self.taps.put(L, inputs.q, inputs.k, inputs.beta, gate, inputs.decay, inputs.v)
 
 
 class _StockTap:
@@ -395,13 +411,22 @@ class _StockTap:
 
 def record_launch(program, launch, *, engine: str = "compact", machine=None, kernel: str | None = None,
                   max_tokens: int | None = None, names: list | None = None, progress: bool = False,
-                  on_token=None):
+                  on_token=None, prefix=None, live: "LiveRecording | None" = None):
     """Run one launch through the model (`engine`: "compact" or "model") and record it token by
     token; returns a `qwengpu.lab.MachineView` (see the module docstring).
 
     `on_token(index, text, state)`, if given, is called after every pass *before* the lab reads the
     state (the runtime's hook): what it changes in the state (a fault injected into a GDN memory) is
-    what the lab decodes and what the next pass computes with."""
+    what the lab decodes and what the next pass computes with.
+
+    `machine` may be a spliced checkpoint's machine (`qwengpu.splice.machine_splice.open_spliced_machine`): the GPU
+    layers are recorded as on the built-in machine, and on the stock forward every layer's
+    contribution to each token's residual too (`trace.activity`: the base layers add exactly 0 to a
+    GPU token). `prefix`: text (or token ids) of the checkpoint's own vocabulary run in the same
+    context before the launch (`MachineView.continue_text` goes on after it).
+
+    `live`: a `LiveRecording` that another thread may ask, while this runs, for a view of the
+    passes recorded so far (the inspector's scrubbing during a recording)."""
     if engine not in ("compact", "model"):
         raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
     module = qwengpu.load_program(program)
@@ -412,27 +437,39 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     prompt = prompt_tokens(image, module, spec)
     ref_view = interp_view(module, spec, kernel=kernel, names=names)           # the interpreter
     max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+    prefix_ids, prefix_texts = prefix_tokens(machine, prefix)
 
     geo = _ModelGeometry(machine, engine)
     infos = memory_infos(machine, geo.group)
     taps = _Taps(geo.gdn_layers, geo.hk, geo.dk, geo.group)
     tap = _CompactTap(geo.fast, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
-    rec = _PassRecorder(machine, geo, infos, taps, len(prompt), on_token)
+    activity = _ActivityTap(geo.model) if engine == "model" else None
+    rec = _PassRecorder(machine, geo, infos, taps, len(prefix_ids) + len(prompt), on_token)
     t_start = time.perf_counter()
+    if live is not None:
+        live._start(dict(engine=engine, tokens=prefix_texts + prompt, rec=rec, geo=geo, infos=infos, taps=taps,
+                         activity=activity, t_start=t_start, module=module, spec=spec, fn=fn, image=image,
+                         ref_view=ref_view, machine=machine, names=names, max_tokens=max_tokens))
     fault = None
     result = None
     tap.install()
+    if activity is not None:
+        activity.install()
     try:
         try:
             result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
-                                 progress=progress, max_steps=max_tokens)
+                                 progress=progress, max_steps=max_tokens, prefix_ids=prefix_ids or None)
         except ExecutionFault as e:
             if not rec.records or not rec.records[-1].text.startswith("<fault"):
                 raise
             fault = e
     finally:
         tap.remove()
-    trace = _trace(engine, prompt, rec, geo, infos, taps, time.perf_counter() - t_start)
+        if activity is not None:
+            activity.remove()
+    trace = _trace(engine, prefix_texts + prompt, rec, geo, infos, taps, time.perf_counter() - t_start, activity)
+    trace.prefix_len = len(prefix_ids)
+    trace.context = rec.last_state if engine == "model" else None
     view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
     view.check(max_tokens)
     return view
@@ -445,24 +482,82 @@ class _ModelGeometry:
 
     def __init__(self, machine, engine: str):
         self.fast = self.model = None
+        # a spliced checkpoint: the GPU's layers first, then the base's (`qwengpu.splice`)
+        self.gpu_count = int(getattr(machine, "gpu_layers", 0) or 0) or None
         if engine == "compact":
-            fast = self.fast = machine.fast()
+            fast = machine.fast()
+            fast = self.fast = getattr(fast, "engine", fast)      # a spliced checkpoint's: its GPU layers' engine
             self.kinds = list(fast.kinds)
             self.gdn_layers = list(fast.gdn_layers)
             self.hk, self.hv, self.dk = fast.hk, fast.hv, fast.dk
             self.attending: list = []
-            cfg = getattr(machine.fast_reference(), "config", None)
-            self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
+            if self.gpu_count is not None:
+                cfg = _checkpoint_text_config(machine)
+                self.kinds = list(cfg["layer_types"])             # the base's layers too (not run here)
+                self.attn_heads = int(cfg.get("num_attention_heads", 1) or 1)
+            else:
+                cfg = getattr(machine.fast_reference(), "config", None)
+                self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
         else:
             model = self.model = machine.model
             cfg = model.config
             self.kinds = list(cfg.layer_types)
-            self.gdn_layers = [L for L, k in enumerate(self.kinds) if k == "linear_attention"]
+            gpu = range(self.gpu_count or len(self.kinds))
+            self.gdn_layers = [L for L in gpu if self.kinds[L] == "linear_attention"]
             self.hk, self.hv, self.dk = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim
             self.attn_heads = int(cfg.num_attention_heads)
-            self.attending = [L for L, k in enumerate(self.kinds) if k == "full_attention"
+            self.attending = [L for L in gpu if self.kinds[L] == "full_attention"
                               and bool(model.model.layers[L].self_attn.o_proj.weight.detach().abs().max() > 0)]
         self.group = self.hv // self.hk
+
+    def is_base(self, layer: int) -> bool:
+        """A spliced checkpoint's own (base) layer, not one of the GPU's."""
+        return self.gpu_count is not None and layer >= self.gpu_count
+
+
+def _checkpoint_text_config(machine) -> dict:
+    """The text config of a spliced checkpoint (its `config.json`; a multimodal one's `text_config`)."""
+    import json
+    from pathlib import Path
+    cfg = json.loads((Path(machine.path) / "config.json").read_text())
+    return cfg.get("text_config", cfg) if cfg.get("model_type") == "qwen3_5" else cfg
+
+
+class _ActivityTap:
+    """Forward hooks on every decoder layer of the stock model: per token, the largest change the
+    layer makes to the residual stream (max |output - input|). A layer that is switched off on a
+    token (a spliced base layer on a GPU token, a GPU layer on text) changes it by exactly 0."""
+
+    def __init__(self, model):
+        self.model = model
+        self.rows: list = []              # per forward call: [T, layers]
+        self.handles: list = []
+
+    def install(self):
+        layers = self.model.model.layers
+        self.handles.append(layers[0].register_forward_pre_hook(self._begin, with_kwargs=True))
+        for L, layer in enumerate(layers):
+            self.handles.append(layer.register_forward_hook(self._hook(L), with_kwargs=True))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _begin(self, module, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        self.rows.append(np.zeros((x.shape[1], len(self.model.model.layers)), np.float32))
+        self._input = x
+
+    def _hook(self, L):
+        def hook(module, args, kwargs, out):
+            x = kwargs.get("hidden_states", args[0] if args else None)
+            y = out[0] if isinstance(out, tuple) else out
+            self.rows[-1][:, L] = (y[0] - x[0]).detach().abs().amax(-1).float().cpu().numpy()
+        return hook
+
+    def table(self) -> np.ndarray:
+        return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.model.model.layers)), np.float32)
 
 
 class _PassRecorder:
@@ -475,33 +570,65 @@ class _PassRecorder:
         self.machine, self.geo, self.infos, self.taps = machine, geo, infos, taps
         self.prompt_len, self.user_hook = prompt_len, user_hook
         self.records: list = []
+        self.last_state = None
         self.prev_raw: dict = {}
         self.base_raw: dict = {}
         self.last_raw: dict = {}
         self.updates: list = []
         self.heads = np.arange(geo.hv)
+        self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
+        self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
+        self._head_sets: dict = {}
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
             self.user_hook(i, text, state)
+        self.last_state = state
         raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
         self.last_raw.clear()
         self.last_raw.update(raws)
-        margins, words = {}, {}
-        for name, info in self.infos.items():
-            vals, written, margin = decode_fields(raws[info.layer], info)
-            margins[name] = margin
-            if name in self.decoded:
-                words[name] = (vals, written)
         if i == 0:
             for L in self.geo.gdn_layers:
                 self.base_raw[L] = raws[L].copy()
                 self.prev_raw[L] = raws[L].copy()
             self.updates.append([])
+            moved = None
         else:
             self.updates.append(self._moved_rows(raws))
+            # a pass writes the rows its keys select; a user's hook may have changed any row
+            moved = self.updates[-1] if self.user_hook is None else None
+        margins, words = {}, {}
+        for name, info in self.infos.items():
+            self._decode(name, info, raws[info.layer], moved)
+            margins[name] = float(self.slot_margin[name].min(initial=np.inf))
+            if name in self.decoded:
+                words[name] = self.words[name]
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
                                         position=i, machine=_machine_state(words, self.infos), margins=margins))
+
+    def _decode(self, name: str, info: MemoryInfo, raw, moved):
+        """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
+        all slots at the first pass (or after a user's hook), then only the slots of the rows the
+        pass moved (`_moved_rows`: every other row is as the previous pass left it, to ROW_EPS)."""
+        if moved is None or name not in self.slot_margin:
+            vals, written, margin = decode_fields(raw, info, per_slot=True)
+            self.slot_margin[name] = margin
+            if name in self.decoded:
+                self.words[name] = (vals, written)
+            return
+        heads = self._head_sets.setdefault(name, set(info.heads))
+        slots = sorted({int(r) for L, hh, rr, _, _ in moved if L == info.layer
+                        for h, r in zip(hh, rr) if int(h) in heads and r < info.slots})
+        if not slots:
+            return
+        vals, written, margin = decode_fields(raw, info, slots=slots, per_slot=True)
+        self.slot_margin[name][slots] = margin
+        if name in self.decoded:
+            old_vals, old_written = self.words[name]
+            new_vals, new_written = old_vals.copy(), old_written.copy()     # records keep their own
+            new_vals[:, slots] = vals
+            new_written[slots] = written
+            self.words[name] = (new_vals, new_written)
 
     def _moved_rows(self, raws: dict) -> list:
         """The rows this pass's keys selected, where a value moved: kept with old and new values."""
@@ -520,34 +647,92 @@ class _PassRecorder:
         return upd
 
 
+class LiveRecording:
+    """A launch being recorded (`record_launch(..., live=LiveRecording())`), seen from another
+    thread: `passes` recorded so far, `expected` (the simulator's count of the passes the launch
+    takes, known before the model runs), and `view()`, a `MachineView` of the passes recorded so
+    far, checked against the simulator and the interpreter's registers as far as they go."""
+
+    def __init__(self):
+        self._parts: dict | None = None
+        self.expected: int | None = None
+
+    def _start(self, parts: dict):
+        from qwengpu.machine.simulator import Simulator
+        sim = Simulator(parts["image"], parts["module"], parts["spec"], max_tokens=parts["max_tokens"])
+        try:
+            sim.run()
+        except Exception:            # a launch that faults (or runs away) still has its passes so far
+            pass
+        self.expected = len(sim.tokens)
+        self._parts = parts
+
+    @property
+    def passes(self) -> int:
+        return len(self._parts["rec"].records) if self._parts is not None else 0
+
+    def view(self):
+        """The passes recorded so far as a `MachineView` (None before the first)."""
+        p = self._parts
+        n = self.passes
+        if p is None or n == 0:
+            return None
+        trace = _trace(p["engine"], p["tokens"], p["rec"], p["geo"], p["infos"], p["taps"],
+                       time.perf_counter() - p["t_start"], p["activity"], upto=n)
+        view = MachineView(p["module"], p["spec"], p["fn"], p["image"], trace, p["ref_view"], None, None, p["machine"],
+                           p["names"])
+        view.check(p["max_tokens"], partial=True)
+        return view
+
+
 def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, infos: dict, taps,
-           seconds: float) -> ModelTrace:
+           seconds: float, activity=None, upto: int | None = None) -> ModelTrace:
     """The `ModelTrace` of a recorded launch; the raw states rebuilt from the kept rows are compared
-    with the model's final states (`raw_exact`)."""
-    raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers), default=0.0)
+    with the model's final states (`raw_exact`). `upto`: the first `upto` passes of a recording
+    still running (its tables as far as they are complete; `raw_exact` None)."""
+    n = len(rec.records) if upto is None else upto
+    rows = rec.prompt_len + n - 1                  # tokens consumed by pass n - 1
+    records = rec.records[:n]
+    if upto is None:
+        raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers),
+                        default=0.0)
+    else:
+        raw_error = None
+    act = activity.table()[:rows] if activity is not None else None
+    launch_rows = slice(rec.prompt_len - 1, None)          # the rows of the launch's consumed tokens
     layers = []
     for L, kind in enumerate(geo.kinds):
         held = [n for n, info in infos.items() if info.layer == L]
+        if geo.is_base(L):
+            if act is None:
+                role = "base layer: not run by the compact engine (it adds exactly 0 to a GPU token, docs/splice.md)"
+            else:
+                most = float(act[launch_rows, L].max()) if len(act) else 0.0
+                role = ("base layer: idle during the launch (adds exactly 0 to every GPU token)" if most == 0.0
+                        else f"base layer: adds up to {most:.3g} to a GPU token")
+            layers.append(LayerInfo(L, kind, role, part="base"))
+            continue
         if kind == "linear_attention":
             role = ", ".join(held) if held else "copies from earlier tokens"
         else:
             role = "attends" if L in geo.attending else "inert (zero output projection): its MLP only"
         layers.append(LayerInfo(L, kind, role))
-    trace = ModelTrace(prompt + [r.text for r in rec.records], rec.records, layers)
+    trace = ModelTrace(prompt + [r.text for r in records], records, layers)
+    trace.activity = act
     trace.engine = engine
     trace.memories = infos
     trace.gdn_layers = geo.gdn_layers
-    trace.taps = taps.table()
-    trace.betas = taps.beta_table()
-    trace.decays = taps.decay_table()
-    trace.vnorms = taps.vnorm_table()
+    trace.taps = taps.table()[:rows]
+    trace.betas = taps.beta_table()[:rows]
+    trace.decays = taps.decay_table()[:rows]
+    trace.vnorms = taps.vnorm_table()[:rows]
     trace.sparse_error = taps.sparse_error
     trace.attn_heads = geo.attn_heads
     trace.attention = dict(taps.attention)
     trace.base_raw = rec.base_raw
-    trace.updates = rec.updates
+    trace.updates = rec.updates[:n]
     trace.raw_error = raw_error
-    trace.raw_exact = raw_error <= ROW_EPS
+    trace.raw_exact = None if raw_error is None else raw_error <= ROW_EPS
     trace.seconds = seconds
     return trace
 

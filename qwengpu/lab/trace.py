@@ -10,7 +10,7 @@ from .view import EngineUnavailable, interp_view
 
 def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None = None,
                  max_steps: int | None = None, names: list | None = None, progress=None, machine=None,
-                 on_token=None):
+                 on_token=None, prefix=None, live=None):
     """Run one launch with a per-step trace and build its view.
 
     `engine="interp"` runs the reference interpreter and gives a `LaunchView` (one position per
@@ -23,7 +23,9 @@ def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None 
     simulator and the interpreter (`qwengpu.lab.recorder`). `machine`: a built machine (default: the
     built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
     `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
-    change it: fault injection, see `record_launch`).
+    change it: fault injection, see `record_launch`). `machine` may be a spliced checkpoint's
+    (`qwengpu.splice.machine_splice.open_spliced_machine`) and `prefix` text run before the launch in its context;
+    `live` a `qwengpu.lab.recorder.LiveRecording` (views of the passes so far, from another thread).
     """
     module = qwengpu.load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
@@ -34,9 +36,9 @@ def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None 
             raise EngineUnavailable(f"the {engine} engine needs torch and transformers: "
                                     f"pip install -e '.[model]' ({e})") from None
         return record_launch(module, spec, engine=engine, machine=machine, kernel=kernel, max_tokens=max_steps,
-                             names=names, progress=bool(progress), on_token=on_token)
+                             names=names, progress=bool(progress), on_token=on_token, prefix=prefix, live=live)
     if engine != "interp":
         raise ValueError(f"unknown engine {engine!r} (the lab knows 'interp', 'compact' and 'model')")
-    if machine is not None or on_token is not None:
-        raise TypeError("machine= and on_token= are for the model engines ('compact', 'model')")
+    if machine is not None or on_token is not None or prefix is not None or live is not None:
+        raise TypeError("machine=, on_token=, prefix= and live= are for the model engines ('compact', 'model')")
     return interp_view(module, spec, kernel=kernel, max_steps=max_steps, names=names, progress=progress)
