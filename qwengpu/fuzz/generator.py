@@ -20,17 +20,22 @@ from ..launch import Arg, LaunchSpec
 
 #: the local variable types: C spelling, launch dtype, and how many locals of each
 TYPES = {"i": "int", "u": "unsigned", "l": "i64", "q": "u64", "f": "float"}
-LOCALS = {"i": 3, "u": 2, "l": 2, "q": 2, "f": 3}
+LOCALS = {"i": 2, "u": 2, "l": 1, "q": 1, "f": 2}
 #: per-thread input words (ii: int32, il: int64, fi: float32) and the output buffers
 IN_PER_THREAD = {"ii": 3, "il": 2, "fi": 3}
-OUTPUTS = (("oi", "i", "int32"), ("ou", "u", "uint32"), ("ol", "l", "int64"), ("oq", "q", "uint64"),
-           ("of", "f", "float32"))
+#: (buffer, the local types it receives, dtype): few buffers, so that few pointers stay live (the
+#: machine has 32 registers; a 64-bit pointer takes two)
+OUTPUTS = (("oi", "iu", "int32"), ("ol", "lq", "int64"), ("of", "f", "float32"))
 #: one accumulator word per atomic operation: each operation is commutative and associative with
 #: itself, so a word's final value does not depend on the order the threads reach it
 ATOMICS = ("atomicAdd", "atomicXor", "atomicOr", "atomicAnd", "atomicMax", "atomicMin")
 ACC_WORDS = len(ATOMICS)
-PARAMS = ("const int *ii, const i64 *il, const float *fi, int *oi, unsigned *ou, i64 *ol, u64 *oq, float *of, "
-          "unsigned *acc")
+PARAMS = "const int *ii, const i64 *il, const float *fi, int *oi, i64 *ol, float *of, unsigned *acc"
+
+
+def words_per_thread(types: str) -> int:
+    """Output words per thread of a buffer receiving the locals of `types`."""
+    return sum(LOCALS[t] for t in types)
 
 
 @dataclass
@@ -69,17 +74,20 @@ class FuzzKernel:
             for k in range(n):
                 lines.append(f"    {TYPES[ty]} {ty}{k} = {_initial(ty, k)};")
         lines += _render(body, 1)
-        for buf, ty, _ in OUTPUTS:
-            for k in range(LOCALS[ty]):
-                lines.append(f"    {buf}[g * {LOCALS[ty]} + {k}] = {ty}{k};")
+        for buf, types, dt in OUTPUTS:
+            n = words_per_thread(types)
+            names = [f"{ty}{k}" for ty in types for k in range(LOCALS[ty])]
+            cast = {"int32": "(int)", "int64": "(i64)", "float32": ""}[dt]
+            for j, name in enumerate(names):
+                lines.append(f"    {buf}[g * {n} + {j}] = {cast}{name};")
         lines.append("}")
         return "\n".join(lines) + "\n"
 
     def spec(self) -> LaunchSpec:
         args = [Arg("buffer", dt, data=self.inputs[name].copy())
                 for name, dt in (("ii", "int32"), ("il", "int64"), ("fi", "float32"))]
-        for _, ty, dt in OUTPUTS:
-            args.append(Arg("buffer", dt, data=np.zeros(self.threads * LOCALS[ty], dtype=dt)))
+        for _, types, dt in OUTPUTS:
+            args.append(Arg("buffer", dt, data=np.zeros(self.threads * words_per_thread(types), dtype=dt)))
         args.append(Arg("buffer", "uint32", data=self.acc.copy()))
         return LaunchSpec(kernel=self.name, grid=(self.grid, 1, 1), block=(self.block, 1, 1), args=args)
 

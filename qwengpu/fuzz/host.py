@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cuda import compile_cuda
-from .generator import OUTPUTS, FuzzKernel
+from .generator import OUTPUTS, FuzzKernel, words_per_thread
 from .prelude import HOST_RUNNER, PRELUDE
 
 HOST_FLAGS = ("-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-w")
@@ -65,11 +65,11 @@ def host_program(kernels: list[FuzzKernel], bodies: list | None = None) -> str:
             word = "unsigned" if arr.dtype.itemsize == 4 else "u64"
             decl.append(f"static const {word} {name}_bits[] = {{{_words(arr)}}};")
             decl.append(f"static {ctype} {name}[{len(arr)}];")
-        for buf, ty, _ in OUTPUTS:
-            ctype = {"i": "int", "u": "unsigned", "l": "i64", "q": "u64", "f": "float"}[ty]
-            decl.append(f"static {ctype} {buf}[{n * _per_thread(ty)}];")
+        for buf, types, dt in OUTPUTS:
+            ctype = {"int32": "int", "int64": "i64", "float32": "float"}[dt]
+            decl.append(f"static {ctype} {buf}[{n * words_per_thread(types)}];")
         decl.append(f"static unsigned acc[] = {{{_words(k.acc)}}};")
-        decl.append(f"static void body() {{ {k.name}(ii, il, fi, oi, ou, ol, oq, of, acc); }}")
+        decl.append(f"static void body() {{ {k.name}(ii, il, fi, oi, ol, of, acc); }}")
         decl.append("}")
         parts.append("\n".join(decl))
         main.append(f"    std::memcpy({ns}::ii, {ns}::ii_bits, sizeof {ns}::ii);")
@@ -82,11 +82,6 @@ def host_program(kernels: list[FuzzKernel], bodies: list | None = None) -> str:
         main.append(f'    fz_print("acc", {ns}::acc, sizeof {ns}::acc, 4);')
     main += ["    return 0;", "}"]
     return "\n".join(parts + ["\n".join(main)]) + "\n"
-
-
-def _per_thread(ty: str) -> int:
-    from .generator import LOCALS
-    return LOCALS[ty]
 
 
 def run_host(kernels: list[FuzzKernel], bodies: list | None = None, timeout: float = 120) -> dict:
