@@ -1309,3 +1309,25 @@ def matmul_tile4(c, a, b, wa, wb):
                 acc = fma(a[i * n + k], b[k * int(wb) + j], acc)
             out[i * int(wb) + j] = acc
     return [out, a, b, None, None]
+
+
+@oracle("half_arith", tags={"float", "half"},
+        about="__half/__half2 arithmetic (add, sub, mul, fma, neg, min, compare; f16x2 mul and add)")
+def half_arith(x, out):
+    from fractions import Fraction
+
+    def h(v: Fraction) -> np.float16:
+        """The nearest half (ties to even): NumPy rounds a float64 to half correctly, and each value
+        here is exact in float64 (a check, not an assumption)."""
+        f = float(v)
+        assert Fraction(f) == v, "the oracle needs the exact value in float64"
+        return np.float16(f)
+
+    out = out.copy()
+    for t in range(4):
+        a, b = np.float16(x[t]), np.float16(x[t + 4])          # cvt.rn.f16.f32
+        A, B = Fraction(float(a)), Fraction(float(b))
+        row = [h(A + B), h(A - B), h(A * B), h(A * B - A), min(a, b), 1.0 if a < b else 0.0,
+               h(Fraction(float(h(A * A))) + A), h(Fraction(float(h(B * B))) + B), a]
+        out[9 * t:9 * t + 9] = np.array([float(v) for v in row], dtype=np.float32)
+    return [x, out]
