@@ -1331,3 +1331,21 @@ def half_arith(x, out):
                h(Fraction(float(h(A * A))) + A), h(Fraction(float(h(B * B))) + B), a]
         out[9 * t:9 * t + 9] = np.array([float(v) for v in row], dtype=np.float32)
     return [x, out]
+
+
+# ----------------------------------------------------------------------------- reduced from `qwengpu fuzz`
+
+@oracle("fuzz_shared_8", tags={"shared", "sync", "multiwarp", "int64", "fuzz"},
+        about="2 blocks of 8 threads: shifted values through shared memory between barriers (reduced from qwengpu fuzz)")
+def fuzz_shared_8(ii, il, fi, oi, ol, of):
+    oi, ol, of = oi.copy(), ol.copy(), of.copy()
+    for blk in range(2):
+        sh = [s32(1546137605 << ((t * t) & 31)) for t in range(8)]
+        for t in range(8):
+            g = blk * 8 + t
+            u0 = u32(int(ii[g * 3 + 2])) ^ 2654435769
+            u1 = u32(int(ii[g * 3 + 1])) ^ 1013904242
+            oi[g * 4:g * 4 + 4] = [int(ii[g * 3]), sh[(t + 7) % 8], s32(u0), s32(u1)]
+            ol[g * 2:g * 2 + 2] = [int(il[g * 2]), s64(u64(int(il[g * 2 + 1])) * 2685821657736338717)]
+            of[g * 2:g * 2 + 2] = fi[g * 3:g * 3 + 2]
+    return [ii, il, fi, oi, ol, of]
