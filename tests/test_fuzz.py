@@ -123,3 +123,13 @@ def test_the_reducer_deletes_every_statement_the_failure_does_not_need():
     def has_bad(b):
         return any(s.text == "bad;" or has_bad(s.body) or has_bad(s.orelse) for s in b)
     assert [(s.kind, s.text) for s in reduce_body(body, has_bad)] == [("line", "bad;")]
+
+
+@needs_tools
+def test_a_batch_a_compiler_rejects_is_reported_not_raised(monkeypatch):
+    import qwengpu.fuzz.generator as gen
+    monkeypatch.setattr(gen, "_initial", lambda ty, k: "no_such_name")
+    report = fz.fuzz(seed=SEED, count=2, batch=2)
+    (f,) = report.failures
+    assert f.engine == "compile" and f.name == f"fz_{SEED}_0..fz_{SEED}_1" and "no_such_name" in f.source
+    assert report.checked == {"interp": 0, "sim": 0}

@@ -126,9 +126,17 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
         report.checked[e], report.did_not_fit[e] = 0, 0
     for lo in range(start, start + count, batch):
         ks = [generate(seed, i) for i in range(lo, min(lo + batch, start + count))]
-        host = run_host(ks)
         from ..api import load_program
-        ptx = compile_ptx(ks)
+        try:
+            host = run_host(ks)
+            ptx = compile_ptx(ks)
+        except Exception as e:    # the generator wrote something a compiler rejects: its bug, reported
+            f = Failure(f"{ks[0].name}..{ks[-1].name}", ks[0].seed, "compile", f"{type(e).__name__}: {e}",
+                        cuda_source(ks))
+            report.failures.append(f)
+            if log:
+                log(f"COMPILE FAILURE for kernels {f.name}: {f.detail[:2000]}")
+            continue
         try:
             program = load_program(ptx)
         except Exception:       # one kernel's construct the frontend refuses: each on its own then
