@@ -277,8 +277,8 @@ def _legalize_inversions(prog: MicroProgram):
                         op.a, op.b = op.b, op.a
                     else:
                         op.a = materialise(op.a)
-                if op.op == "SEL" and op.c is not None and op.c.inv:
-                    op.a, op.b, op.c = op.b, op.a, Src(op.c.value)
+                # an inverted SEL condition is materialised like any inverted operand: swapping a and b
+                # instead would read ~c != 0 as c == 0, true only when c is 0 or all ones (`fuzz_inverted_divisor`)
                 op.c = materialise(op.c)
             else:
                 for k in ("addr", "data", "cmp", "bsrc", "csrc"):
