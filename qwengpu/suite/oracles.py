@@ -1335,6 +1335,31 @@ def half_arith(x, out):
 
 # ----------------------------------------------------------------------------- reduced from `qwengpu fuzz`
 
+@oracle("fuzz_inverted_divisor", tags={"int", "convert", "fuzz"},
+        about="division and u32->f32 conversion of a bitwise NOT (reduced from qwengpu fuzz)")
+def fuzz_inverted_divisor(x, uq, iq, fv):
+    xs = ints(x)
+    uq = np.array([u32(xs[t]) // u32(~t) for t in range(4)], dtype=np.uint32)
+    q = []
+    for t in range(4):
+        d, n = s32(~xs[t]), xs[t + 4]
+        q.append(n if d == 0 or (n == -(1 << 31) and d == -1) else cdiv(n, d))
+    fv = np.array([u32(~t) for t in range(4)], dtype=np.float64).astype(np.float32)   # exact, then rounded once
+    return [x, uq, np.array(q, dtype=np.int32), fv]
+
+
+@oracle("fuzz_inverted_select_u64", tags={"int64", "float", "fuzz"},
+        about="64-bit remainder by a guarded bitwise NOT, of a value chosen by a float compare (reduced from qwengpu fuzz)")
+def fuzz_inverted_select_u64(l, f, q, out):
+    res = []
+    for t in range(4):
+        qt = int(q[t])
+        b = u64(~(qt >> (qt & 63)))
+        a = u64(int(l[t])) if np.float32(t) >= f[t] else 0
+        res.append(a if b == 0 else a % b)
+    return [l, f, q, np.array(res, dtype=np.uint64)]
+
+
 @oracle("fuzz_shared_8", tags={"shared", "sync", "multiwarp", "int64", "fuzz"},
         about="2 blocks of 8 threads: shifted values through shared memory between barriers (reduced from qwengpu fuzz)")
 def fuzz_shared_8(ii, il, fi, oi, ol, of):
