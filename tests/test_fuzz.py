@@ -61,6 +61,15 @@ def test_the_host_oracle_runs_barriers_shuffles_and_atomics_thread_by_thread():
 
 
 @needs_tools
+def test_the_host_oracle_keeps_ieee_signed_zeros():
+    """0 - (float)t is +0.0 for t = 0 (GCC folds it into -(float)t without -frounding-math;
+    found by `qwengpu fuzz --seed 2026`, kernel 1410)."""
+    k = _kernel([Stmt("line", "f0 = 0.0f - (float)t;")])
+    f0 = fz.run_host([k])["fz_test"][5].reshape(4, 2)[:, 0]
+    assert f0.view(np.uint32)[0] == 0 and f0[1:].tolist() == [-1.0, -2.0, -3.0]
+
+
+@needs_tools
 def test_generated_kernels_have_no_undefined_behaviour(tmp_path):
     """The host program of a batch, built with UBSan, reports nothing (safe math, in-range shifts,
     conversions and indices)."""

@@ -3,7 +3,8 @@
 Nothing of qwenGPU takes part: the kernel text (with the prelude) goes to `c++`, whose program runs
 each launch block by block, thread by thread (`prelude.HOST_RUNNER`), and prints every output
 buffer as hex words. Floats follow IEEE single precision: `-ffp-contract=off` (no fused
-multiply-add the source does not write; nvcc gets `-fmad=false`), no fast-math.
+multiply-add the source does not write; nvcc gets `-fmad=false`), no fast-math, and no folds that
+assume the rounding mode (`-frounding-math`: GCC's `0 - x -> -x` is wrong for x = +0).
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from ..cuda import compile_cuda
 from .generator import OUTPUTS, FuzzKernel, words_per_thread
 from .prelude import HOST_RUNNER, PRELUDE
 
-HOST_FLAGS = ("-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-w")
+#: `-frounding-math`: GCC 12 otherwise folds `0.0f - (float)i` into `-(float)i`, which is -0.0 where
+#: IEEE gives +0.0 (i == 0); the program still runs in round-to-nearest, the folds are what it stops
+HOST_FLAGS = ("-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-frounding-math", "-w")
 NVCC_FLAGS = ("-O3", "-fmad=false")
 
 
