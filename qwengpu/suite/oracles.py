@@ -1374,3 +1374,9 @@ def fuzz_shared_8(ii, il, fi, oi, ol, of):
             ol[g * 2:g * 2 + 2] = [int(il[g * 2]), s64(u64(int(il[g * 2 + 1])) * 2685821657736338717)]
             of[g * 2:g * 2 + 2] = fi[g * 3:g * 3 + 2]
     return [ii, il, fi, oi, ol, of]
+
+
+@oracle("fuzz_loop_break_not", tags={"int", "loop", "control", "predicate", "fuzz"},
+        about="a NOT inside a loop nest left by break after one trip (reduced from qwengpu fuzz)")
+def fuzz_loop_break_not(x, f, out):
+    return [x, f, np.array([u32(~(u32(int(v)) ^ 2654435769)) for v in x], dtype=np.uint32)]
