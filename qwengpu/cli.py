@@ -6,6 +6,7 @@
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
+    qwengpu fuzz [--seed S] [--count N] [--start I] [--compact-every K] [--out DIR] [--json F]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
     qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
@@ -181,6 +182,24 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def cmd_fuzz(args) -> int:
+    from .fuzz import fuzz
+    engines = tuple(e for e in args.engines.split(",") if e)
+
+    def log(line):
+        print(line, flush=True)
+    report = fuzz(seed=args.seed, count=args.count, start=args.start, engines=engines,
+                  compact_every=args.compact_every, batch=args.batch, out_dir=args.out, reduce=args.reduce,
+                  log=None if args.quiet else log)
+    for f in report.failures:
+        print(f"  {f.name} (seed {f.seed}) on {f.engine}: {f.detail}" + (f" [{f.directory}]" if f.directory else ""))
+    print(report.summary())
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report.to_json(), fh, indent=1)
+    return 0 if not report.failures else 1
+
+
 def _model_arguments(p, checks: bool = True) -> None:
     p.add_argument("--device", default=None, help="torch device of the model engine: cpu, cuda, mps "
                    "(default: the best available; the compact engine runs on the CPU)")
@@ -258,6 +277,20 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("jupyter_args", nargs="*", metavar="-- JUPYTER_OPTION",
                     help="options after `--` go to jupyter lab as they are, e.g. -- --LabApp.expose_app_in_browser=True")
     lb.set_defaults(func=cmd_lab)
+
+    fz = sub.add_parser("fuzz", help="random CUDA kernels on the engines against a host C++ oracle (needs nvcc and c++)")
+    fz.add_argument("--seed", type=int, default=0, help="the run's seed (kernel I of seed S is always the same)")
+    fz.add_argument("--count", type=int, default=100, help="how many kernels")
+    fz.add_argument("--start", type=int, default=0, help="index of the first kernel")
+    fz.add_argument("--engines", default="interp,sim", help="engines checked on every kernel (default: interp,sim)")
+    fz.add_argument("--compact-every", type=int, default=0, metavar="K",
+                    help="also run every K-th kernel (index %% K == 0) on the compact engine (default 0: none)")
+    fz.add_argument("--batch", type=int, default=40, help="kernels per nvcc and host-compiler call")
+    fz.add_argument("--out", default="fuzz-failures", help="directory for disagreements (default: fuzz-failures)")
+    fz.add_argument("--reduce", type=int, default=10, help="reduce the first N disagreements (default 10)")
+    fz.add_argument("--json", help="write the report to this JSON file")
+    fz.add_argument("--quiet", action="store_true", help="no progress lines")
+    fz.set_defaults(func=cmd_fuzz)
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")
     c.add_argument("file")

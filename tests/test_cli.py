@@ -1,7 +1,10 @@
 """The command-line contract: `qwengpu run/verify/demo/bench`, JSON output, errors on stderr."""
 import json
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from qwengpu import suite
 
@@ -91,3 +94,16 @@ def test_bench_counts_cpu_seconds():
     assert total["cpu_seconds"] == sum(r["cpu_seconds"] for r in rows)
     assert total["tokens_per_cpu_s"] == total["tokens"] / total["cpu_seconds"]
     assert any(line.startswith("  CPU time compact:") and "tokens per CPU-second" in line for line in lines)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
+                    reason="nvcc or a host C++ compiler is not installed on this machine")
+def test_fuzz_runs_a_seed_and_writes_its_report(tmp_path):
+    rep = tmp_path / "fuzz.json"
+    p = cli("fuzz", "--seed", "5", "--count", "6", "--batch", "3", "--out", str(tmp_path / "failures"),
+            "--json", str(rep))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "6 kernels" in p.stdout and "0 disagreement(s)" in p.stdout
+    out = json.loads(rep.read_text())
+    assert out["count"] == 6 and out["failures"] == []
+    assert out["checked"]["interp"] == 6 and out["checked"]["sim"] + out["did_not_fit"]["sim"] == 6

@@ -164,3 +164,51 @@ def test_float_add_mul_match_numpy(xs):
             assert g == 0x7FFFFFFF
         else:
             assert g == int(np.float32(w).view(np.uint32))
+
+
+def _half_ref(op_name, a_bits, b_bits):
+    """add/mul of two halves, correctly rounded: both are exact in float64, and NumPy rounds a
+    float64 to half correctly (ties to even)."""
+    a, b = (np.array([x], dtype=np.uint16).view(np.float16)[0].astype(np.float64) for x in (a_bits, b_bits))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.float16(a + b if op_name == "add" else a * b)
+    return int(np.array([r]).view(np.uint16)[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 0xFFFF), min_size=8, max_size=8), st.sampled_from(["add", "mul"]))
+def test_f16_and_f16x2_add_mul_round_correctly(halves, op_name):
+    a, b = halves[:4], halves[4:]
+    got = op(f"{op_name}.f16", "b16", ["b16", "b16"], a, b)
+    for x, y, g in zip(a, b, got):
+        want = _half_ref(op_name, x, y)
+        nan = (want & 0x7C00) == 0x7C00 and want & 0x3FF
+        assert (g & 0x7C00 == 0x7C00 and g & 0x3FF) if nan else g == want, (hex(x), hex(y), hex(g), hex(want))
+    # f16x2: the same per half, the low halves from `a`, the high ones from `b`
+    pairs = [x | y << 16 for x, y in zip(a, b)]
+    got2 = op(f"{op_name}.rn.f16x2", "b32", ["b32", "b32"], pairs, pairs[::-1])
+    for k, g in enumerate(got2):
+        for half, (x, y) in ((g & 0xFFFF, (a[k], a[3 - k])), (g >> 16, (b[k], b[3 - k]))):
+            want = _half_ref(op_name, x, y)
+            if not ((want & 0x7C00) == 0x7C00 and want & 0x3FF):
+                assert half == want
+
+
+def test_f16_fma_neg_min_and_compare():
+    one, two, half_ulp = 0x3C00, 0x4000, 0x1000            # 1.0, 2.0, 2**-11
+    # fma rounds once: 1 * 2**-11 + 1 is a tie that rounds to even (1.0); 1*1 + 2 = 3; -0 * 0 + 0 = +0
+    got = op("fma.rn.f16", "b16", ["b16"] * 3, [one, one, 0x8000, one], [half_ulp, one, 0, 0x3C01], [one, two, 0, one])
+    assert got[:3] == [one, 0x4200, 0] and got[3] == 0x4000      # 1 * (1 + 2**-10) + 1 = 2 + 2**-10 -> 2.0 (tie, even)
+    assert op("neg.f16", "b16", ["b16"], [one, 0x8000, 0x7C00, 0]) == [0xBC00, 0, 0xFC00, 0x8000]
+    assert op("min.f16", "b16", ["b16", "b16"], [one, 0xBC00, 0x7E00, two], [two, one, one, 0x7E00]) == \
+        [one, 0xBC00, one, two]
+    assert op("setp.lt.f16", "pred", ["b16", "b16"], [one, two, 0x7E00, 0x8000], [two, one, one, 0]) == [1, 0, 0, 0]
+
+
+def test_half_forms_that_ptx_lacks_are_refused():
+    import pytest
+
+    from qwengpu.ptx.isa import PTXUnsupported
+    for bad, nsrc in (("div.rn.f16", 2), ("sqrt.rn.f16", 1), ("add.rz.f16", 2)):
+        with pytest.raises(PTXUnsupported, match="f16"):
+            op(bad, "b16", ["b16"] * nsrc, *[[0] * 4] * nsrc)

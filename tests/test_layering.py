@@ -44,7 +44,9 @@ ALLOWED = {
     "qwengpu.soak": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify", "qwengpu.runtime"},
     "qwengpu.cli": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite", "qwengpu.verify",
                     "qwengpu.bench", "qwengpu.soak", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime",
-                    "qwengpu.lab"},          # `qwengpu lab` (qwengpu.lab.server)
+                    "qwengpu.lab", "qwengpu.fuzz"},          # `qwengpu lab` (qwengpu.lab.server)
+    # random kernels against a host C++ oracle, on the engines
+    "qwengpu.fuzz": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.verify"},
     "qwengpu.__main__": {"qwengpu.cli"},
     "qwengpu_widgets": {"qwengpu", "qwengpu.lab", "qwengpu.launch", "qwengpu.splice"},   # model=: a spliced checkpoint
 }

@@ -277,8 +277,8 @@ def _legalize_inversions(prog: MicroProgram):
                         op.a, op.b = op.b, op.a
                     else:
                         op.a = materialise(op.a)
-                # SEL tests c != 0, and ~c != 0 is not c == 0 (only for c in {0, ~0}): an inverted
-                # condition is materialised, never answered by swapping a and b
+                # an inverted SEL condition is materialised like any inverted operand: swapping a and b
+                # instead would read ~c != 0 as c == 0, true only when c is 0 or all ones (`fuzz_inverted_divisor`)
                 op.c = materialise(op.c)
             else:
                 for k in ("addr", "data", "cmp", "bsrc", "csrc"):

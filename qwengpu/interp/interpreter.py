@@ -679,7 +679,7 @@ def _float_args(info):
 def h_arith(it: Interpreter, warp, frame, ins, info, ex):
     op = ins.op
     t = info.type
-    if t in ("f32", "f64", "f16"):
+    if t in ("f32", "f64", "f16", "f16x2"):
         return h_float(it, warp, frame, ins, info, ex)
     w = _bits(t)
     s = _signed(t)
@@ -756,10 +756,21 @@ def _wide(t: str) -> str:
 
 
 def h_float(it: Interpreter, warp, frame, ins, info, ex):
-    F = _floats()
     t = info.type
-    w = _bits(t)
     srcs = [_np(it._read(warp, frame, o, t)) for o in ins.operands[1:]]
+    if t == "f16x2":        # each half on its own: the low halves, then the high ones
+        lo = _float_op(ins, info, "f16", [x & 0xFFFF for x in srcs])
+        hi = _float_op(ins, info, "f16", [(x >> 16) & 0xFFFF for x in srcs])
+        out = [int(a) | int(b) << 16 for a, b in zip(np.asarray(lo).tolist(), np.asarray(hi).tolist())]
+    else:
+        out = _from_np(_float_op(ins, info, t, srcs))
+    it._write_reg(frame, ins.operands[0], out, ex, t)
+
+
+def _float_op(ins, info, t: str, srcs: list):
+    """The float operation `ins` on type `t` over each lane's operands (`srcs`: one array each)."""
+    F = _floats()
+    w = _bits(t)
     op = ins.op
     kw = dict(width=w, ftz=info.ftz)
     rnd = info.rnd or "rn"
@@ -789,7 +800,7 @@ def h_float(it: Interpreter, warp, frame, ins, info, ex):
         r = F.fneg(srcs[0], **kw)
     else:
         raise ExecutionFault(f"no semantics for {ins.opcode}")
-    it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
+    return r
 
 
 def h_approx(it: Interpreter, warp, frame, ins, info, ex):

@@ -15,6 +15,10 @@ from .parser import PTXSyntaxError
 
 INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 FLOAT_TYPES = {"f16", "f32", "f64"}
+#: half-precision arithmetic types: f16, and f16x2 (two halves in 32 bits, each computed alone)
+HALF_TYPES = {"f16", "f16x2"}
+#: the float operations that exist on half types (PTX has no f16 div, sqrt or rcp)
+HALF_OPS = {"add", "sub", "mul", "fma", "neg", "abs", "min", "max"}
 CMP_INT = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 CMP_FLOAT = {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
 BOOL_OPS = {"and", "or", "xor"}
@@ -104,7 +108,7 @@ def _d_int_arith(instr):
     info = OpInfo(op)
     if op in ("mul", "mad"):
         info.mode = _take(rest, {"lo", "hi", "wide"})
-        if types and types[0] in FLOAT_TYPES:
+        if types and types[0] in FLOAT_TYPES | HALF_TYPES:
             return _d_float(instr)
         if info.mode is None:
             _fail(instr, "integer mul/mad without .lo/.hi/.wide")
@@ -123,7 +127,7 @@ def _d_int_arith(instr):
         info.type = _one_type(instr, types, {"u32", "s32"})
         _nops(instr, 3 if op == "mul24" else 4)
     else:
-        if types and types[0] in FLOAT_TYPES:
+        if types and types[0] in FLOAT_TYPES | HALF_TYPES:
             return _d_float(instr)
         info.type = _one_type(instr, types, ARITH_INT)
         if op in ("add", "sub", "addc", "subc") and _take(rest, {"cc"}):
@@ -143,8 +147,10 @@ def _d_int_arith(instr):
 def _d_float(instr):
     types, rest = _split(instr)
     info = OpInfo(instr.op)
-    info.type = _one_type(instr, types, {"f32", "f64"})
+    info.type = _one_type(instr, types, {"f32", "f64"} | (HALF_TYPES if instr.op in HALF_OPS else set()))
     info.rnd = _take(rest, ROUND_F)
+    if info.type in HALF_TYPES and info.rnd not in (None, "rn"):
+        _fail(instr, f"rounding .{info.rnd} on .{info.type} (only .rn)")
     approx = _take(rest, {"approx", "full"})
     info.ftz = bool(_take(rest, {"ftz"}))
     if approx:
@@ -271,7 +277,7 @@ def _d_setp(instr):
     info = OpInfo(instr.op)
     op = instr.op
     if op == "setp":
-        info.type = _one_type(instr, types, INT_TYPES | {"f32", "f64"} - {"b8", "u8", "s8"})
+        info.type = _one_type(instr, types, INT_TYPES | {"f16", "f32", "f64"} - {"b8", "u8", "s8"})
     elif op == "set":
         if len(types) != 2:
             _fail(instr, "set without destination and source types")

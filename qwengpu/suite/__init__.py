@@ -11,7 +11,8 @@ and an oracle in `oracles.py` that computes the expected final contents of every
 
 Tags: "ci" (a cheap, broad subset), "heavy" (launches of ~250+ warp-instructions); by construct: int, int8, int16,
 int64, bits, float, f64, convert, control, divergence, loop, switch, jumptable, predicate, call, local, shared,
-sync, multiwarp, grid, atomics, warp, shfl, vote, match, const, global_var, param, vector, memory, algo; "asm" marks
+sync, multiwarp, grid, atomics, warp, shfl, vote, match, const, global_var, param, vector, memory, algo, half; "fuzz"
+marks kernels reduced from `qwengpu fuzz` disagreements; "asm" marks
 the two kernels that use inline PTX on purpose (shifts by >= 32, bfe/bfi, which nvcc does not emit from C).
 Struct-by-value kernel params (struct_param) are given in the spec as one scalar of the struct's size holding its
 raw little-endian bytes.

@@ -1309,3 +1309,74 @@ def matmul_tile4(c, a, b, wa, wb):
                 acc = fma(a[i * n + k], b[k * int(wb) + j], acc)
             out[i * int(wb) + j] = acc
     return [out, a, b, None, None]
+
+
+@oracle("half_arith", tags={"float", "half"},
+        about="__half/__half2 arithmetic (add, sub, mul, fma, neg, min, compare; f16x2 mul and add)")
+def half_arith(x, out):
+    from fractions import Fraction
+
+    def h(v: Fraction) -> np.float16:
+        """The nearest half (ties to even): NumPy rounds a float64 to half correctly, and each value
+        here is exact in float64 (a check, not an assumption)."""
+        f = float(v)
+        assert Fraction(f) == v, "the oracle needs the exact value in float64"
+        return np.float16(f)
+
+    out = out.copy()
+    for t in range(4):
+        a, b = np.float16(x[t]), np.float16(x[t + 4])          # cvt.rn.f16.f32
+        A, B = Fraction(float(a)), Fraction(float(b))
+        row = [h(A + B), h(A - B), h(A * B), h(A * B - A), min(a, b), 1.0 if a < b else 0.0,
+               h(Fraction(float(h(A * A))) + A), h(Fraction(float(h(B * B))) + B), a]
+        out[9 * t:9 * t + 9] = np.array([float(v) for v in row], dtype=np.float32)
+    return [x, out]
+
+
+# ----------------------------------------------------------------------------- reduced from `qwengpu fuzz`
+
+@oracle("fuzz_inverted_divisor", tags={"int", "convert", "fuzz"},
+        about="division and u32->f32 conversion of a bitwise NOT (reduced from qwengpu fuzz)")
+def fuzz_inverted_divisor(x, uq, iq, fv):
+    xs = ints(x)
+    uq = np.array([u32(xs[t]) // u32(~t) for t in range(4)], dtype=np.uint32)
+    q = []
+    for t in range(4):
+        d, n = s32(~xs[t]), xs[t + 4]
+        q.append(n if d == 0 or (n == -(1 << 31) and d == -1) else cdiv(n, d))
+    fv = np.array([u32(~t) for t in range(4)], dtype=np.float64).astype(np.float32)   # exact, then rounded once
+    return [x, uq, np.array(q, dtype=np.int32), fv]
+
+
+@oracle("fuzz_inverted_select_u64", tags={"int64", "float", "fuzz"},
+        about="64-bit remainder by a guarded bitwise NOT, of a value chosen by a float compare (reduced from qwengpu fuzz)")
+def fuzz_inverted_select_u64(l, f, q, out):
+    res = []
+    for t in range(4):
+        qt = int(q[t])
+        b = u64(~(qt >> (qt & 63)))
+        a = u64(int(l[t])) if np.float32(t) >= f[t] else 0
+        res.append(a if b == 0 else a % b)
+    return [l, f, q, np.array(res, dtype=np.uint64)]
+
+
+@oracle("fuzz_shared_8", tags={"shared", "sync", "multiwarp", "int64", "fuzz"},
+        about="2 blocks of 8 threads: shifted values through shared memory between barriers (reduced from qwengpu fuzz)")
+def fuzz_shared_8(ii, il, fi, oi, ol, of):
+    oi, ol, of = oi.copy(), ol.copy(), of.copy()
+    for blk in range(2):
+        sh = [s32(1546137605 << ((t * t) & 31)) for t in range(8)]
+        for t in range(8):
+            g = blk * 8 + t
+            u0 = u32(int(ii[g * 3 + 2])) ^ 2654435769
+            u1 = u32(int(ii[g * 3 + 1])) ^ 1013904242
+            oi[g * 4:g * 4 + 4] = [int(ii[g * 3]), sh[(t + 7) % 8], s32(u0), s32(u1)]
+            ol[g * 2:g * 2 + 2] = [int(il[g * 2]), s64(u64(int(il[g * 2 + 1])) * 2685821657736338717)]
+            of[g * 2:g * 2 + 2] = fi[g * 3:g * 3 + 2]
+    return [ii, il, fi, oi, ol, of]
+
+
+@oracle("fuzz_loop_break_not", tags={"int", "loop", "control", "predicate", "fuzz"},
+        about="a NOT inside a loop nest left by break after one trip (reduced from qwengpu fuzz)")
+def fuzz_loop_break_not(x, f, out):
+    return [x, f, np.array([u32(~(u32(int(v)) ^ 2654435769)) for v in x], dtype=np.uint32)]

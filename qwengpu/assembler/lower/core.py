@@ -136,6 +136,8 @@ class LowererCore:
                 return src(Imm(o.bits)), (src(Imm(0)) if w == 64 else None)
             if isinstance(o.value, float):
                 raise AssemblerError("decimal float literals are not supported by the machine", ins)
+            if t == "pred":           # `mov.pred %p, -1`: a predicate holds 0 or 1 (`not.pred` is XOR 1)
+                return src(Imm(int(o.value != 0))), None
             v = o.value & ((1 << 64) - 1)
             return src(Imm(v & M32)), (src(Imm(v >> 32)) if w == 64 else None)
         if isinstance(o, PSpecial):

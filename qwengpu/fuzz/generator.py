@@ -1,0 +1,318 @@
+"""Random CUDA kernels in the supported C subset, like Csmith: seeded and deterministic.
+
+A kernel is a tree of statements (`Stmt`) over per-thread locals of five types (int, unsigned,
+long long, unsigned long long, float), read from input buffers at the start and written to output
+buffers at the end. Expressions use the prelude's safe-math helpers, so the C has no undefined
+behaviour; statements are assignments, divergent if/else, bounded loops (with break/continue),
+atomics on an accumulator buffer (order-independent: add, xor, or, and, max, min; the returned value
+unused) and, at the top level only (every thread reaches them), shared-memory exchanges between
+`__syncthreads()` and warp shuffles (blocks of 4 threads, width 4, mask 0xf).
+"""
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..launch import Arg, LaunchSpec
+
+#: the local variable types: C spelling, launch dtype, and how many locals of each
+TYPES = {"i": "int", "u": "unsigned", "l": "i64", "q": "u64", "f": "float"}
+LOCALS = {"i": 2, "u": 2, "l": 1, "q": 1, "f": 2}
+#: per-thread input words (ii: int32, il: int64, fi: float32) and the output buffers
+IN_PER_THREAD = {"ii": 3, "il": 2, "fi": 3}
+#: (buffer, the local types it receives, dtype): few buffers, so that few pointers stay live (the
+#: machine has 32 registers; a 64-bit pointer takes two)
+OUTPUTS = (("oi", "iu", "int32"), ("ol", "lq", "int64"), ("of", "f", "float32"))
+#: one accumulator word per atomic operation: each operation is commutative and associative with
+#: itself, so a word's final value does not depend on the order the threads reach it
+ATOMICS = ("atomicAdd", "atomicXor", "atomicOr", "atomicAnd", "atomicMax", "atomicMin")
+ACC_WORDS = len(ATOMICS)
+PARAMS = "const int *ii, const i64 *il, const float *fi, int *oi, i64 *ol, float *of, unsigned *acc"
+
+
+def words_per_thread(types: str) -> int:
+    """Output words per thread of a buffer receiving the locals of `types`."""
+    return sum(LOCALS[t] for t in types)
+
+
+@dataclass
+class Stmt:
+    """One statement: `line` (text, maybe several lines), `if` (text = condition; body, orelse) or
+    `for` (text = the loop header; body)."""
+    kind: str
+    text: str
+    body: list = field(default_factory=list)
+    orelse: list = field(default_factory=list)
+
+
+@dataclass
+class FuzzKernel:
+    seed: str
+    name: str
+    grid: int
+    block: int
+    body: list                       # the generated statements (the reducer deletes from this)
+    inputs: dict                     # "ii"/"il"/"fi" -> np.ndarray
+    acc: np.ndarray                  # the accumulator's initial words
+
+    @property
+    def threads(self) -> int:
+        return self.grid * self.block
+
+    def source(self, body: list | None = None) -> str:
+        """The kernel's text (without the prelude), valid CUDA and valid host C++ with it."""
+        body = self.body if body is None else body
+        lines = [f'extern "C" __global__ void {self.name}({PARAMS}) {{',
+                 "    int t = threadIdx.x;",
+                 "    int g = blockIdx.x * blockDim.x + threadIdx.x;",
+                 f"    __shared__ int sh_i[{self.block}];",
+                 f"    __shared__ float sh_f[{self.block}];"]
+        for ty, n in LOCALS.items():
+            for k in range(n):
+                lines.append(f"    {TYPES[ty]} {ty}{k} = {_initial(ty, k)};")
+        lines += _render(body, 1)
+        for buf, types, dt in OUTPUTS:
+            n = words_per_thread(types)
+            names = [f"{ty}{k}" for ty in types for k in range(LOCALS[ty])]
+            cast = {"int32": "(int)", "int64": "(i64)", "float32": ""}[dt]
+            for j, name in enumerate(names):
+                lines.append(f"    {buf}[g * {n} + {j}] = {cast}{name};")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def spec(self) -> LaunchSpec:
+        args = [Arg("buffer", dt, data=self.inputs[name].copy())
+                for name, dt in (("ii", "int32"), ("il", "int64"), ("fi", "float32"))]
+        for _, types, dt in OUTPUTS:
+            args.append(Arg("buffer", dt, data=np.zeros(self.threads * words_per_thread(types), dtype=dt)))
+        args.append(Arg("buffer", "uint32", data=self.acc.copy()))
+        return LaunchSpec(kernel=self.name, grid=(self.grid, 1, 1), block=(self.block, 1, 1), args=args)
+
+
+def _initial(ty: str, k: int) -> str:
+    n = IN_PER_THREAD
+    return {"i": f"ii[g * {n['ii']} + {k}]",
+            "u": f"(unsigned)ii[g * {n['ii']} + {2 - k}] ^ {0x9e3779b9 * (k + 1) & 0xffffffff}u",
+            "l": f"il[g * {n['il']} + {k}]",
+            "q": f"(u64)il[g * {n['il']} + {1 - k}] * {0x2545F4914F6CDD1D + k}ull",
+            "f": f"fi[g * {n['fi']} + {k}]"}[ty]
+
+
+def _render(stmts: list, depth: int) -> list[str]:
+    pad = "    " * depth
+    out = []
+    for s in stmts:
+        if s.kind == "line":
+            out += [pad + ln for ln in s.text.splitlines()]
+        elif s.kind == "if":
+            out.append(f"{pad}if ({s.text}) {{")
+            out += _render(s.body, depth + 1)
+            if s.orelse:
+                out.append(f"{pad}}} else {{")
+                out += _render(s.orelse, depth + 1)
+            out.append(f"{pad}}}")
+        else:
+            out.append(f"{pad}for ({s.text}) {{")
+            out += _render(s.body, depth + 1)
+            out.append(f"{pad}}}")
+    return out
+
+
+# ---- values ---------------------------------------------------------------------------------
+
+_INT_SPECIAL = [0, 1, -1, 2, 3, 7, 31, 32, 33, 255, -256, 0x7FFFFFFF, -0x80000000, 0x40000000, -2]
+_I64_SPECIAL = [0, 1, -1, 63, 64, 0x7FFFFFFFFFFFFFFF, -0x8000000000000000, 0xFFFFFFFF, -0x100000000, 1 << 40]
+_F32_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 1e-45, -1e-45, 1.1754942e-38, 3.4028235e38, float("inf"),
+                float("-inf"), float("nan"), 1e10, -2.5, 16777217.0]
+
+
+def _rand_int(r: random.Random, bits: int) -> int:
+    c = r.random()
+    if c < 0.35:
+        return r.randint(-16, 16)
+    if c < 0.6:
+        pool = _INT_SPECIAL if bits == 32 else _I64_SPECIAL
+        return r.choice(pool)
+    return r.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def _rand_f32(r: random.Random) -> float:
+    c = r.random()
+    if c < 0.3:
+        return float(r.randint(-20, 20))
+    if c < 0.5:
+        return r.choice(_F32_SPECIAL)
+    if c < 0.85:
+        return float(np.float32(r.gauss(0, 10)))
+    return struct.unpack("<f", struct.pack("<I", r.getrandbits(32)))[0]     # any bit pattern, NaNs included
+
+
+def _f32_literal(x: float) -> str:
+    text = format(float(np.float32(x)), ".9g")
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return f"({text}f)" if text.startswith("-") else f"{text}f"
+
+
+def _literal(r: random.Random, ty: str) -> str:
+    if ty == "f":
+        x = _rand_f32(r)
+        while x != x or x in (float("inf"), float("-inf")):      # no literal NaN/inf (they come from data)
+            x = _rand_f32(r)
+        return _f32_literal(x)
+    v = _rand_int(r, 32 if ty in "iu" else 64)
+    if ty == "i":
+        return "FZ_I32_MIN" if v == -0x80000000 else (f"({v})" if v < 0 else str(v))
+    if ty == "u":
+        return f"{v & 0xFFFFFFFF}u"
+    if ty == "l":
+        return "FZ_I64_MIN" if v == -(1 << 63) else (f"({v}LL)" if v < 0 else f"{v}LL")
+    return f"{v & 0xFFFFFFFFFFFFFFFF}ull"
+
+
+# ---- expressions and statements -------------------------------------------------------------
+
+_BIN = {
+    "i": ["fz_add_i", "fz_sub_i", "fz_mul_i", "fz_div_i", "fz_mod_i", "fz_shl_i", "fz_shr_i", "&", "|", "^"],
+    "u": ["+", "-", "*", "fz_div_u", "fz_mod_u", "fz_shl_u", "fz_shr_u", "&", "|", "^"],
+    "l": ["fz_add_l", "fz_sub_l", "fz_mul_l", "fz_div_l", "fz_mod_l", "fz_shl_l", "fz_shr_l", "&", "|", "^"],
+    "q": ["+", "-", "*", "fz_div_ul", "fz_mod_ul", "fz_shl_ul", "fz_shr_ul", "&", "|", "^"],
+    "f": ["+", "-", "*", "/"],
+}
+_CAST = {   # from type -> text template producing the key type
+    "i": {"u": "(int){}", "l": "(int){}", "q": "(int){}", "f": "fz_f2i({})"},
+    "u": {"i": "(unsigned){}", "l": "(unsigned){}", "q": "(unsigned){}", "f": "fz_f2u({})"},
+    "l": {"i": "(i64){}", "u": "(i64){}", "q": "(i64){}", "f": "fz_f2l({})"},
+    "q": {"i": "(u64){}", "u": "(u64){}", "l": "(u64){}"},
+    "f": {"i": "(float){}", "u": "(float){}", "l": "(float){}", "q": "(float){}"},
+}
+
+
+class _Gen:
+    def __init__(self, r: random.Random, block: int):
+        self.r, self.block = r, block
+        self.loop_vars: list[str] = []
+        self.loops = 0
+
+    def expr(self, ty: str, depth: int) -> str:
+        r = self.r
+        if depth <= 0 or r.random() < 0.25:
+            return self.leaf(ty)
+        c = r.random()
+        if c < 0.5:
+            op = r.choice(_BIN[ty])
+            a, b = self.expr(ty, depth - 1), self.expr(ty, depth - 1)
+            return f"{op}({a}, {b})" if op[0].isalpha() else f"({a} {op} {b})"
+        if c < 0.65:
+            src = r.choice(list(_CAST[ty]))
+            return _CAST[ty][src].format(self.expr(src, depth - 1))
+        if c < 0.75:
+            return f"({self.cond(depth - 1)} ? {self.expr(ty, depth - 1)} : {self.expr(ty, depth - 1)})"
+        if ty == "f":
+            k = r.random()
+            if k < 0.4:
+                return f"fmaf({self.expr('f', depth - 1)}, {self.expr('f', depth - 1)}, {self.expr('f', depth - 1)})"
+            if k < 0.7:
+                return f"sqrtf({self.expr('f', depth - 1)})"
+            return f"(-{self.expr('f', depth - 1)})"
+        if ty == "i" and r.random() < 0.5:
+            return f"(int)({self.cond(depth - 1)})"
+        neg = {"i": "fz_neg_i({})", "l": "fz_neg_l({})", "u": "(0u - {})", "q": "(0ull - {})"}[ty]
+        return (neg if r.random() < 0.5 else "(~{})").format(self.expr(ty, depth - 1))
+
+    def leaf(self, ty: str) -> str:
+        r = self.r
+        c = r.random()
+        if c < 0.55:
+            return f"{ty}{r.randrange(LOCALS[ty])}"
+        if c < 0.8:
+            return _literal(r, ty)
+        idx = r.choice(["t", "g"] + self.loop_vars)
+        return idx if ty == "i" else f"({TYPES[ty]}){idx}"
+
+    def cond(self, depth: int) -> str:
+        r = self.r
+        if r.random() < 0.3:       # divergent on the thread index
+            return r.choice([f"(t & {r.randint(1, 3)}) == 0", f"t < {r.randint(1, self.block - 1)}",
+                             f"(g % 3) == {r.randint(0, 2)}", f"t != {r.randrange(self.block)}"])
+        ty = r.choice("iulqf")
+        op = r.choice(["<", "<=", ">", ">=", "==", "!="])
+        return f"{self.expr(ty, depth)} {op} {self.expr(ty, depth)}"
+
+    def assign(self) -> Stmt:
+        ty = self.r.choice("iulqf")
+        return Stmt("line", f"{ty}{self.r.randrange(LOCALS[ty])} = {self.expr(ty, self.r.randint(1, 3))};")
+
+    def stmts(self, n: int, depth: int, top: bool) -> list:
+        out = []
+        for _ in range(n):
+            c = self.r.random()
+            if top and c < 0.12:
+                out.append(self.shared_phase())
+            elif top and self.block == 4 and c < 0.22:
+                out.append(self.shuffle())
+            elif c < 0.32:
+                word = self.r.randrange(ACC_WORDS)
+                out.append(Stmt("line", f"{ATOMICS[word]}(&acc[{word}], {self.expr('u', 2)});"))
+            elif depth < 2 and c < 0.47:
+                out.append(Stmt("if", self.cond(2), self.stmts(self.r.randint(1, 3), depth + 1, False),
+                                self.stmts(self.r.randint(0, 2), depth + 1, False)))
+            elif depth < 2 and c < 0.57 and self.loops < 3:
+                out.append(self.loop(depth))
+            elif self.loop_vars and c < 0.62:
+                out.append(Stmt("if", self.cond(1), [Stmt("line", self.r.choice(["break;", "continue;"]))]))
+            else:
+                out.append(self.assign())
+        return out
+
+    def loop(self, depth: int) -> Stmt:
+        self.loops += 1
+        var = f"k{self.loops}"
+        bound = (str(self.r.randint(1, 4)) if self.r.random() < 0.5
+                 else f"(int)(({self.expr('u', 2)}) & 3u)")       # data-dependent, at most 3
+        self.loop_vars.append(var)
+        body = self.stmts(self.r.randint(1, 3), depth + 1, False)
+        self.loop_vars.pop()
+        return Stmt("for", f"int {var} = 0; {var} < {bound}; ++{var}", body)
+
+    def shared_phase(self) -> Stmt:
+        """Every thread writes its slot, a barrier, each reads another's, a barrier (before the slots
+        are written again)."""
+        ty = self.r.choice("if")
+        src = (f"(t + {self.r.randint(1, self.block - 1)}) % {self.block}" if self.r.random() < 0.6
+               else f"({self.expr('u', 2)}) % {self.block}u")
+        dst = f"{ty}{self.r.randrange(LOCALS[ty])}"
+        return Stmt("line", f"sh_{ty}[t] = {self.expr(ty, 2)};\n__syncthreads();\n{dst} = sh_{ty}[{src}];\n"
+                            "__syncthreads();")
+
+    def shuffle(self) -> Stmt:
+        r = self.r
+        ty = r.choice("iulqf")
+        dst = f"{ty}{r.randrange(LOCALS[ty])}"
+        val = self.expr(ty, 2)
+        kind = r.choice(["idx", "xor", "up", "down"])
+        if kind == "idx":
+            src = str(r.randrange(4)) if r.random() < 0.5 else f"(int)(({self.expr('u', 1)}) & 3u)"
+            call = f"__shfl_sync(0xfu, {val}, {src}, 4)"
+        else:
+            call = f"__shfl_{kind}_sync(0xfu, {val}, {r.randint(1, 3)}, 4)"
+        return Stmt("line", f"{dst} = {call};")
+
+
+def generate(seed: int, index: int) -> FuzzKernel:
+    """Kernel `index` of the run with seed `seed` (the same pair always gives the same kernel)."""
+    tag = f"{seed}:{index}"
+    r = random.Random(f"qwengpu-fuzz:{tag}")
+    grid, block = r.choice([1, 1, 2]), r.choice([4, 4, 8])
+    gen = _Gen(r, block)
+    body = gen.stmts(r.randint(2, 7), 0, True)
+    n = grid * block
+    inputs = {"ii": np.array([_rand_int(r, 32) for _ in range(n * IN_PER_THREAD["ii"])], dtype=np.int32),
+              "il": np.array([_rand_int(r, 64) for _ in range(n * IN_PER_THREAD["il"])], dtype=np.int64),
+              "fi": np.array([_rand_f32(r) for _ in range(n * IN_PER_THREAD["fi"])], dtype=np.float32)}
+    acc = np.array([r.getrandbits(32) for _ in range(ACC_WORDS)], dtype=np.uint32)
+    return FuzzKernel(seed=tag, name=f"fz_{seed}_{index}", grid=grid, block=block, body=body,
+                      inputs=inputs, acc=acc)

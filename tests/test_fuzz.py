@@ -1,0 +1,146 @@
+"""`qwengpu.fuzz`: random CUDA kernels, the host C++ oracle that runs their threads one by one, and
+a fixed-seed slice of the fuzzer on the interpreter, the simulator and the compact engine."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from qwengpu import fuzz as fz
+from qwengpu.fuzz.generator import FuzzKernel, Stmt, generate
+from qwengpu.fuzz.host import find_host_compiler, host_program
+from qwengpu.fuzz.reduce import reduce_body, size
+
+HAS_TOOLS = shutil.which("nvcc") is not None and any(shutil.which(c) for c in ("c++", "g++", "clang++"))
+needs_tools = pytest.mark.skipif(not HAS_TOOLS, reason="nvcc or a host C++ compiler is not installed on this machine")
+
+#: the CI slice: kernels 0..29 of this seed on interp and sim, one of them (one block of 4 threads,
+#: 433 tokens) on the compact engine. Kernel 3 (a block of 8) hits the compact engine's fault that
+#: `fuzz_shared_8` reproduces (docs/results.md)
+SEED, COUNT, COMPACT_KERNEL = 11, 30, 22
+
+
+def test_the_same_seed_and_index_give_the_same_kernel():
+    a, b, c = generate(3, 7), generate(3, 7), generate(3, 8)
+    assert a.source() == b.source() and a.name == "fz_3_7"
+    assert all(a.inputs[k].tobytes() == b.inputs[k].tobytes() for k in a.inputs)
+    assert a.source() != c.source().replace("fz_3_8", "fz_3_7")
+
+
+def test_generated_kernels_cover_the_subset():
+    text = "".join(generate(5, i).source() for i in range(60))
+    for construct in ("__syncthreads()", "__shfl_sync", "__shfl_xor_sync", "atomicAdd", "atomicMax", "for (",
+                      "if (", "break;", "fmaf(", "sqrtf(", "fz_div_l", "fz_f2i", " / "):
+        assert construct in text, construct
+
+
+def _kernel(body: list, block: int = 4) -> FuzzKernel:
+    n = block
+    return FuzzKernel(seed="test", name="fz_test", grid=1, block=block, body=body,
+                      inputs={"ii": np.arange(3 * n, dtype=np.int32) * 7 - 5,
+                              "il": np.arange(2 * n, dtype=np.int64) - 3,
+                              "fi": np.linspace(-2, 2, 3 * n).astype(np.float32)},
+                      acc=np.zeros(6, dtype=np.uint32))
+
+
+@needs_tools
+def test_the_host_oracle_runs_barriers_shuffles_and_atomics_thread_by_thread():
+    body = [Stmt("line", "sh_i[t] = i0;\n__syncthreads();\ni1 = sh_i[(t + 1) % 4];\n__syncthreads();"),
+            Stmt("line", "u1 = (unsigned)__shfl_xor_sync(0xfu, i0, 1, 4);"),
+            Stmt("line", "u0 = __shfl_up_sync(0xfu, (unsigned)t, 1, 4);"),
+            Stmt("if", "t < 2", [Stmt("line", "atomicAdd(&acc[0], (unsigned)t + 1u);")],
+                 [Stmt("line", "atomicMax(&acc[4], (unsigned)i0);")])]
+    k = _kernel(body)
+    ii, il, fi, oi, ol, of, acc = fz.run_host([k])["fz_test"]
+    i0 = k.inputs["ii"][0::3]
+    oi = oi.reshape(4, 4)                                                 # i0 i1 u0 u1 per thread
+    assert oi[:, 0].tolist() == i0.tolist()
+    assert oi[:, 1].tolist() == np.roll(i0, -1).tolist()                  # the neighbour's value, after the barrier
+    assert oi[:, 2].tolist() == [0, 0, 1, 2]                              # up 1: lane 0 keeps its own
+    assert oi[:, 3].tolist() == i0[[1, 0, 3, 2]].tolist()                 # xor 1
+    assert acc[0] == 1 + 2 and acc[4] == max(int(v) & 0xFFFFFFFF for v in i0[2:])
+    assert of.tolist() == fi.reshape(4, 3)[:, :2].ravel().tolist()        # untouched floats pass through
+
+
+@needs_tools
+def test_the_host_oracle_keeps_ieee_signed_zeros():
+    """0 - (float)t is +0.0 for t = 0 (GCC folds it into -(float)t without -frounding-math;
+    found by `qwengpu fuzz --seed 2026`, kernel 1410)."""
+    k = _kernel([Stmt("line", "f0 = 0.0f - (float)t;")])
+    f0 = fz.run_host([k])["fz_test"][5].reshape(4, 2)[:, 0]
+    assert f0.view(np.uint32)[0] == 0 and f0[1:].tolist() == [-1.0, -2.0, -3.0]
+
+
+@needs_tools
+def test_generated_kernels_have_no_undefined_behaviour(tmp_path):
+    """The host program of a batch, built with UBSan, reports nothing (safe math, in-range shifts,
+    conversions and indices)."""
+    import subprocess
+    ks = [generate(2, i) for i in range(25)]
+    src, exe = tmp_path / "ub.cpp", tmp_path / "ub"
+    src.write_text(host_program(ks))
+    cxx = find_host_compiler()
+    subprocess.run([cxx, "-std=c++17", "-O0", "-fsanitize=undefined,float-cast-overflow",
+                    "-fno-sanitize-recover=all", "-o", str(exe), str(src)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0 and "runtime error" not in run.stderr, run.stderr[-2000:]
+    assert run.stdout.count("== fz_2_") == 25
+
+
+@needs_tools
+def test_a_fixed_seed_slice_agrees_with_the_host_on_interp_and_sim(tmp_path):
+    report = fz.fuzz(seed=SEED, count=COUNT, out_dir=tmp_path)
+    assert not report.failures, [(f.name, f.engine, f.detail) for f in report.failures]
+    for engine in ("interp", "sim"):
+        assert report.checked[engine] + report.did_not_fit[engine] == COUNT
+    assert report.checked["interp"] == COUNT and report.checked["sim"] >= COUNT - 3
+    assert not any(tmp_path.iterdir())
+
+
+@needs_tools
+def test_a_sample_agrees_with_the_host_on_the_compact_engine():
+    report = fz.fuzz(seed=SEED, count=1, start=COMPACT_KERNEL, engines=(), compact_every=COMPACT_KERNEL)
+    assert not report.failures, [(f.name, f.detail) for f in report.failures]
+    assert report.checked["compact"] == 1
+
+
+@needs_tools
+def test_a_disagreement_is_written_with_its_kernel_and_a_reduced_form(tmp_path, monkeypatch):
+    """An engine that gets one output wrong: the fuzzer reports it, and the reducer keeps only the
+    statements the wrong output still shows through."""
+    import qwengpu.api as api
+    real_run = api.run
+
+    def wrong_interp(program, launch, **kw):
+        res = real_run(program, launch, **kw)
+        if kw.get("engine") == "interp":
+            res.buffers[4] = res.buffers[4] + 1                 # every `ol` word off by one
+        return res
+    monkeypatch.setattr(api, "run", wrong_interp)
+    report = fz.fuzz(seed=SEED, count=1, engines=("interp",), out_dir=tmp_path)
+    (f,) = report.failures
+    assert f.engine == "interp" and "arg 4" in f.detail
+    d = tmp_path / f.name
+    assert {p.name for p in d.iterdir()} == {"kernel.cu", "reduced.cu", "launch.json", "disagreement.txt"}
+    assert json.loads((d / "launch.json").read_text())["kernel"] == f.name
+    assert size(generate(SEED, 0).body) > 0 and f.reduced.count(";") < f.source.count(";")
+    assert "__global__" in (d / "reduced.cu").read_text()
+
+
+def test_the_reducer_deletes_every_statement_the_failure_does_not_need():
+    body = [Stmt("line", "a;"), Stmt("if", "c", [Stmt("line", "b;"), Stmt("line", "bad;")], [Stmt("line", "d;")]),
+            Stmt("for", "int k = 0; k < 2; ++k", [Stmt("line", "e;")])]
+
+    def has_bad(b):
+        return any(s.text == "bad;" or has_bad(s.body) or has_bad(s.orelse) for s in b)
+    assert [(s.kind, s.text) for s in reduce_body(body, has_bad)] == [("line", "bad;")]
+
+
+@needs_tools
+def test_a_batch_a_compiler_rejects_is_reported_not_raised(monkeypatch):
+    import qwengpu.fuzz.generator as gen
+    monkeypatch.setattr(gen, "_initial", lambda ty, k: "no_such_name")
+    report = fz.fuzz(seed=SEED, count=2, batch=2)
+    (f,) = report.failures
+    assert f.engine == "compile" and f.name == f"fz_{SEED}_0..fz_{SEED}_1" and "no_such_name" in f.source
+    assert report.checked == {"interp": 0, "sim": 0}
