@@ -658,3 +658,12 @@ def test_a_select_on_an_inverted_register():
     check_body(["not.b32 %r5, %r1;", "div.u32 %r20, %r2, %r5;", "rem.u32 %r21, %r2, %r5;",
                 "div.s32 %r22, %r2, %r5;", "setp.ne.u32 %p2, %r5, 0;", "selp.b32 %r23, %r2, %r1, %p2;"],
                2, 4, [xs, ns])
+
+
+def test_a_branch_on_an_inverted_register():
+    """A branch on `~x != 0` is a branch on `x != ~0`, not on `x == 0`: the assembler used to turn
+    a branch on an inverted register into the opposite branch on the register."""
+    xs = [0xFFFFFFFF, 0, 1, 5, 0x80000000, 0x7FFFFFFF, 0xFFFFFFFE, 12345]
+    check_body(["not.b32 %r5, %r1;", "mov.u32 %r20, 1;", "setp.ne.u32 %p2, %r5, 0;", "@%p2 bra $SKIP;",
+                "mov.u32 %r20, 2;", "$SKIP:", "setp.eq.u32 %p3, %r5, 0;", "mov.u32 %r21, 3;", "@%p3 bra $OUT;",
+                "mov.u32 %r21, 4;", "$OUT:"], 1, 2, [xs])

@@ -311,3 +311,14 @@ def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
     (tmp_path / "tiny-old" / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": "0123"}))
     m = mm.load_machine(TINY, progress=False)
     assert m.path.parent == tmp_path and not (tmp_path / "tiny-old").exists()
+
+
+def test_a_warp_switch_after_a_store_does_not_fault(compact):
+    """`fuzz_shared_8` (found by `qwengpu fuzz`): on the pass of a WARP token the memory unit sees
+    the last bundle (a store) with the new warp's registers; two lanes "faulting" there made the
+    model emit a FAULT where the simulator switches warps. Faults speak on EXEC passes only."""
+    k, m, spec = _case("fuzz_shared_8")
+    sim = run(m, spec, engine="sim")
+    res = run(m, spec, engine="compact", machine=compact, progress=False, check_states=True)
+    assert res.extra["generated"] == sim.extra["generated"]
+    assert compare_buffers(res.buffers, k.expected(), nan_equal=True) is None

@@ -288,8 +288,10 @@ def _legalize_inversions(prog: MicroProgram):
             out.append(op)
         b.ops = out
         if b.term[0] == "branch" and b.term[1].inv and isinstance(b.term[1].value, VReg):
-            t = b.term
-            b.term = ("branch", Src(t[1].value), not t[2], t[3], t[4])
+            # a branch on ~x != 0 is not the opposite branch on x (only for x in {0, ~0}): materialise
+            t, r = b.term, fresh()
+            b.ops.append(MicroOp("alu", "XOR", (r,), Src(t[1].value), Src(Imm(0), True)))
+            b.term = ("branch", src(r)) + t[2:]
     prog.nregs = n[0]
 
 
