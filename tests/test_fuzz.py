@@ -15,8 +15,8 @@ HAS_TOOLS = shutil.which("nvcc") is not None and any(shutil.which(c) for c in ("
 needs_tools = pytest.mark.skipif(not HAS_TOOLS, reason="nvcc or a host C++ compiler is not installed on this machine")
 
 #: the CI slice: kernels 0..29 of this seed on interp and sim, one of them (one block of 4 threads,
-#: 433 tokens) on the compact engine. Kernel 3 (a block of 8) hits the compact engine's fault that
-#: `fuzz_shared_8` reproduces (docs/results.md)
+#: 433 tokens) on the compact engine, short for CI (the warp-switch fault of blocks of 8 that the
+#: long run found has its own model test: `fuzz_shared_8` in tests/test_machine_model.py)
 SEED, COUNT, COMPACT_KERNEL = 11, 30, 22
 
 
