@@ -248,7 +248,7 @@ def _exp2_table() -> np.ndarray:
                      for i in range(32)], np.uint64)
 
 
-# the float32 exp of the C library (glibc's, which NumPy and numba call): exp(x) = 2^(k/32) 2^(r/32)
+# the C library's float32 exp (glibc's, which numba calls for np.exp): exp(x) = 2^(k/32) 2^(r/32)
 # with k = round(x 32 / ln 2), the cubic in r and the product in float64, rounded once to float32
 EXP2_TABLE = _exp2_table()
 EXP_INV_LN2_N = float.fromhex("0x1.71547652b82fep+0") * 32
@@ -264,7 +264,8 @@ def _expf(x):
     """The C library's float32 exp, bit for bit, for x in [-17, 89] (SiLU's range), as straight-line
     code that vectorises (a call to the library does not): glibc's algorithm with the fused
     multiply-adds of its FMA build, which the dynamic linker picks on this CPU. Checked against
-    np.exp on every float32 of [-17, 88.72] (`tests/test_engine.py` samples it)."""
+    numba's np.exp (the library's) on every float32 of [-17, 88.72] (`tests/test_engine.py`
+    samples it)."""
     xd = np.float64(x)
     kd = _fma(EXP_INV_LN2_N, xd, EXP_SHIFT)
     ki = _bits_of_f64(kd)
@@ -344,7 +345,8 @@ def _add_rows(W, m, h, y):
 
 @njit(cache=True, error_model="numpy")
 def _scratch(W):
-    """The work buffers of a forward pass (zero; every stage leaves what it used at zero)."""
+    """The work buffers of a forward pass (zero; every stage leaves what it used at zero, except act
+    and dist, which are rewritten before every read)."""
     width, inter, hk, hv, dk, dv = W.dims[0], W.dims[1], W.dims[3], W.dims[4], W.dims[5], W.dims[6]
     kd, vd = hk * dk, hv * dv
     R = 2 * kd + 2 * vd + 2 * hv
