@@ -19,11 +19,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 import qwengpu
 from qwengpu import suite
 from qwengpu.compiler import Program, compile_program, gadgets, memory
-from qwengpu.compiler.engine import SCALE_UP, TINY_INPUT, SparseEngine, _tiny_product, top2
+from qwengpu.compiler.engine import SCALE_UP, SparseEngine, _expf, _silu, _tiny_product, top2
 from qwengpu.compiler.fast import FastModel
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import compile_machine
@@ -138,6 +139,25 @@ def test_a_block_prefill_is_the_token_by_token_run_on_the_machine(tiny, name, bl
     r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
     ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
     _same_run(engine, ids[start:], block, head=ids[:start])
+
+
+@pytest.mark.parametrize("name", ["dot", "shift_clamp"])
+def test_the_lm_head_by_codes_is_the_lm_head_by_segments(tiny, name):
+    """The LM head run by codes (few distinct weights per column) gives the logits of the
+    segment-by-segment product bit for bit, on every pass of a launch; so does a random model's
+    dense head (all its weights distinct)."""
+    ref = tiny.fast_reference()
+    by_codes = SparseEngine(ref, tiny.probes, tiny.lattices)
+    by_segments = SparseEngine(ref, tiny.probes, tiny.lattices, lm_table=False)
+    assert by_codes.W.lm_codes.shape[0] > 0 and by_segments.W.lm_codes.shape[0] == 0
+    r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
+    ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
+    a, b = _engine_logits(by_codes, ids)[0], _engine_logits(by_segments, ids)[0]
+    assert np.array_equal(a.numpy().view(np.int32), b.numpy().view(np.int32))
+    fast = FastModel(_random_qwen(3))
+    a = _engine_logits(SparseEngine(fast), list(range(40)))[0]
+    b = _engine_logits(SparseEngine(fast, lm_table=False), list(range(40)))[0]
+    assert np.array_equal(a.numpy().view(np.int32), b.numpy().view(np.int32))
 
 
 def _memory_program(seed):
@@ -310,20 +330,62 @@ def test_run_many_on_the_stock_forward_left_pads_a_batch(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 2 ** 31 - 1), st.integers(-149, -100), st.integers(-60, 60))
+@given(st.integers(0, 2 ** 31 - 1), st.integers(-149, 20), st.integers(-60, 60))
 def test_tiny_products_are_the_float32_products(bits, x_exp, w_exp):
-    """`_tiny_product(w, x * 2^149)` == float32 w * x, sign of zero and ties included, for every
-    input below TINY_INPUT (subnormal or not) and weights small and large."""
+    """`_tiny_product(w, x * 2^149)` == float32 w * x, sign of zero and ties included, for any
+    input (a column takes it for inputs below its `ctiny` threshold, which depends on its weights:
+    subnormal or not) and weights small and large."""
     rng = np.random.default_rng(bits)
     x = np.float32(rng.uniform(1, 2) * 2.0 ** x_exp * rng.choice([-1, 1]))
-    x = x if abs(x) < TINY_INPUT else np.float32(np.nextafter(TINY_INPUT, 0) * np.sign(x))
     ws = rng.uniform(1, 2, 64).astype(np.float32) * np.float32(2.0 ** w_exp) * rng.choice([-1, 1], 64)
     ws[:4] = [1.5, -0.5, 3.0, 0.75]                  # ties on the subnormal grid for odd mantissas
     xs = np.float64(x) * SCALE_UP
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", over="ignore"):
         want = (ws * x).astype(np.float32)
     got = np.array([_tiny_product(w, xs) for w in ws], np.float32)
     assert np.array_equal(got.view(np.int32), want.view(np.int32))
+
+
+@njit
+def _library_silu(xs, out_exp, out_silu):
+    """The C library's expf (numba calls it for np.exp on a float32) and SiLU with it, in float32."""
+    for i in range(xs.shape[0]):
+        x = xs[i]
+        out_exp[i] = np.exp(-x)
+        if x >= np.float32(17.0) or x == 0:
+            out_silu[i] = x
+        elif x <= np.float32(-89.0):
+            out_silu[i] = x * np.float32(0.0)
+        else:
+            out_silu[i] = x / (np.float32(1.0) + np.exp(-x))
+
+
+@njit
+def _engine_silu(xs, out_exp, out_silu):
+    for i in range(xs.shape[0]):
+        x = xs[i]
+        out_exp[i] = _expf(min(max(-x, np.float32(-17.0)), np.float32(89.0)))
+        out_silu[i] = _silu(x)
+
+
+def test_the_engines_exp_and_silu_are_the_c_librarys():
+    """`_expf` (glibc's algorithm as straight-line code, so that SiLU loops vectorise) is bit for bit
+    the C library's expf on SiLU's range [-17, 89] (every float32 of it was compared once, off
+    line; here a random sample and the edges), and `_silu` is x / (1 + exp(-x)) with it, the ends
+    included (SiLU(x) = x from 17 up, -0 from -89 down, +-0 itself)."""
+    rng = np.random.default_rng(0)
+    edges = np.array([0.0, -0.0, 17.0, np.nextafter(17, 0), -17.0, -89.0, np.nextafter(-89, 0), -88.72283935546875,
+                      np.nextafter(-88.72283935546875, -100), -88.8, 1e-30, -1e-30, 1e-42, -1e-42, 1e30, -1e30,
+                      np.inf, -np.inf], np.float32)
+    xs = np.concatenate([edges, rng.uniform(-89, 17, 200_000).astype(np.float32),
+                         (rng.uniform(-1, 1, 100_000) * 2.0 ** rng.integers(-149, 4, 100_000)).astype(np.float32)])
+    want_exp, want_silu = np.zeros_like(xs), np.zeros_like(xs)
+    got_exp, got_silu = np.zeros_like(xs), np.zeros_like(xs)
+    _library_silu(xs, want_exp, want_silu)
+    _engine_silu(xs, got_exp, got_silu)
+    in_range = (xs > -89) & (xs < 17)
+    assert np.array_equal(got_exp[in_range].view(np.int32), want_exp[in_range].view(np.int32))
+    assert np.array_equal(got_silu.view(np.int32), want_silu.view(np.int32))
 
 
 def test_top2():

@@ -288,6 +288,20 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
     assert row["margins"]["form_noise"] < 0.1 and isinstance(row["form_noise_at"], str) and row["form_noise_at"]
 
 
+def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypatch):
+    """A build's cache key hashes the circuits' and the compiler's sources, not the compact engines'
+    (a change to the engine must not rebuild the machine)."""
+    from pathlib import Path
+
+    from qwengpu.runtime import checkpoint as mm
+    read = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    mm.source_hash(TINY, {})
+    assert "compiling.py" in read and "config.py" in read
+    assert not set(mm.ENGINE_SOURCES) & set(read) and set(mm.ENGINE_SOURCES) == {"fast.py", "engine.py"}
+
+
 def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
     """Builds from other circuits (older qwengpu versions) are removed; the current one, builds of
     the same circuits with other compiler options and other machines stay."""

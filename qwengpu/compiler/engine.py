@@ -63,9 +63,9 @@ F32 = np.float32
 ONE = np.float32(1.0)
 ZERO = np.float32(0.0)
 
-#: an input below this may give products below the smallest normal float32 (2^-126), which the CPU
-#: computes in a microcode assist (~150 cycles each); `_tiny_product` gives them exactly, cheaply
-TINY_INPUT = np.float32(2.0 ** -100)
+#: the smallest normal float32: a product (or a factor) below it costs the CPU a microcode assist
+#: (~150 cycles); `_tiny_product` gives such products exactly, cheaply (`_tiny_thresholds`)
+SMALLEST_NORMAL = 2.0 ** -126
 SCALE_UP = 2.0 ** 149                  # a float32 subnormal times this is its integer mantissa
 SCALE_DOWN = 2.0 ** -149
 
@@ -89,6 +89,7 @@ class Weights(NamedTuple):
     dense: np.ndarray
     mrow: np.ndarray
     rowlist: np.ndarray
+    ctiny: np.ndarray            # [columns] an input below this (non-zero) takes the hand-rounded products
     # embedding rows by token: cols/vals[estart[t]:estart[t + 1]]
     estart: np.ndarray
     ecols: np.ndarray
@@ -109,11 +110,12 @@ class Weights(NamedTuple):
     decay_scale: np.ndarray      # [G, hv] exp(A_log)
     dt_bias: np.ndarray          # [G, hv]
     gnorm: np.ndarray            # [G, dv]
-    # MLP neurons that can be non-zero (non-empty up row and down column): live_idx[lstart[L]:lstart[L+1]]
-    lstart: np.ndarray
-    live_idx: np.ndarray
     final_norm: np.ndarray       # [width] 1 + w
     lm_mat: np.ndarray           # [1]
+    # the LM head by codes when each of its columns has few distinct values (else [0, 0]): column j's
+    # entry in row r is lm_vals[j, lm_codes[j, r]], code 0 none
+    lm_codes: np.ndarray         # [columns, vocab] uint8
+    lm_vals: np.ndarray          # [columns, values + 1] float32
     dims: np.ndarray             # width, inter, vocab, hk, hv, dk, dv, layers, gdn layers, kernel
     eps: np.ndarray              # [1] rms eps
     # margins measured in the run: residual probes per sublayer, MLP gate lattices per layer
@@ -159,7 +161,7 @@ def _f32_from_bits(typingctx, bits):
     return nb_types.float32(nb_types.int32), codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tiny_product(w, xs):
     """fl32(w * x), the float32 product, for an input x given as xs = float64(x) * 2^149, without
     the CPU's subnormal assist: the exact product in float64, rounded to nearest even on the
@@ -173,14 +175,14 @@ def _tiny_product(w, xs):
     return F32(p * SCALE_DOWN)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _spmv(W, m, x, y):
     """y += W_m x over the non-empty columns whose input is non-zero (each row sums its terms in
     increasing column order, as a sequential dense sum does)."""
     colidx, cstart, row0, slen, sval, soff, dense = W.colidx, W.cstart, W.row0, W.slen, W.sval, W.soff, W.dense
     for k in range(W.mcol[m], W.mcol[m + 1]):
         xj = x[colidx[k]]
-        if xj != 0 and abs(xj) < TINY_INPUT:
+        if xj != 0 and abs(xj) < W.ctiny[k]:
             _tiny_column(W, k, xj, y)
         elif xj != 0:
             for p in range(cstart[k], cstart[k + 1]):
@@ -196,10 +198,10 @@ def _spmv(W, m, x, y):
                         y[r + i] += dense[d + i] * xj
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tiny_column(W, k, xj, y):
-    """y += column k times a tiny input xj (0 < |xj| < TINY_INPUT): `_spmv`'s terms, each product
-    by `_tiny_product` (bit for bit the float32 product)."""
+    """y += column k times a tiny input xj (0 < |xj| < ctiny[k]): `_spmv`'s terms, each product by
+    `_tiny_product` (bit for bit the float32 product)."""
     xs = np.float64(xj) * SCALE_UP
     for p in range(W.cstart[k], W.cstart[k + 1]):
         r = W.row0[p]
@@ -214,21 +216,82 @@ def _tiny_column(W, k, xj, y):
                 y[r + i] += _tiny_product(W.dense[d + i], xs)
 
 
-@njit(cache=True, inline="always")
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c rounded once (float64)."""
+    def codegen(context, builder, signature, args):
+        f64 = llvm_ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f64], fnty=llvm_ir.FunctionType(f64, [f64] * 3))
+        return builder.call(fn, args)
+    return nb_types.float64(nb_types.float64, nb_types.float64, nb_types.float64), codegen
+
+
+@intrinsic
+def _f64_from_bits(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.DoubleType())
+    return nb_types.float64(nb_types.uint64), codegen
+
+
+@intrinsic
+def _bits_of_f64(typingctx, x):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(64))
+    return nb_types.uint64(nb_types.float64), codegen
+
+
+def _exp2_table() -> np.ndarray:
+    """2^(i/32) rounded to float64, less i << 47 (the exponent `_expf` adds back), i = 0..31."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = 50
+    return np.array([np.float64(float(Decimal(2) ** (Decimal(i) / 32))).view(np.uint64) - np.uint64(i << 47)
+                     for i in range(32)], np.uint64)
+
+
+# the C library's float32 exp (glibc's, which numba calls for np.exp): exp(x) = 2^(k/32) 2^(r/32)
+# with k = round(x 32 / ln 2), the cubic in r and the product in float64, rounded once to float32
+EXP2_TABLE = _exp2_table()
+EXP_INV_LN2_N = float.fromhex("0x1.71547652b82fep+0") * 32
+EXP_SHIFT = float.fromhex("0x1.8p+52")           # adding it rounds to an integer, kept in the low bits
+EXP_C0 = float.fromhex("0x1.c6af84b912394p-5") / 32 ** 3
+EXP_C1 = float.fromhex("0x1.ebfce50fac4f3p-3") / 32 ** 2
+EXP_C2 = float.fromhex("0x1.62e42ff0c52d6p-1") / 32
+EXP_OVERFLOW = F32(float.fromhex("0x1.62e42ep6"))  # above it exp overflows float32
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _expf(x):
+    """The C library's float32 exp, bit for bit, for x in [-17, 89] (SiLU's range), as straight-line
+    code that vectorises (a call to the library does not): glibc's algorithm with the fused
+    multiply-adds of its FMA build, which the dynamic linker picks on this CPU. Checked against
+    numba's np.exp (the library's) on every float32 of [-17, 88.72] (`tests/test_engine.py`
+    samples it)."""
+    xd = np.float64(x)
+    kd = _fma(EXP_INV_LN2_N, xd, EXP_SHIFT)
+    ki = _bits_of_f64(kd)
+    kd -= EXP_SHIFT
+    r = _fma(EXP_INV_LN2_N, xd, -kd)
+    s = _f64_from_bits(EXP2_TABLE[ki & np.uint64(31)] + (ki << np.uint64(47)))
+    y = _fma(_fma(EXP_C0, r, EXP_C1), r * r, _fma(EXP_C2, r, 1.0))
+    e = F32(y * s)
+    return F32(np.inf) if x > EXP_OVERFLOW else e
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _silu(x):
-    if x >= F32(17.0):               # 1 + exp(-x) rounds to 1: SiLU(x) == x
-        return x
-    if x <= F32(-89.0):              # exp(-x) overflows: SiLU(x) == -0
-        return x * ZERO
-    return x / (ONE + np.exp(-x))
+    """x / (1 + exp(-x)) in float32, branch-free so that loops over it vectorise."""
+    e = _expf(min(max(-x, F32(-17.0)), F32(89.0)))      # clamped: exp's range (the ends are selected below)
+    v = x / (ONE + e)
+    # x >= 17: 1 + exp(-x) rounds to 1 (SiLU(x) == x); x <= -89: exp(-x) overflows (-0); +-0: itself
+    return x if (x == 0 or x >= F32(17.0)) else (x * ZERO if x <= F32(-89.0) else v)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sigmoid(x):
     return ONE / (ONE + np.exp(-x))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _rms(h, eps):
     """1 / sqrt(mean(h^2) + eps). The squares are summed in float64: a residual carries hundreds of
     features of ~1e-19 (SiLU's tails), whose fp32 squares are subnormal and cost a microcode assist
@@ -256,16 +319,22 @@ def _rms(h, eps):
     return ONE / np.sqrt(F32((s0 + s1) + (s2 + s3)) / F32(n) + eps)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _norm_into(W, m, h, w1, eps, x):
-    """x = RMSNorm(h) (zero-centred weight w1 = 1 + w), on the columns matrix m reads."""
+    """x = RMSNorm(h) (zero-centred weight w1 = 1 + w), on the columns matrix m reads. A subnormal
+    feature (a SiLU tail) is multiplied by `_tiny_product`, bit for bit, without the assist."""
     r = _rms(h, eps)
     for k in range(W.mcol[m], W.mcol[m + 1]):
         c = W.colidx[k]
-        x[c] = h[c] * r * w1[c]
+        hc = h[c]
+        if hc != 0 and abs(hc) < SMALLEST_NORMAL:
+            t = _tiny_product(r, np.float64(hc) * SCALE_UP)
+            x[c] = _tiny_product(w1[c], np.float64(t) * SCALE_UP)
+        else:
+            x[c] = hc * r * w1[c]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add_rows(W, m, h, y):
     """h += y on the rows matrix m writes, and y back to 0 there."""
     for p in range(W.mrow[m], W.mrow[m + 1]):
@@ -274,9 +343,10 @@ def _add_rows(W, m, h, y):
         y[r] = ZERO
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _scratch(W):
-    """The work buffers of a forward pass (zero; every stage leaves what it used at zero)."""
+    """The work buffers of a forward pass (zero; every stage leaves what it used at zero, except act
+    and dist, which are rewritten before every read)."""
     width, inter, hk, hv, dk, dv = W.dims[0], W.dims[1], W.dims[3], W.dims[4], W.dims[5], W.dims[6]
     kd, vd = hk * dk, hv * dv
     R = 2 * kd + 2 * vd + 2 * hv
@@ -291,10 +361,19 @@ def _scratch(W):
             np.zeros(vd, np.float32),                     # o: the delta rule's read-out
             np.zeros(hv, np.float32), np.zeros(hv, np.float32),  # beta, decay
             np.zeros(dv, np.float32), np.zeros(dv, np.float32),  # kv, delta
-            np.zeros(inter, np.float32))                  # act: the MLP's activations
+            np.zeros(inter, np.float32),                  # act: the MLP's activations
+            np.zeros(_most_lattices(W), np.float64))      # dist: one layer's gates' distances from their lattices
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
+def _most_lattices(W):
+    most = 0
+    for L in range(W.fstart.shape[0] - 1):
+        most = max(most, W.fstart[L + 1] - W.fstart[L])
+    return most
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     """The GDN mixer of layer L (GDN layer g) on one token: h += out(delta rule(norm(h)))."""
     x, y, o = sc[0], sc[1], sc[10]
@@ -309,7 +388,7 @@ def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     _add_rows(W, mo, h, y)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     """GDN layer g on one token from its projections y (q, k, v, z, b, a): the conv, the gated
     delta rule on the state, the gated RMSNorm; the read-out into o. Leaves its scratch at zero
@@ -323,8 +402,12 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     C = 2 * kd + vd
     group = hv // hk
     sqrt_dk = F32(math.sqrt(dk))
-    # the causal conv (a ring of the last kernel - 1 inputs) and SiLU, on live channels
+    # the causal conv (a ring of the last kernel - 1 inputs) and SiLU, on live channels (in
+    # increasing order), noting the non-zero queries and keys per key head as they come
     cw = W.conv[g]
+    for a in range(hk):
+        nq[a] = 0
+        nk[a] = 0
     for p in range(W.lchan[g], W.lchan[g + 1]):
         c = W.chan[p]
         if W.conv_plain[g, c] == 1:
@@ -335,24 +418,28 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
                 val += ring[(pos + j) % (kernel - 1), c] * cw[c, j]
             val += y[c] * cw[c, kernel - 1]
             ring[pos % (kernel - 1), c] = y[c]
-        mixed[c] = _silu(val)
-    # l2-normed queries and keys per key head, with their non-zero entries
+        mixed[c] = _silu_off(val)
+        if mixed[c] != 0 and c < 2 * kd:
+            if c < kd:
+                a = c // dk
+                nzq[a, nq[a]] = c - a * dk
+                nq[a] += 1
+            else:
+                a = (c - kd) // dk
+                nzk[a, nk[a]] = c - kd - a * dk
+                nk[a] += 1
+    # l2-normed queries and keys per key head (their squares in increasing order, as a dense sum)
     for a in range(hk):
+        cq = nq[a]
+        ck = nk[a]
         sq = ZERO
         sk = ZERO
-        cq = 0
-        ck = 0
-        for i in range(dk):
-            vq = mixed[a * dk + i]
-            vk = mixed[kd + a * dk + i]
-            if vq != 0:
-                sq += vq * vq
-                nzq[a, cq] = i
-                cq += 1
-            if vk != 0:
-                sk += vk * vk
-                nzk[a, ck] = i
-                ck += 1
+        for n in range(cq):
+            vq = mixed[a * dk + nzq[a, n]]
+            sq += vq * vq
+        for n in range(ck):
+            vk = mixed[kd + a * dk + nzk[a, n]]
+            sk += vk * vk
         rq = ONE / np.sqrt(sq + F32(1e-6))
         rk = ONE / np.sqrt(sk + F32(1e-6))
         for n in range(cq):
@@ -362,8 +449,6 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
         for n in range(ck):
             i = a * dk + nzk[a, n]
             kn[i] = mixed[kd + i] * rk
-        nq[a] = cq
-        nk[a] = ck
     for v in range(hv):
         beta[v] = _sigmoid(y[C + vd + v])
         sc_ = W.decay_scale[g, v]
@@ -430,7 +515,7 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             kn[a * dk + nzk[a, n]] = ZERO
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mlp(W, L, h, sc, margins, cap_flags, cap_gates, t):
     """The SwiGLU MLP of layer L on one token: h += down(silu(gate) * up)."""
     inter = W.dims[1]
@@ -438,21 +523,37 @@ def _mlp(W, L, h, sc, margins, cap_flags, cap_gates, t):
     m = W.gu_mat[L]
     _norm_into(W, m, h, W.post_norm[L], W.eps[0], x)
     _spmv(W, m, x, y)
-    _noise(W, L, y, margins)
+    _noise(W, L, y, margins, sc[16])
     if cap_flags & CAP_GATES:
         cap_gates[t, L] = y[:inter]
-    for p in range(W.lstart[L], W.lstart[L + 1]):
-        i = W.live_idx[p]
-        act[i] = _silu(y[i]) * y[inter + i]
+    _activations(y, act, inter)
     y[:2 * inter] = ZERO
     md = W.down_mat[L]
     _spmv(W, md, act, y)
     _add_rows(W, md, h, y)
-    for p in range(W.lstart[L], W.lstart[L + 1]):
-        act[W.live_idx[p]] = ZERO
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
+def _silu_off(x):
+    """`_silu` for scalar code whose inputs are mostly 0 or off (<= -89: a memory's off keys), which
+    skip the exp."""
+    if x == 0:
+        return x
+    if x <= F32(-89.0):
+        return x * ZERO
+    return _silu(x)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _activations(y, act, inter):
+    """act = silu(gate) * up for every neuron, gate = y[:inter], up = y[inter:2 inter]: a neuron
+    without weights gets silu(0) * 0 = 0, an input the down product skips; so does one whose up is
+    0, whatever its gate. Every entry is rewritten, so act needs no clearing."""
+    for i in range(inter):
+        act[i] = _silu(y[i]) * y[inter + i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _layer(W, L, h, pos, recurrent, conv_state, sc, margins, cap_flags, cap_hidden, cap_gates, cap_gdn, t):
     """Decoder layer L on one token at position `pos` (tokens before it)."""
     g = W.gdn_of[L]
@@ -468,22 +569,49 @@ def _layer(W, L, h, pos, recurrent, conv_state, sc, margins, cap_flags, cap_hidd
         cap_hidden[t, 2 * L + 1] = h
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _embed(W, tok, h):
     h[:] = ZERO
     for p in range(W.estart[tok], W.estart[tok + 1]):
         h[W.ecols[p]] = W.evals[p]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _logits(W, h, x, logits):
     m = W.lm_mat[0]
     _norm_into(W, m, h, W.final_norm, W.eps[0], x)
     logits[:] = ZERO
-    _spmv(W, m, x, logits)
+    if W.lm_codes.shape[0] == 0:
+        _spmv(W, m, x, logits)
+    else:
+        _lm_by_codes(W, m, x, logits)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
+def _lm_by_codes(W, m, x, logits):
+    """logits += LM head x, column after column as `_spmv` (the same products, added to each row
+    in the same order), over every row: a row without an entry in the column adds -0, which
+    leaves every float as it is. The column's few products are computed once, and the rows' sums
+    vectorise (a gather of the products by code)."""
+    k0 = W.mcol[m]
+    nv = W.lm_vals.shape[1]
+    prods = np.empty(nv, np.float32)
+    for j in range(W.mcol[m + 1] - k0):
+        xj = x[W.colidx[k0 + j]]
+        if xj == 0:
+            continue
+        tiny = abs(xj) < W.ctiny[k0 + j]
+        xs = np.float64(xj) * SCALE_UP
+        prods[0] = -ZERO
+        for c in range(1, nv):
+            w = W.lm_vals[j, c]
+            prods[c] = _tiny_product(w, xs) if tiny else w * xj
+        codes = W.lm_codes[j]
+        for r in range(logits.shape[0]):
+            logits[r] += prods[codes[r]]
+
+
+@njit(cache=True, error_model="numpy")
 def _forward(W, tokens, h, recurrent, conv_state, length0, margins, cap_flags, cap_hidden, cap_gates,
              cap_gdn, logits):
     """Run `tokens` through the model, token after token, from the state (recurrent, conv_state,
@@ -502,7 +630,7 @@ def _forward(W, tokens, h, recurrent, conv_state, length0, margins, cap_flags, c
         _logits(W, h, sc[0], logits)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _step_batch(W, tokens, h, recurrent, conv_state, lengths, margins, logits):
     """One token for each of B sequences (tokens[b] < 0: sequence b sits this step out), layer by
     layer over the batch, so that a layer's weights are read once per step; logits[b] of each."""
@@ -527,7 +655,7 @@ def _step_batch(W, tokens, h, recurrent, conv_state, lengths, margins, logits):
 BLOCK = 16
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _block_scratch(W, nb):
     """The work buffers of a block of nb tokens, one column per token (zero, as `_scratch`)."""
     width, inter, hk, hv, dk, dv = W.dims[0], W.dims[1], W.dims[3], W.dims[4], W.dims[5], W.dims[6]
@@ -539,7 +667,7 @@ def _block_scratch(W, nb):
             np.zeros(nb, np.float32))                                # V: a run's products
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _spmm(W, m, X, Y, n, V):
     """Y[:, :n] += W_m X[:, :n]: for each token exactly the sums of `_spmv` (the same terms in the
     same order, a term whose input is 0 skipped), the weights read once for the block. X's tiny
@@ -552,13 +680,13 @@ def _spmm(W, m, X, Y, n, V):
         for t in range(n):
             if xk[t] != 0:
                 live = True
-                if abs(xk[t]) < TINY_INPUT:
+                if abs(xk[t]) < W.ctiny[k]:
                     tiny = True
         if not live:
             continue
         if tiny:                       # tiny inputs token by token (and consumed: set to 0), the rest as a block
             for t in range(n):
-                if xk[t] != 0 and abs(xk[t]) < TINY_INPUT:
+                if xk[t] != 0 and abs(xk[t]) < W.ctiny[k]:
                     _tiny_column(W, k, xk[t], Y[:, t])
                     xk[t] = ZERO
         for p in range(cstart[k], cstart[k + 1]):
@@ -582,7 +710,7 @@ def _spmm(W, m, X, Y, n, V):
                         yi[t] = yi[t] + w * xt if xt != 0 else yi[t]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, no4):
     """The GDN mixer of layer L on a block of n tokens: the projections as block products, the
     conv and the delta rule token after token."""
@@ -601,8 +729,8 @@ def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, no4):
         _add_rows(W, mo, H[t], Y[:, t])
 
 
-@njit(cache=True, inline="always")
-def _mlp_block(W, L, H, n, bs, block_margins):
+@njit(cache=True, error_model="numpy", inline="always")
+def _mlp_block(W, L, H, n, bs, block_margins, sc):
     """The SwiGLU MLP of layer L on a block of n tokens (each token's form noise into its own row
     of block_margins)."""
     inter = W.dims[1]
@@ -613,21 +741,22 @@ def _mlp_block(W, L, H, n, bs, block_margins):
     _spmm(W, m, X, Y, n, V)
     for t in range(n):
         y = Y[:, t]
-        _noise(W, L, y, block_margins[t])
-        for p in range(W.lstart[L], W.lstart[L + 1]):
-            i = W.live_idx[p]
-            A[i, t] = _silu(y[i]) * y[inter + i]
+        _noise(W, L, y, block_margins[t], sc[16])
+    for i in range(inter):            # as `_activations`, over the block's tokens
+        a = A[i]
+        g = Y[i]
+        u = Y[inter + i]
+        for t in range(n):
+            a[t] = _silu(g[t]) * u[t]
     for p in range(W.mrow[m], W.mrow[m + 1]):
         Y[W.rowlist[p], :n] = ZERO
     md = W.down_mat[L]
     _spmm(W, md, A, Y, n, V)
     for t in range(n):
         _add_rows(W, md, H[t], Y[:, t])
-    for p in range(W.lstart[L], W.lstart[L + 1]):
-        A[W.live_idx[p], :n] = ZERO
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _prefill(W, tokens, h, recurrent, conv_state, length0, margins, logits, block):
     """`_forward` without captures, `block` tokens at a time through each layer: the products over
     the block, the recurrences in token order. Bit for bit `_forward`'s results: every token's
@@ -655,7 +784,7 @@ def _prefill(W, tokens, h, recurrent, conv_state, length0, margins, logits, bloc
             for t in range(n):
                 _probe(W, 2 * L, H[t], block_margins[t])
             if W.down_mat[L] >= 0:
-                _mlp_block(W, L, H, n, bs, block_margins)
+                _mlp_block(W, L, H, n, bs, block_margins, sc)
             for t in range(n):
                 _probe(W, 2 * L + 1, H[t], block_margins[t])
         for t in range(n):
@@ -669,7 +798,7 @@ def _prefill(W, tokens, h, recurrent, conv_state, length0, margins, logits, bloc
         _logits(W, h, sc[0], logits)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _probe(W, sub, h, margins):
     for p in range(W.pstart[sub], W.pstart[sub + 1]):
         v = h[W.pfeat[p]]
@@ -677,18 +806,23 @@ def _probe(W, sub, h, margins):
         margins[0] = max(margins[0], d)
 
 
-@njit(cache=True, inline="always")
-def _noise(W, L, gate, margins):
-    for p in range(W.fstart[L], W.fstart[L + 1]):
-        xv = (np.float64(gate[W.fidx[p]]) - W.foff[p]) * W.finv[p]
-        d = abs(xv - np.rint(xv))
-        if d > margins[1]:
-            margins[1] = d
+@njit(cache=True, error_model="numpy", inline="always")
+def _noise(W, L, gate, margins, dist):
+    """The form noise of layer L's gates: each gate's distance from its lattice, in spacings (a
+    vectorised pass into `dist`), then the first largest one above the run's so far."""
+    f0 = W.fstart[L]
+    n = W.fstart[L + 1] - f0
+    for q in range(n):
+        xv = (np.float64(gate[W.fidx[f0 + q]]) - W.foff[f0 + q]) * W.finv[f0 + q]
+        dist[q] = abs(xv - np.rint(xv))
+    for q in range(n):
+        if dist[q] > margins[1]:
+            margins[1] = dist[q]
             margins[2] = L
-            margins[3] = W.fidx[p]
+            margins[3] = W.fidx[f0 + q]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _top2(logits):
     """(index of the largest logit, largest - runner-up): the first index on a tie, as argmax."""
     best = 0
@@ -778,10 +912,54 @@ class _Packer:
 
     def arrays(self):
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
-        return (np.array(self.mcol, np.int64), cat(self.colidx, np.int32),
-                np.append(cat(self.cstart, np.int64), self.n_seg), cat(self.row0, np.int32), cat(self.slen, np.int32),
-                cat(self.sval, np.float32), cat(self.soff, np.int64), cat(self.dense, np.float32),
-                np.array(self.mrow, np.int64), cat(self.rowlist, np.int32))
+        cstart, slen, sval = np.append(cat(self.cstart, np.int64), self.n_seg), cat(self.slen, np.int32), \
+            cat(self.sval, np.float32)
+        soff, dense = cat(self.soff, np.int64), cat(self.dense, np.float32)
+        return (np.array(self.mcol, np.int64), cat(self.colidx, np.int32), cstart, cat(self.row0, np.int32), slen,
+                sval, soff, dense, np.array(self.mrow, np.int64), cat(self.rowlist, np.int32),
+                _tiny_thresholds(cstart, sval, soff, dense))
+
+
+def _tiny_thresholds(cstart, sval, soff, dense) -> np.ndarray:
+    """Per column: the input magnitude below which one of its products (or the input itself) may
+    be subnormal, where the CPU would take a microcode assist; a smaller non-zero input takes
+    `_tiny_column`'s hand-rounded products. Either path gives the float32 products exactly, so this
+    only chooses the faster one: 2^-125 / (the column's smallest |weight|), and at least 2^-125
+    (a subnormal input), each with a factor 2 to spare for rounding."""
+    if len(cstart) == 1:
+        return np.zeros(0, np.float32)
+    seg_min = np.abs(sval).astype(np.float64)
+    is_dense = soff >= 0
+    if is_dense.any():
+        # the dense segments' values lie one after another in segment order, so each reduceat span
+        # is exactly one segment's values (the last one's up to the end of `dense`)
+        seg_min[is_dense] = np.minimum.reduceat(np.abs(dense).astype(np.float64), soff[is_dense])
+    col_min = np.minimum.reduceat(seg_min, cstart[:-1])     # every packed column has a segment
+    with np.errstate(divide="ignore", over="ignore"):
+        limit = np.maximum(2.0 * SMALLEST_NORMAL, 2.0 * SMALLEST_NORMAL / col_min)
+    return limit.astype(np.float32)          # beyond float32's range: inf (every input by hand)
+
+
+def _code_table(rows, cols, vals, n_rows: int):
+    """A matrix with few distinct values per column as codes: ([columns, n_rows] uint8 codes,
+    [columns, values + 1] float32 values), the non-empty columns in increasing order, code 0 for no
+    entry; ([0, 0], [0, 0]) when a column has more than 255 distinct values (or a non-finite one)."""
+    keep = vals != 0
+    rows, cols, vals = rows[keep].astype(np.int64), cols[keep].astype(np.int64), vals[keep].astype(np.float32)
+    if not np.isfinite(vals).all():
+        return np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.float32)
+    ucols, col_of = np.unique(cols, return_inverse=True)
+    tables = [np.unique(vals[col_of == j]) for j in range(len(ucols))]
+    width = max((len(t) for t in tables), default=0)
+    if width > 255:
+        return np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.float32)
+    codes = np.zeros((len(ucols), n_rows), np.uint8)
+    table = np.zeros((len(ucols), width + 1), np.float32)
+    for j, t in enumerate(tables):
+        at = col_of == j
+        table[j, 1:len(t) + 1] = t
+        codes[j, rows[at]] = np.searchsorted(t, vals[at]) + 1
+    return codes, table
 
 
 def _triples(m):
@@ -808,9 +986,11 @@ class SparseEngine:
     """The compact engine on a compiled model (built from the reference engine's sparse copy,
     `qwengpu.compiler.fast.FastModel`, which reads the checkpoint)."""
 
-    def __init__(self, fast, probes: dict | None = None, lattices: dict | None = None):
+    def __init__(self, fast, probes: dict | None = None, lattices: dict | None = None, lm_table: bool = True):
         """`fast`: a FastModel; `probes`: {sublayer: 0/1-coded residual features} whose distance
-        from their code the run measures; `lattices`: `margins.gate_lattices` (form noise)."""
+        from their code the run measures; `lattices`: `margins.gate_lattices` (form noise);
+        `lm_table`: run the LM head by codes where its columns allow (`_code_table`; the same
+        logits bit for bit, faster), else by segments."""
         self.config = fast.config
         self.width = fast.width
         self.kinds = [lay.kind for lay in fast.layers]
@@ -840,7 +1020,6 @@ class SparseEngine:
         gnorm = np.zeros((G, dv), np.float32)
         in_norm = np.zeros((nL, self.width), np.float32)
         post_norm = np.zeros((nL, self.width), np.float32)
-        lstart, live_idx = [0], []
         for L, lay in enumerate(fast.layers):
             in_norm[L] = ONE + lay.in_norm.numpy().astype(np.float32)
             post_norm[L] = ONE + lay.post_norm.numpy().astype(np.float32)
@@ -870,14 +1049,13 @@ class SparseEngine:
                 gu[L] = P.add(*_stack([(gr, gc, gv, inter), (ur, uc, uv, I)]))
                 dr, dc, dv_ = _triples(lay.down)
                 down[L] = P.add(dr, dc, dv_)
-                neurons = np.intersect1d(np.unique(ur), np.unique(dc))
-                live_idx.extend(neurons.tolist())
-            lstart.append(len(live_idx))
         if any(gu[L] >= 0 and fast.layers[L].gate.shape[0] != inter for L in range(nL)):
             raise ValueError("layers of different MLP widths")
         # the fused gate/up rows: gate at [0, inter), up at [inter, 2 inter)
         lm = P.add(*_triples(fast.lm_head))
         packed = P.arrays()
+        lm_codes, lm_vals = _code_table(*_triples(fast.lm_head), vocab) if lm_table else \
+            (np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.float32))
         order = np.argsort(fast.embed_rows.numpy(), kind="stable")
         erows = fast.embed_rows.numpy()[order]
         estart = np.searchsorted(erows, np.arange(vocab + 1)).astype(np.int64)
@@ -902,8 +1080,7 @@ class SparseEngine:
             estart, fast.embed_cols.numpy()[order].astype(np.int32), fast.embed_vals.numpy()[order].astype(np.float32),
             in_norm, post_norm, mix, outm, gdn_of, gu, down,
             conv, plain, np.array(lchan, np.int64), np.array(chan, np.int64), dscale, dt_bias, gnorm,
-            np.array(lstart, np.int64), np.array(live_idx, np.int64),
-            ONE + fast.final_norm.numpy().astype(np.float32), np.array([lm], np.int64),
+            ONE + fast.final_norm.numpy().astype(np.float32), np.array([lm], np.int64), lm_codes, lm_vals,
             np.array([self.width, inter, vocab, hk, hv, dk, dv, nL, G, kernel], np.int64),
             np.array([fast.eps], np.float32),
             np.array(pstart, np.int64), np.array(pfeat, np.int64),

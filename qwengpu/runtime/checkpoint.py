@@ -31,7 +31,10 @@ FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
 META_VERSION = 3
 
 
-#: the sources a built machine depends on (beside the compiler's, the compact engine excepted): the
+#: the compiler's files that only run a built machine (the compact engines), which its cache key
+#: leaves out: a change to them must not rebuild the machine
+ENGINE_SOURCES = ("fast.py", "engine.py")
+#: the sources a built machine depends on (beside the compiler's, the compact engines excepted): the
 #: circuits and what they are built from
 MACHINE_SOURCES = ("hardware", "config.py", "format.py", "image.py", "layout.py", "tokens.py", "uops.py")
 
@@ -41,7 +44,7 @@ def source_hash(config: MachineConfig, target_kw: dict) -> str:
     circuits and the compiler."""
     qwengpu_dir = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(repr((config, sorted(target_kw.items()), META_VERSION)).encode())
-    files = sorted(f for f in (qwengpu_dir / "compiler").glob("*.py") if f.name != "fast.py")
+    files = sorted(f for f in (qwengpu_dir / "compiler").glob("*.py") if f.name not in ENGINE_SOURCES)
     for name in MACHINE_SOURCES:
         p = qwengpu_dir / "machine" / name
         files += sorted(p.rglob("*.py")) if p.is_dir() else [p if p.suffix else p.with_suffix(".py")]
