@@ -277,6 +277,20 @@ def compact_machine():
 
 
 @pytest.mark.timeout(900)
+def _step_from_home(page, root, n: int) -> list[float]:
+    """Focus the model inspector `root`, press Home, then ArrowRight n times; each step's
+    key-to-redraw latency (ms) as the page measured it."""
+    root.click(position={"x": 30, "y": 12})
+    page.keyboard.press("Home")
+    page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '0'")
+    lat = []
+    for k in range(1, n + 1):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+        lat.append(float(root.get_attribute("data-latency")))
+    return lat
+
+
 def test_model_inspector_in_jupyterlab(lab, compact_machine):
     """Notebook 06: the inspector on the compact engine's forward passes."""
     from playwright.sync_api import sync_playwright
@@ -315,14 +329,7 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             out = root.locator('.qg-region[data-region="global:out"] .qg-hex').text_content()
             assert "20 00 00 00" in out, out                                       # out = 32, decoded from `mem`
             # keyboard: Home, then 7 passes: the first carry of %r4 (lane 0's byte) is in the state
-            root.click(position={"x": 30, "y": 12})
-            page.keyboard.press("Home")
-            page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '0'")
-            lat = []
-            for k in range(1, 8):
-                page.keyboard.press("ArrowRight")
-                page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
-                lat.append(float(root.get_attribute("data-latency")))
+            lat = _step_from_home(page, root, 7)
             cells = root.locator('tr[data-reg="r1"] td').all_text_contents()
             assert [c.strip() for c in cells[1:]] == ["0x2", "0x0", "0x0", "0x0"], cells
             assert root.locator('tr[data-reg="r1"] td.chg').count() == 1
@@ -437,14 +444,7 @@ def test_spliced_model_inspector_in_jupyterlab(lab):
                 pick_ms.append(float(root.get_attribute("data-latency")))
                 note = latt.locator(".qg-lnote").text_content()
                 assert ("idle on this token" in note) == (L >= n_gpu), note
-            root.click(position={"x": 30, "y": 12})
-            page.keyboard.press("Home")
-            page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '0'")
-            step_ms = []
-            for k in range(1, 9):
-                page.keyboard.press("ArrowRight")
-                page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
-                step_ms.append(float(root.get_attribute("data-latency")))
+            step_ms = _step_from_home(page, root, 8)
             out = page.evaluate(RUN_CODE_JS, "print(insp.position, insp.layer, insp.latt_meta['activity'][-1], "
                                              "insp.view.trace.layers[-1].role)")
             assert out.startswith("8 ") and " 0.0 base layer: idle during the launch" in out, out

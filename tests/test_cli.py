@@ -1,12 +1,12 @@
 """The command-line contract: `qwengpu run/verify/demo/bench`, JSON output, errors on stderr."""
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from qwengpu import suite
+from qwengpu.fuzz.host import missing_tools
 
 
 def cli(*args):
@@ -96,8 +96,7 @@ def test_bench_counts_cpu_seconds():
     assert any(line.startswith("  CPU time compact:") and "tokens per CPU-second" in line for line in lines)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None or not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
-                    reason="nvcc or a host C++ compiler is not installed on this machine")
+@pytest.mark.skipif(missing_tools() is not None, reason=f"fuzzer: {missing_tools()}")
 def test_fuzz_runs_a_seed_and_writes_its_report(tmp_path):
     rep = tmp_path / "fuzz.json"
     p = cli("fuzz", "--seed", "5", "--count", "6", "--batch", "3", "--out", str(tmp_path / "failures"),

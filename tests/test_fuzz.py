@@ -1,18 +1,16 @@
 """`qwengpu.fuzz`: random CUDA kernels, the host C++ oracle that runs their threads one by one, and
 a fixed-seed slice of the fuzzer on the interpreter, the simulator and the compact engine."""
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from qwengpu import fuzz as fz
 from qwengpu.fuzz.generator import FuzzKernel, Stmt, generate
-from qwengpu.fuzz.host import find_host_compiler, host_program
+from qwengpu.fuzz.host import find_host_compiler, host_program, missing_tools
 from qwengpu.fuzz.reduce import reduce_body, size
 
-HAS_TOOLS = shutil.which("nvcc") is not None and any(shutil.which(c) for c in ("c++", "g++", "clang++"))
-needs_tools = pytest.mark.skipif(not HAS_TOOLS, reason="nvcc or a host C++ compiler is not installed on this machine")
+needs_tools = pytest.mark.skipif(missing_tools() is not None, reason=f"fuzzer: {missing_tools()}")
 
 #: the CI slice: kernels 0..29 of this seed on interp and sim, one of them (one block of 4 threads,
 #: 433 tokens) on the compact engine, short for CI (the warp-switch fault of blocks of 8 that the
@@ -144,3 +142,10 @@ def test_a_batch_a_compiler_rejects_is_reported_not_raised(monkeypatch):
     (f,) = report.failures
     assert f.engine == "compile" and f.name == f"fz_{SEED}_0..fz_{SEED}_1" and "no_such_name" in f.source
     assert report.checked == {"interp": 0, "sim": 0}
+
+
+def test_missing_tools_names_what_the_fuzzer_lacks(monkeypatch, tmp_path):
+    for var in ("CXX", "QWENGPU_NVCC", "CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "a host C++ compiler" in missing_tools() and missing_tools().endswith("not found")

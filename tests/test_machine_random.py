@@ -47,10 +47,16 @@ def test_random_programs_on_the_simulator(prog, data):
 @settings(max_examples=MODEL_EXAMPLES, deadline=None, suppress_health_check=SLOW)
 @given(prog=programs(size=4), data=inputs)
 def test_random_programs_on_the_model(prog, data):
+    check_on_model(prog, data, compact())
+
+
+def check_on_model(prog, data, machine):
+    """The compact engine on `machine` against the simulator's tokens, the interpreter's buffers
+    and, after every pass, the simulator's registers."""
     ptx, body = prog
     want = run(ptx, launch(data)).buffers[-1]
     sim = run(ptx, launch(data), engine="sim")
-    res = run(ptx, launch(data), engine="compact", machine=compact(), check_states=True, progress=False)
+    res = run(ptx, launch(data), engine="compact", machine=machine, check_states=True, progress=False)
     assert res.extra["generated"] == sim.extra["generated"], "\n".join(body)
     assert np.array_equal(want, res.buffers[-1]), "\n".join(body)
     assert res.extra["states_checked"] == sum(t.startswith("<exec") for t in sim.extra["generated"])
@@ -69,9 +75,4 @@ def test_random_straight_line_programs_on_the_model(prog, data):
 @settings(max_examples=4 * MODEL_EXAMPLES, deadline=None, suppress_health_check=SLOW)
 @given(prog=programs(size=6), data=inputs)
 def test_random_programs_in_the_2b_geometry(prog, data):
-    ptx, body = prog
-    want = run(ptx, launch(data)).buffers[-1]
-    sim = run(ptx, launch(data), engine="sim")
-    res = run(ptx, launch(data), engine="compact", machine=compact_2b(), check_states=True, progress=False)
-    assert res.extra["generated"] == sim.extra["generated"], "\n".join(body)
-    assert np.array_equal(want, res.buffers[-1]), "\n".join(body)
+    check_on_model(prog, data, compact_2b())

@@ -38,6 +38,22 @@ def find_host_compiler() -> str:
     raise HostCompilerNotFound("no host C++ compiler (c++, g++ or clang++) on PATH; set CXX")
 
 
+def missing_tools() -> str | None:
+    """What the fuzzer lacks on this machine (nvcc as `qwengpu.cuda.find_nvcc` finds it, a host
+    C++ compiler), or None when it can run."""
+    from qwengpu.cuda import NvccNotFound, find_nvcc
+    missing = []
+    try:
+        find_nvcc()
+    except NvccNotFound:
+        missing.append("nvcc")
+    try:
+        find_host_compiler()
+    except HostCompilerNotFound:
+        missing.append("a host C++ compiler")
+    return " and ".join(missing) + " not found" if missing else None
+
+
 def cuda_source(kernels: list[FuzzKernel], bodies: list | None = None) -> str:
     """One CUDA translation unit holding every kernel (one nvcc call for a batch)."""
     bodies = bodies or [None] * len(kernels)

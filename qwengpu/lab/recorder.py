@@ -345,7 +345,17 @@ class _CompactTap:
         self.taps.put(L, inputs.q, inputs.k, inputs.beta, gate, inputs.decay, inputs.v)
 
 
-class _StockTap:
+class _ModelHooks:
+    """Torch hooks installed on a stock model; `remove` takes them all off."""
+    handles: list
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+class _StockTap(_ModelHooks):
     """Taps on the stock transformers model: forward pre-hooks on every GDN mixer (its input is the
     normed residual) and, for attention layers that attend, forward hooks keeping their weights."""
 
@@ -366,10 +376,6 @@ class _StockTap:
         for L in self.attending:
             self.handles.append(layers[L].self_attn.register_forward_hook(self._attn_hook(L)))
 
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
 
     def _begin(self, module, args, kwargs):
         x = kwargs.get("hidden_states", args[0] if args else None)
@@ -523,7 +529,7 @@ def _checkpoint_text_config(machine) -> dict:
     return cfg.get("text_config", cfg) if cfg.get("model_type") == "qwen3_5" else cfg
 
 
-class _ActivityTap:
+class _ActivityTap(_ModelHooks):
     """Forward hooks on every decoder layer of the stock model: per token, the largest change the
     layer makes to the residual stream (max |output - input|). A layer that is switched off on a
     token (a spliced base layer on a GPU token, a GPU layer on text) changes it by exactly 0."""
@@ -539,10 +545,6 @@ class _ActivityTap:
         for L, layer in enumerate(layers):
             self.handles.append(layer.register_forward_hook(self._hook(L), with_kwargs=True))
 
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
 
     def _begin(self, module, args, kwargs):
         x = kwargs.get("hidden_states", args[0] if args else None)
