@@ -63,15 +63,23 @@ def _model_options(args, open_machine: bool = True) -> dict:
     opts = {"device": args.device}
     if getattr(args, "check_states", False):
         opts["check_states"] = True
-    if getattr(args, "model", None) and getattr(args, "geometry", None):
-        raise ValueError("--model and --geometry each choose the machine: give one")
-    if getattr(args, "model", None) and open_machine:
-        from .splice.machine_splice import open_spliced_machine
-        opts["machine"] = open_spliced_machine(args.model)
-    if getattr(args, "geometry", None) and open_machine:
-        from .splice.machine_splice import machine_for_geometry
-        opts["machine"] = machine_for_geometry(args.geometry)
+    factory = _machine_factory(args)
+    if factory is not None and open_machine:
+        opts["machine"] = factory()
     return opts
+
+
+def _machine_factory(args):
+    """--model DIR or --geometry G as a picklable callable that makes the machine (worker processes
+    call it too); None for the built-in machine."""
+    import functools
+    model, geometry = getattr(args, "model", None), getattr(args, "geometry", None)
+    if model and geometry:
+        raise ValueError("--model and --geometry each choose the machine: give one")
+    if not (model or geometry):
+        return None
+    from .splice.machine_splice import machine_for_geometry, open_spliced_machine
+    return functools.partial(open_spliced_machine, model) if model else functools.partial(machine_for_geometry, geometry)
 
 
 def cmd_run(args) -> int:
@@ -86,13 +94,7 @@ def cmd_run(args) -> int:
 
 def cmd_verify(args) -> int:
     from .verify import verify
-    factory = None
-    if args.jobs > 1 and (args.model or args.geometry):    # each worker process reopens (or recompiles) the machine
-        import functools
-
-        from .splice.machine_splice import machine_for_geometry, open_spliced_machine
-        factory = (functools.partial(open_spliced_machine, args.model) if args.model
-                   else functools.partial(machine_for_geometry, args.geometry))
+    factory = _machine_factory(args) if args.jobs > 1 else None     # each worker process makes its machine
     report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, batch_size=args.batch,
                     jobs=args.jobs, machine_factory=factory, **_model_options(args, open_machine=factory is None))
     if args.json:
