@@ -217,8 +217,13 @@ def compile_for_base_geometry(base, machine="tiny", dense: bool = False):
     return compile_machine(config_named(machine), dense=dense, **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
 
 
-#: named base geometries for `machine_for_geometry` (`qwengpu verify --geometry NAME`)
-GEOMETRIES = ("qwen3.5-2b",)
+def _qwen35_2b():
+    from .fixtures import qwen35_2b_text_config
+    return qwen35_2b_text_config()
+
+
+#: named base geometries for `machine_for_geometry` (`qwengpu verify --geometry NAME`): their text configs
+GEOMETRIES = {"qwen3.5-2b": _qwen35_2b}
 
 
 def machine_for_geometry(geometry, machine="compact"):
@@ -227,10 +232,8 @@ def machine_for_geometry(geometry, machine="compact"):
     checkpoint's directory. The suite and random programs run on it where the whole spliced
     checkpoint is too large to write or load."""
     import os
-
-    from .fixtures import qwen35_2b_text_config
-    if geometry == "qwen3.5-2b":
-        base = qwen35_2b_text_config()
+    if geometry in GEOMETRIES:
+        base = GEOMETRIES[geometry]()
     elif os.path.isdir(geometry):
         base = geometry
     else:
