@@ -45,14 +45,14 @@ def examples(n: int):
 
 
 def bits(t: str) -> int:
-    return 1 if t == "pred" else int(t[1:])
+    return 1 if t == "pred" else 32 if t == "f16x2" else int(t[1:])
 
 
 # ---------------------------------------------------------------------------------------------
 # kernels around one instruction
 
 #: register prefix and declared type by PTX type
-REGS = {"f16": ("%h", "f16"), "f32": ("%f", "f32"), "f64": ("%fd", "f64"), "pred": ("%p", "pred"),
+REGS = {"f16": ("%h", "f16"), "f16x2": ("%r", "b32"), "f32": ("%f", "f32"), "f64": ("%fd", "f64"), "pred": ("%p", "pred"),
         8: ("%rs", "b16"), 16: ("%rs", "b16"), 32: ("%r", "b32"), 64: ("%rd", "b64")}
 
 
@@ -210,7 +210,12 @@ def lanes(seed: int, operands: list, n: int, relate: bool = True) -> list[list[i
     for _ in range(n):
         first = None
         for k, t in enumerate(loaded):
-            if t[0] == "f":
+            if t == "f16x2":               # two halves, each its own value
+                v = fvalue(rng, 16) | fvalue(rng, 16) << 16
+                if first is not None and relate and loaded[0] == t:
+                    v = related(rng, 16, first & 0xFFFF, v & 0xFFFF) | related(rng, 16, first >> 16, v >> 16) << 16
+                first = v if first is None else first
+            elif t[0] == "f":
                 v = fvalue(rng, bits(t))
                 if first is not None and relate and loaded[0] == t:
                     v = related(rng, bits(t), first, v)
@@ -260,6 +265,23 @@ def simple_forms():
     for op in ("abs", "neg"):
         out += [(f"{op}.f32", "f32", F("f32")), (f"{op}.ftz.f32", "f32", F("f32")), (f"{op}.f64", "f64", F("f64"))]
     out += [("copysign.f32", "f32", F("f32", "f32")), ("copysign.f64", "f64", F("f64", "f64"))]
+    return out
+
+
+def half_forms():
+    """.f16 and .f16x2 arithmetic (through f32 on the machine: `softfloat.f16`)."""
+    out = []
+    for t in ("f16", "f16x2"):
+        for op in ("add", "sub", "mul"):
+            out += [(f"{op}.{t}", t, F(t, t)), (f"{op}.rn.ftz.{t}", t, F(t, t)), (f"{op}.sat.{t}", t, F(t, t))]
+        out += [(f"fma.rn.{t}", t, F(t, t, t)), (f"fma.rn.ftz.sat.{t}", t, F(t, t, t)),
+                (f"neg.{t}", t, F(t)), (f"abs.ftz.{t}", t, F(t))]
+        for op in ("min", "max"):
+            out += [(f"{op}.{t}", t, F(t, t)), (f"{op}.ftz.NaN.{t}", t, F(t, t))]
+    out += [("fma.rn.sat.f16", "f16", F("f16", "f16", "f16")), ("abs.f16", "f16", F("f16")),
+            ("neg.ftz.f16", "f16", F("f16"))]
+    out += [(f"setp.{c}.f16", "pred", F("f16", "f16")) for c in ("eq", "ne", "lt", "geu", "nan", "num")]
+    out += [("setp.lt.ftz.f16", "pred", F("f16", "f16")), ("setp.le.and.f16", "pred", F("f16", "f16", "imm:{p}"))]
     return out
 
 
@@ -341,11 +363,11 @@ def immediate_forms():
             ("fma.rz.f64", "f64", F("imm:0d3FE0000000000000", "f64", "imm:0dBFF0000000000000"))]
 
 
-ALL_FORMS = arith_forms() + simple_forms() + compare_forms() + cvt_forms()
+ALL_FORMS = arith_forms() + simple_forms() + half_forms() + compare_forms() + cvt_forms()
 #: the most used forms get more examples
 CORE = {"add.rn.f32", "sub.rn.f32", "mul.rn.f32", "fma.rn.f32", "div.rn.f32", "sqrt.rn.f32", "add.rn.f64",
         "mul.rn.f64", "fma.rn.f64", "div.rn.f64", "sqrt.rn.f64", "setp.lt.f32", "cvt.rni.s32.f32", "cvt.rn.f32.s32",
-        "cvt.rn.f32.f64", "cvt.f64.f32"}
+        "cvt.rn.f32.f64", "cvt.f64.f32", "fma.rn.f16", "fma.rn.f16x2", "add.f16x2"}
 
 
 def run_form(seed, instr, dst, operands):

@@ -327,6 +327,14 @@ CHAINS = {
               "mad.hi.cc.u32 %r22, %r2, %r5, %r3;", "addc.u32 %r23, %r6, 7;"],
     "guarded": ["add.cc.u32 %r20, %r1, %r4;", "@%p1 addc.cc.u32 %r21, %r2, %r5;", "mov.u32 %r22, 0;",
                 "@!%p1 sub.cc.u32 %r22, %r3, %r6;", "addc.u32 %r23, %r1, 0;"],
+    "add128": ["mov.b64 %rd10, {%r1, %r2};", "mov.b64 %rd11, {%r4, %r5};", "mov.b64 %rd12, {%r3, %r6};",
+               "add.cc.u64 %rd13, %rd10, %rd11;", "addc.cc.s64 %rd14, %rd12, %rd10;", "addc.cc.u32 %r22, %r3, 0;",
+               "addc.u64 %rd15, %rd14, %rd11;", "mov.b64 {%r20, %r21}, %rd13;", "mov.b64 {%r23, %r24}, %rd15;",
+               "xor.b32 %r23, %r23, %r24;"],
+    "sub128": ["mov.b64 %rd10, {%r1, %r2};", "mov.b64 %rd11, {%r4, %r5};", "mov.b64 %rd12, {%r3, %r6};",
+               "sub.cc.u64 %rd13, %rd10, %rd11;", "subc.cc.u64 %rd14, %rd12, %rd10;", "sub.cc.u32 %r22, %r3, %r6;",
+               "subc.cc.s64 %rd15, %rd14, %rd11;", "subc.u32 %r25, 0, 0;", "mov.b64 {%r20, %r21}, %rd13;",
+               "mov.b64 {%r23, %r24}, %rd15;", "xor.b32 %r23, %r23, %r24;", "xor.b32 %r22, %r22, %r25;"],
     "mad_sat": ["mad.hi.sat.s32 %r20, %r1, %r4, %r2;", "mad.lo.sat.s32 %r21, %r1, %r4, %r5;",
                 "add.sat.s32 %r22, %r3, %r6;", "sub.sat.s32 %r23, %r3, %r6;"],
 }
@@ -347,9 +355,11 @@ def test_mul_hi_s32_by_int_min():
 
 
 def test_unsupported_constructs_name_the_line():
-    ptx = kernel("add.cc.u64", "u64", ["u64", "u64"])
-    spec = {"grid": 1, "block": 32, "args": [{"buffer": "uint64", "size": 32}] * 3}
-    with pytest.raises(AssemblerError, match=r"line \d+: .*not supported by the machine yet"):
+    """A construct the interpreter runs and the machine does not (`mad.wide` with a carry-out)."""
+    ptx = kernel("mad.wide.cc.u32", "u64", ["u32", "u32", "u64"])
+    spec = {"grid": 1, "block": 32, "args": [{"buffer": "uint32", "size": 32}] * 2 + [{"buffer": "uint64", "size": 32}] * 2}
+    run(ptx, spec)
+    with pytest.raises(AssemblerError, match=r"line \d+: `mad.wide.cc.u32` is not supported by the machine yet"):
         run(ptx, spec, engine="sim")
 
 
@@ -667,3 +677,61 @@ def test_a_branch_on_an_inverted_register():
     check_body(["not.b32 %r5, %r1;", "mov.u32 %r20, 1;", "setp.ne.u32 %p2, %r5, 0;", "@%p2 bra $SKIP;",
                 "mov.u32 %r20, 2;", "$SKIP:", "setp.eq.u32 %p3, %r5, 0;", "mov.u32 %r21, 3;", "@%p3 bra $OUT;",
                 "mov.u32 %r21, 4;", "$OUT:"], 1, 2, [xs])
+
+
+# ---------------------------------------------------------------------------------------------
+# generic addressing: the window of a generic address picks the space at run time
+
+
+GENERIC = """{header}
+.const .align 4 .b32 table[4] = {{7, 11, 13, 17}};
+.visible .entry k(.param .u64 out)
+{{
+.reg .pred %p<4>;
+.reg .b32 %r<16>;
+.reg .b64 %rd<24>;
+.shared .align 4 .b32 sh[8];
+.local .align 4 .b32 loc[2];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd1, %r1, 4;
+mov.u64 %rd2, sh;
+cvta.shared.u64 %rd3, %rd2;
+add.u64 %rd4, %rd3, %rd1;
+mov.u64 %rd5, loc;
+cvta.local.u64 %rd6, %rd5;
+mov.u64 %rd7, table;
+cvta.const.u64 %rd8, %rd7;
+add.u64 %rd9, %rd8, %rd1;
+ld.param.u64 %rd10, [out];
+cvta.to.global.u64 %rd11, %rd10;
+mad.lo.u64 %rd12, %rd1, 4, %rd11;
+add.u32 %r2, %r1, 100;
+st.u32 [%rd4], %r2;
+st.u32 [%rd6+4], %r1;
+bar.sync 0;
+atom.add.u32 %r3, [%rd3], 1;
+setp.eq.u32 %p1, %r1, 2;
+@%p1 st.u32 [%rd12+12], %r1;
+ld.u32 %r4, [%rd4];
+ld.u32 %r5, [%rd6+4];
+ld.u32 %r6, [%rd9];
+bar.sync 0;
+ld.u32 %r7, [%rd3];
+st.u32 [%rd12], %r4;
+st.u32 [%rd12+4], %r5;
+st.u32 [%rd12+8], %r6;
+@!%p1 st.u32 [%rd12+12], %r7;
+red.add.u32 [%rd12+12], %r3;
+ret;
+}}
+"""
+
+
+def test_generic_addressing_on_every_space():
+    """Generic ld/st/atom/red (no state space) on shared, local, const and global addresses,
+    one guarded: the simulator computes what the interpreter does."""
+    ptx = GENERIC.format(header=HEADER)
+    spec = {"grid": 1, "block": 4, "args": [{"buffer": "uint32", "size": 16}]}
+    want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
+    assert np.array_equal(want, got), (want, got)
+    assert [list(want[k:k + 3]) for k in (0, 4)] == [[104, 0, 7], [101, 1, 11]]     # sh[0] took 4 atomic adds

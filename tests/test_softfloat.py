@@ -687,6 +687,104 @@ def _cvt_d2f(em, mode, lo, hi):
 
 
 # =============================================================================================
+# f16 (through f32): every value of a binade mix, operand pairs and triples aimed at ties,
+# cancellation and the subnormal range; fma's round-to-odd against the exact reference
+
+F16_SPECIAL = np.array([0, 1, 2, 0x3FF, 0x200, 0x400, 0x401, 0x7BFF, 0x7BFE, 0x7C00, 0x7C01, 0x7E00, 0x7FFF,
+                        0x3C00, 0x3C01, 0x3BFF, 0x3800, 0x4000, 0x6400, 0x6401, 0x67FF, 0x0C00, 0x1000],
+                       dtype=np.uint64)
+F16_SPECIAL = np.concatenate([F16_SPECIAL, F16_SPECIAL | U(0x8000)])
+
+
+def gen_f16(n):
+    """f16 patterns: uniform bits, short significands (ties), exponents near 1, specials."""
+    s = RNG.integers(0, 2, n).astype(np.uint64) << U(15)
+    e = RNG.integers(0, 32, n).astype(np.uint64)
+    near = RNG.integers(10, 22, n).astype(np.uint64)
+    fr = RNG.integers(0, 1024, n).astype(np.uint64)
+    short = fr & ~((U(1) << RNG.integers(0, 10, n).astype(np.uint64)) - U(1))
+    return np.concatenate([RNG.integers(0, 1 << 16, n).astype(np.uint64), s | (e << U(10)) | short,
+                           s | (near << U(10)) | fr, F16_SPECIAL])
+
+
+def gen_f16_operands(n, k):
+    """k operand arrays: independent, all specials against each other, and (k >= 2) the second
+    a cancelling or near neighbour of the first; for fma, c near -a*b (in f16, so the sum
+    cancels to a few bits) and at the midpoints between f16 neighbours of a*b."""
+    xs = [gen_f16(n) for _ in range(k)]
+    m = min(len(x) for x in xs)
+    cols = [[RNG.permutation(x[:m])] for x in xs]
+    grid = np.meshgrid(*[F16_SPECIAL] * k)
+    for c, g in zip(cols, grid):
+        c.append(g.ravel())
+    a, b = xs[0][:m], xs[1][:m]
+    cols[0].append(a)
+    cols[1].append((a ^ U(0x8000)) + RNG.integers(0, 3, m).astype(np.uint64) & U(0xFFFF))
+    for c in cols[2:]:
+        c.append(xs[2][:m])
+    if k == 3:
+        with np.errstate(all="ignore"):
+            p = (a.astype(np.uint16).view(np.float16).astype(np.float64) *
+                 b.astype(np.uint16).view(np.float16).astype(np.float64))
+            ph = p.astype(np.float16).view(np.uint16).astype(np.uint64)
+        neg = ph ^ U(0x8000)
+        for c in (neg, neg + U(1), neg - U(1), RNG.integers(0, 1 << 16, m).astype(np.uint64)):
+            cols[0].append(a)
+            cols[1].append(b)
+            cols[2].append(c & U(0xFFFF))
+    return [np.concatenate(c) for c in cols]
+
+
+HALF2 = {"add16": (sf.add16, F.fadd), "sub16": (sf.sub16, F.fsub), "mul16": (sf.mul16, F.fmul)}
+
+
+@pytest.mark.parametrize("ftz,sat", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("name", list(HALF2))
+def test_f16_arith_bulk(name, ftz, sat):
+    fn, ref = HALF2[name]
+    a, b = gen_f16_operands(BULK, 2)
+    compare_bulk(built(fn, 2, ftz=ftz, sat=sat), lambda a, b: ref(a, b, width=16, ftz=ftz, sat=sat), [a, b],
+                 f"{name} ftz={ftz} sat={sat}")
+
+
+@pytest.mark.parametrize("ftz,sat", [(False, False), (True, False), (False, True)])
+def test_f16_fma_bulk(ftz, sat):
+    a, b, c = gen_f16_operands(BULK // (2 if not (ftz or sat) else 8), 3)
+    compare_bulk(built(sf.fma16, 3, ftz=ftz, sat=sat), lambda a, b, c: F.ffma(a, b, c, width=16, rnd="rn", ftz=ftz, sat=sat),
+                 [a, b, c], f"fma16 ftz={ftz} sat={sat}")
+
+
+@HYP
+@given(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), st.integers(0, 0xFFFF))
+def test_f16_fma_hyp(a, b, c):
+    assert built(sf.fma16, 3).run1(a, b, c)[0] == one(F.ffma, a, b, c, width=16, rnd="rn"), (hex(a), hex(b), hex(c))
+
+
+@pytest.mark.parametrize("ftz,nan", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("name", ["min16", "max16"])
+def test_f16_minmax_bulk(name, ftz, nan):
+    ref = F.fmin if name == "min16" else F.fmax
+    compare_bulk(built(getattr(sf, name), 2, ftz=ftz, nan=nan), lambda a, b: ref(a, b, width=16, ftz=ftz, nan=nan),
+                 gen_f16_operands(BULK // 4, 2), f"{name} ftz={ftz} nan={nan}")
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("name", ["abs16", "neg16"])
+def test_f16_abs_neg_every_value(name, ftz):
+    ref = F.fabs if name == "abs16" else F.fneg
+    compare_bulk(built(getattr(sf, name), 1, ftz=ftz), lambda a: ref(a, width=16, ftz=ftz),
+                 [np.arange(1 << 16, dtype=np.uint64)], f"{name} ftz={ftz}")
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("op", sorted(sf.COMPARE_OPS))
+def test_f16_compare_bulk(op, ftz):
+    compare_bulk(built(sf.compare16, 2, op, ftz=ftz), lambda a, b: F.fcompare(op, a, b, width=16, ftz=ftz).astype(np.uint64),
+                 gen_f16_operands(BULK // 8, 2), f"compare16.{op} ftz={ftz}")
+
+
+
+# =============================================================================================
 # f64 (operands and results as (lo, hi) word pairs)
 
 SP64 = [0, 1, 2, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x0010000000000001, 0x7FEFFFFFFFFFFFFF,

@@ -264,7 +264,7 @@ def _d_bitop(instr):
 
 def _d_minmax(instr):
     types, rest = _split(instr)
-    if types and types[0] in FLOAT_TYPES:
+    if types and types[0] in FLOAT_TYPES | HALF_TYPES:
         return _d_float(instr)
     info = OpInfo(instr.op, type=_one_type(instr, types, ARITH_INT))
     _no_rest(instr, rest)

@@ -3,6 +3,8 @@ symbols), results, the walk over a function's instructions and the dispatch to t
 `float_*` method of each instruction (the mixins of `qwengpu.assembler.lower`)."""
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 from qwengpu.launch import LaunchSpec
@@ -290,13 +292,15 @@ class LowererCore:
         info = ins.info
         op = ins.op
         h = getattr(self, "op_" + op, None)
-        floaty = any(t in ("f16", "f32", "f64") for t in (getattr(info, "type", None), getattr(info, "src_type", None)))
+        floaty = any(t in ("f16", "f16x2", "f32", "f64") for t in (getattr(info, "type", None), getattr(info, "src_type", None)))
         if floaty and op in self.FLOAT_CAPABLE and op not in ("selp",):
             h = getattr(self, "float_" + op, None)
             if h is None:
                 raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine yet", ins)
         if h is None:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
+        if op in ("ld", "st", "atom", "red") and getattr(info, "space", "") is None:
+            h = functools.partial(self.generic_access, handler=h)
         if ins.guard is not None and op not in ("bra", "ret", "exit"):
             # predicated instruction: lower into its own block pair
             g, _ = self.value(ctx, ins.guard.reg, "pred", ins)
@@ -376,9 +380,12 @@ class LowererCore:
 
     def address(self, ctx, a: Addr, space: str | None, ins) -> tuple:
         """(space, lo Src, hi Src) of an address operand, after the machine's space mapping."""
-        if space is None:
-            raise AssemblerError("generic addressing (ld/st without a state space) is not supported by "
-                                 "the machine yet", ins)
+        if space is None:                       # generic: one space per copy (`MemoryOps.generic_access`)
+            return ctx["generic"]
+        return (space, *self.address_value(ctx, a, ins))
+
+    def address_value(self, ctx, a: Addr, ins) -> tuple:
+        """(lo Src, hi Src) of an address operand: its register or symbol plus its offset."""
         if isinstance(a.base, Reg):
             lo, hi = self.value(ctx, a.base, "u64", ins)
             if a.offset:
@@ -387,4 +394,4 @@ class LowererCore:
             addr = 0 if a.base is None else self.symbol_address(ctx, a.base.name, ins)
             addr += a.offset
             lo, hi = src(Imm(addr & M32)), src(Imm((addr >> 32) & M32))
-        return space, lo, hi
+        return lo, hi

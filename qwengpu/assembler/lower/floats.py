@@ -37,8 +37,12 @@ class FloatOps:
             raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine", ins)
 
     def float_add(self, ctx, ins, info):
-        """add/sub/mul/div.{rnd}{.ftz}{.sat}.{f32,f64} (no modifier: .rn)."""
+        """add/sub/mul/div.{rnd}{.ftz}{.sat}.{f32,f64} (no modifier: .rn); add/sub/mul on halves."""
         t = info.type
+        if t in HALVES:
+            fn = {"add": sf.add16, "sub": sf.sub16, "mul": sf.mul16}[ins.op]
+            self.halves(ctx, ins, 2, fn, ftz=info.ftz, sat=info.sat)
+            return
         self.f64_plain(ins, info)
         a, b = self.floats(ctx, ins, t, 1, 2)
         fn = FARITH[(ins.op, t == "f64")]
@@ -52,6 +56,9 @@ class FloatOps:
     def float_fma(self, ctx, ins, info):
         """fma/mad.rnd{.ftz}{.sat}.{f32,f64} (mad.f64 without a rounding: .rn, as interpreted)."""
         t = info.type
+        if t in HALVES:
+            self.halves(ctx, ins, 3, sf.fma16, ftz=info.ftz, sat=info.sat)
+            return
         self.f64_plain(ins, info)
         a, b, c = self.floats(ctx, ins, t, 1, 2, 3)
         rnd = info.rnd or "rn"
@@ -60,6 +67,25 @@ class FloatOps:
         self.put(ctx, ins, t, r)
 
     float_mad = float_fma
+
+    def halves(self, ctx, ins, n: int, fn, cheap: bool = False, **kw):
+        """An .f16 or .f16x2 instruction with `n` sources: fn(em, *f16 words, **kw) (`softfloat.f16`)
+        on the one half, or on each of the two (each half alone, as PTX defines .f16x2); a routine
+        that is not `cheap` may be shared (`routine`)."""
+        words = [self.value(ctx, ins.operands[k], "b32", ins)[0] for k in range(1, n + 1)]
+
+        def half(shift):
+            em = self.em(ctx)                   # a shared routine's call ends the block: a new emitter
+            xs = tuple(em.alu("AND", em.alu("SHR", w, shift) if shift else w, 0xFFFF) for w in words)
+            return self.soft(ins, fn, em, *xs, **kw) if cheap else self.routine(ctx, ins, fn, xs, **kw)
+
+        t = ins.info.type
+        if t == "f16":
+            self.put(ctx, ins, t, half(0))
+            return
+        lo, hi = half(0), half(16)
+        em = self.em(ctx)
+        self.put(ctx, ins, t, em.alu("OR", lo, em.alu("SHL", hi, 16)))
 
     def float_rcp(self, ctx, ins, info):
         """rcp.rnd{.ftz}.{f32,f64}, sqrt.rnd{.ftz}.{f32,f64}."""
@@ -97,8 +123,11 @@ class FloatOps:
     def float_min(self, ctx, ins, info):
         """min/max{.ftz}{.NaN}.{f32,f64}."""
         t = info.type
-        self.f64_plain(ins, info)
         nan = "NaN" in info.flags
+        if t in HALVES:
+            self.halves(ctx, ins, 2, sf.min16 if ins.op == "min" else sf.max16, ftz=info.ftz, nan=nan)
+            return
+        self.f64_plain(ins, info)
         a, b = self.floats(ctx, ins, t, 1, 2)
         em = self.em(ctx)
         if t == "f64":
@@ -115,6 +144,9 @@ class FloatOps:
     def float_abs(self, ctx, ins, info):
         """abs/neg{.ftz}.{f32,f64} (an f32 NaN gives the canonical NaN, an f64 NaN passes)."""
         t = info.type
+        if t in HALVES:
+            self.halves(ctx, ins, 1, sf.abs16 if ins.op == "abs" else sf.neg16, cheap=True, ftz=info.ftz)
+            return
         self.f64_plain(ins, info)
         a, = self.floats(ctx, ins, t, 1)
         em = self.em(ctx)
@@ -143,6 +175,10 @@ class FloatOps:
 
     def float_compare(self, ctx, ins, cmp: str, t: str, a_op, b_op, ftz: bool) -> Src:
         """setp/set/slct comparison of two floats -> a 0/1 word."""
+        if t == "f16":
+            em = self.em(ctx)
+            a, b = (em.alu("AND", self.value(ctx, o, "b16", ins)[0], 0xFFFF) for o in (a_op, b_op))
+            return self.soft(ins, sf.compare16, em, cmp, a, b, ftz=ftz)
         if t not in ("f32", "f64"):
             raise AssemblerError(f"`{ins.opcode}` (floating point) is not supported by the machine", ins)
         if t == "f64" and ftz:
@@ -235,6 +271,9 @@ class FloatOps:
         lo = em.alu("SEL", 0, em.alu("SEL", 0, lo, above1), zero)
         hi = em.alu("SEL", 0, em.alu("SEL", 0x3FF00000, hi, above1), zero)
         return lo, hi
+
+
+HALVES = ("f16", "f16x2")
 
 
 #: soft-float arithmetic by (PTX op, f64?)

@@ -42,17 +42,22 @@ class IntegerOps:
 
     def carry_chain(self, ctx, ins, info, x, y, sub: bool):
         """x + y (x - y) plus (minus) the carry flag for addc/subc/madc, the carry (borrow) out
-        into the flag for .cc; 32-bit only."""
-        if info.type not in ("u32", "s32"):
+        into the flag for .cc; 32 or 64 bits (a 64-bit value: two words, the carry rippling)."""
+        if info.type not in ("u32", "s32", "u64", "s64"):
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine yet", ins)
         em = self.em(ctx)
-        cin = src(self.cc(ctx)) if ins.op in ("addc", "subc", "madc") else src(Imm(0))
-        # as 64-bit sums of zero-extended words: the high word collects the carries (or -borrows)
-        r, k = (ic.sub64 if sub else ic.add64)(em, (x, src(Imm(0))), (y, src(Imm(0))))
-        r, k = (ic.sub64 if sub else ic.add64)(em, (r, k), (cin, src(Imm(0))))
+        carry = src(self.cc(ctx)) if ins.op in ("addc", "subc", "madc") else src(Imm(0))
+        pairs = zip(x, y) if isinstance(x, tuple) else [(x, y)]
+        out = []
+        for xi, yi in pairs:
+            # as 64-bit sums of zero-extended words: the high word collects the carry (or -borrow)
+            r, k = (ic.sub64 if sub else ic.add64)(em, (xi, src(Imm(0))), (yi, src(Imm(0))))
+            r, k = (ic.sub64 if sub else ic.add64)(em, (r, k), (carry, src(Imm(0))))
+            out.append(r)
+            carry = em.alu("AND", k, 1)
         if "cc" in info.flags:
-            self.emit(alu("AND", self.cc(ctx), k, 1, ptx_pc=ctx["pc"]))
-        self.put(ctx, ins, info.type, r)
+            self.emit(alu("MOV", self.cc(ctx), carry, ptx_pc=ctx["pc"]))
+        self.put(ctx, ins, info.type, tuple(out) if len(out) == 2 else out[0])
 
     def op_neg(self, ctx, ins, info):
         t = info.type

@@ -2,6 +2,7 @@
 at a time for what the atomic unit does not do), on the machine's memory map."""
 from __future__ import annotations
 
+from qwengpu.interp.memory import GENERIC_WINDOWS
 from qwengpu.machine.uops import M32, Imm, MicroOp, Src, alu, src
 from qwengpu.ptx.ir import Addr, Vec
 
@@ -12,6 +13,29 @@ from .core import AssemblerError, type_bits
 
 class MemoryOps:
     """The `op_*` / `float_*` methods of a `Lowerer` for these instructions."""
+
+    def generic_access(self, ctx, ins, info, handler):
+        """ld/st/atom/red with no state space: the address's window (its high word: `cvta`,
+        `GENERIC_WINDOWS`) picks the space at run time, a branch to one copy of the access per
+        space; an address in no window is a global one (and faults there if it is out of bounds)."""
+        a = ins.operands[0] if ins.op in ("st", "red") else ins.operands[1]
+        lo, hi = self.address_value(ctx, a, ins)
+        join = self.fresh_label("generic_join")
+        for space in ("shared", "local", "const"):
+            here, rest = self.fresh_label(f"generic_{space}"), self.fresh_label("generic_next")
+            self.end(("branch", self.em(ctx).alu("EQ", hi, GENERIC_WINDOWS[space] >> 32), True, here, rest))
+            self.start(here)
+            ctx["generic"] = (space, lo, src(Imm(0)))
+            handler(ctx, ins, info)
+            if self.cur is not None:
+                self.end(("jump", join))
+            self.start(rest)
+        ctx["generic"] = ("global", lo, hi)
+        handler(ctx, ins, info)
+        ctx["generic"] = None
+        if self.cur is not None:
+            self.end(("jump", join))
+        self.start(join)
 
     def op_ld(self, ctx, ins, info):
         d, a = ins.operands
@@ -109,7 +133,7 @@ class MemoryOps:
         if t in ("f32", "f64") and o == "exch":
             t = "b" + t[1:]                     # an exchange moves bits
         size = type_bits(t) // 8
-        space, lo, hi = self.address(ctx, a, info.space or "global", ins)
+        space, lo, hi = self.address(ctx, a, info.space, ins)
         b = self.value(ctx, srcs[0], t, ins)
         c = self.value(ctx, srcs[1], t, ins) if len(srcs) > 1 else (None, None)
         if t == "f32":

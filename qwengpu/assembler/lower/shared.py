@@ -50,7 +50,7 @@ class SharedRoutineOps:
         if not self.share_routines or any(_is_immediate(x) for x in operands):
             return self.soft(ins, fn, self.em(ctx), *operands, *consts, **kw)
         shapes = tuple(isinstance(x, tuple) for x in operands)
-        key = (fn.__module__, fn.__qualname__, consts, tuple(sorted(kw.items())), shapes)
+        key = (fn, consts, tuple(sorted(kw.items())), shapes)       # the function itself: names can repeat
         if not hasattr(self, "shared"):
             self.shared = {}
         r = self.shared.get(key)

@@ -17,6 +17,9 @@ API (every routine returns Src results; f64 operands and results are (lo, hi) pa
           min/max(em, a, b, ftz=False, nan=False), abs/neg(em, a, ftz=False), copysign(em, a, b)
           compare(em, op, a, b, ftz=False) -> 0/1 (op in COMPARE_OPS), testp(em, op, a) -> 0/1
     cvt:  cvt(em, a_parts, dst_type, src_type, rnd=None, sat=False, ftz=False) -> tuple
+    f16:  add16/sub16/mul16(em, a, b, ftz=False, sat=False), fma16(em, a, b, c, ftz=False, sat=False),
+          min16/max16(em, a, b, ftz=False, nan=False), abs16/neg16(em, a, ftz=False),
+          compare16(em, op, a, b, ftz=False) (all .rn, through f32: `f16`)
     f64:  add64/sub64/mul64/div64(em, a, b, rnd="rn"), fma64(em, a, b, c, rnd="rn"),
           rcp64/sqrt64(em, a, rnd="rn"), min64/max64(em, a, b), abs64/neg64(em, a),
           copysign64(em, a, b), compare64(em, op, a, b), testp64(em, op, a)
@@ -29,7 +32,7 @@ common subexpressions and removes dead micro-ops before anything reaches the emi
 mode-generic code below costs only what a mode really needs. Carry-flag pairs stay adjacent and
 are never chained.
 
-The package: `builder` (the builder and shared constants), `f32`, `convert`, `f64`; this module
+The package: `builder` (the builder and shared constants), `f32`, `convert`, `f64`, `f16`; this module
 re-exports every routine and builds `COST`.
 """
 from __future__ import annotations
@@ -37,12 +40,13 @@ from __future__ import annotations
 from .builder import (ABS, COMPARE_OPS, F32_INF, F32_MAX, F32_NAN, F32_ONE, F64_NAN_HI, FROUND, IROUND, S31, TESTP_OPS,
                       Builder, SoftFloatError, Value, Word, routine)
 from .convert import FLOAT_TYPES, INT_TYPES, cvt
+from .f16 import abs16, add16, compare16, fma16, max16, min16, mul16, neg16, sub16
 from .f32 import (abs, add, check_mode, compare, copysign, denorm, div, flush32, fma, ftz_out32, isnan32, max, min, mul,
                   neg, pack32, rcp, recip32, round30, rsqrt32, sat32, sqrt, sub, testp)
 from .f64 import (F64_CNAN, F64_INF_HI, abs64, add64, compare64, copysign64, div64, f64_to_int, fma64, int_to_f64,
                   max64, min64, mul64, neg64, rcp64, sqrt64, sub64, testp64)
 
-__all__ = ['ABS', 'Builder', 'COMPARE_OPS', 'F32_INF', 'F32_MAX', 'F32_NAN', 'F32_ONE', 'F64_CNAN', 'F64_INF_HI', 'F64_NAN_HI', 'FLOAT_TYPES', 'FROUND', 'INT_TYPES', 'IROUND', 'S31', 'SoftFloatError', 'TESTP_OPS', 'Value', 'Word', 'abs', 'abs64', 'add', 'add64', 'check_mode', 'compare', 'compare64', 'copysign', 'copysign64', 'cvt', 'denorm', 'div', 'div64', 'f64_to_int', 'flush32', 'fma', 'fma64', 'ftz_out32', 'int_to_f64', 'isnan32', 'max', 'max64', 'min', 'min64', 'mul', 'mul64', 'neg', 'neg64', 'pack32', 'rcp', 'rcp64', 'recip32', 'round30', 'routine', 'rsqrt32', 'sat32', 'sqrt', 'sqrt64', 'sub', 'sub64', 'testp', 'testp64', "COST"]
+__all__ = ['abs16', 'add16', 'compare16', 'fma16', 'max16', 'min16', 'mul16', 'neg16', 'sub16', 'ABS', 'Builder', 'COMPARE_OPS', 'F32_INF', 'F32_MAX', 'F32_NAN', 'F32_ONE', 'F64_CNAN', 'F64_INF_HI', 'F64_NAN_HI', 'FLOAT_TYPES', 'FROUND', 'INT_TYPES', 'IROUND', 'S31', 'SoftFloatError', 'TESTP_OPS', 'Value', 'Word', 'abs', 'abs64', 'add', 'add64', 'check_mode', 'compare', 'compare64', 'copysign', 'copysign64', 'cvt', 'denorm', 'div', 'div64', 'f64_to_int', 'flush32', 'fma', 'fma64', 'ftz_out32', 'int_to_f64', 'isnan32', 'max', 'max64', 'min', 'min64', 'mul', 'mul64', 'neg', 'neg64', 'pack32', 'rcp', 'rcp64', 'recip32', 'round30', 'routine', 'rsqrt32', 'sat32', 'sqrt', 'sqrt64', 'sub', 'sub64', 'testp', 'testp64', "COST"]
 
 
 # micro-op counts
