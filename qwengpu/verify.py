@@ -27,6 +27,7 @@ class Row:
     checked: list = field(default_factory=list)   # what was compared: "oracle", "golden"
     margins: dict = field(default_factory=dict)   # model engines: smallest logit gap, memory and residual code margins
     noise_at: str | None = None                   # the circuit node of the largest form noise
+    refused: bool = False                         # the machine would not take the program (capacity, construct)
 
     def margin_text(self) -> str:
         from .launch import margin_text
@@ -46,6 +47,21 @@ class Report:
     def all_exact(self) -> bool:
         return self.passed == len(self.rows)
 
+    @property
+    def refused(self) -> list:
+        """The rows whose program the machine refused before running (`_refusals`), not wrong results."""
+        return [r for r in self.rows if r.refused]
+
+    @property
+    def wrong(self) -> list:
+        """The rows that ran (or faulted) and did not match."""
+        return [r for r in self.rows if not r.exact and not r.refused]
+
+    @property
+    def exit_status(self) -> int:
+        """`qwengpu verify`'s: 0 all exact, 1 a kernel wrong, 3 none wrong but some refused."""
+        return 1 if self.wrong else 3 if self.refused else 0
+
     def smallest_margins(self) -> dict:
         """{margin: (worst value, kernel)}: the smallest of each margin, the largest form noise
         (its kernel named with the circuit node where it peaked)."""
@@ -59,6 +75,9 @@ class Report:
 
     def summary_line(self) -> str:
         line = f"verify {self.engine}: {self.passed}/{len(self.rows)} exact"
+        if self.refused:
+            line += (f" ({len(self.wrong)} wrong, {len(self.refused)} refused by the machine: "
+                     + ", ".join(r.name for r in self.refused) + ")")
         small = self.smallest_margins()
         if small:
             label = {"logit_gap": "logit gap {:.2f}", "memory": "memory code {:.2f}", "residual": "residual code {:.5f}",
@@ -69,7 +88,8 @@ class Report:
 
     def to_json(self) -> dict:
         return {"engine": self.engine, "passed": self.passed, "total": len(self.rows),
-                "kernels": [{"name": r.name, "exact": r.exact, "detail": r.detail, "steps": r.steps,
+                "wrong": [r.name for r in self.wrong], "refused": [r.name for r in self.refused],
+                "kernels": [{"name": r.name, "exact": r.exact, "refused": r.refused, "detail": r.detail, "steps": r.steps,
                              "tokens": r.tokens, "seconds": round(r.seconds, 4), "checked": r.checked,
                              "margins": r.margins, **({"form_noise_at": r.noise_at} if r.noise_at else {})}
                             for r in self.rows]}
@@ -118,7 +138,8 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     """A Row for `res`, the LaunchResult (or the exception) of `kernel` on `engine`."""
     from .api import run
     if isinstance(res, Exception):
-        return Row(kernel.name, False, f"{type(res).__name__}: {res}", seconds=seconds)
+        return Row(kernel.name, False, f"{type(res).__name__}: {res}", seconds=seconds,
+                   refused=isinstance(res, _refusals()))
     row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
     d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
     row.checked.append("oracle")
@@ -152,6 +173,13 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
         if d:
             row.exact, row.detail = False, f"hardware golden: {d}"
     return row
+
+
+def _refusals() -> tuple:
+    """What a machine raises for a program it does not take: a construct it lacks or a limit
+    (ROM, registers, blocks, memory windows), each naming the line or the limit."""
+    from .assembler.lower import AssemblerError
+    return (AssemblerError,)
 
 
 _WORKER: dict = {}

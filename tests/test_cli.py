@@ -74,6 +74,21 @@ def test_verify_prints_summary_line():
     assert p.stdout.strip().splitlines()[-1] == "verify interp: 2/2 exact"
 
 
+def test_verify_reports_refused_programs_apart():
+    """A program the machine does not take (TINY, the test fixture, lacks the units gelu_tanh's
+    bundles need) is listed as refused, not as a wrong result; the exit status says which."""
+    from qwengpu.machine.config import TINY
+    from qwengpu.verify import verify
+    report = verify("sim", names=["dot", "gelu_tanh"], progress=False, config=TINY)
+    assert [r.name for r in report.refused] == ["gelu_tanh"] and not report.wrong
+    assert report.refused[0].detail.startswith("AssemblerError") and report.exit_status == 3
+    assert report.summary_line().startswith("verify sim: 1/2 exact (0 wrong, 1 refused by the machine: gelu_tanh)")
+    assert report.to_json()["refused"] == ["gelu_tanh"]
+    wrong = verify("sim", names=["dot"], progress=False, config=TINY)
+    wrong.rows[0].exact = False
+    assert wrong.exit_status == 1 and verify("interp", names=["dot"], progress=False).exit_status == 0
+
+
 def test_demo_prints_result():
     p = cli("demo")
     assert p.returncode == 0 and "result 32" in p.stdout
