@@ -44,7 +44,8 @@ def _print_result(res, spec, as_json: bool):
         print(f"  smallest margins: {margin_text(res.margins())}")
     for i, (a, b) in enumerate(zip(spec.args, res.buffers)):
         if b is None:
-            print(f"  arg {i}: scalar {a.dtype} = {a.value}")
+            shown = a.value.tobytes().hex() if a.dtype == "struct" else a.value
+            print(f"  arg {i}: scalar {a.dtype} = {shown}")
         else:
             shown = np.array2string(b, threshold=64, max_line_width=100)
             print(f"  arg {i}: {a.dtype}[{len(b)}] = {shown}")

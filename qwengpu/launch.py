@@ -7,6 +7,9 @@ A launch spec is the JSON object of the CLI contract::
               {"buffer": "float32", "size": 8},
               {"scalar": "uint32", "value": 7}]}
 
+A struct passed by value (`.param .align N .b8 p[SIZE]`) is `{"struct": "HEX"}`: its SIZE bytes
+in memory order as hex digits (e.g. `"0300000000f9ff02"` for an 8-byte struct), any size.
+
 `grid` and `block` are an int or `[x, y, z]`. An optional `"shared_bytes"` gives the size of
 dynamic shared memory (`extern __shared__`). Float data may use the strings "nan", "inf", "-inf";
 any element may be a string "0x..." giving its raw bit pattern.
@@ -75,11 +78,12 @@ def _element(x, dtype: np.dtype):
 
 @dataclass
 class Arg:
-    """One kernel argument: a device buffer (with its initial contents) or a scalar."""
+    """One kernel argument: a device buffer (with its initial contents) or a scalar (a struct
+    passed by value is a scalar of dtype "struct" whose value is its bytes, a numpy void)."""
     kind: str                      # "buffer" | "scalar"
     dtype: str
     data: np.ndarray | None = None   # buffer contents
-    value: object = None             # scalar value (numpy scalar)
+    value: object = None             # scalar value (numpy scalar; np.void for a struct)
 
     @property
     def is_buffer(self) -> bool:
@@ -88,6 +92,8 @@ class Arg:
     def to_json(self) -> dict:
         if self.is_buffer:
             return {"buffer": self.dtype, "data": values_to_json(self.data)}
+        if self.dtype == "struct":
+            return {"struct": self.value.tobytes().hex()}
         return {"scalar": self.dtype, "value": values_to_json(np.array([self.value]))[0]}
 
 
@@ -160,8 +166,10 @@ class LaunchSpec:
                     args.append(Arg("scalar", dt, value=_element(a["value"], np.dtype(DTYPES[dt]))))
                 except LaunchError as e:
                     raise LaunchError(f"args[{k}]: {e}") from None
+            elif "struct" in a:
+                args.append(Arg("scalar", "struct", value=struct_value(a["struct"], f"args[{k}].struct")))
             else:
-                raise LaunchError(f"args[{k}] needs 'buffer' or 'scalar'")
+                raise LaunchError(f"args[{k}] needs 'buffer', 'scalar' or 'struct'")
         return cls(kernel=obj.get("kernel"), grid=_dim3(obj.get("grid", 1), "grid"),
                    block=_dim3(obj.get("block", 1), "block"), args=args,
                    shared_bytes=int(obj.get("shared_bytes", 0)))
@@ -184,6 +192,18 @@ class LaunchSpec:
             else:
                 out.append(None)
         return out
+
+
+def struct_value(hex_bytes, what: str = "struct") -> np.void:
+    """A struct argument's bytes (hex digits in memory order) as a numpy void scalar."""
+    try:
+        raw = bytes.fromhex(hex_bytes) if isinstance(hex_bytes, str) else None
+    except ValueError:
+        raw = None
+    if not raw:
+        raise LaunchError(f"{what} must be a non-empty string of hex digits (the struct's bytes in memory "
+                          f"order), got {hex_bytes!r}")
+    return np.void(raw)
 
 
 def values_to_json(arr: np.ndarray) -> list:

@@ -244,6 +244,23 @@ def test_a_background_recording_is_scrubbed_while_it_runs(monkeypatch):
     assert w.program["consistency"]["exact"] and not w.program["consistency"]["partial"]
 
 
+def test_a_cancelled_recording_counts_the_passes_it_shows(monkeypatch):
+    """After a cancel the recording's pass count is the view's (the token in flight when the
+    cancel came is not a pass recorded)."""
+    import qwengpu_widgets.inspector as inspector
+    from qwengpu_widgets import Inspector
+    monkeypatch.setattr(inspector, "PARTIAL_EVERY", 0.0)
+    k = suite.get("switch_sparse")
+    w = Inspector(k.ptx(), k.spec(), engine="compact", background=True)
+    t0 = time.monotonic()
+    while w.recording["status"] == "recording" and w.recording.get("passes", 0) < 4 and time.monotonic() - t0 < 300:
+        time.sleep(0.01)
+    w.cancel().wait(300)
+    n = w.recording["passes"]
+    assert w.recording["status"] == "cancelled" and 0 < n < 87
+    assert w.positions == n and w.recording["error"] == f"cancelled after {n} passes"
+
+
 def test_export_html_carries_every_position(dot_model, tmp_path):
     import json
     import re

@@ -123,3 +123,19 @@ def test_committed_ptx_equals_a_fresh_compile(name):
     k = suite.get(name)
     assert compile_kernel(k.cu_path) == k.ptx(), \
         f"{name}.ptx is stale: run `python -m qwengpu.suite.regenerate {name}`"
+
+
+def test_a_struct_argument_is_its_bytes():
+    """`{"struct": HEX}`: a struct by value of any size, its bytes in memory order; it round-trips
+    through JSON and a malformed one names the argument."""
+    import pytest
+
+    from qwengpu.launch import LaunchError, LaunchSpec
+    spec = LaunchSpec.from_json({"grid": 1, "block": 4, "args": [{"struct": "0102030405060708090a0b0c"}]})
+    a = spec.args[0]
+    assert (a.kind, a.dtype, a.value.tobytes()) == ("scalar", "struct", bytes(range(1, 13)))
+    assert LaunchSpec.from_json(spec.to_json()).args[0].value.tobytes() == a.value.tobytes()
+    assert spec.buffer_addresses() == [None]
+    for bad in ("", "xyz", "123", 5):
+        with pytest.raises(LaunchError, match=r"args\[0\]\.struct must be a non-empty string of hex digits"):
+            LaunchSpec.from_json({"args": [{"struct": bad}]})

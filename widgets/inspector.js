@@ -709,18 +709,23 @@ function render({ model, el }) {
     const fm = st.first_mismatch;
     if (fm) return ["bad", `✗ mismatch at pass ${fm.position}`, fm.text];
     const sim = c.simulator || {}, it = c.interpreter || {};
+    const rec = (model.get("recording") || {}).status;
+    if (c.partial && c.exact === null && rec === "cancelled") return ["ref", `cancelled: model = simulator over the ${sim.positions} passes recorded (${it.registers || 0} registers)`, "the launch did not end, so its final memory and buffers were not compared"];
     if (c.partial && c.exact === null) return ["ref", `recording: model = simulator so far (${sim.positions} passes, ${it.registers || 0} registers)`, "the final memory and buffers are compared when the launch ends"];
     if (c.exact) return ["ok", `✓ model = simulator (${sim.positions} passes) = interpreter (${it.registers || 0} registers, memory)`, ""];
     if (prog.first_mismatch) return ["ref", `= simulator so far (a mismatch at pass ${prog.first_mismatch.position})`, prog.first_mismatch.text];
     return ["ref", "not fully compared", ""];
   }
+  function renderBadge(st) {
+    const [cls, text, title] = machineBadge(st);
+    const cons = $(".qg-cons");
+    cons.className = `qg-badge qg-cons ${cls}`; cons.textContent = text; cons.title = title;
+  }
   function renderMachineHead(st) {
     $(".qg-kern").textContent = prog.kernel_name || prog.kernel || "";
     $(".qg-kern").title = prog.kernel || "";
     $(".qg-badge.engine").textContent = ENGINES[prog.engine] || prog.engine;
-    const [cls, text, title] = machineBadge(st);
-    const cons = $(".qg-cons");
-    cons.className = `qg-badge qg-cons ${cls}`; cons.textContent = text; cons.title = title;
+    renderBadge(st);
     $(".qg-faultb").style.display = prog.fault ? "" : "none";
     $(".qg-where").innerHTML = `pass <b>${st.pos}</b> · <b class="qg-mono">${esc(st.input)}</b> → <b class="qg-mono">${esc(st.token)}</b> · block <b>${st.block}</b> · warp <b>${st.warp}</b>`;
     $(".qg-fn").textContent = "bundles (ROM slots) and their PTX";
@@ -770,7 +775,9 @@ function render({ model, el }) {
     $(".qg-recbar").style.display = of && r.status === "recording" ? "" : "none";
     if (of) $(".qg-recbar").firstElementChild.style.width = `${Math.min(100, 100 * n / of).toFixed(2)}%`;
     const shown = prog.mode === "machine" ? ` · showing passes 0..${positions() - 1}: scrub them while it records` : "";
-    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled (${r.error || ""})${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ""}`
+    const st = model.get("state");
+    if (prog.mode === "machine" && st && st.pos !== undefined) renderBadge(st);   // the badge follows the recording's status
+    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ` (${r.error || ""})`}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
       : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`;
   }

@@ -138,8 +138,10 @@ class Inspector(anywidget.AnyWidget):
             view = live.view() if live is not None else None
             if view is not None:                    # every pass recorded up to the cancel stays
                 self._show(view, opts)
-            with self._lock:
-                self.recording = {**self.recording, "status": "cancelled", "error": str(e)}
+            n = len(view) if view is not None else self.recording.get("passes", 0)
+            with self._lock:                        # the count is what the view holds, not the token in flight
+                self.recording = {**self.recording, "status": "cancelled", "passes": n,
+                                  "error": f"cancelled after {n} passes" if view is not None else str(e)}
             return
         except Exception as e:                      # shown in the widget, kept for Python
             self.error = e

@@ -434,6 +434,8 @@ class _ResolveMixin:
                 a = self.spec.args[i]
                 if a.is_buffer:
                     return self._layout.buffer_addresses[i], f"&{self._arg_name(i)}"
+                if a.dtype == "struct":             # a struct by value: its address is not a value
+                    return None, f"{self._arg_name(i)} = struct 0x{a.value.tobytes().hex()}"
                 raw = int(np.array([a.value], dtype=a.value.dtype).view(f"u{a.value.dtype.itemsize}")[0])
                 return raw, f"{self._arg_name(i)} = {a.value}"
         if name in self._layout.var_addresses:

@@ -733,6 +733,17 @@ def struct_param(x, aff, rng, out, fout):
     return [x, None, None, out, fout]
 
 
+@oracle("struct_big", tags={"param", "ci"}, about="a 24-byte struct by value, given as {\"struct\": HEX}")
+def struct_big(x, p, out, iout):
+    import struct
+    n, scale, offset, lo, hi, *add = struct.unpack("<ifdhh4B", p.tobytes())
+    out, iout = out.copy(), iout.copy()
+    for i, v in enumerate(x):
+        out[i] = np.float32(v) * np.float32(scale) + np.float32(offset) if i < n else np.float32(0)
+        iout[i] = min(max(int(v), lo), hi) + add[i & 3]
+    return [x, None, out, iout]
+
+
 @oracle("dynamic_shared", tags={"multiwarp", "shared", "sync"}, about="extern __shared__ array sized by shared_bytes")
 def dynamic_shared(x, out):
     return [x, (x.astype(np.int64) + x[::-1]).astype(np.int32)]
