@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -93,8 +94,21 @@ def cmd_run(args) -> int:
     return 0
 
 
+def default_jobs(args) -> int:
+    """`verify --jobs`'s default: a model engine's kernels shared out to one process per CPU core
+    (at most one per kernel); 1 for the other engines, with --batch, or with --model (each
+    process would load the checkpoint)."""
+    from .suite import kernels
+    if args.engine not in MODEL_ENGINES or args.batch > 1 or getattr(args, "model", None):
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, len(args.kernels or kernels())))
+
+
 def cmd_verify(args) -> int:
     from .verify import verify
+    if args.jobs is None:
+        args.jobs = default_jobs(args)
     factory = _machine_factory(args) if args.jobs > 1 else None     # each worker process makes its machine
     report = verify(engine=args.engine, names=args.kernels or None, progress=not args.json, batch_size=args.batch,
                     jobs=args.jobs, machine_factory=factory, **_model_options(args, open_machine=factory is None))
@@ -241,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--engine", default="interp")
     v.add_argument("--json", action="store_true")
     v.add_argument("--batch", type=int, default=1, help="model engines: run the kernels in batches of N (run_many)")
-    v.add_argument("--jobs", type=int, default=1, help="model engines: share the kernels out to N processes")
+    v.add_argument("--jobs", type=int, default=None,
+                   help="model engines: share the kernels out to N processes (default: one per CPU core, at "
+                        "most one per kernel; 1 with --batch, or with --model, whose checkpoint each process "
+                        "would load)")
     _model_arguments(v)
     v.add_argument("--model", help="a spliced checkpoint (qwengpu build --base .. --machine ..) to run on")
     v.add_argument("--geometry", help="run on COMPACT compiled for a base's true layer shapes: qwen3.5-2b, or a "

@@ -89,6 +89,19 @@ def test_verify_reports_refused_programs_apart():
     assert wrong.exit_status == 1 and verify("interp", names=["dot"], progress=False).exit_status == 0
 
 
+def test_verify_shares_a_model_engine_out_to_the_cores(monkeypatch):
+    import os
+
+    from qwengpu.cli import build_parser, default_jobs
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    parse = build_parser().parse_args
+    assert default_jobs(parse(["verify", "--engine", "compact"])) == 3
+    assert default_jobs(parse(["verify", "--engine", "compact", "dot", "gcd"])) == 2
+    assert default_jobs(parse(["verify", "--engine", "compact", "--batch", "4"])) == 1
+    assert default_jobs(parse(["verify", "--engine", "compact", "--model", "DIR"])) == 1
+    assert default_jobs(parse(["verify"])) == 1                       # the interpreter: in this process
+
+
 def test_demo_prints_result():
     p = cli("demo")
     assert p.returncode == 0 and "result 32" in p.stdout
