@@ -117,3 +117,11 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
                                   max_tokens=max_steps or DEFAULT_MAX_TOKENS, forward=engine,
                                   return_exceptions=return_exceptions, **options)
     return out
+
+
+def machine_refusals() -> tuple:
+    """The exceptions with which a machine refuses a program before running it: a construct it
+    lacks or a capacity limit (ROM, registers, blocks, memory windows), each naming the line or
+    the limit. `qwengpu verify` lists these kernels apart from wrong ones."""
+    from .runtime.prompt import AssemblerError
+    return (AssemblerError,)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from .api import MODEL_ENGINES
+from .api import MODEL_ENGINES, machine_refusals
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Report:
 
     @property
     def refused(self) -> list:
-        """The rows whose program the machine refused before running (`_refusals`), not wrong results."""
+        """The rows whose program the machine refused before running (`qwengpu.api.machine_refusals`), not wrong results."""
         return [r for r in self.rows if r.refused]
 
     @property
@@ -139,7 +139,7 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     from .api import run
     if isinstance(res, Exception):
         return Row(kernel.name, False, f"{type(res).__name__}: {res}", seconds=seconds,
-                   refused=isinstance(res, _refusals()))
+                   refused=isinstance(res, machine_refusals()))
     row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
     d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
     row.checked.append("oracle")
@@ -173,13 +173,6 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
         if d:
             row.exact, row.detail = False, f"hardware golden: {d}"
     return row
-
-
-def _refusals() -> tuple:
-    """What a machine raises for a program it does not take: a construct it lacks or a limit
-    (ROM, registers, blocks, memory windows), each naming the line or the limit."""
-    from .assembler.lower import AssemblerError
-    return (AssemblerError,)
 
 
 _WORKER: dict = {}
