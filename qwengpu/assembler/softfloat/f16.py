@@ -56,7 +56,7 @@ def _arith(op):
     def routine(em, a, b, ftz=False, sat=False):
         a, b = flush16(em, a, ftz), flush16(em, b, ftz)
         return _result(em, narrow(em, op(em, widen(em, a), widen(em, b), "rn")), ftz, sat)
-    routine.__name__ = routine.__qualname__ = op.__name__ + "16"      # shared routines are told apart by name
+    routine.__name__ = routine.__qualname__ = op.__name__ + "16"      # the name labels a shared copy in the ROM
     return routine
 
 
