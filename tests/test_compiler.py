@@ -302,3 +302,61 @@ def test_a_node_whose_outputs_outweigh_its_inputs_moves_down_to_its_first_reader
     reader = next(n for n in prog.nodes if d in n.inputs)
     assert reader.layer >= 3 and dec.layer == reader.layer - 1, (dec.layer, reader.layer)
     check(compiled, toks)
+
+
+def test_the_narrowing_pass_reads_a_memory_just_before_its_word_is_needed():
+    """A memory read whose 32-bit word is used only after a chain of additions, written with
+    values that stay live anyway: the scheduler reads it at once (it is not marked late), the
+    narrowing pass moves it down to the layer before its reader, so the word is not held across
+    the chain. The residual is narrower, and the program is exact in both paths."""
+    def build():
+        rng = random.Random(7)
+        prog = Program("narrow")
+        wa = prog.input_bits("wa", 2)
+        ra = prog.input_bits("ra", 2)
+        val = prog.input_bits("val", 32)
+        toks = random_tokens(prog, 60, rng, wa=(0, 4), ra=(0, 4), val=(0, 1 << 32))
+        m = memory.GDNMemory(prog, "m", slots=4, width=32)
+        m.write(wa, val)
+        word = m.read(ra, name="word")
+        y = gadgets.add(prog, val, val)
+        y = gadgets.add(prog, y, val)
+        y = gadgets.add(prog, y, val)
+        gadgets.bitwise(prog, "xor", word, gadgets.bitwise(prog, "and", y, val))
+        return prog, toks, word
+    prog, _, word = build()
+    wide = compile_program(prog, Target(narrow=False))
+    held = wide.layout.erased["word"] - wide.schedule.available["word"]
+    prog, toks, word = build()
+    narrow = compile_program(prog, Target())
+    reader = min(n.layer for n in prog.nodes if n.layer is not None and word in n.inputs)
+    assert word.producer.layer == reader - 1 or word.producer.layer == reader
+    assert narrow.layout.erased["word"] - narrow.schedule.available["word"] < held
+    assert narrow.layout.width < wide.layout.width, (narrow.layout.width, wide.layout.width)
+    check(narrow, toks)
+
+
+def test_a_tied_head_keeps_its_features_erases_their_echo_and_puts_constants_on_the_bias():
+    """`Target(tied_head=True)`: the output rules' variables and the bias feature have residual
+    features no other variable uses; layer 0's MLP erases what a tied embedding would echo into
+    them and writes the bias 1; the unembedding's constants sit on the bias, not the anchor. With
+    every GPU token's embedding carrying its own unembedding row (a tied matrix), the program is
+    still exact."""
+    from qwengpu.compiler.compiling import BIAS, norm_scale
+    from qwengpu.compiler.core import ANCHOR_FEATURE
+    from qwengpu.splice.demo import demo_program, demo_sequence
+    prog = demo_program(n_tokens=16)
+    compiled = compile_program(prog, Target(tied_head=True))
+    lay = compiled.layout
+    head = {BIAS} | {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
+    head_dims = {lay.dims[(n, i)] for n in head for i in range(prog.vars[n].size)}
+    others = {d for (n, i), d in ((k, v) for k, v in lay.dims.items() if isinstance(k, tuple)) if n not in head}
+    assert head_dims and not head_dims & others
+    lm = compiled.state_dict["lm_head.weight"]
+    anchor, bias = lay.index(ANCHOR_FEATURE), lay.dims[(BIAS, 0)]
+    assert not lm[:, anchor].any() and lm[:, bias].any()
+    emb = compiled.state_dict["model.embed_tokens.weight"]
+    # a tied row: the embedding echoes the unembedding (in the splice's units: the rows times the
+    # compiled norm scale, which the final norm undoes there)
+    emb += lm * (norm_scale(compiled.config.hidden_size, compiled.config.rms_norm_eps) * 2.0 ** -4)
+    check(compiled, demo_sequence(prog, 40))

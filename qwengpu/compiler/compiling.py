@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from .attention import emit_attention, rope_inv_freq
 from .core import ANCHOR, ANCHOR_FEATURE, CompileError, EmbedNode, Lin, Node
 from .gadgets import n_linear
 from .memory import BETA_L, KEY_OFF, KEY_ON, VALUE_L, Z_ON, Previous, bank_match, key_form
+from .narrow import narrow
 from .placement import MemoryPlacement, field_chunks, key_banks, key_heads, key_units, layer_heads, layer_units
 from .program import Program, topo_order
 
@@ -49,6 +51,9 @@ class Target:
     mlp_budget: int | None = None            # soft MLP width: spread circuits over layers to stay under it
     gdn_head_budget: int | None = None       # soft GDN key heads per layer (spreads memories over layers)
     check_margins: bool = True               # refuse a build whose static margins are below the fp32 bound
+    narrow: bool = True                      # move nodes within their slack to narrow the residual (`narrow`)
+    tied_head: bool = False                  # the unembedding's inputs on features of their own all pass, its
+                                             # constants on a bias feature: a row can be both (`_add_tied_head`)
 
     @staticmethod
     def compact(**kw) -> "Target":
@@ -79,9 +84,10 @@ def _mixer_type(node: Node) -> str:
     return "linear_attention" if node.kind == "gdn" else "full_attention"
 
 
-def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Schedule:
+def schedule(prog: Program, target: Target, mlp_cap: int | None = None, erase_room: dict | None = None) -> Schedule:
     """`mlp_cap`: neurons per MLP the circuits may take (default the target's MLP width), the
-    rest left to the erases of dead variables."""
+    rest left to the erases of dead variables; `erase_room`: layer -> neurons more to leave free
+    there for them."""
     for n in prog.nodes:
         if hasattr(n, "unit_layers"):
             del n.unit_layers
@@ -104,9 +110,9 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
                 layer += 1
             layer = max(layer, node.min_layer)
             n = len(node.neurons)
-            cap = mlp_cap or target.intermediate or target.mlp_budget
+            cap = _mlp_cap_at(layer, mlp_cap, erase_room, target)
             while cap and mlp_load.get(layer, 0) + n > cap:
-                if n > cap:
+                if n > _mlp_cap_at(None, mlp_cap, None, target):
                     if not target.intermediate or (n <= target.intermediate and not mlp_load.get(layer, 0)):
                         break                   # a soft budget: an oversized circuit gets a layer of its own
                     raise CompileError(f"{node.name} needs {n} neurons; the target's MLP has "
@@ -114,6 +120,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
                 if not mlp_load.get(layer, 0) and target.mlp_budget and not target.intermediate:
                     break
                 layer += 1
+                cap = _mlp_cap_at(layer, mlp_cap, erase_room, target)
             mlp.setdefault(layer, []).append(node)
             mlp_load[layer] = mlp_load.get(layer, 0) + n
             sub = 2 * layer + 1
@@ -154,7 +161,11 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
         for v in node.outputs:
             avail[v.name] = sub
     _delay_late_nodes(prog, mixers, avail, layer_types, target, heads_load)
-    _sink_nodes(prog, mlp, mlp_load, mixers, heads_load, avail, layer_types, target, mlp_cap)
+    cap_at = lambda L: _mlp_cap_at(L, mlp_cap, erase_room, target)    # noqa: E731
+    _sink_nodes(prog, mlp, mlp_load, mixers, heads_load, avail, layer_types, target, cap_at)
+    if target.narrow:
+        state = SimpleNamespace(mlp=mlp, mixers=mixers, available=avail, first_write=first_write, types=layer_types)
+        narrow(prog, state, target, lambda n: key_heads(n, *_group_dk(target)), cap_at)
     last = max(list(mlp) + list(mixers) + [0])
     n_layers = max(last + 1, target.min_layers)
     types = []
@@ -171,8 +182,13 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None) -> Sched
     return Schedule(n_layers, types, mlp, mixers, avail, first_write)
 
 
+def _mlp_cap_at(layer: int, mlp_cap, erase_room, target) -> int | None:
+    cap = mlp_cap or target.intermediate or target.mlp_budget
+    return cap - (erase_room or {}).get(layer, 0) if cap else cap
+
+
 def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_load: dict, avail: dict,
-                layer_types: dict, target: "Target", mlp_cap: int | None):
+                layer_types: dict, target: "Target", cap_at):
     """Move nodes placed as early as possible down towards their first reader when that narrows
     the residual: a node whose outputs outweigh the inputs it is the last reader of (moving it
     lengthens those) goes to the latest layer before its first reader that has room. Consumers
@@ -187,8 +203,19 @@ def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_lo
     def sub(n):            # where n reads its inputs: a memory spread over layers, at its first
         layers = getattr(n, "unit_layers", None)
         return 2 * min(layers) if layers else 2 * n.layer + (1 if n.kind == "mlp" else 0)
+
+    def saved_area(node, here, new):
+        """Residual features x sublayers the move saves: its outputs are born later, and every
+        input it would now be the last reader of lives longer (inputs of a mixer that come from
+        a late memory are not counted: that memory follows it down)."""
+        saved = sum(v.size for v in node.outputs) * (new - here)
+        for v in node.inputs:
+            if node.kind != "mlp" and getattr(v.producer, "late", False):
+                continue
+            others = max((sub(r) for r in readers[v.name] if r is not node), default=-1)
+            saved -= v.size * (max(others, new) - max(others, here))
+        return saved
     kept = {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
-    cap_mlp = mlp_cap or target.intermediate or target.mlp_budget
     for node in reversed(topo_order(prog)):
         if node.layer is None or isinstance(node, EmbedNode) or getattr(node, "unit_layers", None):
             continue
@@ -204,17 +231,12 @@ def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_lo
         if latest <= node.layer:
             continue
         here = sub(node)
-        lengthened = sum(v.size for v in node.inputs
-                         if max(sub(r) for r in readers[v.name]) == here
-                         and not (node.kind != "mlp" and getattr(v.producer, "late", False)))
-        if sum(v.size for v in node.outputs) <= lengthened:
-            continue
         if node.kind == "mlp":
             n = len(node.neurons)
             L = latest
-            while L > node.layer and cap_mlp and mlp_load.get(L, 0) + n > cap_mlp:
+            while L > node.layer and cap_at(L) and mlp_load.get(L, 0) + n > cap_at(L):
                 L -= 1
-            if L <= node.layer:
+            if L <= node.layer or saved_area(node, here, 2 * L + 1) <= 0:
                 continue
             mlp[node.layer].remove(node)
             mlp_load[node.layer] -= n
@@ -231,7 +253,7 @@ def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_lo
                 if t == want and (not cap or heads_load.get(L, 0) + kh <= cap):
                     break
                 L -= 1
-            if L <= node.layer:
+            if L <= node.layer or saved_area(node, here, 2 * L) <= 0:
                 continue
             mixers[node.layer].remove(node)
             heads_load[node.layer] -= kh
@@ -333,7 +355,7 @@ FINAL = 10 ** 9
 
 
 def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, offset: int = 0,
-           reuse: bool = True, keep: set | None = None) -> Layout:
+           reuse: bool = True, keep: set | None = None, reserve: set | None = None) -> Layout:
     """Residual features for every variable: the anchor at `offset`, then each variable gets
     features that are free when it is written. A variable dies after its last reader; the MLP of
     that reader's layer erases it (writes minus its value), and later variables reuse its features."""
@@ -374,7 +396,14 @@ def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, o
     erase: dict = {}
     k = offset + 1
     first_write = sched.first_write
+    reserve = set(reserve or ())
+    for v in sorted((v for v in rvars if v.name in reserve), key=lambda v: v.name):
+        for i in range(v.size):             # features of their own from the embedding on, never reused
+            dims[(v.name, i)] = k
+            k += 1
     for v in sorted(rvars, key=lambda v: (first_write.get(v.name, born[v.name]), v.name)):
+        if v.name in reserve:
+            continue
         b = first_write.get(v.name, born[v.name])      # its features must be free from the first write
         usable = [f for f in free if f[0] <= b and (f[0] < b or b % 2 == 1)]
         usable.sort()
@@ -489,6 +518,8 @@ def compile_program(prog: Program, target: Target | None = None, dense: bool = T
     weights, the report and the static margins. With dense=False the weights are kept as sparse
     tensors: enough for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
     target = target or Target.compact()
+    if target.tied_head:
+        _add_tied_head(prog)
     _lay_out_memories(prog, target)
     sched, lay, erase_at = _schedule_and_layout(prog, target)
     if target.hidden and lay.width > target.hidden:
@@ -526,15 +557,66 @@ def _lay_out_memories(prog: Program, target: Target):
 
 def _schedule_and_layout(prog: Program, target: Target):
     """Schedule, layout and the erases of dead variables. A fixed MLP width: when the erases do not
-    fit beside the circuits, schedule again leaving them a growing share of every MLP."""
-    for reserve in ((0, 8, 4, 3, 2) if target.intermediate and target.reuse else (0,)):
-        cap = target.intermediate - target.intermediate // reserve if reserve else None
-        sched = schedule(prog, target, cap)
-        lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse)
+    fit beside the circuits, schedule again leaving room for them in the MLPs that overflowed
+    (a few rounds), then, if that does not settle, a growing share of every MLP."""
+    head = _head_vars(prog) if target.tied_head else set()
+
+    def attempt(cap=None, room=None):
+        sched = schedule(prog, target, cap, room)
+        lay = layout(prog, sched, target.hidden or 0, target.offset, reuse=target.reuse, keep=head, reserve=head)
         erase_at = _place_erases(prog, sched, lay)
-        if not target.intermediate or max(_mlp_neurons(sched, erase_at)) <= target.intermediate:
+        if head:
+            _erase_echo(prog, sched, head, erase_at)
+        return sched, lay, erase_at, _mlp_neurons(sched, erase_at)
+    sched, lay, erase_at, load = attempt()
+    if not target.intermediate or not target.reuse or max(load) <= target.intermediate:
+        return sched, lay, erase_at
+    room: dict = {}
+    for _ in range(6):
+        for L, n in enumerate(load):
+            if n > target.intermediate:
+                room[L] = room.get(L, 0) + n - target.intermediate + 16
+        sched, lay, erase_at, load = attempt(room=room)
+        if max(load) <= target.intermediate:
+            return sched, lay, erase_at
+    for reserve in (8, 4, 3, 2):
+        sched, lay, erase_at, load = attempt(cap=target.intermediate - target.intermediate // reserve)
+        if max(load) <= target.intermediate:
             break
     return sched, lay, erase_at
+
+
+#: the tied head's bias feature: 1 on every GPU token from layer 0's MLP on
+BIAS = "out.bias"
+
+
+def _add_tied_head(prog: Program):
+    """The bias feature the unembedding's constants multiply (instead of the anchor, which every
+    GPU token's embedding sets to the same 2^40): written 1 by layer 0's MLP."""
+    if BIAS not in prog.vars:
+        b = prog.bits_var(BIAS, 1)
+        prog.circuit("bias", [b], n_linear(Lin.const(1.0), {b.feature(0): 1.0}))
+
+
+def _head_vars(prog: Program) -> set:
+    """The variables the unembedding reads: the output rules' and the bias."""
+    out = {BIAS}
+    for r in prog.rules:
+        for c in r.conditions:
+            out |= {s.name for s in prog.sources(c[0])}
+    return out
+
+
+def _erase_echo(prog: Program, sched: Schedule, head: set, erase_at: dict):
+    """A tied row is a GPU token's embedding and its unembedding at once, so its embedding also
+    writes the unembedding's weights into the head's features (the *echo*): layer 0's MLP erases
+    them (nothing reads those features before: they are reserved, written later)."""
+    for name in sorted(head):
+        if sched.available.get(name, 1) < 1:
+            raise CompileError(f"{name} is read by the unembedding and written by layer 0's token mixer: "
+                               "a tied head erases its echo in layer 0's MLP")
+        v = prog.vars[name]
+        erase_at.setdefault(0, []).extend((v, i) for i in range(v.size))
 
 
 @dataclass
@@ -632,7 +714,7 @@ def _emit_weights(prog: Program, sched: Schedule, lay: Layout, erase_at: dict, c
         else:
             _emit_attention(sd, p + "self_attn.", sched.mixers.get(L, []), config, width, row, s, lay)
     sd["model.norm.weight"] = np.zeros(width)
-    sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s)
+    sd["lm_head.weight"] = _emit_unembedding(prog, lay, width, vocab, s, lay.dims.get((BIAS, 0)))
     state = {}
     for k in list(sd):                      # float32 tensors sharing the arrays' memory
         v = dict.pop(sd, k)
@@ -800,9 +882,11 @@ def _emit_attention(sd, p, nodes, config, width, row, s, lay):
     emit_attention(sd, p, nodes, config, width, row, s, lay)
 
 
-def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_final: float) -> np.ndarray:
+def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_final: float,
+                      bias: int | None = None) -> np.ndarray:
     """Logits: each rule scores +1 per matching bit / onehot value, -1 per mismatching bit; a
-    token without a rule scores very low. The winner's logit is the number of conditions' bits."""
+    token without a rule scores very low. The winner's logit is the number of conditions' bits.
+    The constants are on the anchor, or on the `bias` dim (a tied head's, worth 1)."""
     W = np.zeros((vocab, width), dtype=np.float32)
     ruled = set()
     anchor = lay.dims[ANCHOR_FEATURE]
@@ -824,11 +908,17 @@ def _emit_unembedding(prog: Program, lay: Layout, width: int, vocab: int, s_fina
                 const -= weight
             else:
                 raise CompileError("output rules read bits or onehot variables")
-        row[anchor] += const / ANCHOR
+        if bias is None:
+            row[anchor] += const / ANCHOR
+        else:
+            row[bias] += const
         W[t] = row * (LOGIT_SCALE / s_final)
     for t in range(vocab):
         if t not in ruled:
-            W[t, lay.dims[ANCHOR_FEATURE]] = -1e4 * LOGIT_SCALE / (ANCHOR * s_final)
+            if bias is None:
+                W[t, anchor] = -1e4 * LOGIT_SCALE / (ANCHOR * s_final)
+            else:
+                W[t, bias] = -1e4 * LOGIT_SCALE / s_final
     return W
 
 

@@ -71,6 +71,20 @@ R_FINAL = 1.0e4
 GPU_LOGIT_ON_TEXT = -1.0e4
 #: base-token logit on GPU positions
 BASE_LOGIT_ON_GPU = -1.0e5
+#: a tied splice (one matrix for the embedding and the unembedding, `Geometry.tied_penalty`): the
+#: GPU tokens' logit on text whose final-norm RMS is R_TIED (lower on quieter text: -1e4 at RMS 10)
+R_TIED = 1.0e3
+GPU_LOGIT_ON_TEXT_TIED = -1.0e2
+#: ... the final norm's scale on the second indicator dim, which carries that penalty: small, so
+#: the final hidden state (which the MTP head normalizes again) hardly changes
+TIED_INDICATOR_SCALE = 2.0 ** -5
+#: ... the logit every GPU token gets on GPU positions from the tied head's bias feature (text
+#: tokens get ~0 there)
+GPU_LOGIT_ON_GPU_TIED = 2.0 ** 14
+#: ... and the scale of the head's part of a tied row (the final norm undoes it on the head's
+#: dims): the embedding writes it into the head's features, layer 0's MLP erases it to ~1e-7 of
+#: itself, and what is left multiplies the rows' constants in every logit, so it is kept small
+TIED_HEAD_SCALE = 2.0 ** -16
 #: the final norm scales the indicator by this (keeps it negligible in the final hidden state,
 #: which the MTP head normalizes again); 2^-7 is the smallest power of two whose zero-centred
 #: weight (2^-7 - 1) bf16 holds exactly
@@ -109,11 +123,14 @@ class Geometry:
                 a *= 2.0
             self.alpha = a
         if not self.indicator:
+            # the first two share the sum of squares (the second carries a tied splice's GPU-token
+            # penalty, `tied_penalty`), the last two make up the rest
             need = (self.alpha ** 2 * H - W) * self.eps
             cs = []
             rest = need
-            for _ in range(INDICATOR_DIMS):
-                c = _bf16_floor(math.sqrt(rest)) if rest > 0 else 0.0
+            for k in range(INDICATOR_DIMS):
+                share = rest / 2 if k == 0 else rest
+                c = _bf16_floor(math.sqrt(share)) if share > 0 else 0.0
                 cs.append(c)
                 rest -= c * c
             self.indicator = cs
@@ -214,6 +231,17 @@ class Geometry:
         """lm_head weight of GPU tokens on the first indicator dim (after the final norm, which
         scales the indicator by FINAL_INDICATOR_SCALE)."""
         return GPU_LOGIT_ON_TEXT / (FINAL_INDICATOR_SCALE * self.indicator_normed(R_FINAL))
+
+    def indicator_normed_k(self, k: int, r: float) -> float:
+        """Indicator dim k after a norm with scale 1 on it, on a text token of base RMS r."""
+        return self.indicator[k] / (self.alpha * self.norm_factor * math.sqrt(r * r + self.eps))
+
+    def tied_penalty(self) -> float:
+        """A tied splice's GPU rows hold this (negative) on the second indicator dim: with the final
+        norm's TIED_INDICATOR_SCALE there, a GPU token's logit on text of final RMS R_TIED is
+        GPU_LOGIT_ON_TEXT_TIED (the rows are the GPU tokens' embeddings too: this value rides in the
+        GPU's residual, 1e-4 of the anchor, where no GPU layer reads it)."""
+        return GPU_LOGIT_ON_TEXT_TIED / (TIED_INDICATOR_SCALE * self.indicator_normed_k(1, R_TIED))
 
     def final_gpu_scale(self) -> float:
         """The final norm's scale on the GPU's dedicated dims: it undoes the normalization, so the

@@ -320,7 +320,8 @@ class SplicedCompact:
                         # copies: a tensor viewing the file would keep its mapping alive
                         sd["model." + k[len(P):]] = SparseMatrix(t) if t.dim() == 2 else t.clone()
             sd["model.embed_tokens.weight"] = self._rows(P + "embed_tokens.weight", self.offset, self.vocab)
-            sd["lm_head.weight"] = self._rows("lm_head.weight", self.offset, self.vocab)
+            head = "lm_head.weight" if "lm_head.weight" in self.wmap else P + "embed_tokens.weight"    # tied
+            sd["lm_head.weight"] = self._rows(head, self.offset, self.vocab)
             sd["model.norm.weight"] = self._rows(P + "norm.weight", None, None)
             self.weights = FastModel.from_state_dict(config, sd)
             if cache:

@@ -34,10 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
+from qwengpu.compiler.compiling import BIAS
 from qwengpu.compiler.core import ANCHOR
 
 from .checkpoint import BaseCheckpoint, read_checkpoint
-from .geometry import FINAL_INDICATOR_SCALE, INDICATOR_DIMS, R_INPUT, Geometry
+from .geometry import (FINAL_INDICATOR_SCALE, GPU_LOGIT_ON_GPU_TIED, INDICATOR_DIMS, R_INPUT, TIED_HEAD_SCALE,
+                       TIED_INDICATOR_SCALE, Geometry)
 from .sharing import NORMS as _GPU_NORMS
 from .sharing import READERS as _GPU_READERS
 from .sharing import WRITERS as _GPU_WRITERS
@@ -185,6 +187,11 @@ class _Splicer:
         self.head_dim = int(tc.head_dim)
         self.n_heads = int(tc.num_attention_heads)
         self.mtp_mode = self._mtp_plan(mtp)
+        # a base that ties its embeddings stays tied when the GPU's unembedding can share rows
+        # with its embedding (compiled with a tied head: `target_for_base`)
+        self.bias = compiled.layout.dims.get((BIAS, 0))
+        self.tied = ck.tied and self.bias is not None
+        self.head_dims = sorted(int(self.fm.to_spliced[d]) for d, why in self.fm.dedicated.items() if why == "lm_head")
 
     # -- checks ------------------------------------------------------------------------------------
 
@@ -318,21 +325,41 @@ class _Splicer:
         return dt if float(err) <= tol else torch.float32
 
     def embed(self, t) -> dict:
-        """[V + g, W]: text rows (ALPHA * e, indicator, 0), GPU rows (the compiled embedding).
-        Built in the storage dtype (no float64 copy of the matrix)."""
+        """[V + g, W]: text rows (ALPHA * e, indicator, 0), GPU rows (the compiled embedding; tied:
+        plus the GPU's unembedding rows, `tied_gpu_rows`). Built in the storage dtype (no float64
+        copy of the matrix)."""
         torch = _torch()
         g, W, H, V = self.geo, self.W, self.H, self.V
         rows = self.gpu_rows("model.embed_tokens.weight")
-        dt = self._wide_dtype(rows, t.dtype)
+        if self.tied:
+            rows = rows + self.tied_gpu_rows(t.dtype)
+        dt = self._wide_dtype(rows, t.dtype, tol=2.0 ** -20 if self.tied else 0.0)
         e = torch.zeros((V + self.g, W), dtype=dt)
         e[:V, :H] = t.to(dt) * g.alpha if dt == t.dtype else t.double().mul(g.alpha).to(dt)
         for k, c in enumerate(g.indicator):
             e[:V, g.ind + k] = c
         e[V:] = rows.to(dt)
         out = {self.P + "embed_tokens.weight": e}
-        if self.ck.tied:
+        if self.ck.tied and not self.tied:
             out.update(self.lm_head(t))
         return out
+
+    def tied_gpu_rows(self, dtype):
+        """What a tied row adds to a GPU token's embedding to be its unembedding too: the compiled
+        unembedding (rule weights on the head's features, the rule's constant on the bias feature,
+        whose echo layer 0's MLP erases), GPU_LOGIT_ON_GPU_TIED on the bias feature (every GPU
+        token's lead over text on GPU positions), all x TIED_HEAD_SCALE (the final norm undoes it),
+        and the penalty on the second indicator dim (its deficit on text)."""
+        g = self.geo
+        u = self.gpu_rows("lm_head.weight") * g.gpu_unembedding_scale()
+        u[:, self.bias_dim] += GPU_LOGIT_ON_GPU_TIED
+        u *= TIED_HEAD_SCALE
+        u[:, g.ind + 1] = _round_to(g.tied_penalty(), dtype)
+        return u
+
+    @property
+    def bias_dim(self) -> int:
+        return int(self.fm.to_spliced[self.bias])
 
     def lm_head(self, t) -> dict:
         """[V + g, W]: base rows (the base's, reading the anchor with a large negative weight),
@@ -358,12 +385,22 @@ class _Splicer:
         return {"lm_head.weight": m}
 
     def final_norm(self, t) -> dict:
+        """Base dims rescaled (tied: also divided by ALPHA, the text rows' scale), the indicator
+        x FINAL_INDICATOR_SCALE, the GPU's dedicated dims and anchor un-normalized. Tied: only the
+        head's dims (the unembedding's features and the bias) un-normalized, every other GPU dim
+        and the anchor 0 (the rows hold the embedding there), the second indicator dim
+        x TIED_INDICATOR_SCALE (the GPU tokens' penalty on text)."""
         torch = _torch()
         g = self.geo
         w = np.full(self.W, g.final_gpu_scale() - 1.0)
         w[:self.H] = g.base_norm(t.double().numpy())[:self.H]
         for k in range(INDICATOR_DIMS):
             w[g.ind + k] = FINAL_INDICATOR_SCALE - 1.0
+        if self.tied:
+            w[:self.H] = (1.0 + w[:self.H]) / g.alpha - 1.0
+            w[g.anchor:] = -1.0
+            w[self.head_dims] = g.final_gpu_scale() / TIED_HEAD_SCALE - 1.0
+            w[g.ind + 1] = TIED_INDICATOR_SCALE - 1.0
         return {self.P + "norm.weight": _store(w, torch.float32)}
 
     def visual(self, name: str, t) -> dict:
@@ -392,6 +429,8 @@ class _Splicer:
             f[:H, :H] = t[:, :H].double() * gamma
             f[:H, W:W + H] = t[:, H:].double() * gamma
             f[g.ind, W + g.ind] = 1.0          # carries the (tiny) hidden-state indicator: GPU tokens stay unlikely
+            if self.tied:
+                f[g.ind + 1, W + g.ind + 1] = 1.0     # the tied rows' penalty reads the second one
             return {name: _store(f, torch.float32)}
         if name in ("mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight"):
             return {name: _store(g.base_norm(t.double().numpy()), torch.float32)}
@@ -511,8 +550,8 @@ class _Splicer:
         tc["layer_types"] = list(self.c.schedule.layer_types) + list(self.tc.layer_types)
         tc.pop("full_attention_interval", None)
         tc["vocab_size"] = self.V + self.g
-        tc["tie_word_embeddings"] = False
-        cfg["tie_word_embeddings"] = False
+        tc["tie_word_embeddings"] = self.tied
+        cfg["tie_word_embeddings"] = self.tied
         if self.mtp_mode == "dropped" and "mtp_num_hidden_layers" in tc:
             tc["mtp_num_hidden_layers"] = 0
         if self.ck.layout == "multimodal":

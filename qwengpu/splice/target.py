@@ -28,7 +28,8 @@ def target_for_base(base) -> Target:
     Every decoder layer of a model shares one config, so the GPU layers get the base's head
     counts and sizes, MLP width, RoPE and eps. `offset` reserves the base's hidden size plus the
     text-indicator dims (see `geometry`); the GPU's anchor follows them. `require_attention` is
-    off: the base's own full-attention layers satisfy transformers' cache.
+    off: the base's own full-attention layers satisfy transformers' cache. `tied_head`: the GPU's
+    unembedding can share its rows with the embedding (a base that ties them stays tied).
     """
     tc = _text_config(base)
     rope = dict(getattr(tc, "rope_parameters", None) or {})
@@ -57,4 +58,5 @@ def target_for_base(base) -> Target:
         rms_norm_eps=float(tc.rms_norm_eps),
         offset=int(tc.hidden_size) + INDICATOR_DIMS,
         require_attention=False,
+        tied_head=True,
     )

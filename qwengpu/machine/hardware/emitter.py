@@ -93,12 +93,17 @@ def emitter(hw: Builder):
             pd = sum((pdiff.f(6 * (4 * j + b) + pi) for pi in range(6)), Lin())
             chs = sum((chd.f(LANES * (4 * j + b) + l) for l in range(LANES)), Lin())
             for ls in range(LANES + 1):
+                # the three required bits weigh w each, just more than the other terms together
+                # (pd + partial, or chs), not more: every weight multiplies its bit's fp32 noise
+                # (emit.1's steps on forms of up to +-255 arrive with ~1e-4), and this step's form
+                # must stay within 0.1 of an integer
+                w = max(len(pairs), LANES) + 2
                 c = carry_pos(j, b, ls) - 1
                 if ls == LANES:
-                    form = 128 * (en + (1 - partial) + elig.f(c)) - 128 * pd + chs
+                    form = w * (en + (1 - partial) + elig.f(c)) - w * pd + chs
                 else:
-                    form = 128 * (en + chd.f(LANES * (4 * j + b) + ls) + elig.f(c)) + pd + partial
-                n2 += n_step(form, 385, {valid.feature(c): 1})
+                    form = w * (en + chd.f(LANES * (4 * j + b) + ls) + elig.f(c)) + pd + partial
+                n2 += n_step(form, 3 * w + 1, {valid.feature(c): 1})
     for l in range(LANES):
         for b in range(4):
             c = memw_pos(J, l, b) - 1

@@ -66,8 +66,11 @@ def mem(hw: Builder, k: int):
     lines = _line_memory(hw, k, mline, wline, head)
     ld, inval = _loads(hw, k, lines, off, f["width"])
     flt = _faults(hw, k, f["mop"], bad, inval)
+    # the atomic's signedness, decoded on its own: read straight from the segment, it would keep
+    # the whole segment word in the residual until the atomic unit's last level
+    signed = hw.decode_field(seg, segname, "signed", 2, f"signed.{k}").f(1)
     hw.mem_info = dict(k=k, op=f["mop"], width=f["width"], atom=f["atom"], data=data, cmp=cmpv, ld=ld, fault=flt,
-                       bad=bad, signed=hw.field_forms(seg, segname, "signed")[0])
+                       bad=bad, signed=signed)
     unit = Unit(MEM, k, lo=ld, hi=[None] * LANES)
     hw.units.append(unit)
     atomic_unit(hw)
