@@ -360,3 +360,16 @@ def test_a_tied_head_keeps_its_features_erases_their_echo_and_puts_constants_on_
     # compiled norm scale, which the final norm undoes there)
     emb += lm * (norm_scale(compiled.config.hidden_size, compiled.config.rms_norm_eps) * 2.0 ** -4)
     check(compiled, demo_sequence(prog, 40))
+
+
+def test_a_tied_head_refuses_rules_that_read_a_token_input_directly():
+    """A tied embedding echoes the unembedding into the features the rules read; an input read
+    by a rule holds its value there from the embedding on, so the echo cannot be erased: refused
+    with the reason."""
+    prog = Program("echo")
+    x = prog.input_bits("x", 2)
+    texts = [prog.token(f"t{i}", x=i).text for i in range(4)]
+    prog.emit_when(texts[1], [(x, 1)])
+    with pytest.raises(CompileError, match="x is read by the unembedding and holds a value before layer 0's MLP"):
+        compile_program(prog, Target(tied_head=True))
+    compile_program(prog, Target())                  # untied: fine

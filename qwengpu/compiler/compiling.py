@@ -613,8 +613,8 @@ def _erase_echo(prog: Program, sched: Schedule, head: set, erase_at: dict):
     them (nothing reads those features before: they are reserved, written later)."""
     for name in sorted(head):
         if sched.available.get(name, 1) < 1:
-            raise CompileError(f"{name} is read by the unembedding and written by layer 0's token mixer: "
-                               "a tied head erases its echo in layer 0's MLP")
+            raise CompileError(f"{name} is read by the unembedding and holds a value before layer 0's MLP (a "
+                               "token input, or written by layer 0's token mixer): a tied head erases its echo there")
         v = prog.vars[name]
         erase_at.setdefault(0, []).extend((v, i) for i in range(v.size))
 
