@@ -91,6 +91,11 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None, erase_ro
     for n in prog.nodes:
         if hasattr(n, "unit_layers"):
             del n.unit_layers
+    full_cap = mlp_cap or target.intermediate or target.mlp_budget
+    room = erase_room or {}
+
+    def cap_at(L):                          # neurons the circuits may take in layer L's MLP
+        return full_cap - room.get(L, 0) if full_cap else full_cap
     avail: dict[str, int] = {}
     layer_types: dict[int, str] = {}
     mlp: dict[int, list] = {}
@@ -110,9 +115,9 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None, erase_ro
                 layer += 1
             layer = max(layer, node.min_layer)
             n = len(node.neurons)
-            cap = _mlp_cap_at(layer, mlp_cap, erase_room, target)
+            cap = cap_at(layer)
             while cap and mlp_load.get(layer, 0) + n > cap:
-                if n > _mlp_cap_at(None, mlp_cap, None, target):
+                if n > full_cap:
                     if not target.intermediate or (n <= target.intermediate and not mlp_load.get(layer, 0)):
                         break                   # a soft budget: an oversized circuit gets a layer of its own
                     raise CompileError(f"{node.name} needs {n} neurons; the target's MLP has "
@@ -120,7 +125,7 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None, erase_ro
                 if not mlp_load.get(layer, 0) and target.mlp_budget and not target.intermediate:
                     break
                 layer += 1
-                cap = _mlp_cap_at(layer, mlp_cap, erase_room, target)
+                cap = cap_at(layer)
             mlp.setdefault(layer, []).append(node)
             mlp_load[layer] = mlp_load.get(layer, 0) + n
             sub = 2 * layer + 1
@@ -161,7 +166,6 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None, erase_ro
         for v in node.outputs:
             avail[v.name] = sub
     _delay_late_nodes(prog, mixers, avail, layer_types, target, heads_load)
-    cap_at = lambda L: _mlp_cap_at(L, mlp_cap, erase_room, target)    # noqa: E731
     _sink_nodes(prog, mlp, mlp_load, mixers, heads_load, avail, layer_types, target, cap_at)
     if target.narrow:
         state = SimpleNamespace(mlp=mlp, mixers=mixers, available=avail, first_write=first_write, types=layer_types)
@@ -180,11 +184,6 @@ def schedule(prog: Program, target: Target, mlp_cap: int | None = None, erase_ro
         types.append("full_attention")
         n_layers += 1
     return Schedule(n_layers, types, mlp, mixers, avail, first_write)
-
-
-def _mlp_cap_at(layer: int, mlp_cap, erase_room, target) -> int | None:
-    cap = mlp_cap or target.intermediate or target.mlp_budget
-    return cap - (erase_room or {}).get(layer, 0) if cap else cap
 
 
 def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_load: dict, avail: dict,
@@ -215,7 +214,7 @@ def _sink_nodes(prog: Program, mlp: dict, mlp_load: dict, mixers: dict, heads_lo
             others = max((sub(r) for r in readers[v.name] if r is not node), default=-1)
             saved -= v.size * (max(others, new) - max(others, here))
         return saved
-    kept = {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
+    kept = prog.output_sources()
     for node in reversed(topo_order(prog)):
         if node.layer is None or isinstance(node, EmbedNode) or getattr(node, "unit_layers", None):
             continue
@@ -369,10 +368,7 @@ def layout(prog: Program, sched: "Schedule | None" = None, min_width: int = 0, o
                 k += 1
         born = {v.name: (sched.available.get(v.name, -1) if sched else -1) for v in rvars}
         return Layout(dims, max((k + 7) // 8 * 8, min_width), born, {}, set())
-    keep = set(keep or ())
-    for r in prog.rules:
-        for c in r.conditions:
-            keep |= {s.name for s in prog.sources(c[0])}
+    keep = set(keep or ()) | prog.output_sources()
     last: dict = {}
     for n in prog.nodes:
         if n.layer is None:
@@ -600,11 +596,7 @@ def _add_tied_head(prog: Program):
 
 def _head_vars(prog: Program) -> set:
     """The variables the unembedding reads: the output rules' and the bias."""
-    out = {BIAS}
-    for r in prog.rules:
-        for c in r.conditions:
-            out |= {s.name for s in prog.sources(c[0])}
-    return out
+    return {BIAS} | prog.output_sources()
 
 
 def _erase_echo(prog: Program, sched: Schedule, head: set, erase_at: dict):

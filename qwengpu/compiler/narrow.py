@@ -6,11 +6,16 @@ layout is a greedy interval colouring, `compiling.layout`). A variable occupies 
 the sublayer that writes it to the MLP that erases it after its last reader, so where its writer
 and its readers sit decides its interval. The scheduler places nodes as early as they can go and
 sinks some of them towards their readers (`_delay_late_nodes`, `_sink_nodes`); both are local
-rules. This pass looks at the whole profile instead: it repeatedly moves the one node (an MLP
-circuit or a memory/attention mixer, never a memory spread over layers) to the sublayer, between
-its inputs and its first reader, where it lowers sum_s (live_s / peak)^K the most (K large, so the
-widest boundaries dominate), respecting MLP widths, key heads and layer types. The layer count
-never grows: a node only moves within the layers already there.
+rules. This pass looks at the whole profile instead: pass after pass it moves each node (an MLP
+circuit, a memory or attention mixer, a memory spread over layers re-spread from another first
+layer) to the place, between its inputs and its first reader, where it lowers
+sum_s (live_s / peak)^K the most (K large, so the widest boundaries dominate), respecting MLP
+widths, key heads and layer types; a late memory and the late staging memory that reads its word
+move as a pair. The layer count never grows: a node only moves within the layers already there.
+
+A place is `(first, last, where)`: the sublayer from which the node writes its outputs, the one
+where it last reads its inputs, and what `_place` needs (the sublayer, or a spread memory's unit
+layers).
 """
 from __future__ import annotations
 
@@ -31,10 +36,7 @@ def narrow(prog, sched, target, heads_of, cap_at, passes: int = 8) -> int:
     rvars = {v.name: v for v in prog.residual_vars}
     nodes = [n for n in prog.nodes if n.layer is not None and not isinstance(n, EmbedNode)]
     n_sub = 2 * (max([n.layer for n in nodes] + [0]) + 1)
-    kept = set()
-    for r in prog.rules:
-        for c in r.conditions:
-            kept |= {s.name for s in prog.sources(c[0])}
+    kept = prog.output_sources()
 
     def first_sub(n):
         units = getattr(n, "unit_layers", None)
@@ -86,7 +88,6 @@ def narrow(prog, sched, target, heads_of, cap_at, passes: int = 8) -> int:
     heads_load = {L: sum(heads_of(n) for n in ns) for L, ns in sched.mixers.items()}
     live = profile()
     moves = 0
-    movable = nodes
     # a late memory written with the word a late staging memory reads for it (the ROM segments):
     # they move together, the stage just before the memory, which single moves cannot find
     pairs = []
@@ -99,32 +100,32 @@ def narrow(prog, sched, target, heads_of, cap_at, passes: int = 8) -> int:
                     and all(r is n for w in p.outputs for r in readers.get(w.name, ()))):
                 pairs.append((n, p))
 
-    def cands(n):
+    def places(n):
+        ready = max([ready_of(v) for v in n.inputs if v.name in rvars and v.producer is not n] + [-1])
+        firsts = [first_sub(r) for v in n.outputs for r in readers.get(v.name, ())]
+        if not firsts and not any(v.name in rvars for v in n.outputs):
+            return []
+        first = min(firsts) if firsts else n_sub
         if getattr(n, "unit_layers", None):
-            return _spreads(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, heads_load)
-        return _positions(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, mlp_load, heads_load,
-                          heads_of, cap_at)
+            return _spreads(n, ready, first, sched, target, n_sub, heads_load)
+        return _positions(n, ready, first, sched, target, n_sub, mlp_load, heads_load, heads_of, cap_at)
 
-    def place(n, c):
+    def place(n, where):
         if getattr(n, "unit_layers", None):
-            _respread(n, c[2] if not isinstance(c, list) else c, sched, heads_load, target)
+            _respread(n, where, sched, heads_load, target)
         else:
-            _move(n, c, sched, mlp_load, heads_load, heads_of, target)
+            _move(n, where, sched, mlp_load, heads_load, heads_of, target)
 
     for _ in range(passes):
         moved = 0
-        for n in movable:
+        for n in nodes:
             peak = live.max()
-            if getattr(n, "unit_layers", None):
-                cand = _spreads(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, heads_load)
-            else:
-                cand = _positions(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, mlp_load,
-                                  heads_load, heads_of, cap_at)
+            cand = places(n)
             if not cand:
                 continue
             here, here_last = first_sub(n), last_sub(n)
-            P = np.array([c if isinstance(c, int) else c[0] for c in cand])       # where outputs are first written
-            Q = np.array([c if isinstance(c, int) else c[1] for c in cand])       # where inputs are last read
+            P = np.array([c[0] for c in cand])       # where the outputs are first written
+            Q = np.array([c[1] for c in cand])       # where the inputs are last read
             delta = np.zeros((len(P), n_sub))
             for v in n.outputs:
                 d = death(v) if v.name in rvars else None
@@ -146,14 +147,11 @@ def narrow(prog, sched, target, heads_of, cap_at, passes: int = 8) -> int:
             objs = np.sum(((live[None, :] + delta) / peak) ** POWER, axis=1)
             i = int(np.argmin(objs))
             if objs[i] < base_obj * (1 - 1e-9):
-                if getattr(n, "unit_layers", None):
-                    _respread(n, cand[i][2], sched, heads_load, target)
-                else:
-                    _move(n, int(P[i]), sched, mlp_load, heads_load, heads_of, target)
+                place(n, cand[i][2])
                 live = live + delta[i]
                 moved += 1
         for n, stage in pairs:
-            if _move_pair(n, stage, place, profile, cands):
+            if _move_pair(n, stage, place, profile, places):
                 live = profile()
                 moved += 1
         moves += moved
@@ -162,24 +160,19 @@ def narrow(prog, sched, target, heads_of, cap_at, passes: int = 8) -> int:
     return moves
 
 
-def _positions(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, mlp_load, heads_load, heads_of, cap_at):
-    """The sublayers n may move to: after its inputs, before its first reader, with room."""
-    ready = max([ready_of(v) for v in n.inputs if v.name in rvars and v.producer is not n] + [-1])
-    firsts = [first_sub(r) for v in n.outputs for r in readers.get(v.name, ())]
-    if not firsts and not any(v.name in rvars for v in n.outputs):
-        return []
-    first = min(firsts) if firsts else n_sub
-    here = first_sub(n)
+def _positions(n, ready, first, sched, target, n_sub, mlp_load, heads_load, heads_of, cap_at):
+    """The places of a node (not spread): a sublayer of its kind after its inputs (`ready`),
+    before its first reader, with room."""
+    here = 2 * n.layer + (1 if n.kind == "mlp" else 0)
     lo = max(ready + 1, 2 * getattr(n, "min_layer", 0))
     out = []
     if n.kind == "mlp":
         size = len(n.neurons)
         for s in range(lo, min(first, n_sub)):
             if s % 2 == 1 and s != here:
-                L = s // 2
-                cap = cap_at(L)
-                if not cap or mlp_load.get(L, 0) + size <= cap:
-                    out.append(s)
+                cap = cap_at(s // 2)
+                if not cap or mlp_load.get(s // 2, 0) + size <= cap:
+                    out.append((s, s, s))
         return out
     want = "linear_attention" if n.kind == "gdn" else "full_attention"
     kh = heads_of(n)
@@ -192,11 +185,8 @@ def _positions(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, mlp
             t = target.layer_types[L % len(target.layer_types)]
         else:
             t = sched.types.get(L, want) if sched.mixers.get(L) else want
-        if t != want:
-            continue
-        if cap and heads_load.get(L, 0) + kh > cap:
-            continue
-        out.append(s)
+        if t == want and not (cap and heads_load.get(L, 0) + kh > cap):
+            out.append((s, s, s))
     return out
 
 
@@ -221,13 +211,9 @@ def _move(n, s, sched, mlp_load, heads_load, heads_of, target):
         sched.available[v.name] = s
 
 
-def _spreads(n, sched, target, readers, rvars, ready_of, first_sub, n_sub, heads_load):
-    """Where a memory spread over layers may go: its units filled into the free key heads of
-    consecutive GDN layers from each possible first layer on, the last before its first reader.
-    Candidates (first sublayer, last sublayer, unit layers)."""
-    ready = max([ready_of(v) for v in n.inputs if v.name in rvars and v.producer is not n] + [-1])
-    firsts = [first_sub(r) for v in n.outputs for r in readers.get(v.name, ())]
-    first = min(firsts) if firsts else n_sub
+def _spreads(n, ready, first, sched, target, n_sub, heads_load):
+    """The places of a memory spread over layers: its units filled into the free key heads of
+    consecutive GDN layers from each possible first layer on, the last before its first reader."""
     cap = target.linear_key_heads
     if not cap:
         return []
@@ -270,38 +256,29 @@ def _respread(n, layers, sched, heads_load, target):
         sched.first_write[v.name] = 2 * layers[0]
 
 
-def _move_pair(n, stage, place, profile, cands) -> bool:
+def _move_pair(n, stage, place, profile, places) -> bool:
     """Try every place of the late memory `n` with its staging memory re-placed as late as it
     can go before it; keep the best if it narrows the residual. True when moved."""
     def where(x):
         return list(x.unit_layers) if getattr(x, "unit_layers", None) else 2 * x.layer + (x.kind == "mlp")
 
-    def objective():
-        live = profile()
-        return np.sum((live / peak) ** POWER)
-
     home_n, home_s = where(n), where(stage)
     live0 = profile()
     peak = live0.max()
     best = (np.sum((live0 / peak) ** POWER) * (1 - 1e-9), None)
-    # the stage moved out of the way (as early as it goes) frees the memory's places after it
-    for c_s in sorted(cands(stage), key=lambda c: c if isinstance(c, int) else c[1])[:1]:
-        place(stage, c_s)
-    for c_n in cands(n):
-        place(n, c_n)
-        later = [c for c in cands(stage) if (c if isinstance(c, int) else c[1]) < 2 * n.layer]
+    early = places(stage)
+    if early:                   # the stage out of the way (as early as it goes) frees n's places after it
+        place(stage, min(early, key=lambda c: c[1])[2])
+    for c_n in places(n):
+        place(n, c_n[2])
+        later = [c for c in places(stage) if c[1] < 2 * n.layer]
         if later:
-            c_s = max(later, key=lambda c: c if isinstance(c, int) else c[1])
-            place(stage, c_s)
-            obj = objective()
+            place(stage, max(later, key=lambda c: c[1])[2])
+            obj = np.sum((profile() / peak) ** POWER)
             if obj < best[0]:
-                best = (obj, (c_n, c_s))
-    if best[1] is None:
-        place(stage, home_s)
-        place(n, home_n)
-        place(stage, home_s)
-        return False
-    place(stage, best[1][1])
-    place(n, best[1][0])
-    place(stage, best[1][1])
-    return True
+                best = (obj, (c_n[2], where(stage)))
+    w_n, w_s = best[1] if best[1] is not None else (home_n, home_s)
+    place(stage, w_s)          # (the stage first, out of n's way, then again after n: place checks nothing)
+    place(n, w_n)
+    place(stage, w_s)
+    return best[1] is not None

@@ -150,6 +150,10 @@ class Program:
         node = MLPNode(name, inputs, outputs, neurons, None, about)
         return self.add_node(node)
 
+    def output_sources(self) -> set[str]:
+        """The residual variables the output rules read (live to the end of the pass)."""
+        return {s.name for r in self.rules for c in r.conditions for s in self.sources(c[0])}
+
     def sources(self, v: Var) -> list[Var]:
         """The residual variables a (possibly view) variable reads."""
         if isinstance(v, View):
