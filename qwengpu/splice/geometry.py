@@ -179,10 +179,10 @@ class Geometry:
 
     # -- normalized constants ------------------------------------------------------------------------
 
-    def indicator_normed(self, r: float) -> float:
-        """The first indicator dim after a norm with scale 1 on it, for a text token whose base
-        residual has RMS r (in base units): c_1 / (ALPHA sqrt(H/W) sqrt(r^2 + eps))."""
-        return self.indicator[0] / (self.alpha * self.norm_factor * math.sqrt(r * r + self.eps))
+    def indicator_normed(self, r: float, k: int = 0) -> float:
+        """Indicator dim k (the first by default) after a norm with scale 1 on it, for a text token
+        whose base residual has RMS r (in base units): c_k / (ALPHA sqrt(H/W) sqrt(r^2 + eps))."""
+        return self.indicator[k] / (self.alpha * self.norm_factor * math.sqrt(r * r + self.eps))
 
     def anchor_normed(self) -> float:
         """The anchor after a norm with scale 1 on it, on a GPU token (the anchor dominates)."""
@@ -232,16 +232,12 @@ class Geometry:
         scales the indicator by FINAL_INDICATOR_SCALE)."""
         return GPU_LOGIT_ON_TEXT / (FINAL_INDICATOR_SCALE * self.indicator_normed(R_FINAL))
 
-    def indicator_normed_k(self, k: int, r: float) -> float:
-        """Indicator dim k after a norm with scale 1 on it, on a text token of base RMS r."""
-        return self.indicator[k] / (self.alpha * self.norm_factor * math.sqrt(r * r + self.eps))
-
     def tied_penalty(self) -> float:
         """A tied splice's GPU rows hold this (negative) on the second indicator dim: with the final
         norm's TIED_INDICATOR_SCALE there, a GPU token's logit on text of final RMS R_TIED is
         GPU_LOGIT_ON_TEXT_TIED (the rows are the GPU tokens' embeddings too: this value rides in the
         GPU's residual, 1e-4 of the anchor, where no GPU layer reads it)."""
-        return GPU_LOGIT_ON_TEXT_TIED / (TIED_INDICATOR_SCALE * self.indicator_normed_k(1, R_TIED))
+        return GPU_LOGIT_ON_TEXT_TIED / (TIED_INDICATOR_SCALE * self.indicator_normed(R_TIED, k=1))
 
     def final_gpu_scale(self) -> float:
         """The final norm's scale on the GPU's dedicated dims: it undoes the normalization, so the

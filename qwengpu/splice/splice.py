@@ -351,11 +351,16 @@ class _Splicer:
         token's lead over text on GPU positions), all x TIED_HEAD_SCALE (the final norm undoes it),
         and the penalty on the second indicator dim (its deficit on text)."""
         g = self.geo
-        u = self.gpu_rows("lm_head.weight") * g.gpu_unembedding_scale()
+        u = self.gpu_unembedding()
         u[:, self.bias_dim] += GPU_LOGIT_ON_GPU_TIED
         u *= TIED_HEAD_SCALE
         u[:, g.ind + 1] = _round_to(g.tied_penalty(), dtype)
         return u
+
+    def gpu_unembedding(self):
+        """The compiled unembedding's rows in the spliced layout, rescaled for the final norm's
+        GPU-dim scale (float64)."""
+        return self.gpu_rows("lm_head.weight") * self.geo.gpu_unembedding_scale()
 
     @property
     def bias_dim(self) -> int:
@@ -367,7 +372,7 @@ class _Splicer:
         the indicator with a large negative weight)."""
         torch = _torch()
         g, W, H, V = self.geo, self.W, self.H, self.V
-        u = self.gpu_rows("lm_head.weight") * g.gpu_unembedding_scale()
+        u = self.gpu_unembedding()
         # the "never" logits of tokens no output rule emits (a constant whose exact value does not
         # matter) may be rounded to the storage dtype; a ruled token's anchor weight (its rule's
         # constant, large for rules with many conditions) must stay exact
