@@ -348,7 +348,7 @@ def test_a_tied_head_keeps_its_features_erases_their_echo_and_puts_constants_on_
     prog = demo_program(n_tokens=16)
     compiled = compile_program(prog, Target(tied_head=True))
     lay = compiled.layout
-    head = {BIAS} | {s.name for r in prog.rules for c in r.conditions for s in prog.sources(c[0])}
+    head = {BIAS} | prog.output_sources()
     head_dims = {lay.dims[(n, i)] for n in head for i in range(prog.vars[n].size)}
     others = {d for (n, i), d in ((k, v) for k, v in lay.dims.items() if isinstance(k, tuple)) if n not in head}
     assert head_dims and not head_dims & others
