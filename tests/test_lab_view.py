@@ -349,11 +349,10 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
         for name, info in infos.items():
             if not name.startswith("reg."):
                 continue
-            h = next(h for h, lo, w in info.fields if lo <= 1 < lo + w)      # bit 1 of lane 0 of slot 0 (r0)
-            lo = next(lo for hh, lo, w in info.fields if hh == h)
-            st = state.get_recurrent_state(info.layer)
-            st[0, h, 0, 2 * (1 - lo)] = VALUE_L                               # 1-rail on
-            st[0, h, 0, 2 * (1 - lo) + 1] = 0.0                               # 0-rail off
+            L, h, row, col = info.rail(0, 1)                                  # bit 1 of lane 0 of slot 0 (r0)
+            st = state.get_recurrent_state(L)
+            st[0, h, row, col] = VALUE_L                                      # 1-rail on
+            st[0, h, row, col + 1] = 0.0                                      # 0-rail off
             hit.append(name)
 
     from qwengpu.machine.config import COMPACT

@@ -548,15 +548,15 @@ function render({ model, el }) {
       if (cw && cw[1] >= 128) now.push(`writes ${esc(lab.get(cw[0]) ?? cw[0])} (β·k ${(cw[1] / 255).toFixed(2)})`);
       const reads = [...new Set(cr.filter(([, v]) => v >= 128).map(([s]) => lab.get(s) ?? s))];
       if (reads.length) now.push("reads " + reads.map(esc).join(", "));
-      h += `<div class="qg-lrow" data-mem="${esc(m.name)}"><div class="qg-lname">L${m.layer}<div class="qg-lbl">${esc(m.name)}</div></div><div class="qg-hm qg-sel"><canvas></canvas><span>slots used: ${meta.used.length} of ${m.slots}</span></div><div class="qg-lbl" style="max-width:420px">${esc(m.role)}<br>this pass: ${now.join("; ") || "—"}<div class="qg-hover"></div></div></div>`;
+      h += `<div class="qg-lrow" data-mem="${esc(m.name)}"><div class="qg-lname">${esc(m.where)}<div class="qg-lbl">${esc(m.name)}</div></div><div class="qg-hm qg-sel"><canvas></canvas><span>slots used: ${meta.used.length} of ${m.slots}</span></div><div class="qg-lbl" style="max-width:420px">${esc(m.role)}<br>this pass: ${now.join("; ") || "—"}<div class="qg-hover"></div></div></div>`;
     }
     const g = st.gdn;
     if (g) {
       let opts = "";
-      for (const m of prog.memories || []) opts += `<option value="${esc(m.name)}"${m.name === g.memory ? " selected" : ""}>L${m.layer} ${esc(m.name)}</option>`;
+      for (const m of prog.memories || []) opts += `<option value="${esc(m.name)}"${m.name === g.memory ? " selected" : ""}>${esc(m.where)} ${esc(m.name)}</option>`;
       let rows = "";
       for (const s of g.slots) rows += `<tr class="${s.changed ? "qg-chgrow" : ""}"><td>${esc(s.label)}</td><td>${esc(s.value)}</td><td>${s.margin}</td></tr>`;
-      h += `<div class="qg-lrow qg-gdnrow"><div class="qg-lname">L${g.layer}<div class="qg-lbl">${esc(g.memory)}</div></div><div class="qg-gdn"><div><select class="qg-memsel" title="the memory whose raw GDN state is shown">${opts}</select><br><canvas class="qg-gdncv"></canvas><div class="qg-lbl">raw state: rows = slots (keys), columns = value heads × dual-rail bit pairs; |max| ${g.scale.toFixed(1)}</div></div>
+      h += `<div class="qg-lrow qg-gdnrow"><div class="qg-lname">${esc(g.where)}<div class="qg-lbl">${esc(g.memory)}</div></div><div class="qg-gdn"><div><select class="qg-memsel" title="the memory whose raw GDN state is shown">${opts}</select><br><canvas class="qg-gdncv"></canvas><div class="qg-lbl">raw state: rows = slots (keys${g.banks > 1 ? `; ${g.banks} banks of key heads put together` : ""}), columns = value heads × dual-rail bit pairs; |max| ${g.scale.toFixed(1)}</div></div>
         <table class="qg-tbl qg-dec"><tr><th>slot</th><th>decoded word</th><th>margin</th></tr>${rows || '<tr><td colspan="3" class="qg-lbl">no slot written</td></tr>'}</table></div></div>`;
     }
     const am = model.get("attn_meta") || [];

@@ -327,7 +327,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     parts.append('<div class="qg-grid">')
     parts.append(_bundles_html(program, st))
     parts.append(_machine_warp_html(st, f))
-    parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem (layer {_mem_layer(program, 'mem')})"))
+    parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem ({_mem_where(program, 'mem')})"))
     parts.append("</div>")
     parts.append(attention_card_html(latt_meta or {}, latt))
     parts.append(_machine_layers_html(program, st, gdn))
@@ -337,10 +337,10 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     return "".join(parts)
 
 
-def _mem_layer(program: dict, name: str):
+def _mem_where(program: dict, name: str):
     for m in program.get("memories", []):
         if m["name"] == name:
-            return m["layer"]
+            return m["where"]
     return "?"
 
 
@@ -421,7 +421,7 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
         reads = sorted({labels.get(s, s) for s, v in cur_r if v >= 128}, key=str)
         if reads:
             now.append("reads " + ", ".join(map(str, reads)))
-        out.append(f'<div class="qg-lrow" data-mem="{_e(m["name"])}"><div class="qg-lname">L{m["layer"]}<div class="qg-lbl">'
+        out.append(f'<div class="qg-lrow" data-mem="{_e(m["name"])}"><div class="qg-lname">{_e(m["where"])}<div class="qg-lbl">'
                    f'{_e(m["name"])}</div></div><div class="qg-hm"><img src="{png_data_uri(rgb)}" '
                    f'title="{_e(", ".join(map(str, meta["labels"])))}"><span>slots used: {len(meta["used"])} of {m["slots"]}</span></div>'
                    f'<div class="qg-lbl" style="max-width:420px">{_e(m["role"])}<br>this pass: {_e("; ".join(now) or "—")}'
@@ -434,10 +434,11 @@ def _machine_layers_html(program: dict, st: dict, gdn: bytes) -> str:
             show = max([s["slot"] for s in g["slots"]] + [7]) + 1
             q = q[:min(show, g["rows"])]
             img = f'<img src="{png_data_uri(_upscale(_div_cmap(q / 127.0), max(2, min(8, 160 // q.shape[0])), max(1, min(4, 512 // q.shape[1]))))}">'
+        banks = f"; {g['banks']} banks of key heads put together" if g.get("banks", 1) > 1 else ""
         rows = "".join(f'<tr class="{"qg-chgrow" if s["changed"] else ""}"><td>{_e(s["label"])}</td>'
                        f'<td>{_e(s["value"])}</td><td>{s["margin"]}</td></tr>' for s in g["slots"])
-        out.append(f'<div class="qg-lrow qg-gdnrow"><div class="qg-lname">L{g["layer"]}<div class="qg-lbl">{_e(g["memory"])}'
-                   f'</div></div><div class="qg-gdn"><div>{img}<div class="qg-lbl">raw state: rows = slots (keys), '
+        out.append(f'<div class="qg-lrow qg-gdnrow"><div class="qg-lname">{_e(g["where"])}<div class="qg-lbl">{_e(g["memory"])}'
+                   f'</div></div><div class="qg-gdn"><div>{img}<div class="qg-lbl">raw state: rows = slots (keys{banks}), '
                    f'columns = value heads × dual-rail bit pairs; |max| {g["scale"]:.1f}</div></div>'
                    f'<table class="qg-tbl qg-dec"><tr><th>slot</th><th>decoded word</th><th>margin</th></tr>{rows}</table>'
                    f'</div></div>')

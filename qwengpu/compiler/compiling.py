@@ -473,18 +473,22 @@ class Compiled:
         banked = dk if self.target.linear_key_dim else None
         slots = memory.slots
         chunks = field_chunks(memory, group)
-        pieces = []
+        pieces, keys = [], []
         for L in sorted(set(getattr(memory, "unit_layers", None) or [memory.layer])):
             for node, (port, ci, bank), head in layer_heads(self.schedule.mixers.get(L, []), L, group, banked):
-                if node is memory and port == 0:
+                if node is not memory:
+                    continue
+                keys.append((L, head, port, bank * dk))
+                if port == 0:
                     for slot, fi in enumerate(chunks[ci]):
                         f = node.fields[fi]
                         pieces.append((L, head * group + slot, f.lo, f.width, bank * dk, min(dk, slots - bank * dk)))
         if not pieces:
             raise CompileError(f"{memory.name} is not a memory of layer {memory.layer}")
+        keys.sort(key=lambda k: (k[2], k[3], k[0], k[1]))          # by port, then bank, in head order
         if len({pc[0] for pc in pieces}) == 1 and all(pc[4] == 0 for pc in pieces):
-            return MemoryPlacement(memory.name, pieces[0][0], [pc[1:4] for pc in pieces], memory.slots)
-        return MemoryPlacement(memory.name, pieces[0][0], [], memory.slots, pieces)
+            return MemoryPlacement(memory.name, pieces[0][0], [pc[1:4] for pc in pieces], memory.slots, keys=keys)
+        return MemoryPlacement(memory.name, pieces[0][0], [], memory.slots, pieces, keys)
 
     def decode(self, hidden_row, var) -> tuple[int, float]:
         """(value, margin) of a residual variable from one residual-stream vector."""

@@ -72,12 +72,15 @@ def layer_heads(nodes, layer: int, group: int, dk: int | None):
 class MemoryPlacement:
     """A word memory's place in the model: GDN layer, (value head, first bit, width) per field.
     A memory spread over several layers or key-head banks (a base model's fixed geometry) has
-    `pieces` instead: (layer, value head, first bit, width, first slot, slots) each."""
+    `pieces` instead: (layer, value head, first bit, width, first slot, slots) each. `keys`: the
+    key heads of every read port, (layer, key head, port, first slot) each, one per chunk of fields
+    and bank (None in metadata written before they were recorded)."""
     name: str
     layer: int
     fields: list
     slots: int
     pieces: list | None = None
+    keys: list | None = None
 
     @property
     def layers(self) -> list[int]:
@@ -92,13 +95,16 @@ class MemoryPlacement:
         d = {"name": self.name, "layer": self.layer, "fields": [list(f) for f in self.fields], "slots": self.slots}
         if self.pieces is not None:
             d["pieces"] = [list(pc) for pc in self.pieces]
+        if self.keys is not None:
+            d["keys"] = [list(k) for k in self.keys]
         return d
 
     @staticmethod
     def from_json(d: dict) -> "MemoryPlacement":
-        pieces = d.get("pieces")
+        pieces, keys = d.get("pieces"), d.get("keys")
         return MemoryPlacement(d["name"], d["layer"], [tuple(f) for f in d["fields"]], d["slots"],
-                               [tuple(pc) for pc in pieces] if pieces is not None else None)
+                               [tuple(pc) for pc in pieces] if pieces is not None else None,
+                               [tuple(k) for k in keys] if keys is not None else None)
 
 
 def decode_memory(state, placement: MemoryPlacement, slots=None) -> tuple[dict, float]:

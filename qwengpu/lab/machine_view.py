@@ -20,7 +20,7 @@ from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token, token_text
 
 from .checks import compare_states, micro_loop_pcs, ptx_aliases, reference_states, register_histories
-from .record import LANE_BARRIER, LANE_RUN, Field, GDNState, MemoryMap, Mismatch, RegCheck, Selection, selection_of
+from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
 
@@ -380,28 +380,32 @@ class MachineView(_ChecksMixin):
         return got
 
     def gdn_state(self, position: int, memory: str) -> GDNState:
-        """The raw recurrent state holding `memory` after pass `position`: the value heads of its
-        fields (port 0's copy) [fields, slots, 2 x width], rebuilt from the state after the prompt
-        and the rows every pass wrote, with the map that decodes it."""
+        """The raw recurrent state holding `memory` after pass `position`, as one block [fields,
+        slots, value dim]: field f's row of slot s is the row of the value head (port 0's copy) and
+        layer of the piece holding it (`MemoryInfo.pieces`; a memory in banks or spread over layers
+        is put together), rebuilt from the state after the prompt and the rows every pass wrote,
+        with the map that decodes it."""
         info = self.trace.memories[memory]
-        heads = info.heads
         key = ("raw", memory)
         cached = self._gdn_cache.get(key)
         if cached is None:
-            block = self.trace.base_raw[info.layer][heads].copy()
+            base = self.trace.base_raw
+            block = np.zeros((len(info.fields), info.slots, base[info.layer].shape[-1]), np.float32)
+            for L, h, f, s0, n in info.pieces:
+                block[f, s0:s0 + n] = base[L][h, :n]
             cached = [0, block]
         t0, block = cached
-        where = {h: i for i, h in enumerate(heads)}
+        layers = set(info.layers)
 
         def apply(t, new: bool):
             for L, hh, rr, old, nw in self.trace.updates[t]:
-                if L != info.layer:
+                if L not in layers:
                     continue
                 vals = nw if new else old
                 for k, h in enumerate(hh):
-                    i = where.get(int(h))
-                    if i is not None:
-                        block[i, rr[k]] = vals[k]
+                    pc = info.piece_at.get((L, int(h)))
+                    if pc is not None and rr[k] < pc[4]:
+                        block[pc[2], pc[3] + rr[k]] = vals[k]
         while t0 < position:
             t0 += 1
             apply(t0, True)
@@ -410,10 +414,7 @@ class MachineView(_ChecksMixin):
             t0 -= 1
         cached[0] = t0
         self._gdn_cache[key] = cached
-        st = block[:, :info.slots, :]
-        mm = MemoryMap(memory, [info.label(s) for s in range(info.slots)],
-                       [Field(i, lo, w, 0) for i, (_, lo, w) in enumerate(info.fields)], info.width)
-        return GDNState(info.layer, st.copy(), [mm])
+        return GDNState(info.layer, block.copy(), [info.memory_map()])
 
     def bundle(self, pc: int) -> BundleView:
         got = self._bundles.get(pc)

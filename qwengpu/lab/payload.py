@@ -205,7 +205,7 @@ def _memory_meta(view, m) -> dict:
     for p in range(s.read_slot.shape[1]):
         used |= set(s.read_slot[s.read[:, p] >= USED, p].tolist())
     used = sorted(int(x) for x in used if 0 <= x < m.slots)
-    return {"name": m.name, "layer": m.layer, "slots": m.slots, "width": m.width, "ports": len(m.ports),
+    return {"name": m.name, "layer": m.layer, "where": m.where, "slots": m.slots, "width": m.width, "ports": len(m.ports),
             "role": m.role, "used": used, "labels": [m.label(x) for x in used]}
 
 
@@ -277,7 +277,7 @@ def selection_payload(view, position: int, memories=None) -> dict:
         r = [[[int(a), int(round(float(b) * 255))] for a, b in zip(sl, st)]
              for sl, st in zip(s.read_slot[rows], s.read[rows])]
         info = tr.memories[name]
-        mems.append({"name": name, "layer": info.layer, "slots": info.slots, "ports": len(info.ports),
+        mems.append({"name": name, "layer": info.layer, "where": info.where, "slots": info.slots, "ports": len(info.ports),
                      "role": info.role, "w": w, "r": r})
     return {"start": start, "cur": cur - start, "tokens": tr.tokens[start:cur + 1], "mems": mems}
 
@@ -298,13 +298,12 @@ def gdn_payload(view, position: int, memory: str) -> dict:
     st = g.state[:, :_shown_rows(dec)]
     changed = set()
     for L, hh, rr, _, _ in tr.updates[position]:
-        if L == info.layer:
-            heads = set(info.heads)
-            changed |= {int(r) for h, r in zip(hh, rr) if int(h) in heads}
+        changed |= info.slots_of_rows(L, hh, rr)
     slots = [{"slot": d.slot, "label": d.label, "value": _word_text(memory, d.value, info.width),
               "margin": round(float(d.margin), 3), "changed": d.slot in changed}
              for d in dec if d.value is not None]
-    return {"memory": memory, "layer": info.layer, "role": info.role, "heads": info.heads,
+    return {"memory": memory, "layer": info.layer, "where": info.where, "role": info.role, "heads": info.heads,
+            "banks": len({pc[3] for pc in info.pieces}),
             "rows": int(st.shape[1]), "fields": int(st.shape[0]), "cols": int(st.shape[0] * st.shape[2]),
             "scale": float(np.abs(st).max()) if st.size else 0.0, "slots": slots,
             "margin": round(float(tr.records[position].margins.get(memory, float("nan"))), 3)}

@@ -252,17 +252,26 @@ DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes")
 
 
 def selection_of(trace, name: str) -> Selection:
-    """The slot selections of memory `name` for every consumed token (`Selection`)."""
+    """The slot selections of memory `name` for every consumed token (`Selection`). A memory in
+    banks (`MemoryInfo.pieces`) writes and reads through the key head of the bank its address lies
+    in (the others' strengths are closed by the bank match): each token's slot is taken from the
+    strongest of them."""
     info = trace.memories[name]
-    li = trace.gdn_layers.index(info.layer)
-    tab = trace.taps[:, li]                                     # [rows, hk, 6]
-    p0 = info.ports[0]
+    li = {L: i for i, L in enumerate(trace.gdn_layers)}
     # the write strength: key weight x beta of the memory's own value heads (port 0's copy; the
     # other value heads of its key heads have no weights: beta 0.5 on zero values writes nothing)
-    heads = np.asarray(info.heads)
-    beta = trace.betas[:, li][:, heads]                         # [rows, fields]
-    write = np.max(tab[:, heads // info.group, 3] * beta, axis=1)
-    read_slot = np.stack([tab[:, kh[0], 0] for kh in info.ports], axis=1).astype(np.int64)
-    read = np.stack([tab[:, kh[0], 1] * tab[:, kh[0], 5] for kh in info.ports], axis=1)
-    return Selection(name, info.layer, info.slots, tab[:, p0[0], 2].astype(np.int64), np.clip(write, 0, 1),
-                     read_slot, np.clip(read, 0, 1))
+    w_str = np.stack([trace.taps[:, li[L], h // info.group, 3] * trace.betas[:, li[L], h]
+                      for L, h, _, _, _ in info.pieces], axis=1)                      # [rows, pieces]
+    w_slot = np.stack([trace.taps[:, li[L], h // info.group, 2] + s0 for L, h, _, s0, _ in info.pieces], axis=1)
+    pick = w_str.argmax(axis=1)[:, None]
+    write = np.take_along_axis(w_str, pick, 1)[:, 0]
+    write_slot = np.take_along_axis(w_slot, pick, 1)[:, 0]
+    read, read_slot = [], []
+    for keys in info.ports:
+        r_str = np.stack([trace.taps[:, li[L], kh, 1] * trace.taps[:, li[L], kh, 5] for L, kh, _ in keys], axis=1)
+        r_slot = np.stack([trace.taps[:, li[L], kh, 0] + s0 for L, kh, s0 in keys], axis=1)
+        pick = r_str.argmax(axis=1)[:, None]
+        read.append(np.take_along_axis(r_str, pick, 1)[:, 0])
+        read_slot.append(np.take_along_axis(r_slot, pick, 1)[:, 0])
+    return Selection(name, info.layer, info.slots, write_slot.astype(np.int64), np.clip(write, 0, 1),
+                     np.stack(read_slot, axis=1).astype(np.int64), np.clip(np.stack(read, axis=1), 0, 1))

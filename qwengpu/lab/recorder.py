@@ -60,7 +60,6 @@ from qwengpu.interp.memory import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT, LANES
 from qwengpu.machine.format import WARP_BITS, ctl_pc, lane_entry
-from qwengpu.machine.hardware import Hardware
 from qwengpu.machine.layout import LINE, REGIONS
 from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
@@ -107,28 +106,83 @@ def _role(name: str) -> str:
 
 @dataclass
 class MemoryInfo:
-    """A machine memory in the model: its GDN layer, the value heads of its fields (port 0) and the
-    key heads of every read port (one per chunk of fields; every copy holds the same words)."""
+    """A machine memory in the model. Its words (port 0's copy) are held in `pieces`: (GDN layer,
+    value head, field, first slot, slots) each, one field's bits for one bank of slots. On the
+    machine's own geometry that is one piece per field, every slot, all in one layer; in a base
+    model's fixed geometry (`qwengpu.compiler.placement.key_banks`) a memory larger than the key
+    head dimension is split in banks of slots, and a large one over several layers. `ports`: per
+    read port, its key heads (layer, key head, first slot), one per chunk of fields and bank; every
+    port's copy holds the same words."""
     name: str
-    layer: int
     slots: int
-    width: int
-    fields: list                   # [(value head, first bit, width)] of port 0's copy
+    fields: list                   # [(first bit, width)]: the word's fields, in bit order
+    pieces: list                   # [(layer, value head, field, first slot, slots)]
     group: int                     # value heads per key head
-    ports: list                    # per port: its key heads
+    ports: list                    # per port: [(layer, key head, first slot)]
     role: str = ""
+
+    def __post_init__(self):
+        self.piece_at = {(pc[0], pc[1]): pc for pc in self.pieces}       # (layer, value head) -> piece
+        blocks: dict = {}
+        for L, h, f, s0, n in self.pieces:                             # pieces read in one numpy index
+            blocks.setdefault((L, self.fields[f][1], s0, n), []).append((h, f))
+        self.blocks = blocks
+
+    @property
+    def width(self) -> int:
+        return sum(w for _, w in self.fields)
+
+    @property
+    def layers(self) -> list[int]:
+        return sorted({pc[0] for pc in self.pieces})
+
+    @property
+    def layer(self) -> int:
+        """The layer holding slot 0's first field (the first of `layers` for a spread memory)."""
+        return self.pieces[0][0]
+
+    @property
+    def where(self) -> str:
+        """Its layers as the lab labels them: "L18", "L15-17", "L1-2, L5-7"."""
+        runs: list = []
+        for L in self.layers:
+            if runs and runs[-1][1] == L - 1:
+                runs[-1][1] = L
+            else:
+                runs.append([L, L])
+        return ", ".join(f"L{a}" if a == b else f"L{a}-{b}" for a, b in runs)
 
     @property
     def heads(self) -> list[int]:
-        return [h for h, _, _ in self.fields]
+        """The value heads of port 0's copy (in the order of `pieces`)."""
+        return [pc[1] for pc in self.pieces]
+
+    def slots_of_rows(self, layer: int, heads, rows) -> set:
+        """The memory's slots that rows `rows` of value heads `heads` of `layer` hold."""
+        out = set()
+        for h, r in zip(heads, rows):
+            pc = self.piece_at.get((layer, int(h)))
+            if pc is not None and r < pc[4]:
+                out.add(pc[3] + int(r))
+        return out
+
+    def rail(self, slot: int, bit: int) -> tuple[int, int, int, int]:
+        """Where bit `bit` of slot `slot`'s word is held (port 0's copy): (layer, value head, key
+        row, column of its 1-rail; its 0-rail is the next column)."""
+        for L, h, f, s0, n in self.pieces:
+            lo, w = self.fields[f]
+            if s0 <= slot < s0 + n and lo <= bit < lo + w:
+                return L, h, slot - s0, 2 * (bit - lo)
+        raise ValueError(f"{self.name} has no bit {bit} of slot {slot} ({self.slots} slots of {self.width} bits)")
 
     def label(self, slot: int) -> str:
         return slot_label(self.name, slot)
 
     def memory_map(self):
-        """The `qwengpu.lab.MemoryMap` of this memory."""
+        """The `qwengpu.lab.MemoryMap` of this memory's block (`MachineView.gdn_state`: one row
+        of value-head columns per field, every slot)."""
         return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
-                         [Field(h, lo, w, 0) for h, lo, w in self.fields], self.width)
+                         [Field(f, lo, w, 0) for f, (lo, w) in enumerate(self.fields)], self.width)
 
 
 def slot_label(name: str, slot: int) -> str:
@@ -152,59 +206,53 @@ def slot_label(name: str, slot: int) -> str:
     return str(slot)
 
 
-_HW_PORTS: dict = {}
-
-
-def _ports_of(config) -> dict:
-    """{memory: read ports} of the circuits for this machine geometry (cached per process)."""
-    got = _HW_PORTS.get(config)
-    if got is None:
-        hw = Hardware(config)
-        got = _HW_PORTS[config] = {m.name: m.ports for m in hw.p.memories}
-    return got
-
-
 def memory_infos(machine, group: int) -> dict:
-    """{name: MemoryInfo} of every memory of a built machine."""
-    ports = _ports_of(machine.config)
+    """{name: MemoryInfo} of every memory of a built machine, from its placements
+    (`qwengpu.compiler.placement.MemoryPlacement`: pieces and key heads)."""
     out = {}
     for name, pl in machine.placements.items():
-        if pl.pieces is not None:
-            raise ValueError(f"the lab shows memories held whole in one GDN layer; {name} is spread over "
-                             f"layers {pl.layers} or key-head banks (a base model's geometry, docs/splice.md)")
-        fields = [tuple(f) for f in pl.fields]
-        chunk_heads = sorted({h // group for h, _, _ in fields})
-        n = len(chunk_heads)
-        first = chunk_heads[0]
-        out[name] = MemoryInfo(name, pl.layer, pl.slots, sum(w for _, _, w in fields), fields, group,
-                               [[first + p * n + c for c in range(n)] for p in range(ports.get(name, 1))],
-                               _role(name))
+        if pl.keys is None:
+            raise ValueError(f"the placement of {name} does not name its key heads (metadata of an older "
+                             "qwengpu): build the machine or splice the checkpoint again")
+        raw = pl.all_pieces()
+        fields = sorted({(lo, w) for _, _, lo, w, _, _ in raw})
+        index = {f: i for i, f in enumerate(fields)}
+        pieces = [(L, h, index[(lo, w)], s0, n) for L, h, lo, w, s0, n in raw]
+        ports = 1 + max(p for _, _, p, _ in pl.keys)
+        keys = [[(L, kh, s0) for L, kh, p, s0 in pl.keys if p == port] for port in range(ports)]
+        out[name] = MemoryInfo(name, pl.slots, fields, pieces, group, keys, _role(name))
     return out
 
 
 def decode_fields(state, info: MemoryInfo, slots=None, per_slot: bool = False):
-    """Every field of every slot of a memory, read from its layer's recurrent state [hv, dk, dv]
-    with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory` does),
-    vectorised over fields of one width: (values [fields, slots] int64, written [slots] bool,
-    margin). `slots`: only these slots (the columns, in this order); `per_slot`: the margin of each
-    slot [slots] instead of the smallest."""
-    st = np.asarray(state)
-    nf = len(info.fields)
-    idx_slots = np.arange(info.slots) if slots is None else np.asarray(slots, dtype=np.int64)
-    ns = len(idx_slots)
-    vals = np.zeros((nf, ns), dtype=np.int64)
+    """Every field of every slot of a memory, read from the recurrent states [hv, dk, dv] that hold
+    it with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory`
+    does), vectorised over the pieces of one layer, width and bank: (values [fields, slots] int64,
+    written [slots] bool, margin). `state`: the state of the memory's layer, or {layer: state} (a
+    memory spread over layers). `slots`: only these slots (the columns, in this order);
+    `per_slot`: the margin of each slot [slots] instead of the smallest."""
+    states = state if isinstance(state, dict) else None
+    if states is None and len(info.layers) > 1:
+        raise ValueError(f"{info.name} spans layers {info.layers}: pass {{layer: state}}")
+    want = np.arange(info.slots) if slots is None else np.asarray(slots, dtype=np.int64)
+    ns = len(want)
+    vals = np.zeros((len(info.fields), ns), dtype=np.int64)
     written = np.zeros(ns, dtype=bool)
     margin = np.full(ns, np.inf)
-    by_width: dict = {}
-    for i, (h, _, w) in enumerate(info.fields):
-        by_width.setdefault(w, []).append(i)
-    for w, idx in by_width.items():
-        heads = [info.fields[i][0] for i in idx]
-        rows = st[heads, :info.slots, :2 * w] if slots is None else st[heads][:, idx_slots, :2 * w]
-        bits, m, wr = read_rails(rows)                               # [n, slots, w], [n, slots] x2
-        vals[idx] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
-        written |= wr.any(axis=0)
-        margin = np.minimum(margin, m.min(axis=0))
+    for (L, w, s0, n), hf in info.blocks.items():
+        cols = np.nonzero((want >= s0) & (want < s0 + n))[0]
+        if not len(cols):
+            continue
+        st = np.asarray(states[L] if states is not None else state)
+        heads = [h for h, _ in hf]
+        if slots is None:                                            # every slot: the bank's rows
+            rows = st[heads, :n, :2 * w]
+        else:
+            rows = st[np.ix_(heads, want[cols] - s0)][..., :2 * w]
+        bits, m, wr = read_rails(rows)                               # [k, cols, w], [k, cols] x2
+        vals[np.ix_([f for _, f in hf], cols)] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
+        written[cols] |= wr.any(axis=0)
+        margin[cols] = np.minimum(margin[cols], m.min(axis=0))
     return vals, written, (margin if per_slot else float(margin.min(initial=np.inf)))
 
 
@@ -213,7 +261,7 @@ def words_of(vals, written, info: MemoryInfo) -> dict:
     out = {}
     for s in np.nonzero(written)[0]:
         w = 0
-        for f, (_, lo, _) in enumerate(info.fields):
+        for f, (lo, _) in enumerate(info.fields):
             w |= int(vals[f, s]) << lo
         out[int(s)] = w
     return out
@@ -580,7 +628,7 @@ class _PassRecorder:
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
-        self._head_sets: dict = {}
+        self._layer_sets: dict = {}
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -601,29 +649,31 @@ class _PassRecorder:
             moved = self.updates[-1] if self.user_hook is None else None
         margins, words = {}, {}
         for name, info in self.infos.items():
-            self._decode(name, info, raws[info.layer], moved)
+            self._decode(name, info, raws, moved)
             margins[name] = float(self.slot_margin[name].min(initial=np.inf))
             if name in self.decoded:
                 words[name] = self.words[name]
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
                                         position=i, machine=_machine_state(words, self.infos), margins=margins))
 
-    def _decode(self, name: str, info: MemoryInfo, raw, moved):
+    def _decode(self, name: str, info: MemoryInfo, raws: dict, moved):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
         all slots at the first pass (or after a user's hook), then only the slots of the rows the
         pass moved (`_moved_rows`: every other row is as the previous pass left it, to ROW_EPS)."""
         if moved is None or name not in self.slot_margin:
-            vals, written, margin = decode_fields(raw, info, per_slot=True)
+            vals, written, margin = decode_fields(raws, info, per_slot=True)
             self.slot_margin[name] = margin
             if name in self.decoded:
                 self.words[name] = (vals, written)
             return
-        heads = self._head_sets.setdefault(name, set(info.heads))
-        slots = sorted({int(r) for L, hh, rr, _, _ in moved if L == info.layer
-                        for h, r in zip(hh, rr) if int(h) in heads and r < info.slots})
+        slots = set()
+        for L, hh, rr, _, _ in moved:
+            if L in self._layer_sets.setdefault(name, set(info.layers)):
+                slots |= info.slots_of_rows(L, hh, rr)
         if not slots:
             return
-        vals, written, margin = decode_fields(raw, info, slots=slots, per_slot=True)
+        slots = sorted(slots)
+        vals, written, margin = decode_fields(raws, info, slots=slots, per_slot=True)
         self.slot_margin[name][slots] = margin
         if name in self.decoded:
             old_vals, old_written = self.words[name]
@@ -704,7 +754,7 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
     launch_rows = slice(rec.prompt_len - 1, None)          # the rows of the launch's consumed tokens
     layers = []
     for L, kind in enumerate(geo.kinds):
-        held = [n for n, info in infos.items() if info.layer == L]
+        held = [n for n, info in infos.items() if L in info.layers]
         if geo.is_base(L):
             if act is None:
                 role = "base layer: not run by the compact engine (it adds exactly 0 to a GPU token, docs/splice.md)"
