@@ -29,6 +29,7 @@ def _synthetic(T=40, hk=2, group=3, dk=5, dv=4, seed=0):
     v[rng.random((T, hv)) < 0.2] = 0                       # writes of a zero value
     taps = np.zeros((T, 1, hk, 6), np.float32)
     taps[:, 0, :, 0], taps[:, 0, :, 1], taps[:, 0, :, 2], taps[:, 0, :, 3] = qs, qw, ks, kw
+    taps[:, 0, :, 4] = beta.reshape(T, hk, group).max(-1)  # each key head's largest write strength
     trace = SimpleNamespace(taps=taps, betas=beta[:, None].astype(np.float32), decays=decay[:, None].astype(np.float32),
                             vnorms=np.linalg.norm(v, axis=-1)[:, None].astype(np.float32), gdn_layers=[0],
                             layers=[SimpleNamespace(kind="linear_attention", role="")], sparse_error=0.0)

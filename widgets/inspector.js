@@ -599,12 +599,7 @@ function render({ model, el }) {
         const show = Math.min(g.rows, Math.max(8, ...g.slots.map((s) => s.slot + 1)));
         const py = Math.max(2, Math.min(8, Math.floor(160 / show))), px = Math.max(1, Math.min(4, Math.floor(512 / g.cols)));
         const cv = body.querySelector(".qg-gdncv");
-        cv.width = g.cols * px; cv.height = show * py;
-        const ctx = cv.getContext("2d");
-        for (let r = 0; r < show; r++) for (let c2 = 0; c2 < g.cols; c2++) {
-          const [R, G, B] = diverging(q[r * g.cols + c2] / 127);
-          ctx.fillStyle = `rgb(${R},${G},${B})`; ctx.fillRect(c2 * px, r * py, px, py);
-        }
+        paintGrid(cv, show, g.cols, (r, c2) => q[r * g.cols + c2] / 127, () => diverging, px, py);
       }
       body.querySelector(".qg-memsel").addEventListener("change", (ev) => { model.set("gdn_memory", ev.target.value); model.save_changes(); });
     }

@@ -44,6 +44,16 @@ class RecordingCancelled(Exception):
     """A background recording stopped by `Inspector.cancel` (or the widget's cancel button)."""
 
 
+def _machine_payload_of(view, position: int, mem: str, selections: tuple, layer: int) -> tuple:
+    """(snapshot, state payload, raw GDN bytes, softmax windows and meta, the layers' attention and
+    meta) of one position of a MachineView."""
+    snap = view.snapshot(position)
+    meta, att = attention_payload(view, position)
+    lmeta, latt = layer_attention_payload(view, position, layer)
+    return (snap, machine_snapshot_payload(view, snap, mem, list(selections)),
+            machine_gdn_bytes(view, position, mem), att, meta, latt, lmeta)
+
+
 class Inspector(anywidget.AnyWidget):
     _esm = _HERE / "inspector.js"
     _css = _HERE / "inspector.css"
@@ -76,6 +86,8 @@ class Inspector(anywidget.AnyWidget):
         self._lock = threading.RLock()
         self._user_moves = 0                       # position changes from the page or from Python
         self._serving = 0                          # position changes being drawn for the user now
+        self._installing = None                    # the thread installing a view: its own trait sets
+                                                   # do not refresh (another thread's wait for the lock)
         opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
                     selections=selections, layer=layer)
         if view is not None:
@@ -157,13 +169,27 @@ class Inspector(anywidget.AnyWidget):
         first view opens at its last pass; later ones leave the position to the user (the page
         follows the last pass while it is at it: one writer, no races), and the whole launch goes
         to the asked `position` if nobody moved it since the first view."""
-        with self._lock:
-            if getattr(self, "view", None) is None:
+        if getattr(self, "view", None) is None:
+            with self._lock:
                 self._install(view, **{**opts, "position": len(view) - 1 if not final else opts["position"]})
                 self._moves_at_first = self._user_moves
-            else:
-                untouched = self._user_moves == self._moves_at_first
-                self._install(view, position=opts["position"] if final and untouched else None, keep=True)
+            return
+        # the costly part before the lock (the user's changes wait for the lock, not for this): the
+        # view's program and the payloads of the positions it is likely to show — where the user
+        # is, and its last pass (the page follows the last pass while it shows the last one)
+        untouched = self._user_moves == self._moves_at_first
+        position = opts["position"] if final and untouched else None
+        program = machine_program_payload(view) if isinstance(view, MachineView) else program_payload(view)
+        prepared: dict = {}
+        if isinstance(view, MachineView) and self.machine_mode:
+            at = min(self.position if position is None else position, len(view) - 1)
+            for p in {at, len(view) - 1}:
+                key = self._payload_key(view, p)
+                prepared[key] = _machine_payload_of(view, *key)
+        with self._lock:
+            self._install(view, position=position, keep=True, program=program,
+                          prepared={k: v for k, v in prepared.items() if k == self._payload_key(view, k[0])})
+        self._prepare_next()
 
     def set_state(self, sync_data):
         """The page's changes (position, layer, ...), applied under the lock a recording's thread
@@ -177,34 +203,46 @@ class Inspector(anywidget.AnyWidget):
             self.cancel()
 
     def _install(self, view, position=0, breakpoints=(), fmt="hex", gdn_memory="reg.emit", selections=None,
-                 layer=None, keep: bool = False):
+                 layer=None, keep: bool = False, program: dict | None = None, prepared: dict | None = None):
         """Show `view`. `keep`: another view of the same launch (a recording's passes so far): the
         settings the user may be changing from the page (layer, memory, format, breakpoints) are
-        left as they are, not written back with values read a moment before."""
-        self.__dict__.pop("_payloads", None)           # payloads of another view (a recording's earlier passes)
+        left as they are, not written back with values read a moment before. `program` and
+        `prepared` (payloads by `_payload_key`): computed beforehand, outside the lock."""
+        self._payloads = dict(prepared or {})          # not those of another view (a recording's earlier passes)
         self.view = view
         self.progress = 1.0
         self.machine_mode = isinstance(view, MachineView)
-        with self.hold_sync():
-            if keep:
-                self.program = machine_program_payload(view) if self.machine_mode else program_payload(view)
-            elif self.machine_mode:
-                self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
-                self.selections = list(selections or DEFAULT_SELECTIONS)
-                tr = view.trace
-                self.layer = int(layer) if layer is not None and 0 <= layer < len(tr.layers) else \
-                    int(tr.memories[self.gdn_memory].layer)
-                self.program = machine_program_payload(view)
-            else:
-                self.program = program_payload(view)
-            if not keep:
-                self.fmt = fmt
-                self.breakpoints = sorted(set(int(b) for b in breakpoints))
-            if position is not None:
-                self.position = max(0, min(position, len(view) - 1))
-            elif self.position > len(view) - 1:
-                self.position = len(view) - 1
-            self._refresh()
+        with self.hold_sync():                         # program and state in one message
+            self._installing = threading.get_ident()   # one refresh at the end, not one per trait set
+            try:
+                self._set_view_traits(view, position, breakpoints, fmt, gdn_memory, selections, layer, keep, program)
+            finally:
+                self._installing = None
+            self._refresh(ahead=not keep)
+
+    def _installs_here(self) -> bool:
+        return self._installing == threading.get_ident()
+
+    def _set_view_traits(self, view, position, breakpoints, fmt, gdn_memory, selections, layer, keep, program):
+        """The view's traits (program, panels, position) without their observers' refreshes."""
+        if keep:
+            self.program = program or (machine_program_payload(view) if self.machine_mode else program_payload(view))
+        elif self.machine_mode:
+            self.gdn_memory = gdn_memory if gdn_memory in view.trace.memories else "reg.emit"
+            self.selections = list(selections or DEFAULT_SELECTIONS)
+            tr = view.trace
+            self.layer = int(layer) if layer is not None and 0 <= layer < len(tr.layers) else \
+                int(tr.memories[self.gdn_memory].layer)
+            self.program = machine_program_payload(view)
+        else:
+            self.program = program_payload(view)
+        if not keep:
+            self.fmt = fmt
+            self.breakpoints = sorted(set(int(b) for b in breakpoints))
+        if position is not None:
+            self.position = max(0, min(position, len(view) - 1))
+        elif self.position > len(view) - 1:
+            self.position = len(view) - 1
 
     def wait(self, timeout: float | None = None) -> "Inspector":
         """Wait for a recording started with `background=True` (returns at once otherwise)."""
@@ -281,7 +319,7 @@ class Inspector(anywidget.AnyWidget):
         user = threading.current_thread() is not getattr(self, "_thread", None)
         if user:
             self._user_moves += 1                  # not the recording following its last pass
-        if hasattr(self, "view"):
+        if hasattr(self, "view") and not self._installs_here():
             self._serving += user                  # a recording waits between passes meanwhile
             try:
                 with self._lock:                   # a recording's thread may be swapping the view
@@ -303,7 +341,7 @@ class Inspector(anywidget.AnyWidget):
 
     @traitlets.observe("layer")
     def _layer_changed(self, change):
-        if hasattr(self, "view") and getattr(self, "machine_mode", False):
+        if hasattr(self, "view") and getattr(self, "machine_mode", False) and not self._installs_here():
             meta, data = layer_attention_payload(self.view, self.position, self.layer)
             with self.hold_sync():
                 self.latt = data
@@ -311,29 +349,40 @@ class Inspector(anywidget.AnyWidget):
 
     @traitlets.observe("gdn_memory", "selections")
     def _panels_changed(self, change):
-        if hasattr(self, "view") and getattr(self, "machine_mode", False):
+        if hasattr(self, "view") and getattr(self, "machine_mode", False) and not self._installs_here():
             self._refresh()
+
+    def _payload_key(self, view, position: int) -> tuple:
+        """What a position's payload depends on besides the view: (position, memory of the raw-state
+        panel, memories of the selection panel, the layer shown in detail)."""
+        mem = self.gdn_memory if self.gdn_memory in view.trace.memories else "reg.emit"
+        return (position, mem, tuple(self.selections), self.layer)
 
     def _machine_payload(self, position: int) -> tuple:
         """Everything the model views send for `position` (state, raw GDN bytes, softmax windows,
         every layer's attention), cached: the next position is prepared right after a position is
         sent, so stepping forward is a lookup."""
-        mem = self.gdn_memory if self.gdn_memory in self.view.trace.memories else "reg.emit"
-        key = (position, mem, tuple(self.selections), self.layer)
+        key = self._payload_key(self.view, position)
         cache = self.__dict__.setdefault("_payloads", {})
         got = cache.get(key)
         if got is None:
-            snap = self.view.snapshot(position)
-            meta, att = attention_payload(self.view, position)
-            lmeta, latt = layer_attention_payload(self.view, position, self.layer)
-            got = (snap, machine_snapshot_payload(self.view, snap, mem, list(self.selections)),
-                   machine_gdn_bytes(self.view, position, mem), att, meta, latt, lmeta)
+            got = _machine_payload_of(self.view, *key)
             if len(cache) >= 256:
                 cache.pop(next(iter(cache)))
             cache[key] = got
         return got
 
-    def _refresh(self):
+    def _prepare_next(self):
+        """The payload of the step after the one shown, computed now (a lookup when it is asked)."""
+        view = self.view
+        if getattr(self, "machine_mode", False) and self.position + 1 < len(view):
+            key = self._payload_key(view, self.position + 1)
+            if key not in self._payloads:
+                got = _machine_payload_of(view, *key)
+                if self.view is view:                   # not a payload of a view replaced meanwhile
+                    self._payloads[key] = got
+
+    def _refresh(self, ahead: bool = True):
         if not self.machine_mode:
             snap = self.view.snapshot(self.position)
             self._snap = snap
@@ -349,8 +398,8 @@ class Inspector(anywidget.AnyWidget):
             self.attn_meta = meta
             self.latt = latt
             self.latt_meta = lmeta
-        if self.position + 1 < len(self.view):          # sent: prepare the next step meanwhile
-            self._machine_payload(self.position + 1)
+        if ahead:                                       # sent: prepare the next step meanwhile
+            self._prepare_next()
 
     def _repr_mimebundle_(self, **kwargs):
         out = super()._repr_mimebundle_(**kwargs)

@@ -50,25 +50,37 @@ def gdn_weights(trace, t: int, layers=None, start: int = 0) -> np.ndarray:
     """[len(layers), value heads, t + 1 - start]: the unrolled delta rule's weight of every earlier
     token's write (s = start..t) in the output of token `t` (a row of the recorded token table: the
     prompt, then the generated tokens), for the GDN layers `layers` (default: all, in
-    `trace.gdn_layers` order). Only tokens start..t enter (a write's erasures come after it)."""
+    `trace.gdn_layers` order). Only tokens start..t enter (a write's erasures come after it).
+    Computed for the key heads that can draw on anything: a query now, and a write to its slot in
+    the window (the others' weights are 0)."""
     taps, betas = trace.taps, trace.betas
     decays = getattr(trace, "decays", None)
-    idx = [_gdn_index(trace, L) for L in layers] if layers is not None else list(range(taps.shape[1]))
+    idx = np.asarray([_gdn_index(trace, L) for L in layers] if layers is not None else range(taps.shape[1]), np.int64)
     hk, hv = taps.shape[2], betas.shape[2]
-    ch = np.arange(hv) // (hv // hk)                    # each value head's key head
-    now = taps[t][idx]                                  # [G, hk, 6]
-    past = taps[start:t + 1][:, idx]                    # [T, G, hk, 6]
-    qs, qw = now[..., 0][:, ch], now[..., 1][:, ch]     # [G, hv]
-    ks, kw = past[..., 2][:, :, ch], past[..., 3][:, :, ch]   # [T, G, hv]
-    beta = betas[start:t + 1][:, idx]
-    value = _value_scale(trace)[start:t + 1][:, idx]
-    alpha = np.exp(decays[start:t + 1][:, idx]) if decays is not None and len(decays) else np.ones_like(beta)
-    same = ks == qs[None]
+    group = hv // hk
+    out = np.zeros((len(idx), hv, t + 1 - start), np.float32)
+    past = taps[start:t + 1] if layers is None else taps[start:t + 1][:, idx]    # [T, G, hk, 6] (all: a view)
+    now = past[-1]                                      # [G, hk, 6]
+    ks, kws, bmax = past[..., 2], past[..., 3], past[..., 4]     # [T, G, hk] each
+    hit = (ks == now[None, ..., 0]) & (kws != 0) & (bmax > 0)     # a write to the slot read now
+    gi, ki = np.nonzero(hit.any(0) & (now[..., 1] != 0))
+    if not len(gi):
+        return out
+    gv = np.repeat(gi, group)                           # the active key heads' value heads
+    hi = (ki[:, None] * group + np.arange(group)).reshape(-1)
+    li = idx[gv]
+    kv = hi // group
+    qw = now[gv, kv, 1]                                 # [A]
+    same = hit[:, gv, kv]                               # [T, A]
+    kw = kws[:, gv, kv]
+    beta = betas[start:t + 1][:, li, hi]
+    value = _value_scale(trace)[start:t + 1][:, li, hi]
+    alpha = np.exp(decays[start:t + 1][:, li, hi]) if decays is not None and len(decays) else np.ones_like(beta)
     factor = alpha * np.where(same, 1.0 - beta * kw * kw, 1.0)   # token r's effect on every earlier write
     rev = np.cumprod(factor[::-1], axis=0)[::-1]        # rev[s] = Π_{r=s..t}
     later = np.concatenate([rev[1:], np.ones_like(rev[:1])])     # Π_{r=s+1..t}
-    w = qw[None] * kw * beta * value * same * later
-    return np.transpose(w, (1, 2, 0)).astype(np.float32)
+    out[gv, hi] = (qw[None] * kw * beta * value * same * later).T
+    return out
 
 
 def _value_scale(trace) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The lab's cross-checks of a launch recorded from the model (`MachineView.check`):
 
-* against the simulator, every token: `reference_states` drives the token-level simulator with its
+* against the simulator, every token: `ReferenceRun` drives the token-level simulator with its
   own tokens and takes, after every consumed token, the state the model must hold
   (`Simulator.held_state`); `compare_states` lists where a decoded state differs;
 * against the interpreter, where comparable: the PTX names of the carried virtual registers
@@ -18,30 +18,37 @@ from qwengpu.machine.uops import VReg
 from .record import MachineState, Mismatch
 
 
-def reference_states(image, module, spec, max_tokens: int, limit: int) -> tuple[list, list, list]:
-    """The simulator driven with its own tokens, up to `limit` passes: (the tokens it emits, the
-    state the model must hold after each consumed token, replay errors: the held state differing
-    from the simulator's own at the end of a pass, a bug of the simulator's token semantics)."""
-    sim = Simulator(image, module, spec, max_tokens=max_tokens)
-    tokens: list = []
-    states: list = []
-    errors: list = []
-    tok = ("GO",)
-    for _ in range(limit):
-        out = sim.step(tok)
-        held = sim.held_state()
-        states.append(held)
-        tokens.append(out)
-        if tok[0] in ("EXEC", "CARRY", "MEMW") and out[0] not in ("CARRY", "MEMW", "FAULT"):
-            for key, vals in sim.regs.items():         # the pass is complete: same as the simulator
-                if list(held.regs.get(key, [0] * LANES)) != list(vals):
-                    errors.append(f"replayed register {key} differs from the simulator's")
-            if held.memory != bytes(sim.memory):
-                errors.append("replayed memory differs from the simulator's")
-        tok = out
-        if out[0] in ("HALT", "FAULT"):
-            break
-    return tokens, states, errors
+class ReferenceRun:
+    """The simulator driven with its own tokens, kept between calls: `upto(limit)` extends its
+    passes only as far as asked (a recording still running asks again with more passes)."""
+
+    def __init__(self, image, module, spec, max_tokens: int):
+        self.sim = Simulator(image, module, spec, max_tokens=max_tokens)
+        self.tokens: list = []
+        self.states: list = []
+        self.errors: list = []
+        self._next = ("GO",)
+
+    def upto(self, limit: int) -> tuple[list, list, list]:
+        """(the tokens it emits, the state the model must hold after each consumed token, replay
+        errors: the held state differing from the simulator's own at the end of a pass, a bug of
+        the simulator's token semantics) for its first `limit` passes (fewer where it stops)."""
+        sim = self.sim
+        while len(self.tokens) < limit and self._next is not None:
+            tok = self._next
+            out = sim.step(tok)
+            held = sim.held_state()
+            self.states.append(held)
+            self.tokens.append(out)
+            if tok[0] in ("EXEC", "CARRY", "MEMW") and out[0] not in ("CARRY", "MEMW", "FAULT"):
+                for key, vals in sim.regs.items():         # the pass is complete: same as the simulator
+                    if list(held.regs.get(key, [0] * LANES)) != list(vals):
+                        self.errors.append(f"replayed register {key} differs from the simulator's")
+                if held.memory != bytes(sim.memory):
+                    self.errors.append("replayed memory differs from the simulator's")
+            self._next = None if out[0] in ("HALT", "FAULT") else out
+        n = min(limit, len(self.tokens))
+        return self.tokens[:n], self.states[:n], list(self.errors)
 
 
 def compare_states(position: int, index: int, got: MachineState, want: MachineState, lanes_used: int) -> list:

@@ -19,7 +19,7 @@ import numpy as np
 from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token, token_text
 
-from .checks import compare_states, micro_loop_pcs, ptx_aliases, reference_states, register_histories
+from .checks import ReferenceRun, compare_states, micro_loop_pcs, ptx_aliases, register_histories
 from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
@@ -119,16 +119,17 @@ class _ChecksMixin:
     def _micro_loop_pcs(self) -> set:
         return micro_loop_pcs(self.image, self.kernel_fn)
 
-    def check(self, max_tokens: int, partial: bool = False):
+    def check(self, max_tokens: int, partial: bool = False, reference: ReferenceRun | None = None):
         """Compare the records with the simulator (every token) and the interpreter (see
         `qwengpu.lab.checks`); fills `trace.consistency`, `trace.mismatches`, `trace.reg_checks`.
         `partial`: the passes recorded so far of a launch still running (`LiveRecording.view`):
         compared with the simulator and the interpreter's registers; the final memory and the
-        result buffers wait for the end (`consistency["exact"]` is None while nothing differs)."""
+        result buffers wait for the end (`consistency["exact"]` is None while nothing differs).
+        `reference`: the simulator's run to compare with, kept by a recording between its views."""
         trace = self.trace
         recs = trace.records
-        ref_tokens, ref_states, ref_errors = reference_states(self.image, self.module, self.spec, max_tokens,
-                                                              len(recs))
+        reference = reference or ReferenceRun(self.image, self.module, self.spec, max_tokens)
+        ref_tokens, ref_states, ref_errors = reference.upto(len(recs))
         mism: list = []
         used = self.image.config.max_warps * LANES
         compared = 0

@@ -273,9 +273,8 @@ def selection_payload(view, position: int, memories=None) -> dict:
             continue
         s = view.selection(name)
         rows = slice(start, cur + 1)
-        w = [[int(a), int(round(float(b) * 255))] for a, b in zip(s.write_slot[rows], s.write[rows])]
-        r = [[[int(a), int(round(float(b) * 255))] for a, b in zip(sl, st)]
-             for sl, st in zip(s.read_slot[rows], s.read[rows])]
+        w = np.stack([s.write_slot[rows], np.round(s.write[rows].astype(np.float64) * 255)], -1).astype(np.int64).tolist()
+        r = np.stack([s.read_slot[rows], np.round(s.read[rows].astype(np.float64) * 255)], -1).astype(np.int64).tolist()
         info = tr.memories[name]
         mems.append({"name": name, "layer": info.layer, "where": info.where, "slots": info.slots, "ports": len(info.ports),
                      "role": info.role, "w": w, "r": r})

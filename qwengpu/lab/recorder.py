@@ -65,6 +65,7 @@ from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
 
+from .checks import ReferenceRun
 from .machine_view import MachineView
 from .text import prefix_tokens
 from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
@@ -181,6 +182,12 @@ class MemoryInfo:
     def memory_map(self):
         """The `qwengpu.lab.MemoryMap` of this memory's block (`MachineView.gdn_state`: one row
         of value-head columns per field, every slot)."""
+        got = self.__dict__.get("_map")
+        if got is None:
+            got = self.__dict__["_map"] = self._new_map()
+        return got
+
+    def _new_map(self):
         return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
                          [Field(f, lo, w, 0) for f, (lo, w) in enumerate(self.fields)], self.width)
 
@@ -328,20 +335,28 @@ class _Taps:
                 err = float(np.sqrt(np.maximum((x * x).sum(-1) - w * w, 0)[live].max()))
                 self.sparse_error = max(self.sparse_error, err)
 
+    @staticmethod
+    def _joined(parts: list, shape: tuple) -> np.ndarray:
+        """The parts as one array; the list keeps the joined array as its first part, so that a
+        recording's next view joins only the parts added since (its arrays are complete: a pass
+        fills its part before the recorder runs)."""
+        if not parts:
+            return np.zeros(shape, np.float32)
+        if len(parts) > 1:
+            parts[:] = [np.concatenate(parts)]
+        return parts[0]
+
     def table(self) -> np.ndarray:
-        return np.concatenate(self.rows) if self.rows else np.zeros((0, len(self.layers), self.hk, 6), np.float32)
+        return self._joined(self.rows, (0, len(self.layers), self.hk, 6))
 
     def beta_table(self) -> np.ndarray:
-        hv = self.hk * self.group
-        return np.concatenate(self.betas) if self.betas else np.zeros((0, len(self.layers), hv), np.float32)
+        return self._joined(self.betas, (0, len(self.layers), self.hk * self.group))
 
     def decay_table(self) -> np.ndarray:
-        hv = self.hk * self.group
-        return np.concatenate(self.decays) if self.decays else np.zeros((0, len(self.layers), hv), np.float32)
+        return self._joined(self.decays, (0, len(self.layers), self.hk * self.group))
 
     def vnorm_table(self) -> np.ndarray:
-        hv = self.hk * self.group
-        return np.concatenate(self.vnorms) if self.vnorms else np.zeros((0, len(self.layers), hv), np.float32)
+        return self._joined(self.vnorms, (0, len(self.layers), self.hk * self.group))
 
 
 def _numpy(x):
@@ -717,6 +732,8 @@ class LiveRecording:
         except Exception:            # a launch that faults (or runs away) still has its passes so far
             pass
         self.expected = len(sim.tokens)
+        # the views' checks: one simulator run, extended as the passes come (not rerun per view)
+        self._reference = ReferenceRun(parts["image"], parts["module"], parts["spec"], parts["max_tokens"])
         self._parts = parts
 
     @property
@@ -733,7 +750,7 @@ class LiveRecording:
                        time.perf_counter() - p["t_start"], p["activity"], upto=n)
         view = MachineView(p["module"], p["spec"], p["fn"], p["image"], trace, p["ref_view"], None, None, p["machine"],
                            p["names"])
-        view.check(p["max_tokens"], partial=True)
+        view.check(p["max_tokens"], partial=True, reference=self._reference)
         return view
 
 
