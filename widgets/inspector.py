@@ -38,6 +38,8 @@ STYLE_ID = "qwengpu_widgets.Inspector-" + hashlib.sha1((_HERE / "inspector.css")
 
 #: seconds between two views of a background recording's passes so far
 PARTIAL_EVERY = 1.0
+#: a background recording pauses this long (s) after the user's last move: scrubbing gets the cores
+USER_QUIET = 0.3
 
 
 class RecordingCancelled(Exception):
@@ -86,6 +88,7 @@ class Inspector(anywidget.AnyWidget):
         self._lock = threading.RLock()
         self._user_moves = 0                       # position changes from the page or from Python
         self._serving = 0                          # position changes being drawn for the user now
+        self._moved_at = -1e9                      # when the user last moved (time.monotonic)
         self._installing = None                    # the thread installing a view: its own trait sets
                                                    # do not refresh (another thread's wait for the lock)
         opts = dict(position=position, breakpoints=breakpoints, fmt=fmt, gdn_memory=gdn_memory,
@@ -128,7 +131,9 @@ class Inspector(anywidget.AnyWidget):
             if self._cancel.is_set():
                 raise RecordingCancelled(f"cancelled after {done} passes")
             waited = time.monotonic()
-            while self._serving and time.monotonic() - waited < 1.0:   # a scrub of the user's first
+            while (self._serving or time.monotonic() - self._moved_at < USER_QUIET) and time.monotonic() - waited < 1.0:
+                # a scrub of the user's first: the recording waits while a move is being drawn
+                # and for a moment after one (the next key comes soon; it gets the cores)
                 time.sleep(0.002)
             now = time.monotonic()
             if now - last[0] > 0.1:                  # at most ten updates a second
@@ -176,20 +181,20 @@ class Inspector(anywidget.AnyWidget):
             return
         # the costly part before the lock (the user's changes wait for the lock, not for this): the
         # view's program and the payloads of the positions it is likely to show — where the user
-        # is, and its last pass (the page follows the last pass while it shows the last one)
+        # is, the next step, and its last pass (the page follows the last pass while it shows the
+        # last one)
         untouched = self._user_moves == self._moves_at_first
         position = opts["position"] if final and untouched else None
         program = machine_program_payload(view) if isinstance(view, MachineView) else program_payload(view)
         prepared: dict = {}
         if isinstance(view, MachineView) and self.machine_mode:
             at = min(self.position if position is None else position, len(view) - 1)
-            for p in {at, len(view) - 1}:
+            for p in {at, min(at + 1, len(view) - 1), len(view) - 1}:
                 key = self._payload_key(view, p)
                 prepared[key] = _machine_payload_of(view, *key)
         with self._lock:
             self._install(view, position=position, keep=True, program=program,
                           prepared={k: v for k, v in prepared.items() if k == self._payload_key(view, k[0])})
-        self._prepare_next()
 
     def set_state(self, sync_data):
         """The page's changes (position, layer, ...), applied under the lock a recording's thread
@@ -321,6 +326,8 @@ class Inspector(anywidget.AnyWidget):
             self._user_moves += 1                  # not the recording following its last pass
         if hasattr(self, "view") and not self._installs_here():
             self._serving += user                  # a recording waits between passes meanwhile
+            if user:
+                self._moved_at = time.monotonic()
             try:
                 with self._lock:                   # a recording's thread may be swapping the view
                     self._refresh()

@@ -611,7 +611,7 @@ def _lm_by_codes(W, m, x, logits):
             logits[r] += prods[codes[r]]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)      # other threads run meanwhile (the lab's page)
 def _forward(W, tokens, h, recurrent, conv_state, length0, margins, cap_flags, cap_hidden, cap_gates,
              cap_gdn, logits):
     """Run `tokens` through the model, token after token, from the state (recurrent, conv_state,
@@ -630,7 +630,7 @@ def _forward(W, tokens, h, recurrent, conv_state, length0, margins, cap_flags, c
         _logits(W, h, sc[0], logits)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)      # other threads run meanwhile (the lab's page)
 def _step_batch(W, tokens, h, recurrent, conv_state, lengths, margins, logits):
     """One token for each of B sequences (tokens[b] < 0: sequence b sits this step out), layer by
     layer over the batch, so that a layer's weights are read once per step; logits[b] of each."""
@@ -756,7 +756,7 @@ def _mlp_block(W, L, H, n, bs, block_margins, sc):
         _add_rows(W, md, H[t], Y[:, t])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)      # other threads run meanwhile (the lab's page)
 def _prefill(W, tokens, h, recurrent, conv_state, length0, margins, logits, block):
     """`_forward` without captures, `block` tokens at a time through each layer: the products over
     the block, the recurrences in token order. Bit for bit `_forward`'s results: every token's
