@@ -48,7 +48,7 @@ projections; the simulator and the interpreter are only compared against.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -121,21 +121,17 @@ class MemoryInfo:
     group: int                     # value heads per key head
     ports: list                    # per port: [(layer, key head, first slot)]
     role: str = ""
+    layers: list = field(init=False)   # the GDN layers holding its pieces, in order
+    width: int = field(init=False)     # bits of a word
 
     def __post_init__(self):
         self.piece_at = {(pc[0], pc[1]): pc for pc in self.pieces}       # (layer, value head) -> piece
+        self.layers = sorted({pc[0] for pc in self.pieces})
+        self.width = sum(w for _, w in self.fields)
         blocks: dict = {}
         for L, h, f, s0, n in self.pieces:                             # pieces read in one numpy index
             blocks.setdefault((L, self.fields[f][1], s0, n), []).append((h, f))
         self.blocks = blocks
-
-    @property
-    def width(self) -> int:
-        return sum(w for _, w in self.fields)
-
-    @property
-    def layers(self) -> list[int]:
-        return sorted({pc[0] for pc in self.pieces})
 
     @property
     def layer(self) -> int:
@@ -311,8 +307,14 @@ class _Taps:
         """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk], decay [T, hv] (log; None: 0),
         v [T, hv, dv] (None: unknown, taken as unit norm); numpy arrays or torch tensors. In numpy:
         these arrays are tiny, and a torch op on them costs more than the engine's whole pass."""
-        q, k, beta, gate, decay, v = (_numpy(x) for x in (q, k, beta, gate, decay, v))
-        c = self._cur[:, self.index[L]]
+        q, k, beta, gate, decay, v = (None if x is None else _numpy(x)[:, None] for x in (q, k, beta, gate, decay, v))
+        i = self.index[L]
+        self.put_layers(slice(i, i + 1), q, k, beta, gate, decay, v)
+
+    def put_layers(self, layers: slice, q, k, beta, gate, decay=None, v=None):
+        """`put` for consecutive GDN layers at once (numpy, a layer axis after the tokens': q, k
+        [T, n, hk, dk], beta [T, n, hv], ...): the compact engine's every layer after a pass."""
+        c = self._cur[:, layers]
         qs, ks = q.argmax(-1), k.argmax(-1)
         qw = np.take_along_axis(q, qs[..., None], -1)[..., 0]
         kw = np.take_along_axis(k, ks[..., None], -1)[..., 0]
@@ -320,16 +322,16 @@ class _Taps:
         c[..., 1] = qw
         c[..., 2] = ks
         c[..., 3] = kw
-        c[..., 4] = beta.reshape(beta.shape[0], self.hk, self.group).max(-1)
+        c[..., 4] = beta.reshape(*beta.shape[:2], self.hk, self.group).max(-1)
         c[..., 5] = gate
-        self._beta[:, self.index[L]] = beta
+        self._beta[:, layers] = beta
         if decay is not None:
-            self._decay[:, self.index[L]] = decay
-        self._vnorm[:, self.index[L]] = 1.0 if v is None else np.sqrt((v * v).sum(-1))
+            self._decay[:, layers] = decay
+        self._vnorm[:, layers] = 1.0 if v is None else np.sqrt((v * v).sum(-1))
         # how far q and k are from one-hot (their top entry), on the tokens where the layer writes
         # (beta > 0) or reads (gate != 0): elsewhere (a GPU layer on a spliced checkpoint's text) a
         # key or query of any shape has weight exactly 0
-        live = (beta > 0).any(-1) | (gate != 0).any(-1)
+        live = (beta > 0).any(-1) | (gate != 0).any(-1)          # [T, n]
         if q.size and live.any():
             for x, w in ((q, qw), (k, kw)):
                 err = float(np.sqrt(np.maximum((x * x).sum(-1) - w * w, 0)[live].max()))
@@ -385,6 +387,7 @@ class _CompactTap:
         self.engine, self.taps = engine, taps
         # the output gate of each key head's first value head (every value head of a read shares it)
         self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
+        self.pending: list = []            # this pass's layers so far: taken together after its last
 
     def install(self):
         engine, orig = self.engine, type(self.engine).forward
@@ -403,9 +406,14 @@ class _CompactTap:
         self.engine.__dict__.pop("forward", None)
 
     def put(self, L: int, inputs):
-        z = inputs.z[:, self.gate_heads, 0].astype(np.float64)
+        self.pending.append(inputs)
+        if len(self.pending) < len(self.taps.layers):
+            return
+        x = {f: np.stack([getattr(p, f) for p in self.pending], axis=1) for f in ("q", "k", "beta", "decay", "v", "z")}
+        self.pending = []
+        z = x["z"][:, :, self.gate_heads, 0].astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
-        self.taps.put(L, inputs.q, inputs.k, inputs.beta, gate, inputs.decay, inputs.v)
+        self.taps.put_layers(slice(None), x["q"], x["k"], x["beta"], gate, x["decay"], x["v"])
 
 
 class _ModelHooks:
@@ -643,7 +651,10 @@ class _PassRecorder:
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
-        self._layer_sets: dict = {}
+        self.held_by: dict = {}            # GDN layer -> the memories with pieces in it
+        for name, info in infos.items():
+            for L in info.layers:
+                self.held_by.setdefault(L, []).append(name)
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -663,28 +674,29 @@ class _PassRecorder:
             # a pass writes the rows its keys select; a user's hook may have changed any row
             moved = self.updates[-1] if self.user_hook is None else None
         margins, words = {}, {}
+        touched: dict = {}                             # memory -> the slots of the rows this pass moved
+        for L, hh, rr, _, _ in moved or ():
+            for name in self.held_by.get(L, ()):
+                touched.setdefault(name, set()).update(self.infos[name].slots_of_rows(L, hh, rr))
         for name, info in self.infos.items():
-            self._decode(name, info, raws, moved)
+            self._decode(name, info, raws, None if moved is None else touched.get(name, ()))
             margins[name] = float(self.slot_margin[name].min(initial=np.inf))
             if name in self.decoded:
                 words[name] = self.words[name]
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
                                         position=i, machine=_machine_state(words, self.infos), margins=margins))
 
-    def _decode(self, name: str, info: MemoryInfo, raws: dict, moved):
+    def _decode(self, name: str, info: MemoryInfo, raws: dict, slots):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
-        all slots at the first pass (or after a user's hook), then only the slots of the rows the
-        pass moved (`_moved_rows`: every other row is as the previous pass left it, to ROW_EPS)."""
-        if moved is None or name not in self.slot_margin:
+        all slots at the first pass (or after a user's hook: `slots` None), then only `slots`, those
+        of the rows the pass moved (`_moved_rows`: every other row is as the previous pass left it,
+        to ROW_EPS)."""
+        if slots is None or name not in self.slot_margin:
             vals, written, margin = decode_fields(raws, info, per_slot=True)
             self.slot_margin[name] = margin
             if name in self.decoded:
                 self.words[name] = (vals, written)
             return
-        slots = set()
-        for L, hh, rr, _, _ in moved:
-            if L in self._layer_sets.setdefault(name, set(info.layers)):
-                slots |= info.slots_of_rows(L, hh, rr)
         if not slots:
             return
         slots = sorted(slots)
