@@ -158,6 +158,26 @@ def test_a_prefix_needs_text_tokens(checkpoint):
         Inspector("x", {}, engine="model", model=checkpoint[1], machine=m)
 
 
+def test_text_that_tokenizes_to_nothing_is_refused():
+    """A tokenizer that gives no tokens (transformers 5 loads the bench's word-level stand-in as
+    Qwen3_5Tokenizer, a BPE without merges) would make an empty prefix, or a continuation that
+    goes on from the launch's last GPU token: refused, saying why."""
+    from types import SimpleNamespace
+
+    class Nothing:
+        def __call__(self, text, add_special_tokens=False):
+            return SimpleNamespace(input_ids=[])
+
+        def decode(self, ids):
+            return f"<{ids[0]}>"
+
+    m = SimpleNamespace(token_offset=V, tokenizer=Nothing())
+    with pytest.raises(ValueError, match="gives no tokens for 'some text'.*token ids"):
+        prefix_tokens(m, "some text")
+    assert prefix_tokens(m, "  ") == ([], [])                  # blank text is no text
+    assert prefix_tokens(m, [1, 2]) == ([1, 2], ["<1>", "<2>"])   # ids still work
+
+
 def test_the_cuda_magic_opens_a_spliced_checkpoint(checkpoint):
     """`%%cuda ... --model DIR --prefix TEXT`: the cell's kernel on the spliced checkpoint."""
     from qwengpu_widgets.magic import run_cell

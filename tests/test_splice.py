@@ -365,6 +365,16 @@ def test_bf16_keeps_language_within_bf16_noise(text_case):
     assert r.text.mean <= 3 * noise.text.mean
 
 
+def test_kl_refuses_a_text_it_cannot_measure(text_case, tmp_path):
+    """Nothing to measure (a text the tokenizer gives fewer than two tokens for) is an error that
+    says so, not a report of 0 tokens."""
+    base, out, compiled, rep = text_case
+    with pytest.raises(ValueError, match="no text to measure: 1 token.*tokenizer.*--text"):
+        measure_kl(base, out, text="a", with_launch=False)
+    with pytest.raises(ValueError, match="no text to measure: 0 token"):
+        measure_kl(base, out, ids=[], with_launch=False)
+
+
 def test_cli_subcommands(text_case, tmp_path, capsys):
     import argparse
 

@@ -14,6 +14,9 @@ def prefix_tokens(machine, prefix) -> tuple[list, list]:
                          "(`qwengpu build --base BASE --out DIR --machine tiny`, then model=DIR)")
     tok = machine.tokenizer
     ids = tok(prefix, add_special_tokens=False).input_ids if isinstance(prefix, str) else [int(i) for i in prefix]
+    if isinstance(prefix, str) and prefix.strip() and not ids:
+        raise ValueError(f"the checkpoint's tokenizer ({type(tok).__name__}) gives no tokens for {prefix[:40]!r}: "
+                         "pass token ids of its vocabulary instead")
     bad = [i for i in ids if not 0 <= i < offset]
     if bad:
         raise ValueError(f"prefix token ids {bad[:5]} are not text tokens of this checkpoint (0..{offset - 1})")

@@ -111,7 +111,8 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
     if given:
         ids = list(ids)
     else:
-        ids = AutoTokenizer.from_pretrained(str(base_dir))(text).input_ids
+        tok = AutoTokenizer.from_pretrained(str(base_dir))
+        ids = tok(text).input_ids
     if not given and (Path(model_dir) / "tokenizer.json").exists():
         ids2 = AutoTokenizer.from_pretrained(str(model_dir))(text).input_ids
         if ids2 != ids:
@@ -120,6 +121,10 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
         ids = ids[:max_tokens]
     segs = [ids[i:i + segment] for i in range(0, len(ids), segment)]
     segs = [s for s in segs if len(s) > 1]
+    if not segs:                     # nothing to measure: say why instead of a report of 0 tokens
+        raise ValueError(f"no text to measure: {len(ids)} token(s)"
+                         + ("" if given else f" from the base's tokenizer ({type(tok).__name__}) for {len(text)} "
+                            "characters") + "; give a text it tokenizes (--text), or token ids (measure_kl(ids=...))")
 
     launch_ids = []
     if meta is not None and with_launch:
