@@ -34,8 +34,10 @@ def _machine_for(engine: str, options: dict) -> dict:
     return opts
 
 
-def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print) -> list[dict]:
-    """One row per kernel on one engine (kernels the machine cannot assemble are listed, not timed)."""
+def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print, record: bool = False) -> list[dict]:
+    """One row per kernel on one engine (kernels the machine cannot assemble are listed, not timed).
+    `record` (the model engines): also the launch recorded as the lab records it
+    (`qwengpu.lab.trace_launch`: taps, decoding, the interpreter's trace and the checks included)."""
     from .api import load_program, run
     opts = _machine_for(engine, options)
     if engine in MODEL_ENGINES and kernels:       # load the engine's compiled code before timing
@@ -58,13 +60,26 @@ def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print) ->
             continue
         tok = res.tokens
         passes = (tok + len(res.extra["prompt"])) if tok is not None else None
-        rows.append({"kernel": k.name, "engine": engine, "steps": res.steps, "lane_instructions": work,
+        if record and engine in MODEL_ENGINES:
+            from .lab import trace_launch
+            rec = min(_timed(lambda: trace_launch(module, spec, engine=engine, machine=opts["machine"]))
+                      for _ in range(max(1, repeat)))
+            recorded = {"record_seconds": rec, "record_passes_per_s": passes / rec if passes else None}
+        else:
+            recorded = {}
+        rows.append({**recorded, "kernel": k.name, "engine": engine, "steps": res.steps, "lane_instructions": work,
                      "tokens": tok, "passes": passes, "seconds": best, "cpu_seconds": cpu,
                      "lane_instructions_per_s": work / best,
                      "tokens_per_s": tok / best if tok else None, "passes_per_s": passes / best if passes else None,
                      "tokens_per_cpu_s": tok / cpu if tok and cpu else None,
                      "tokens_per_lane_instruction": tok / work if tok and work else None})
     return rows
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def bench_batches(engine: str, kernels, sizes, options: dict) -> list[dict]:
@@ -112,9 +127,11 @@ def summary(rows: list[dict]) -> dict:
             "median_tokens_per_lane_instruction": statistics.median(tpl) if tpl else None}
 
 
-def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, batches=None, **options) -> dict:
+def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, batches=None, record: bool = False,
+          **options) -> dict:
     """`engine`: one engine or several (a list, or "a,b"); returns {"engines": {engine: {"rows",
-    "summary"}}, "batches": [...], "host", "date"} and prints the table."""
+    "summary"}}, "batches": [...], "host", "date"} and prints the table. `record`: each launch on
+    a model engine also recorded as the lab records it (its passes/s printed beside the bare run's)."""
     from . import suite
     engines = engine.split(",") if isinstance(engine, str) else list(engine)
     ks = [suite.get(n) for n in names] if names else suite.kernels()
@@ -123,9 +140,14 @@ def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, batche
                        "python": platform.python_version()},
               "engines": {}, "batches": []}
     for e in engines:
-        rows = bench_engine(e, ks, repeat, options, out)
+        rows = bench_engine(e, ks, repeat, options, out, record=record)
         report["engines"][e] = {"rows": rows, "summary": summary(rows)}
     _print_table(report, out)
+    for e in engines:
+        for r in report["engines"][e]["rows"]:
+            if r.get("record_seconds"):
+                out(f"{r['kernel']:<26} {e} recorded (the lab): {r['record_passes_per_s']:.0f} passes/s "
+                    f"against {r['passes_per_s']:.0f} bare ({r['record_seconds'] / r['seconds']:.1f}x its time)")
     for e in engines:
         if batches and e in MODEL_ENGINES:
             report["batches"] += bench_batches(e, ks, batches, options)

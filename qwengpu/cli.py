@@ -133,7 +133,8 @@ def cmd_bench(args) -> int:
         opts.update(_model_options(args))
     repeat = args.repeat if args.repeat is not None else (1 if any(e in MODEL_ENGINES for e in engines) else 3)
     batches = [int(x) for x in args.batch.split(",")] if args.batch else None
-    report = bench(engine=engines, names=args.kernels or None, repeat=repeat, batches=batches, **opts)
+    report = bench(engine=engines, names=args.kernels or None, repeat=repeat, batches=batches,
+                   record=args.record, **opts)
     if args.json:
         write_json(report, args.json)
         print(f"figures: {args.json}")
@@ -273,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--batch", help="also run the selection as batches of these sizes (run_many), e.g. 1,2,4,8")
     b.add_argument("--json", help="write the figures to this JSON file")
     b.add_argument("--plot", help="write a plot (PNG) of tokens/s per kernel and against batch size")
+    b.add_argument("--record", action="store_true",
+                   help="model engines: also record each launch as the lab does (recorded passes/s beside the bare run's)")
     _model_arguments(b, checks=False)
     b.set_defaults(func=cmd_bench)
 

@@ -109,16 +109,20 @@ def test_demo_prints_result():
 
 def test_bench_counts_cpu_seconds():
     """`qwengpu bench` on a model engine: beside wall seconds, the CPU seconds of the same run and
-    tokens per CPU-second, per kernel and in total (the honest figure on shared cores)."""
+    tokens per CPU-second, per kernel and in total (the honest figure on shared cores); `record`:
+    the launch recorded by the lab too."""
     from qwengpu.bench import bench
     from qwengpu.machine.config import TINY
     from qwengpu.runtime.checkpoint import compile_machine
     lines = []
     report = bench(engine="compact", names=["dot", "syncwarp"], repeat=1, out=lines.append,
-                   machine=compile_machine(TINY, dense=False))
+                   machine=compile_machine(TINY, dense=False), record=True)
     rows, total = report["engines"]["compact"]["rows"], report["engines"]["compact"]["summary"]
     for r in rows:
         assert 0 < r["cpu_seconds"] and r["tokens_per_cpu_s"] == r["tokens"] / r["cpu_seconds"]
+        # --record: the same launch recorded as the lab records it, timed beside the bare run
+        assert r["record_seconds"] > 0 and r["record_passes_per_s"] == r["passes"] / r["record_seconds"]
+        assert any(line.startswith(r["kernel"]) and "recorded (the lab)" in line for line in lines)
     assert total["cpu_seconds"] == sum(r["cpu_seconds"] for r in rows)
     assert total["tokens_per_cpu_s"] == total["tokens"] / total["cpu_seconds"]
     assert any(line.startswith("  CPU time compact:") and "tokens per CPU-second" in line for line in lines)
