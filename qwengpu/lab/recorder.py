@@ -397,6 +397,7 @@ class _CompactTap:
             logits = None
             for tok in token_ids:
                 tap.taps.begin(1)
+                tap.pending = []
                 logits = orig(engine, [tok], state, hidden_hook, gate_hook, tap.put)
             return logits
 
