@@ -34,10 +34,11 @@ def _machine_for(engine: str, options: dict) -> dict:
     return opts
 
 
-def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print, record: bool = False) -> list[dict]:
+def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print, record=None) -> list[dict]:
     """One row per kernel on one engine (kernels the machine cannot assemble are listed, not timed).
-    `record` (the model engines): also the launch recorded as the lab records it
-    (`qwengpu.lab.trace_launch`: taps, decoding, the interpreter's trace and the checks included)."""
+    `record(module, spec, engine=, machine=)` (the model engines): the launch also recorded by it,
+    timed (the CLI passes the lab's `trace_launch`: taps, decoding, the interpreter's trace and the
+    checks included; the lab sits above this module)."""
     from .api import load_program, run
     opts = _machine_for(engine, options)
     if engine in MODEL_ENGINES and kernels:       # load the engine's compiled code before timing
@@ -60,9 +61,8 @@ def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print, re
             continue
         tok = res.tokens
         passes = (tok + len(res.extra["prompt"])) if tok is not None else None
-        if record and engine in MODEL_ENGINES:
-            from .lab import trace_launch
-            rec = min(_timed(lambda: trace_launch(module, spec, engine=engine, machine=opts["machine"]))
+        if record is not None and engine in MODEL_ENGINES:
+            rec = min(_timed(lambda: record(module, spec, engine=engine, machine=opts["machine"]))
                       for _ in range(max(1, repeat)))
             recorded = {"record_seconds": rec, "record_passes_per_s": passes / rec if passes else None}
         else:
@@ -127,11 +127,12 @@ def summary(rows: list[dict]) -> dict:
             "median_tokens_per_lane_instruction": statistics.median(tpl) if tpl else None}
 
 
-def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, batches=None, record: bool = False,
+def bench(engine: str = "interp", names=None, repeat: int = 3, out=print, batches=None, record=None,
           **options) -> dict:
     """`engine`: one engine or several (a list, or "a,b"); returns {"engines": {engine: {"rows",
-    "summary"}}, "batches": [...], "host", "date"} and prints the table. `record`: each launch on
-    a model engine also recorded as the lab records it (its passes/s printed beside the bare run's)."""
+    "summary"}}, "batches": [...], "host", "date"} and prints the table. `record`: a recorder (the
+    lab's `trace_launch`) each launch on a model engine is also recorded with (its passes/s
+    printed beside the bare run's)."""
     from . import suite
     engines = engine.split(",") if isinstance(engine, str) else list(engine)
     ks = [suite.get(n) for n in names] if names else suite.kernels()

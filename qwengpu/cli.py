@@ -133,8 +133,11 @@ def cmd_bench(args) -> int:
         opts.update(_model_options(args))
     repeat = args.repeat if args.repeat is not None else (1 if any(e in MODEL_ENGINES for e in engines) else 3)
     batches = [int(x) for x in args.batch.split(",")] if args.batch else None
+    record = None
+    if args.record:
+        from .lab import trace_launch as record
     report = bench(engine=engines, names=args.kernels or None, repeat=repeat, batches=batches,
-                   record=args.record, **opts)
+                   record=record, **opts)
     if args.json:
         write_json(report, args.json)
         print(f"figures: {args.json}")

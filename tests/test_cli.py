@@ -112,11 +112,12 @@ def test_bench_counts_cpu_seconds():
     tokens per CPU-second, per kernel and in total (the honest figure on shared cores); `record`:
     the launch recorded by the lab too."""
     from qwengpu.bench import bench
+    from qwengpu.lab import trace_launch
     from qwengpu.machine.config import TINY
     from qwengpu.runtime.checkpoint import compile_machine
     lines = []
     report = bench(engine="compact", names=["dot", "syncwarp"], repeat=1, out=lines.append,
-                   machine=compile_machine(TINY, dense=False), record=True)
+                   machine=compile_machine(TINY, dense=False), record=trace_launch)
     rows, total = report["engines"]["compact"]["rows"], report["engines"]["compact"]["summary"]
     for r in rows:
         assert 0 < r["cpu_seconds"] and r["tokens_per_cpu_s"] == r["tokens"] / r["cpu_seconds"]
