@@ -302,7 +302,7 @@ def gdn_payload(view, position: int, memory: str) -> dict:
               "margin": round(float(d.margin), 3), "changed": d.slot in changed}
              for d in dec if d.value is not None]
     return {"memory": memory, "layer": info.layer, "where": info.where, "role": info.role, "heads": info.heads,
-            "banks": len({pc[3] for pc in info.pieces}),
+            "banks": info.banks,
             "rows": int(st.shape[1]), "fields": int(st.shape[0]), "cols": int(st.shape[0] * st.shape[2]),
             "scale": float(np.abs(st).max()) if st.size else 0.0, "slots": slots,
             "margin": round(float(tr.records[position].margins.get(memory, float("nan"))), 3)}

@@ -263,15 +263,19 @@ def selection_of(trace, name: str) -> Selection:
     w_str = np.stack([trace.taps[:, li[L], h // info.group, 3] * trace.betas[:, li[L], h]
                       for L, h, _, _, _ in info.pieces], axis=1)                      # [rows, pieces]
     w_slot = np.stack([trace.taps[:, li[L], h // info.group, 2] + s0 for L, h, _, s0, _ in info.pieces], axis=1)
-    pick = w_str.argmax(axis=1)[:, None]
-    write = np.take_along_axis(w_str, pick, 1)[:, 0]
-    write_slot = np.take_along_axis(w_slot, pick, 1)[:, 0]
+    write, write_slot = _strongest(w_str, w_slot)
     read, read_slot = [], []
     for keys in info.ports:
         r_str = np.stack([trace.taps[:, li[L], kh, 1] * trace.taps[:, li[L], kh, 5] for L, kh, _ in keys], axis=1)
         r_slot = np.stack([trace.taps[:, li[L], kh, 0] + s0 for L, kh, s0 in keys], axis=1)
-        pick = r_str.argmax(axis=1)[:, None]
-        read.append(np.take_along_axis(r_str, pick, 1)[:, 0])
-        read_slot.append(np.take_along_axis(r_slot, pick, 1)[:, 0])
+        strength, slot = _strongest(r_str, r_slot)
+        read.append(strength)
+        read_slot.append(slot)
     return Selection(name, info.layer, info.slots, write_slot.astype(np.int64), np.clip(write, 0, 1),
                      np.stack(read_slot, axis=1).astype(np.int64), np.clip(np.stack(read, axis=1), 0, 1))
+
+
+def _strongest(strength, slot):
+    """Per row, the strength and slot of the strongest key head ([rows, heads] each -> [rows])."""
+    pick = strength.argmax(axis=1)[:, None]
+    return np.take_along_axis(strength, pick, 1)[:, 0], np.take_along_axis(slot, pick, 1)[:, 0]

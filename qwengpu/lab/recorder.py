@@ -163,6 +163,11 @@ class MemoryInfo:
                 out.add(pc[3] + int(r))
         return out
 
+    @property
+    def banks(self) -> int:
+        """Banks of key heads its slots are held in (1: every slot in one key head)."""
+        return len({pc[3] for pc in self.pieces})
+
     def rail(self, slot: int, bit: int) -> tuple[int, int, int, int]:
         """Where bit `bit` of slot `slot`'s word is held (port 0's copy): (layer, value head, key
         row, column of its 1-rail; its 0-rail is the next column)."""
