@@ -147,6 +147,18 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_bench_ops(args) -> int:
+    from .opbench import OPS, bench_ops, op_named, write_json
+    if args.chain < 1:
+        raise ValueError(f"--chain must be at least 1, not {args.chain}")
+    ops = [op_named(n) for n in args.ops] if args.ops else list(OPS)
+    rows = bench_ops(ops, engine=args.engine, chain=args.chain, **_model_options(args))
+    if args.json:
+        write_json(rows, args.json)
+        print(f"figures: {args.json}")
+    return 0 if all(r.get("exact") or r.get("refused") for r in rows) else 1
+
+
 def cmd_demo(args) -> int:
     from .api import run
     from .suite import get
@@ -281,6 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model engines: also record each launch as the lab does (recorded passes/s beside the bare run's)")
     _model_arguments(b, checks=False)
     b.set_defaults(func=cmd_bench)
+
+    bo = sub.add_parser("bench-ops", help="tokens and bundles per warp operation (int, f32, f64, math functions)")
+    bo.add_argument("ops", nargs="*", help="operations by name (default: all; e.g. f32_add f32_fma)")
+    bo.add_argument("--engine", default="sim", help="a machine engine: sim (default), compact, compact-ref, model")
+    bo.add_argument("--chain", type=int, default=16, help="dependent operations per chain (default 16)")
+    bo.add_argument("--json", help="write the rows to this JSON file")
+    _model_arguments(bo, checks=False)
+    bo.set_defaults(func=cmd_bench_ops)
 
     d = sub.add_parser("demo", help="the dot-product demo on the built-in machine")
     d.add_argument("--engine", default="compact",

@@ -34,6 +34,7 @@ ALLOWED = {
     "qwengpu.verify": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite"},
     "qwengpu.bench": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify",
                       "qwengpu.assembler", "qwengpu.runtime"},
+    "qwengpu.opbench": {"qwengpu", "qwengpu.api", "qwengpu.cuda", "qwengpu.machine"},
     "qwengpu": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.api", "qwengpu.runtime"},
     # on top
     "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.compiler",
@@ -43,7 +44,7 @@ ALLOWED = {
                        "qwengpu.verify"},
     "qwengpu.soak": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify", "qwengpu.runtime"},
     "qwengpu.cli": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite", "qwengpu.verify",
-                    "qwengpu.bench", "qwengpu.soak", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime",
+                    "qwengpu.bench", "qwengpu.opbench", "qwengpu.soak", "qwengpu.splice", "qwengpu.assembler", "qwengpu.runtime",
                     "qwengpu.lab", "qwengpu.fuzz"},          # `qwengpu lab` (qwengpu.lab.server)
     # random kernels against a host C++ oracle, on the engines
     "qwengpu.fuzz": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.verify"},
