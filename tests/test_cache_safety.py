@@ -18,16 +18,20 @@ from pathlib import Path
 
 import pytest
 
+import qwengpu
 from qwengpu.cli import main
+from qwengpu.cuda import CudaCompileError
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import (MACHINE_FILE, CorruptBuild, cached_build_path, fast_file, load_machine,
                                         open_machine, verify_build)
 
 REPO = Path(__file__).resolve().parent.parent
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
 
 #: a child process: load the TINY machine from $QWENGPU_CACHE (building it when missing) and run
 #: the suite's dot on its compact engine; prints the result
 LAUNCH = """
+import qwengpu
 from qwengpu import suite
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import load_machine
@@ -97,6 +101,77 @@ def test_build_overwrite_replaces_the_folder_but_not_its_partial_neighbour(built
     assert _files(out.parent / "out.partial") == before["partial"]             # not ours: untouched
     assert [p.name for p in out.parent.iterdir() if p.name.startswith(".out.partial")] == []
     assert verify_build(out)["files"][fast_file()]["size"] == (out / fast_file()).stat().st_size
+
+
+@needs_nvcc
+def test_compile_never_writes_over_its_input_or_a_foreign_file(tmp_path, capsys):
+    src = tmp_path / "k.cu"
+    text = "__global__ void twice(int *x) { x[threadIdx.x] *= 2; }\n"
+    src.write_text(text)
+    assert main(["compile", str(src), "-o", str(src)]) == 2
+    assert "is the input file" in capsys.readouterr().err and src.read_text() == text
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep me")
+    assert main(["compile", str(src), "-o", str(notes)]) == 2
+    assert "--overwrite" in capsys.readouterr().err and notes.read_text() == "keep me"
+    assert main(["compile", str(src), "-o", str(notes), "--overwrite"]) == 0
+    assert ".entry _Z5twicePi" in notes.read_text()
+    old = tmp_path / "k.ptx"
+    old.write_text("stale")
+    assert main(["compile", str(src), "-o", str(old)]) == 0                   # a .ptx is recompiled over
+    assert ".entry _Z5twicePi" in old.read_text()
+
+
+# -- item 3: the PTX cache sees headers; nvcc runs in the file's own folder ---------------------------------------
+
+
+@needs_nvcc
+def test_a_changed_header_recompiles_and_relative_includes_resolve(tmp_path, monkeypatch):
+    monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "factor.h").write_text("#define FACTOR 3\n")
+    src = tmp_path / "scale.cu"
+    src.write_text('#include "inc/factor.h"\n__global__ void scale(int *x) { x[threadIdx.x] *= FACTOR; }\n')
+    launch = {"grid": 1, "block": 4, "args": [{"buffer": "int32", "data": [1, 2, 3, 4]}]}
+    assert qwengpu.run(str(src), launch).buffers[0].tolist() == [3, 6, 9, 12]
+    (tmp_path / "inc" / "factor.h").write_text("#define FACTOR 5\n")            # the .cu unchanged
+    assert qwengpu.run(str(src), launch).buffers[0].tolist() == [5, 10, 15, 20]
+    assert len(list((tmp_path / "cache" / "ptx").glob("*.ptx"))) == 2
+
+
+@needs_nvcc
+def test_nvcc_diagnostics_name_the_users_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "broken.cu"
+    src.write_text("__global__ void broken(int *x) {\n  x[0] = ;\n}\n")
+    with pytest.raises(CudaCompileError) as e:
+        qwengpu.compile_cuda(src)
+    assert f"{src}(2): error" in str(e.value) and "kernel.cu" not in str(e.value) and "/tmp/qwengpu-nvcc" not in str(e.value)
+    with pytest.raises(CudaCompileError) as e:                                   # text: no temporary path either
+        qwengpu.compile_cuda("__global__ void broken(int *x) {\n  x[0] = ;\n}\n")
+    assert "<CUDA source>(2): error" in str(e.value) and "kernel.cu" not in str(e.value)
+
+
+@needs_nvcc
+def test_a_latin1_source_compiles(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "latin.cu"
+    src.write_bytes("// d\xe9calage: multiplie par deux\n__global__ void twice(int *x) { x[threadIdx.x] *= 2; }\n"
+                    .encode("latin-1"))
+    assert main(["compile", str(src), "-o", str(tmp_path / "latin.ptx")]) == 0, capsys.readouterr().err
+    assert ".entry _Z5twicePi" in (tmp_path / "latin.ptx").read_text()
+
+
+@needs_nvcc
+def test_a_truncated_ptx_cache_entry_is_recompiled(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path / "cache"))
+    src = "__global__ void twice(int *x) { x[threadIdx.x] *= 2; }\n"
+    ptx = qwengpu.compile_cuda(src)
+    (entry,) = (tmp_path / "cache" / "ptx").glob("*.ptx")
+    entry.write_bytes(entry.read_bytes()[:len(entry.read_bytes()) // 2])
+    assert qwengpu.compile_cuda(src) == ptx
+    assert f"{entry} is corrupt" in capsys.readouterr().err
+    assert qwengpu.compile_cuda(src) == ptx and capsys.readouterr().err == ""    # rewritten whole
 
 
 # -- item 6: a corrupt build is named (a user's folder) ---------------------------------------------------------
