@@ -151,11 +151,11 @@ def compile_cuda(source: str | os.PathLike, arch: str = DEFAULT_ARCH, flags=DEFA
                 raise CudaCompileError(f"nvcc failed on {shown} ({' '.join(options)}):\n{diagnostics}")
             return proc.stdout
 
-        # the device pass's preprocessed text: every included header's content, as compiled
-        preprocessed = nvcc_run("-E").replace(str(src).encode(), b"<source>")
-        key = hashlib.sha256(b"\0".join([preprocessed, *(x.encode() for x in (arch, *flags, version))]))
-        cached = cache_dir() / f"{key.hexdigest()[:24]}.ptx"
         if use_cache:
+            # the key: the device pass's preprocessed text (every included header's content, as compiled)
+            preprocessed = nvcc_run("-E").replace(str(src).encode(), b"<source>")
+            key = hashlib.sha256(b"\0".join([preprocessed, *(x.encode() for x in (arch, *flags, version))]))
+            cached = cache_dir() / f"{key.hexdigest()[:24]}.ptx"
             hit = _read_cached(cached)
             if hit is not None:
                 return hit

@@ -211,7 +211,7 @@ def test_concurrent_first_launches_share_one_build_after_a_killed_one(tmp_path):
     final = cache / final.name
     killed = _launch(cache)
     deadline = time.monotonic() + 240
-    while not list(cache.glob(f".{final.name}.partial-*")):               # writing its files: kill it there
+    while not list(cache.glob(f"*{final.name}.partial*")):                # writing its files: kill it there
         assert killed.poll() is None and time.monotonic() < deadline, killed.communicate()
         time.sleep(0.005)
     killed.send_signal(signal.SIGKILL)

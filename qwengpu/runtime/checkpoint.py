@@ -107,7 +107,7 @@ def check_file(f: Path, record: dict, hash_limit: int = HASH_CHECK_LIMIT) -> Non
         raise CorruptBuild(f, "missing (the build wrote it)")
     size = f.stat().st_size
     if size != record["size"]:
-        raise CorruptBuild(f, f"{size} bytes where the build wrote {record['size']} (truncated or altered)")
+        raise CorruptBuild(f, f"{size} bytes where {record['size']} were written (truncated or altered)")
     if size <= hash_limit and file_record(f)["sha256"] != record["sha256"]:
         raise CorruptBuild(f, "its sha256 differs from the one recorded when it was written (altered)")
 
@@ -243,15 +243,15 @@ class Machine:
         """The pickled `FastModel` at `f`, checked against its record (the build's metadata, or the
         record written beside it) first."""
         import torch
-        record = self.records.get(f.name)
+        record, hash_limit = self.records.get(f.name), 0    # the build's records: hashed when it was opened
         sidecar = f.with_name(f.name + RECORD_SUFFIX)
         if record is None and sidecar.is_file():
             try:
-                record = json.loads(sidecar.read_text())
+                record, hash_limit = json.loads(sidecar.read_text()), HASH_CHECK_LIMIT
             except ValueError:
                 raise CorruptBuild(sidecar, "not valid JSON (truncated?)") from None
         if record is not None:
-            check_file(f, record, hash_limit=1 << 62)
+            check_file(f, record, hash_limit)
         try:
             return torch.load(f, weights_only=False)
         except Exception as e:           # a file of a build made before records: torch's error, with its path
