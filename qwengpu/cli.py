@@ -5,9 +5,9 @@
     qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--jobs N] [--model DIR | --geometry G] [--json] [KERNEL ...]
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
-    qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
+    qwengpu build [--target compact|tiny] [--out DIR] [--compact-only] [--overwrite]
     qwengpu fuzz [--seed S] [--count N] [--start I] [--compact-every K] [--out DIR] [--json F]
-    qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
+    qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
     qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
 
@@ -206,13 +206,27 @@ def cmd_lab(args) -> int:
 
 
 def cmd_compile(args) -> int:
+    from pathlib import Path
+
     from .cuda import compile_cuda
+    out = Path(args.output) if args.output else None
+    if out is not None:              # checked before compiling: a refused -o loses nothing
+        if out.exists() and Path(args.file).exists() and os.path.samefile(out, args.file):
+            raise ValueError(f"-o {out} is the input file: refusing to write PTX over the CUDA source")
+        if out.is_dir():
+            raise ValueError(f"-o {out} is a folder; give a file name (e.g. {out / Path(args.file).with_suffix('.ptx').name})")
+        if out.exists() and out.suffix != ".ptx" and not args.overwrite:
+            raise ValueError(f"-o {out} exists and is not a .ptx file: refusing to replace it (pass --overwrite)")
     ptx = compile_cuda(args.file, arch=args.arch)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(ptx)
-    else:
+    if out is None:
         sys.stdout.write(ptx)
+        return 0
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:                             # whole or not at all: a failed write leaves the old file
+        tmp.write_text(ptx)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return 0
 
 
@@ -344,8 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")
     c.add_argument("file")
-    c.add_argument("-o", "--output")
+    c.add_argument("-o", "--output", help="the PTX file to write (default: stdout); never the input, and an "
+                   "existing file that is not a .ptx only with --overwrite")
     c.add_argument("--arch", default="sm_75")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing -o file that is not a .ptx")
     c.set_defaults(func=cmd_compile)
 
     from .splice.cli import add_parsers as add_splice_parsers

@@ -1,4 +1,4 @@
-"""CUDA C++ -> PTX with nvcc, cached by content hash.
+"""CUDA C++ -> PTX with nvcc, cached by a hash of the preprocessed source.
 
 nvcc is looked up in this order: `$QWENGPU_NVCC` (path to the nvcc binary), `$CUDA_HOME/bin/nvcc`,
 `nvcc` on `PATH`, then the PyPI wheels (`pip install 'qwengpu[nvcc]'`, which pins
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -78,42 +80,88 @@ def cache_dir() -> Path:
     return d
 
 
+#: the first line of a PTX cache entry: the sha256 of the PTX below it (a truncated or altered
+#: entry is recompiled, never returned)
+CACHE_HEADER = "// qwengpu ptx cache sha256 "
+#: how a CUDA source given as text is named in nvcc's diagnostics (it is compiled from a temporary file)
+TEXT_SOURCE_NAME = "<CUDA source>"
+
+
+def _read_cached(entry: Path) -> str | None:
+    """The PTX of a cache entry, or None (with a note naming it) when it is missing or corrupt."""
+    if not entry.is_file():
+        return None
+    raw = entry.read_bytes()
+    header, _, body = raw.partition(b"\n")
+    if header.startswith(CACHE_HEADER.encode()) and header[len(CACHE_HEADER):].decode("ascii", "replace") \
+            == hashlib.sha256(body).hexdigest():
+        return body.decode("utf-8")
+    print(f"qwengpu: the cached PTX {entry} is corrupt (truncated or altered); recompiling", file=sys.stderr)
+    return None
+
+
+def _write_cached(entry: Path, ptx: str) -> None:
+    body = ptx.encode("utf-8")
+    tmp = entry.with_name(f".{entry.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        tmp.write_bytes(f"{CACHE_HEADER}{hashlib.sha256(body).hexdigest()}\n".encode() + body)
+        tmp.replace(entry)                # atomic: a reader sees a whole entry or none
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def compile_cuda(source: str | os.PathLike, arch: str = DEFAULT_ARCH, flags=DEFAULT_FLAGS,
                  use_cache: bool = True) -> str:
     """Compile CUDA C++ to PTX text.
 
     `source` is CUDA source text or a path to a `.cu` file; a path to a `.ptx` file is returned
-    as is (no nvcc needed). Results are cached under `$QWENGPU_CACHE` (default
-    `~/.cache/qwengpu`) by a hash of the source, arch, flags and nvcc version.
+    as is (no nvcc needed). A file is compiled where it is, so its relative `#include`s resolve
+    as nvcc resolves them and nvcc's diagnostics name it; text is compiled from a temporary file,
+    named `<CUDA source>` in the diagnostics. Results are cached under `$QWENGPU_CACHE` (default
+    `~/.cache/qwengpu`) by a hash of the preprocessed source (`nvcc -E`: the text of every header
+    it includes, so a changed header recompiles), arch, flags and nvcc version; each entry carries
+    the sha256 of its PTX, and one that does not match it is recompiled.
     """
-    text = None
+    path = None
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
                                            and source.endswith((".cu", ".ptx")) and len(source) < 4096):
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
         if path.suffix == ".ptx":
-            return path.read_text()
-        text = path.read_text()
-    else:
-        text = str(source)
+            try:
+                return path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}: not PTX text (byte {e.start} is not UTF-8)") from None
     nvcc = find_nvcc()
     version = nvcc_version(nvcc)
-    key = hashlib.sha256("\0".join([text, arch, *flags, version]).encode()).hexdigest()[:24]
-    cached = cache_dir() / f"{key}.ptx"
-    if use_cache and cached.is_file():
-        return cached.read_text()
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "kernel.cu"
+    with tempfile.TemporaryDirectory(prefix="qwengpu-nvcc-") as tmp:
+        if path is None:
+            src, shown = Path(tmp) / "kernel.cu", TEXT_SOURCE_NAME
+            src.write_text(str(source), encoding="utf-8")
+        else:
+            src, shown = path.resolve(), str(path)
+
+        def nvcc_run(mode: str, *output: str) -> bytes:
+            options = [mode, f"-arch={arch}", *flags]
+            proc = subprocess.run([str(nvcc), *options, *output, str(src)], capture_output=True)
+            if proc.returncode != 0:       # the user's name for the file, not the path given to nvcc
+                diagnostics = proc.stderr.decode("utf-8", "replace").replace(str(src), shown).strip()
+                raise CudaCompileError(f"nvcc failed on {shown} ({' '.join(options)}):\n{diagnostics}")
+            return proc.stdout
+
+        if use_cache:
+            # the key: the device pass's preprocessed text (every included header's content, as compiled)
+            preprocessed = nvcc_run("-E").replace(str(src).encode(), b"<source>")
+            key = hashlib.sha256(b"\0".join([preprocessed, *(x.encode() for x in (arch, *flags, version))]))
+            cached = cache_dir() / f"{key.hexdigest()[:24]}.ptx"
+            hit = _read_cached(cached)
+            if hit is not None:
+                return hit
         out = Path(tmp) / "kernel.ptx"
-        src.write_text(text)
-        cmd = [str(nvcc), "-ptx", f"-arch={arch}", *flags, "-o", str(out), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CudaCompileError(f"nvcc failed ({' '.join(cmd[1:-3])}):\n{proc.stderr.strip()}")
-        ptx = out.read_text()
+        nvcc_run("-ptx", "-o", str(out))
+        ptx = out.read_text(encoding="utf-8")
     if use_cache:
-        tmpfile = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmpfile.write_text(ptx)
-        tmpfile.replace(cached)
+        _write_cached(cached, ptx)
     return ptx

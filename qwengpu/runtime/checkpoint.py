@@ -5,15 +5,23 @@
     machine.token_id("<go>"), machine.text(id)
     machine.memory_state(cache)              # the machine memory, decoded from a GDN state
 
-A build writes `save_pretrained` files plus `qwengpu_machine.json` (the vocabulary and where the
-machine's memories live in the model, for decoding). The cache key hashes the sources of the
-circuits and the compiler, so a changed circuit is never served from a stale cache.
+A build writes `save_pretrained` files plus `qwengpu_machine.json` (the vocabulary, where the
+machine's memories live in the model, for decoding, and the size and sha256 of every file the build
+wrote). The cache key hashes the sources of the circuits and the compiler, so a changed circuit is
+never served from a stale cache; the recorded hashes keep a truncated or altered file from being
+trusted (`CorruptBuild`). A build writes into a hidden temporary folder beside its destination and
+renames it into place, holding a per-destination lock, so concurrent processes wait for one build
+instead of writing into the same folder (docs/machine.md, "The build cache").
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import secrets
+import shutil
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +72,108 @@ def cache_root() -> Path:
     return Path(os.environ.get("QWENGPU_CACHE", Path.home() / ".cache" / "qwengpu"))
 
 
+# -- the integrity of a build's files ------------------------------------------------------------------
+
+#: files up to this size are checked by sha256 when a build is opened; larger ones (the stock
+#: checkpoint's safetensors, GBs) by size, which catches truncation without reading them whole
+HASH_CHECK_LIMIT = 1 << 28
+#: the record of a file written next to a build after it (the compact engine's weights for a newer
+#: engine source): {"size", "sha256"}
+RECORD_SUFFIX = ".record.json"
+
+
+class CorruptBuild(ValueError):
+    """A file of a built machine is missing, truncated or altered: it differs from the size and
+    sha256 recorded when it was written, or it does not parse. `file` names it."""
+
+    def __init__(self, file: Path, reason: str):
+        self.file, self.reason = Path(file), reason
+        super().__init__(f"{file}: {reason}")
+
+
+def file_record(f: Path) -> dict:
+    """The size and sha256 of a file, as a build records them."""
+    h = hashlib.sha256()
+    with open(f, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return {"size": f.stat().st_size, "sha256": h.hexdigest()}
+
+
+def check_file(f: Path, record: dict, hash_limit: int = HASH_CHECK_LIMIT) -> None:
+    """Raise `CorruptBuild` when `f` is not the file `record` describes (its size; its sha256 when
+    it is at most `hash_limit` bytes)."""
+    if not f.is_file():
+        raise CorruptBuild(f, "missing (the build wrote it)")
+    size = f.stat().st_size
+    if size != record["size"]:
+        raise CorruptBuild(f, f"{size} bytes where {record['size']} were written (truncated or altered)")
+    if size <= hash_limit and file_record(f)["sha256"] != record["sha256"]:
+        raise CorruptBuild(f, "its sha256 differs from the one recorded when it was written (altered)")
+
+
+def write_atomically(f: Path, write) -> None:
+    """`write(tmp_path)` then rename it over `f`: a reader sees the old file or the whole new one,
+    never a partial one (a killed writer leaves only its hidden temporary file)."""
+    tmp = f.with_name(f".{f.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        write(tmp)
+        os.replace(tmp, f)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def build_lock(folder: Path, progress: bool = True):
+    """Hold the lock of the build at `folder` (an fcntl lock on `.NAME.lock` beside it): a second
+    process that wants the same build waits here for the first one, then finds its result. The
+    kernel releases the lock when its holder dies, so a killed build never blocks the next."""
+    try:
+        import fcntl
+    except ImportError:                   # no fcntl (Windows): builds are not serialised
+        yield
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_name(f".{folder.name}.lock"), "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress:
+                print(f"waiting for another process building {folder}", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def temporary_folders(folder: Path) -> list[Path]:
+    """The hidden folders that builds of `folder` write into (`.NAME.partial-PID-RANDOM`) or move an
+    old build to (`.NAME.old-PID-RANDOM`) before renaming: left behind only by a killed build."""
+    return sorted(folder.parent.glob(f".{folder.name}.partial-*")) + sorted(folder.parent.glob(f".{folder.name}.old-*"))
+
+
+def check_output_folder(folder: Path, overwrite: bool = False) -> None:
+    """Refuse a build's destination that would lose a user's files: a file; or a non-empty folder
+    that is not a machine build (no `qwengpu_machine.json`) unless `overwrite`; and, even with
+    `overwrite`, the root, the home folder, the cache root or a folder holding the current
+    directory. A previous build there is replaced (a rebuild)."""
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"the output {folder} is a file, not a folder; choose another --out")
+    if not folder.is_dir() or (folder / MACHINE_FILE).is_file() or not any(folder.iterdir()):
+        return
+    if not overwrite:
+        raise FileExistsError(f"the output folder {folder} is not empty and holds no machine build (no {MACHINE_FILE}): "
+                              f"refusing to replace its files; choose another --out, or pass --overwrite "
+                              f"(overwrite=True) to replace them")
+    real = folder.resolve()
+    protected = {Path(real.anchor), Path.home().resolve(), cache_root().resolve()}
+    if real in protected or Path.cwd().resolve().is_relative_to(real):
+        raise ValueError(f"refusing to replace {folder} even with --overwrite: it is the root, the home folder, the "
+                         f"cache or holds the current directory; choose an output folder of its own")
+
+
 #: the default soft budgets of a build: MLP neurons and GDN key heads per layer (spreading wide
 #: circuits and memories over layers: 1.5 B parameters instead of 2.15 B for COMPACT)
 MLP_BUDGET = 2500
@@ -79,6 +189,7 @@ class Machine:
     report: dict = field(default_factory=dict)
     probes: dict | None = field(default=None, repr=False)  # sublayer -> 0/1-coded residual features
     lattices: dict | None = field(default=None, repr=False)  # layer -> MLP gates' lattices (margins.gate_lattices)
+    records: dict = field(default_factory=dict, repr=False)   # file name -> {size, sha256} written by the build
     _model: object = field(default=None, repr=False)
     _ids: dict | None = field(default=None, repr=False)
 
@@ -112,12 +223,39 @@ class Machine:
             f = self.path / fast_file() if self.path is not None else None
             if f is None:
                 self._reference = FastModel(self.model)
-            elif f.exists():
-                self._reference = torch.load(f, weights_only=False)
-            else:
+                return self._reference
+            try:
+                self._reference = self._load_fast_file(f) if f.exists() else None
+            except CorruptBuild as e:
+                if not has_checkpoint(self.path):      # nothing to remake it from
+                    raise
+                print(f"the compact engine's weights {e.file} are corrupt ({e.reason}); remaking them",
+                      file=sys.stderr)
+                self._reference = None
+            if self._reference is None:          # made from the stock checkpoint, kept beside it
                 self._reference = FastModel(self.model)
-                torch.save(self._reference, f)
+                write_atomically(f, lambda tmp: torch.save(self._reference, tmp))
+                record = f.with_name(f.name + RECORD_SUFFIX)
+                write_atomically(record, lambda tmp: tmp.write_text(json.dumps(file_record(f))))
         return self._reference
+
+    def _load_fast_file(self, f: Path):
+        """The pickled `FastModel` at `f`, checked against its record (the build's metadata, or the
+        record written beside it) first."""
+        import torch
+        record, hash_limit = self.records.get(f.name), 0    # the build's records: hashed when it was opened
+        sidecar = f.with_name(f.name + RECORD_SUFFIX)
+        if record is None and sidecar.is_file():
+            try:
+                record, hash_limit = json.loads(sidecar.read_text()), HASH_CHECK_LIMIT
+            except ValueError:
+                raise CorruptBuild(sidecar, "not valid JSON (truncated?)") from None
+        if record is not None:
+            check_file(f, record, hash_limit)
+        try:
+            return torch.load(f, weights_only=False)
+        except Exception as e:           # a file of a build made before records: torch's error, with its path
+            raise CorruptBuild(f, f"unreadable ({type(e).__name__}: {e})") from None
 
     @property
     def tokenizer(self):
@@ -218,6 +356,7 @@ def _report(compiled) -> dict:
 
 
 def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
+    """The metadata, written last: with the size and sha256 of every other file of the build."""
     from dataclasses import asdict
     names = {m.name: m for m in hw.p.memories}
     meta = {
@@ -228,14 +367,43 @@ def _save_meta(path: Path, config: MachineConfig, compiled, hw, report: dict):
         "report": report,
         "probes": {str(k): fs for k, fs in residual_probes(compiled).items()},
         "lattices": {str(k): d for k, d in gate_lattices(compiled).items()},
+        "files": {f.name: file_record(f) for f in sorted(path.iterdir()) if f.is_file() and f.name != MACHINE_FILE},
     }
-    (path / MACHINE_FILE).write_text(json.dumps(meta))
+    write_atomically(path / MACHINE_FILE, lambda tmp: tmp.write_text(json.dumps(meta)))
+
+
+def read_meta(path: Path) -> dict:
+    """A build's metadata (`qwengpu_machine.json`), or `CorruptBuild` naming it when it does not parse."""
+    f = Path(path) / MACHINE_FILE
+    if not f.is_file():
+        raise FileNotFoundError(f"no built machine at {path} (no {MACHINE_FILE}); build one with `qwengpu build`")
+    try:
+        meta = json.loads(f.read_bytes())
+    except ValueError as e:
+        raise CorruptBuild(f, f"not valid JSON (truncated?): {e}") from None
+    missing = [k for k in ("config", "tokens", "placements") if k not in meta] if isinstance(meta, dict) else ["all"]
+    if missing:
+        raise CorruptBuild(f, f"lacks {', '.join(missing)}")
+    return meta
+
+
+def verify_build(path) -> dict:
+    """Check a build's files against the records in its metadata (`check_file`) and return the
+    metadata; `CorruptBuild` names the first file that does not match. A build made before builds
+    recorded their files is checked for its metadata only."""
+    path = Path(path)
+    meta = read_meta(path)
+    for name, record in meta.get("files", {}).items():
+        check_file(path / name, record)
+    return meta
 
 
 def open_machine(path) -> Machine:
+    """The machine built at `path`, its files checked first (`verify_build`: `CorruptBuild` names
+    a file that is not what the build wrote)."""
     from qwengpu.compiler.placement import MemoryPlacement
     path = Path(path)
-    meta = json.loads((path / MACHINE_FILE).read_text())
+    meta = verify_build(path)
     from dataclasses import fields
     known = {f.name for f in fields(MachineConfig)}
     cfg = {k: v for k, v in meta["config"].items() if k in known}
@@ -250,49 +418,72 @@ def open_machine(path) -> Machine:
     lattices = {int(k): d for k, d in meta["lattices"].items()} if "lattices" in meta else None
     return Machine(config, path, meta["tokens"],
                    {n: MemoryPlacement.from_json(d) for n, d in meta["placements"].items()}, meta.get("report", {}),
-                   probes, lattices)
+                   probes, lattices, meta.get("files", {}))
 
 
 def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, dense: bool = True,
-                  **target_kw) -> Machine:
+                  overwrite: bool = False, **target_kw) -> Machine:
     """Compile the machine's circuits and save them at `path` (default: the cache): always the
     compact engine's sparse weights and the decoding metadata; with `dense`, also the stock
-    checkpoint (`save_pretrained`: config.json + safetensors, loadable with AutoModelForCausalLM)."""
-    import shutil
-
-    import torch
-
-    from qwengpu.compiler import Target, compile_program
-    from qwengpu.machine.hardware import Hardware
+    checkpoint (`save_pretrained`: config.json + safetensors, loadable with AutoModelForCausalLM).
+    A previous build at `path` is replaced; any other non-empty folder only with `overwrite`
+    (`check_output_folder`). Holds the build's lock (`build_lock`) while it builds."""
     target_kw.setdefault("mlp_budget", MLP_BUDGET)
     target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
     cached = path is None
     path = Path(path) if path is not None else _cache_path(config, target_kw)
+    if not cached:
+        check_output_folder(path, overwrite)           # before minutes of compiling
+    with build_lock(path, progress):
+        return _build_locked(config, path, cached, progress, dense, overwrite, target_kw)
+
+
+def _build_locked(config: MachineConfig, path: Path, cached: bool, progress: bool, dense: bool, overwrite: bool,
+                  target_kw: dict) -> Machine:
+    """`build_machine` with the build's lock held: write into a hidden temporary folder beside
+    `path` (files, then the metadata with their hashes last), then rename it into place."""
+    import torch
+
+    from qwengpu.compiler import Target, compile_program
+    from qwengpu.machine.hardware import Hardware
+    for d in temporary_folders(path):                   # left by a killed build (we hold its lock)
+        shutil.rmtree(d, ignore_errors=True)
     bar = _bar(4, f"building machine {config.name}", progress)
     hw = Hardware(config)
     bar.update(1)
     compiled = compile_program(hw.p, Target(**target_kw), dense=dense)
     bar.update(1)
-    tmp = path.with_name(path.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    unique = f"{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = path.with_name(f".{path.name}.partial-{unique}")
     tmp.mkdir(parents=True)
-    model = None
-    if dense:
-        model = compiled.model()
-        # stock generate() stops where the launch ends: <halt> or a fault
-        ends = [i for i, t in enumerate(hw.p.tokens) if t.text == "<halt>" or t.text.startswith("<fault")]
-        model.generation_config.eos_token_id = ends
-        model.generation_config.pad_token_id = ends[0]
-        model.save_pretrained(tmp)
-    bar.update(1)
-    reference = compiled.fast_reference()
-    torch.save(reference, tmp / fast_file())
-    _save_meta(tmp, config, compiled, hw, _report(compiled))
-    save_tokenizer(tmp, [t.text for t in hw.p.tokens])
-    if path.exists():
-        shutil.rmtree(path)
-    tmp.rename(path)
+    try:
+        model = None
+        if dense:
+            model = compiled.model()
+            # stock generate() stops where the launch ends: <halt> or a fault
+            ends = [i for i, t in enumerate(hw.p.tokens) if t.text == "<halt>" or t.text.startswith("<fault")]
+            model.generation_config.eos_token_id = ends
+            model.generation_config.pad_token_id = ends[0]
+            model.save_pretrained(tmp)
+        bar.update(1)
+        reference = compiled.fast_reference()
+        torch.save(reference, tmp / fast_file())
+        save_tokenizer(tmp, [t.text for t in hw.p.tokens])
+        _save_meta(tmp, config, compiled, hw, _report(compiled))
+        if not cached:
+            check_output_folder(path, overwrite)       # again: files may have appeared while it compiled
+        old = path.with_name(f".{path.name}.old-{unique}")
+        if path.exists():
+            path.rename(old)
+        try:
+            tmp.rename(path)
+        except BaseException:
+            if old.exists():                           # put the previous build back
+                old.rename(path)
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
     if cached:
         evict_stale_builds(config, progress)
     bar.update(1)
@@ -306,11 +497,18 @@ def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
     return cache_root() / f"{config.name}-{source_hash(config, target_kw)}"
 
 
+def cached_build_path(config: MachineConfig = COMPACT, **target_kw) -> Path:
+    """Where the cache keeps the build of `config` with these compiler options (the defaults
+    filled in as `load_machine` does), built or not."""
+    target_kw.setdefault("mlp_budget", MLP_BUDGET)
+    target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    return _cache_path(config, target_kw)
+
+
 def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
     """Remove cached builds of `config` made from other circuits than this version's (a dense
     COMPACT build is ~7 GB; every upgrade would leave one behind). Builds of the same circuits with
     other compiler options stay. Returns the removed folders."""
-    import shutil
     current = source_hash(config, {})
     removed = []
     for d in sorted(cache_root().glob(f"{config.name}-*")):
@@ -336,31 +534,61 @@ def has_checkpoint(path) -> bool:
 def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False, build: bool = True,
                  progress: bool = True, **target_kw) -> Machine:
     """The built machine for `config` from `path` or the cache, building it when missing (or when
-    the stock checkpoint is wanted, `dense`, and only the compact engine's weights are there)."""
+    the stock checkpoint is wanted, `dense`, and only the compact engine's weights are there).
+    Every load checks the build's files (`verify_build`): a corrupt cached build is said and
+    rebuilt; a corrupt build at `path` raises `CorruptBuild` naming the file. Concurrent callers
+    wanting the same missing build wait for one of them to build it (`build_lock`)."""
     kw = dict(target_kw)
     kw.setdefault("mlp_budget", MLP_BUDGET)
     kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    cached = path is None
     p = Path(path) if path is not None else _cache_path(config, kw)
-    ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / fast_file()).exists())
-    if (p / MACHINE_FILE).exists() and ready:
-        m = open_machine(p)
+
+    def opened():
+        """The machine at p when it is there, complete and intact; None when it must be built."""
+        ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / fast_file()).exists())
+        if not ((p / MACHINE_FILE).exists() and ready):
+            return None
+        try:
+            m = open_machine(p)
+            if not dense and not m.records:     # built before builds recorded hashes: read its weights now
+                m.fast_reference()
+        except CorruptBuild as e:
+            if not cached:
+                raise CorruptBuild(e.file, f"{e.reason}; rebuild it (`qwengpu build --target {config.name} "
+                                           f"--out {p}`)") from None
+            print(f"the cached machine at {p} is corrupt: {e}; rebuilding it", file=sys.stderr, flush=True)
+            return None
         if not (p / "tokenizer.json").exists():          # built before machines carried one
             save_tokenizer(p, m.tokens)
         return m
+
+    m = opened()
+    if m is not None:
+        return m
     if not build:
         raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")
-    return build_machine(config, None if path is None else p, progress=progress, dense=dense, **kw)  # None: the cache
+    if not cached:
+        check_output_folder(p)
+    with build_lock(p, progress):
+        m = opened()                  # built by another process while this one waited
+        if m is not None:
+            return m
+        return _build_locked(config, p, cached, progress, dense, False, kw)
 
 
-def build_gpu(target="compact", out=None, *, dense: bool = True, progress: bool = True, **target_kw) -> Machine:
+def build_gpu(target="compact", out=None, *, dense: bool = True, progress: bool = True, overwrite: bool = False,
+              **target_kw) -> Machine:
     """Build the GPU as a `Qwen3_5ForCausalLM` checkpoint with its tokenizer (`save_pretrained` at
     `out`, default the cache) and return the `Machine`. `target`: a machine geometry by name
     ("compact", the built-in one; "tiny", a small test machine) or a `MachineConfig`; `target_kw`:
     compiler `Target` options (mlp_budget, gdn_head_budget ...). `dense=False` saves only the
-    compact engine's sparse weights (no stock checkpoint)."""
+    compact engine's sparse weights (no stock checkpoint). A previous build at `out` is replaced;
+    another non-empty folder only with `overwrite=True` (never the root, the home folder, the cache
+    or a folder holding the current directory)."""
     if isinstance(target, str):
         target = config_named(target, "target")
-    return build_machine(target, out, progress=progress, dense=dense, **target_kw)
+    return build_machine(target, out, progress=progress, dense=dense, overwrite=overwrite, **target_kw)
 
 
 def _bar(total, desc, enabled):

@@ -1,6 +1,6 @@
 """Command-line subcommands of the splicer, for `qwengpu.cli` to mount:
 
-    qwengpu build [--target compact] [--out DIR]    the stand-alone machine checkpoint
+    qwengpu build [--target compact] [--out DIR] [--overwrite]    the stand-alone machine checkpoint
     qwengpu build --base PATH --out DIR [--machine compact|tiny | --program MODULE:FUNC] [--mtp widen|drop]
                   [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
@@ -41,7 +41,7 @@ def cmd_build(args) -> int:
 def cmd_build_machine(args) -> int:
     """Without --base: build the stand-alone machine checkpoint (cached, or at --out)."""
     from qwengpu.runtime.checkpoint import build_gpu
-    m = build_gpu(args.config, args.out, progress=not args.quiet, dense=not args.compact_only)
+    m = build_gpu(args.config, args.out, progress=not args.quiet, dense=not args.compact_only, overwrite=args.overwrite)
     if args.json:
         print(json.dumps({"path": str(m.path), **m.report}))
     else:
@@ -96,7 +96,9 @@ def add_parsers(sub) -> None:
                    help="with --base: the machine (the SIMT GPU) to splice, default compact; refused, with what it "
                         "needs, when the base's layer geometry cannot hold it")
     b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
-    b.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    b.add_argument("--overwrite", action="store_true",
+                   help="replace a non-empty output folder (without --base: one that holds no machine build; a "
+                        "previous build is always replaced)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_build)

@@ -54,7 +54,7 @@ def write_nvcc_txt() -> None:
         f"    nvcc -ptx -arch={ARCH} {' '.join(BASE_FLAGS)} -o NAME.ptx NAME.cu",
         "",
         "(through qwengpu.cuda.compile_cuda(path, arch=\"sm_75\", flags=(\"-O3\",), use_cache=False), which compiles",
-        "a temporary copy named kernel.cu). Kernels with extra flags:",
+        "the file in place). Kernels with extra flags:",
         "",
     ]
     for cu in all_sources():
