@@ -156,3 +156,14 @@ def test_cli_kl_peak_memory_is_one_model_plus_one_forwards_logits(pair, tmp_path
     grown = (mem["peak_kib"] - mem["before_kib"]) * 1024
     assert grown <= budget, f"peak RSS grew by {grown / 2**20:.0f} MiB, budget {budget / 2**20:.0f} MiB"
     assert kl.BLOCK_ELEMENTS * 8 <= 64 << 20
+
+
+def test_too_little_room_for_the_base_logits_is_said_before_the_forwards(pair, tmp_path, monkeypatch):
+    import shutil
+    base, out = pair
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: real(p)._replace(free=1 << 20))
+    with pytest.raises(OSError, match=r"0\.00 GiB free, the base's logits need 0\.07 GiB .*TMPDIR") as e:
+        measure_kl(base, out, ids=_ids(600), segment=256, workdir=tmp_path)
+    assert str(tmp_path) in str(e.value)
+    assert list(tmp_path.iterdir()) == []           # the temporary folder is gone

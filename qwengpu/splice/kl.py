@@ -19,7 +19,7 @@ tokens (from the next segment) are inserted at the same place.
 Memory: one model at a time, and nothing the size of the corpus times the vocabulary in memory.
 The base model runs first; its fp32 logits go to a temporary file (positions x base vocabulary x
 4 bytes: ~1 GB per 1,000 tokens of a 248k vocabulary; in `workdir`, default the system's temporary
-folder) and it is freed before the spliced model is loaded. The spliced model's logits are then
+folder, $TMPDIR: put it on disk, not a RAM-backed tmpfs) and it is freed before the spliced model is loaded. The spliced model's logits are then
 compared with the base's read back a block of rows at a time, so the float64 work stays small (the
 same per-row arithmetic as on whole tensors, so the same numbers). Peak memory is the larger model,
 plus one forward's logits (segment x vocabulary, fp32), plus small blocks.
@@ -27,6 +27,7 @@ plus one forward's logits (segment x vocabulary, fp32), plus small blocks.
 from __future__ import annotations
 
 import gc
+import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -175,7 +176,7 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
                progress: bool = False, workdir=None) -> KLReport:
     """KL(base || spliced) on `text` (default: the shipped corpus), or on token `ids` when given;
     see the module doc. `workdir`: where the base's logits are kept meanwhile (default: the
-    system's temporary folder; ~4 bytes x base vocabulary per token)."""
+    system's temporary folder, $TMPDIR; 4 bytes x base vocabulary per token, checked first)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -214,6 +215,12 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
     with tempfile.TemporaryDirectory(prefix="qwengpu-kl-", dir=workdir) as tmp:
         base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=bdt).eval()
         V = base.config.vocab_size
+        need = sum(len(s) for s in segs) * V * 4
+        free = shutil.disk_usage(tmp).free
+        if free < need:          # said now rather than after the base's forwards
+            raise OSError(f"{tmp}: {free / 2**30:.2f} GiB free, the base's logits need {need / 2**30:.2f} GiB "
+                          f"({sum(len(s) for s in segs)} tokens x {V} x 4 bytes); set TMPDIR (measure_kl: "
+                          "workdir=) to a folder with room, or measure fewer tokens (--max-tokens)")
         store = _LogitFile(Path(tmp) / "base-logits.f32", V)
         try:
             first_rows, kl_b, m_b = [], [], []
