@@ -16,12 +16,19 @@ tables and numbers), in segments of `segment` tokens each starting a fresh conte
 A baseline puts the launch in perspective: the base model's own KL when as many unrelated text
 tokens (from the next segment) are inserted at the same place.
 
-The base model runs first and its logits are kept (positions x vocabulary, fp32);
-then it is freed and the spliced model runs, so peak memory is one model plus those.
+Memory: one model at a time, and nothing the size of the corpus times the vocabulary in memory.
+The base model runs first; its fp32 logits go to a temporary file (positions x base vocabulary x
+4 bytes: ~1 GB per 1,000 tokens of a 248k vocabulary; in `workdir`, default the system's temporary
+folder, $TMPDIR: put it on disk, not a RAM-backed tmpfs) and it is freed before the spliced model is loaded. The spliced model's logits are then
+compared with the base's read back a block of rows at a time, so the float64 work stays small (the
+same per-row arithmetic as on whole tensors, so the same numbers). Peak memory is the larger model,
+plus one forward's logits (segment x vocabulary, fp32), plus small blocks.
 """
 from __future__ import annotations
 
 import gc
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -81,6 +88,80 @@ def _stats(kls, masses) -> KLStats:
     return KLStats(int(k.numel()), float(k.mean()), float(k.max()), float(m.mean()), float(m.max()))
 
 
+# elements per float64 temporary in the comparison (64 MB): a block of rows of the vocabulary
+BLOCK_ELEMENTS = 1 << 23
+
+
+def _block_rows(width: int) -> int:
+    return max(1, BLOCK_ELEMENTS // max(1, width))
+
+
+class _LogitFile:
+    """fp32 logits rows (positions x vocabulary) appended to a file and read back by row ranges,
+    with plain reads (no mapping), so only the rows asked for are in memory."""
+
+    def __init__(self, path: Path, width: int):
+        self.path, self.width, self.rows = path, width, 0
+        self._f = open(path, "w+b")
+
+    def append(self, logits) -> int:
+        """Writes the rows of a (rows x width) tensor; returns the index of its first row."""
+        import torch
+        a = logits.detach().to(torch.float32).contiguous().numpy()
+        if a.ndim != 2 or a.shape[1] != self.width:
+            raise ValueError(f"logits of shape {a.shape} for a file of rows of {self.width}")
+        self._f.seek(self.rows * self.width * 4)
+        self._f.write(memoryview(a).cast("B"))          # straight from the tensor's memory, no copy
+        first, self.rows = self.rows, self.rows + a.shape[0]
+        return first
+
+    def read(self, first: int, count: int):
+        import numpy as np
+        import torch
+        a = np.empty((count, self.width), dtype=np.float32)
+        self._f.seek(first * self.width * 4)
+        if self._f.readinto(memoryview(a).cast("B")) != a.nbytes:
+            raise OSError(f"{self.path}: rows {first}..{first + count} not all there")
+        return torch.from_numpy(a)
+
+    def rows_from(self, first: int) -> _Rows:
+        return _Rows(self, first)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class _Rows:
+    """The rows of a `_LogitFile` from `first` on, sliced like a tensor (`rows[a:b]`)."""
+
+    def __init__(self, store: _LogitFile, first: int):
+        self.store, self.first = store, first
+
+    def __getitem__(self, rows: slice):
+        return self.store.read(self.first + rows.start, rows.stop - rows.start)
+
+
+def _compare(logits, base, vocab: int):
+    """KL(base || model) over the first `vocab` entries and the model's mass beyond them, per row:
+    `logits` (rows x model vocabulary, any float dtype); `base[a:b]` gives the base's logits of
+    rows a..b (a tensor, or `_Rows` of the file). In blocks of rows, so the float64 temporaries stay small; each row's arithmetic
+    is the whole-tensor one's."""
+    import torch
+    n, width = logits.shape
+    step = _block_rows(max(width, vocab))
+    kls, masses = [], []
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        lp = logits[a:b].double().log_softmax(-1)
+        pb = base[a:b].double().log_softmax(-1)
+        kls.append((pb.exp() * (pb - lp[:, :vocab])).sum(-1))
+        masses.append(lp[:, vocab:].exp().sum(-1) if width > vocab else torch.zeros(b - a, dtype=torch.float64))
+        del lp, pb
+    if not kls:
+        return torch.zeros(0, dtype=torch.float64), torch.zeros(0, dtype=torch.float64)
+    return torch.cat(kls), torch.cat(masses)
+
+
 def _dtype(d):
     import torch
     if d is None or isinstance(d, torch.dtype):
@@ -92,9 +173,10 @@ def _dtype(d):
 def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32", base_dtype=None,
                segment: int = 1024, prefix: int = 48, launch: list[str] | None = None, with_launch: bool = True,
                max_tokens: int | None = None, baseline: bool = True, ids: list[int] | None = None,
-               progress: bool = False) -> KLReport:
+               progress: bool = False, workdir=None) -> KLReport:
     """KL(base || spliced) on `text` (default: the shipped corpus), or on token `ids` when given;
-    see the module doc."""
+    see the module doc. `workdir`: where the base's logits are kept meanwhile (default: the
+    system's temporary folder, $TMPDIR; 4 bytes x base vocabulary per token, checked first)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -130,52 +212,59 @@ def measure_kl(base_dir, model_dir, text: str | None = None, *, dtype="float32",
     if meta is not None and with_launch:
         from .spliced import gpu_ids
         launch_ids = gpu_ids(meta, launch if launch is not None else meta["gpu"]["sample_launch"])
-    base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=bdt).eval()
-    V = base.config.vocab_size
-    ref, kl_b, m_b = [], [], []
-    with torch.no_grad():
-        for i, s in enumerate(segs):
-            ref.append(base(input_ids=torch.tensor([s])).logits[0].float())    # kept as the model's fp32 logits
-            if baseline and launch_ids and len(s) > prefix + 1:
-                other = segs[(i + 1) % len(segs)] if len(segs) > 1 else s[::-1]
-                filler = (other * (len(launch_ids) // max(1, len(other)) + 1))[:len(launch_ids)]
-                out = base(input_ids=torch.tensor([s[:prefix] + filler + s[prefix:]])).logits[0]
-                lb = ref[-1][prefix:].double().log_softmax(-1)
-                lo = out[prefix + len(filler):].double().log_softmax(-1)
-                kl_b.append((lb.exp() * (lb - lo)).sum(-1))
-                m_b.append(torch.zeros(lb.shape[0], dtype=torch.float64))
-    del base
-    gc.collect()
+    with tempfile.TemporaryDirectory(prefix="qwengpu-kl-", dir=workdir) as tmp:
+        base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=bdt).eval()
+        V = base.config.vocab_size
+        need = sum(len(s) for s in segs) * V * 4
+        free = shutil.disk_usage(tmp).free
+        if free < need:          # said now rather than after the base's forwards
+            raise OSError(f"{tmp}: {free / 2**30:.2f} GiB free, the base's logits need {need / 2**30:.2f} GiB "
+                          f"({sum(len(s) for s in segs)} tokens x {V} x 4 bytes); set TMPDIR (measure_kl: "
+                          "workdir=) to a folder with room, or measure fewer tokens (--max-tokens)")
+        store = _LogitFile(Path(tmp) / "base-logits.f32", V)
+        try:
+            first_rows, kl_b, m_b = [], [], []
+            with torch.no_grad():
+                for i, s in enumerate(segs):
+                    ref = base(input_ids=torch.tensor([s])).logits[0].float()   # the model's fp32 logits
+                    first_rows.append(store.append(ref))
+                    if baseline and launch_ids and len(s) > prefix + 1:
+                        other = segs[(i + 1) % len(segs)] if len(segs) > 1 else s[::-1]
+                        filler = (other * (len(launch_ids) // max(1, len(other)) + 1))[:len(launch_ids)]
+                        out = base(input_ids=torch.tensor([s[:prefix] + filler + s[prefix:]])).logits[0]
+                        k, _ = _compare(out[prefix + len(filler):], ref[prefix:], V)
+                        kl_b.append(k)
+                        m_b.append(torch.zeros(k.shape[0], dtype=torch.float64))
+                        del out
+                    del ref
+            del base                 # freed before the spliced model is loaded: one model at a time
+            gc.collect()
 
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dt).eval()
-    kl_t, m_t, kl_a, m_a, kl_f, m_f, kl_r, m_r = ([] for _ in range(8))
-
-    def compare(logits, lp_base):
-        lp = logits.double().log_softmax(-1)
-        pb = lp_base.double().log_softmax(-1)
-        kl = (pb.exp() * (pb - lp[:, :V])).sum(-1)
-        mass = lp[:, V:].exp().sum(-1) if lp.shape[1] > V else torch.zeros(lp.shape[0], dtype=torch.float64)
-        return kl, mass
-
-    with torch.no_grad():
-        for s, lp_base in zip(segs, ref):
-            out = model(input_ids=torch.tensor([s])).logits[0]
-            k, m = compare(out, lp_base)
-            kl_t.append(k)
-            m_t.append(m)
-            if launch_ids and len(s) > prefix + 1:
-                x = s[:prefix] + launch_ids + s[prefix:]
-                out = model(input_ids=torch.tensor([x])).logits[0]
-                after = out[prefix + len(launch_ids):]         # predictions made at text positions after it
-                k, m = compare(after, lp_base[prefix:])
-                kl_a.append(k)
-                m_a.append(m)
-                kl_f.append(k[:3])
-                m_f.append(m[:3])
-                kl_r.append(k[3:])
-                m_r.append(m[3:])
-    del model
-    gc.collect()
+            model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dt).eval()
+            kl_t, m_t, kl_a, m_a, kl_f, m_f, kl_r, m_r = ([] for _ in range(8))
+            with torch.no_grad():
+                for s, r0 in zip(segs, first_rows):
+                    out = model(input_ids=torch.tensor([s])).logits[0]
+                    k, m = _compare(out, store.rows_from(r0), V)
+                    del out
+                    kl_t.append(k)
+                    m_t.append(m)
+                    if launch_ids and len(s) > prefix + 1:
+                        x = s[:prefix] + launch_ids + s[prefix:]
+                        out = model(input_ids=torch.tensor([x])).logits[0]
+                        after = out[prefix + len(launch_ids):]    # predictions made at text positions after it
+                        k, m = _compare(after, store.rows_from(r0 + prefix), V)
+                        del out, after
+                        kl_a.append(k)
+                        m_a.append(m)
+                        kl_f.append(k[:3])
+                        m_f.append(m[:3])
+                        kl_r.append(k[3:])
+                        m_r.append(m[3:])
+            del model
+            gc.collect()
+        finally:
+            store.close()
     rep = KLReport(str(base_dir), str(model_dir), str(dt).replace("torch.", ""), str(bdt).replace("torch.", ""),
                    len(segs), _stats(kl_t, m_t), launch_tokens=len(launch_ids),
                    seconds=time.perf_counter() - t0, notes=notes)
