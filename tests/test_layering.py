@@ -35,6 +35,9 @@ ALLOWED = {
     "qwengpu.bench": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify",
                       "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.api", "qwengpu.runtime"},
+    # the table of limits behind docs/limits.md
+    "qwengpu.limits": {"qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.machine", "qwengpu.assembler",
+                       "qwengpu.runtime"},
     # on top
     "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.compiler",
                     "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime"},
