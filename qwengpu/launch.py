@@ -26,6 +26,7 @@ argument order), so per-step register values (pointers included) can be compared
 from __future__ import annotations
 
 import json
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,10 +119,10 @@ def check_step_limit(max_steps) -> int | None:
     the launch) or a positive int."""
     if max_steps is None:
         return None
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
+    if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or max_steps <= 0:
         raise LaunchError(f"max_steps (--max-steps) must be a positive number of steps, got {max_steps!r}; "
                           f"leave it out for the engine's default")
-    return max_steps
+    return int(max_steps)
 
 
 def _element(x, dtype: np.dtype):

@@ -238,6 +238,7 @@ def test_non_positive_step_limits_are_refused_by_the_api_and_the_cli(tmp_path):
             qwengpu.run(_ptx(STORE_TID), _spec(), max_steps=bad)
     with pytest.raises(LaunchError, match="got 0"):
         qwengpu.run_many(_ptx(STORE_TID), [_spec()], engine="interp", max_steps=0)
+    assert qwengpu.run(_ptx(STORE_TID), _spec(), max_steps=np.int64(50)).steps <= 50     # any integer type
     prog, launch = tmp_path / "k.ptx", tmp_path / "k.json"
     prog.write_text(_ptx(STORE_TID))
     launch.write_text(json.dumps(_spec()))
