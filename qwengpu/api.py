@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from .cuda import compile_cuda
-from .launch import LaunchResult, LaunchSpec
+from .launch import LaunchResult, LaunchSpec, check_step_limit
 from .ptx.ir import Module
 from .ptx.isa import validate_module
 from .ptx.parser import parse_ptx
@@ -52,22 +52,23 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
     interpreter), "sim" (the machine's token-level simulator) or "model" (the model's stock
     forward passes; options: machine, check_prefill, progress, device, on_token), "compact" (the
     same weights through the compact engine; same options) or "compact-ref" (the reference compact
-    engine, to check and time the compact one). `max_steps` bounds
-    interpreter steps, or generated tokens on the machine. `approx`: as for `load_program`."""
+    engine, to check and time the compact one). `max_steps` (a positive int) bounds interpreter
+    steps, or generated tokens on the machine; by default a limit that grows with the launch's warps
+    (`docs/limits.md`). `approx`: as for `load_program`."""
+    check_step_limit(max_steps)
     module = load_program(program, approx=approx)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
     if engine == "interp":
-        from .interp.interpreter import DEFAULT_MAX_STEPS, interpret
+        from .interp.interpreter import interpret
         if options:
             raise TypeError(f"unexpected options for the interpreter: {', '.join(options)}")
-        return interpret(module, spec, kernel=kernel, max_steps=max_steps or DEFAULT_MAX_STEPS, trace=trace)
+        return interpret(module, spec, kernel=kernel, max_steps=max_steps, trace=trace)
     if engine == "sim":
-        from .runtime.engines import DEFAULT_MAX_TOKENS, run_on_simulator
-        return run_on_simulator(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS, **options)
+        from .runtime.engines import run_on_simulator
+        return run_on_simulator(module, spec, kernel=kernel, max_tokens=max_steps, **options)
     if engine in MODEL_ENGINES:
-        from .runtime.engines import DEFAULT_MAX_TOKENS, run_on_model
-        return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps or DEFAULT_MAX_TOKENS,
-                            forward=engine, **options)
+        from .runtime.engines import run_on_model
+        return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps, forward=engine, **options)
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
 
 
@@ -88,6 +89,7 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
     "sim" one after another. A launch that fails: with `return_exceptions` its entry is the
     exception, else the first failure is raised. Options as for `run` (machine, device,
     check_states, progress, ...)."""
+    check_step_limit(max_steps)
     specs = [s if isinstance(s, LaunchSpec) else LaunchSpec.from_json(s) for s in launches]
     if isinstance(programs, (list, tuple)):
         if len(programs) != len(specs):
@@ -107,14 +109,14 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
                     raise
                 out.append(e)
         return out
-    from .runtime.engines import DEFAULT_MAX_TOKENS, run_batch_on_model
+    from .runtime.engines import run_batch_on_model
     if options.get("machine") is None:            # load once for every batch
         options["machine"] = default_machine(engine, options.get("progress", True))
     size = batch_size or max(1, len(specs))
     out = []
     for i in range(0, len(specs), size):
         out += run_batch_on_model(modules[i:i + size], specs[i:i + size], kernels[i:i + size],
-                                  max_tokens=max_steps or DEFAULT_MAX_TOKENS, forward=engine,
+                                  max_tokens=max_steps, forward=engine,
                                   return_exceptions=return_exceptions, **options)
     return out
 

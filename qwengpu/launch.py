@@ -10,9 +10,15 @@ A launch spec is the JSON object of the CLI contract::
 A struct passed by value (`.param .align N .b8 p[SIZE]`) is `{"struct": "HEX"}`: its SIZE bytes
 in memory order as hex digits (e.g. `"0300000000f9ff02"` for an 8-byte struct), any size.
 
-`grid` and `block` are an int or `[x, y, z]`. An optional `"shared_bytes"` gives the size of
-dynamic shared memory (`extern __shared__`). Float data may use the strings "nan", "inf", "-inf";
-any element may be a string "0x..." giving its raw bit pattern.
+`grid` and `block` (both required) are an int or `[x, y, z]`. An optional `"shared_bytes"` gives
+the size of dynamic shared memory (`extern __shared__`). Float data may use the strings "nan",
+"inf", "-inf"; any element may be a string "0x..." giving its raw bit pattern (at most the dtype's
+width). A value the dtype cannot hold (an int out of range, a float beyond float32's range, a bit
+pattern wider than the dtype) is refused, naming the argument and the element.
+
+CUDA's launch limits (`CUDA_LIMITS`: block and grid dimensions, threads per block, shared memory)
+are checked here and by `check_kernel_limits`, which every engine calls: a launch CUDA refuses is
+refused by every engine with the same `LaunchError` (`docs/limits.md`).
 
 Every engine places the buffers at the same global addresses (`GLOBAL_BASE`, 16-byte aligned, in
 argument order), so per-step register values (pointers included) can be compared across engines.
@@ -20,6 +26,7 @@ argument order), so per-step register values (pointers included) can be compared
 from __future__ import annotations
 
 import json
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +47,37 @@ class LaunchError(ValueError):
     """A malformed launch spec, or one that does not fit the kernel."""
 
 
+@dataclass(frozen=True)
+class CudaLimits:
+    """CUDA's limits for compute capability 9.0 (the target nvcc 13 compiles for; the CUDA C++
+    Programming Guide's table of technical specifications). Every engine refuses a launch beyond
+    them, with the same message."""
+    threads_per_block: int = 1024
+    block_dims: tuple = (1024, 1024, 64)
+    grid_dims: tuple = ((1 << 31) - 1, 65535, 65535)
+    #: static `__shared__` per kernel (ptxas refuses more)
+    static_shared_bytes: int = 48 * 1024
+    #: static + dynamic shared memory of a launch: 48 KiB unless the kernel opts in with
+    #: cudaFuncAttributeMaxDynamicSharedMemorySize, which a launch spec cannot say
+    shared_bytes: int = 48 * 1024
+    #: the module's `.const` variables together (ptxas refuses more)
+    const_bytes: int = 64 * 1024
+    #: local memory (the stack) per thread
+    local_bytes_per_thread: int = 512 * 1024
+
+
+CUDA_LIMITS = CudaLimits()
+
+#: qwenGPU's own bound on global memory (the launch's buffers and the module's `.global` variables
+#: together): CUDA's is the device's memory; this keeps a small spec from allocating gigabytes
+MAX_GLOBAL_BYTES = 1 << 28
+
+
 def _dim3(v, what: str) -> tuple[int, int, int]:
-    if isinstance(v, int):
+    if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
-    if not isinstance(v, (list, tuple)) or not 1 <= len(v) <= 3 or not all(isinstance(x, int) for x in v):
+    if (not isinstance(v, (list, tuple)) or not 1 <= len(v) <= 3
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in v)):
         raise LaunchError(f"{what} must be an int or a list of 1-3 ints, got {v!r}")
     v = list(v) + [1] * (3 - len(v))
     if any(x < 1 for x in v):
@@ -51,13 +85,59 @@ def _dim3(v, what: str) -> tuple[int, int, int]:
     return tuple(v)
 
 
+def check_dims(grid: tuple, block: tuple):
+    """CUDA's limits on a launch's shape (`CUDA_LIMITS`), as every engine refuses it."""
+    lim = CUDA_LIMITS
+    for what, dims, most in (("block", block, lim.block_dims), ("grid", grid, lim.grid_dims)):
+        for axis, n, m in zip("xyz", dims, most):
+            if n > m:
+                raise LaunchError(f"{what} {axis} of {n} exceeds CUDA's limit of {m} "
+                                  f"(CUDA limits {what} dimensions to {list(most)})")
+    threads = block[0] * block[1] * block[2]
+    if threads > lim.threads_per_block:
+        raise LaunchError(f"a block of {threads} threads exceeds CUDA's limit of {lim.threads_per_block} "
+                          f"threads per block")
+
+
+def check_shared_bytes(static: int, dynamic: int, kernel: str | None = None):
+    """CUDA's shared memory limits: static `__shared__` of a kernel, and static + dynamic of a launch."""
+    lim = CUDA_LIMITS
+    who = f"kernel {kernel}" if kernel else "the kernel"
+    if static > lim.static_shared_bytes:
+        raise LaunchError(f"{who} declares {static} bytes of static shared memory; CUDA allows at most "
+                          f"{lim.static_shared_bytes}")
+    # dynamic shared memory starts 16-byte aligned after the static variables (on every engine)
+    total = (static + 15) // 16 * 16 + dynamic if dynamic else static
+    if total > lim.shared_bytes:
+        raise LaunchError(f"{who} with shared_bytes {dynamic} needs {total} bytes of shared memory "
+                          f"({static} static, {dynamic} dynamic); CUDA allows at most "
+                          f"{lim.shared_bytes} per block (a launch spec cannot opt in to more)")
+
+
+def check_step_limit(max_steps) -> int | None:
+    """A step limit as given to `run`, `run_many` or `--max-steps`: None (the engine's default for
+    the launch) or a positive int."""
+    if max_steps is None:
+        return None
+    if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or max_steps <= 0:
+        raise LaunchError(f"max_steps (--max-steps) must be a positive number of steps, got {max_steps!r}; "
+                          f"leave it out for the engine's default")
+    return int(max_steps)
+
+
 def _element(x, dtype: np.dtype):
     """One JSON element -> a value of `dtype` (raw "0x..." bit patterns and nan/inf allowed)."""
     if isinstance(x, str):
         s = x.strip().lower()
         if s.startswith("0x") or s.startswith("-0x"):
-            bits = int(s, 16)
+            try:
+                bits = int(s, 16)
+            except ValueError:
+                raise LaunchError(f"cannot read {x!r} as {dtype.name}") from None
             width = dtype.itemsize * 8
+            # a bit pattern of at most the dtype's width (a negative one as two's complement)
+            if not -(1 << (width - 1)) <= bits < (1 << width):
+                raise LaunchError(f"{x!r} does not fit in {dtype.name}'s {width} bits")
             raw = np.array([bits & ((1 << width) - 1)], dtype=f"u{dtype.itemsize}")
             return raw.view(dtype)[0]
         if s in ("nan", "inf", "-inf", "+inf") and dtype.kind == "f":
@@ -73,7 +153,17 @@ def _element(x, dtype: np.dtype):
         info = np.iinfo(dtype)
         if not info.min <= x <= info.max:
             raise LaunchError(f"{x} does not fit in {dtype.name}")
-    return dtype.type(x)
+        return dtype.type(x)
+    try:
+        f = float(x)
+    except OverflowError:
+        f = float("inf")
+    with np.errstate(over="ignore"):
+        v = dtype.type(f)
+    if np.isinf(v):        # a finite number beyond the dtype's range (write "inf" for infinity)
+        raise LaunchError(f"{x!r} is beyond {dtype.name}'s range (largest finite "
+                          f"{np.finfo(dtype).max!r}); write \"inf\" or \"-inf\" for an infinity")
+    return v
 
 
 @dataclass
@@ -105,6 +195,19 @@ class LaunchSpec:
     args: list[Arg] = field(default_factory=list)
     shared_bytes: int = 0
 
+    def __post_init__(self):
+        self.check()
+
+    def check(self):
+        """CUDA's limits on the launch alone (its shape, its dynamic shared memory): every engine
+        checks them again before running (`qwengpu.interp.memory.check_kernel_limits`), in case
+        the spec was changed after it was made."""
+        check_dims(self.grid, self.block)
+        if isinstance(self.shared_bytes, bool) or not isinstance(self.shared_bytes, int) or self.shared_bytes < 0:
+            raise LaunchError(f"shared_bytes must be a non-negative int (bytes of dynamic shared memory), "
+                              f"got {self.shared_bytes!r}")
+        check_shared_bytes(0, self.shared_bytes, self.kernel)
+
     @property
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
@@ -133,7 +236,11 @@ class LaunchSpec:
         unknown = set(obj) - {"kernel", "grid", "block", "args", "shared_bytes"}
         if unknown:
             raise LaunchError(f"unknown launch spec keys: {', '.join(sorted(unknown))}")
-        args = []
+        if not isinstance(obj.get("args", []), list):
+            raise LaunchError("args must be a list")
+        if not isinstance(obj.get("kernel"), (str, type(None))):
+            raise LaunchError(f"kernel must be a kernel's name, got {obj['kernel']!r}")
+        args, global_bytes = [], 0
         for k, a in enumerate(obj.get("args", [])):
             if not isinstance(a, dict):
                 raise LaunchError(f"args[{k}] must be an object")
@@ -145,16 +252,27 @@ class LaunchSpec:
                 if "data" in a:
                     if not isinstance(a["data"], list):
                         raise LaunchError(f"args[{k}].data must be a list")
-                    try:
-                        data = np.array([_element(x, npdt) for x in a["data"]], dtype=npdt)
-                    except LaunchError as e:
-                        raise LaunchError(f"args[{k}]: {e}") from None
+                    values = []
+                    for j, x in enumerate(a["data"]):
+                        try:
+                            values.append(_element(x, npdt))
+                        except LaunchError as e:
+                            raise LaunchError(f"args[{k}].data[{j}]: {e}") from None
+                    data = np.array(values, dtype=npdt)
                 elif "size" in a:
-                    if not isinstance(a["size"], int) or a["size"] < 0:
+                    if isinstance(a["size"], bool) or not isinstance(a["size"], int) or a["size"] < 0:
                         raise LaunchError(f"args[{k}].size must be a non-negative int")
+                    if a["size"] * npdt.itemsize > MAX_GLOBAL_BYTES:
+                        raise LaunchError(f"args[{k}]: a buffer of {a['size']} {dt} is "
+                                          f"{a['size'] * npdt.itemsize} bytes; qwenGPU's global memory "
+                                          f"holds at most {MAX_GLOBAL_BYTES}")
                     data = np.zeros(a["size"], dtype=npdt)
                 else:
                     raise LaunchError(f"args[{k}]: a buffer needs 'data' or 'size'")
+                global_bytes += data.nbytes
+                if global_bytes > MAX_GLOBAL_BYTES:
+                    raise LaunchError(f"args[{k}]: the buffers up to this one need {global_bytes} bytes; "
+                                      f"qwenGPU's global memory holds at most {MAX_GLOBAL_BYTES}")
                 args.append(Arg("buffer", dt, data=data))
             elif "scalar" in a:
                 dt = a["scalar"]
@@ -170,9 +288,11 @@ class LaunchSpec:
                 args.append(Arg("scalar", "struct", value=struct_value(a["struct"], f"args[{k}].struct")))
             else:
                 raise LaunchError(f"args[{k}] needs 'buffer', 'scalar' or 'struct'")
-        return cls(kernel=obj.get("kernel"), grid=_dim3(obj.get("grid", 1), "grid"),
-                   block=_dim3(obj.get("block", 1), "block"), args=args,
-                   shared_bytes=int(obj.get("shared_bytes", 0)))
+        for key in ("grid", "block"):
+            if key not in obj:
+                raise LaunchError(f"the launch spec needs {key!r} (an int or [x, y, z])")
+        return cls(kernel=obj.get("kernel"), grid=_dim3(obj["grid"], "grid"), block=_dim3(obj["block"], "block"),
+                   args=args, shared_bytes=obj.get("shared_bytes", 0))
 
     def to_json(self) -> dict:
         d = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),

@@ -36,6 +36,9 @@ ALLOWED = {
                       "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu.opbench": {"qwengpu", "qwengpu.api", "qwengpu.cuda", "qwengpu.machine"},
     "qwengpu": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.api", "qwengpu.runtime"},
+    # the table of limits behind docs/limits.md
+    "qwengpu.limits": {"qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.machine", "qwengpu.assembler",
+                       "qwengpu.runtime"},
     # on top
     "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.compiler",
                     "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime"},

@@ -3,16 +3,32 @@ globals, constants, shared and local memory go, and which machine bytes are vali
 from __future__ import annotations
 
 from qwengpu.interp.interpreter import ModuleAnalysis
-from qwengpu.interp.memory import global_layout
+from qwengpu.interp.memory import check_kernel_limits, global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
+from qwengpu.machine.config import LANES
+from qwengpu.machine.format import BLOCK_BITS, WARP_BITS
 from qwengpu.machine.layout import LINE, LOCAL_BYTES, LOCAL_THREADS, REGIONS, MachineLayout
 from qwengpu.ptx.ir import Module
 
 from .lower import AssemblerError
 
 
+def check_launch_shape(spec: LaunchSpec):
+    """The machine's limits on a launch's shape (every geometry's: the token fields' widths)."""
+    if spec.blocks > 1 << BLOCK_BITS:
+        raise AssemblerError(f"the launch has {spec.blocks} blocks; the machine runs at most {1 << BLOCK_BITS}")
+    if spec.threads_per_block > LANES << WARP_BITS:
+        raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
+                             f"{1 << WARP_BITS} warps of {LANES} lanes")
+
+
 def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> MachineLayout:
-    prog = ModuleAnalysis(module)
+    """Where the launch's memories lie on the machine. CUDA's limits are refused first, as the
+    interpreter refuses them, then the machine's own."""
+    fn = module.kernel(kernel_name)
+    check_kernel_limits(module, spec, fn)
+    check_launch_shape(spec)
+    prog = ModuleAnalysis(module, fn)
     glay = global_layout(spec, module)
     lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
                         len(prog.const_init), {}, 0, dict(prog.local_offsets), dict(prog.local_size), 0,

@@ -7,7 +7,8 @@ Model (see docs/interpreter.md):
   pc) entries. A divergent branch reconverges at its immediate post-dominator.
 - Registers are raw bit patterns (Python ints per lane); every instruction interprets them by its
   type suffix. An unwritten register reads as 0.
-- One *step* is one warp-instruction issued. `max_steps` bounds a launch.
+- One *step* is one warp-instruction issued. `max_steps` bounds a launch (default:
+  `default_max_steps`, which grows with the launch's warps).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qwengpu.launch import LaunchResult, LaunchSpec
+from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm, Instr, Label, Module, Neg, Pair, Reg, Special, Sym,
                             Vec)
 from qwengpu.ptx.isa import validate_module
@@ -24,11 +25,25 @@ from qwengpu.ptx.isa import validate_module
 from . import alu
 from .cfg import immediate_postdominators
 from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault, FlatMemory,
-                     MemoryFault, buffers_to_global, check_alignment, layout_variables, read_back)
+                     MemoryFault, buffers_to_global, check_alignment, check_kernel_limits, kernel_shared_variables,
+                     layout_variables, read_back, shared_end)
 
 LANES = 4
 FULL = (1 << LANES) - 1
+#: the default step limit: this many steps, or `STEPS_PER_WARP` for each warp of the launch when
+#: that is more (a launch's legitimate work grows with its warps; a runaway loop still stops)
 DEFAULT_MAX_STEPS = 2_000_000
+STEPS_PER_WARP = 200_000
+
+
+def launch_warps(spec: LaunchSpec) -> int:
+    """The warps a launch runs: every block's threads in warps of `LANES`."""
+    return spec.blocks * -(-spec.threads_per_block // LANES)
+
+
+def default_max_steps(spec: LaunchSpec) -> int:
+    """The interpreter's step limit for `spec` when none is given."""
+    return max(DEFAULT_MAX_STEPS, STEPS_PER_WARP * launch_warps(spec))
 
 
 class StepLimitExceeded(ExecutionFault):
@@ -135,21 +150,20 @@ class Warp:
 
 
 class ModuleAnalysis:
-    """Per-module precomputation: reconvergence points, shared/const/local layouts."""
+    """Per-module precomputation: reconvergence points, shared/const/local layouts. Shared memory
+    is laid out for `kernel` (only the variables it reaches: `kernel_shared_variables`)."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, kernel: Function | None = None):
         self.module = module
         self.ipdom = {name: immediate_postdominators(fn) for name, fn in module.functions.items()
                       if not fn.declared_only}
-        shared_vars = [v for v in module.vars.values() if v.space == "shared" and not v.extern]
-        for fn in module.functions.values():
-            shared_vars += [v for v in fn.vars.values() if v.space == "shared" and not v.extern]
-        self.shared_offsets = layout_variables(shared_vars)
-        end = max([self.shared_offsets[v.name] + (v.size or 0) for v in shared_vars], default=0)
-        self.static_shared = end
-        self.dynamic_shared = [v.name for v in list(module.vars.values()) +
-                               [v for fn in module.functions.values() for v in fn.vars.values()]
-                               if v.space == "shared" and v.extern]
+        every = [v for v in module.vars.values() if v.space == "shared"] + [
+            v for fn in module.functions.values() for v in fn.vars.values() if v.space == "shared"]
+        shared = every if kernel is None else kernel_shared_variables(module, kernel)
+        static = [v for v in shared if not v.extern]
+        self.shared_offsets = layout_variables(static)
+        self.static_shared = shared_end(static, self.shared_offsets)
+        self.dynamic_shared = [v.name for v in shared if v.extern]
         const_vars = [v for v in module.vars.values() if v.space == "const"]
         self.const_offsets = layout_variables(const_vars)
         size = max([self.const_offsets[v.name] + (v.size or 0) for v in const_vars], default=0)
@@ -175,13 +189,14 @@ class ModuleAnalysis:
 
 class Interpreter:
     def __init__(self, module: Module, spec: LaunchSpec, kernel: str | None = None,
-                 max_steps: int = DEFAULT_MAX_STEPS, trace: bool = False):
+                 max_steps: int | None = None, trace: bool = False):
         validate_module(module)
         self.module = module
         self.spec = spec
         self.kernel = module.kernel(kernel if kernel is not None else spec.kernel)
-        self.prog = ModuleAnalysis(module)
-        self.max_steps = max_steps
+        check_kernel_limits(module, spec, self.kernel)      # before anything is allocated
+        self.prog = ModuleAnalysis(module, self.kernel)
+        self.max_steps = check_step_limit(max_steps) or default_max_steps(spec)
         self.record = trace
         self.trace = Trace(kernel=self.kernel.name)
         self.steps = 0
@@ -207,11 +222,6 @@ class Interpreter:
             if not a.is_buffer and np.dtype(a.value.dtype).itemsize != p.size:
                 raise ExecutionFault(f"argument {i} is a {a.dtype} scalar but parameter {p.name} has "
                                      f"{p.size} bytes", kernel=self.kernel.name).locate()
-        if self.spec.threads_per_block > 1024:
-            raise ExecutionFault("a block may have at most 1024 threads").locate()
-        dyn = self.prog.dynamic_shared
-        if self.spec.shared_bytes and not dyn:
-            pass
 
     def _apply_relocations(self):
         for v in self.module.vars.values():
@@ -351,8 +361,7 @@ class Interpreter:
         pc = top.pc
         ins = frame.fn.body[pc]
         if self.steps >= self.max_steps:
-            self._fault(StepLimitExceeded(f"step limit of {self.max_steps} steps exceeded (a runaway "
-                                          f"loop? raise max_steps)"), warp, frame, pc, ins)
+            self._fault(StepLimitExceeded(self._step_limit_reason(warp, frame, pc)), warp, frame, pc, ins)
         self.steps += 1
         mask = top.mask
         self.lane_instructions += bin(mask).count("1")
@@ -372,6 +381,30 @@ class Interpreter:
             self._execute(warp, frame, top, ins, pc, mask, execm)
         except ExecutionFault as e:
             self._fault(e, warp, frame, pc, ins)
+
+    def _step_limit_reason(self, warp: Warp, frame: Frame, pc: int) -> str:
+        """Why the step limit stopped the launch: a warp spinning on memory that a warp of its block
+        which has not run yet would write (the warps of a block run one at a time), or else a loop
+        that runs too long."""
+        limit = f"step limit of {self.max_steps} steps exceeded"
+        waiting = [w.index for w in self.warps if w is not warp and w.state != "done"]
+        body = frame.fn.body
+        # the innermost loop around pc: the nearest backward branch at or after pc that jumps to or before it
+        loop = next(((frame.fn.labels[o.name], j) for j in range(pc, len(body)) if body[j].op == "bra"
+                     for o in body[j].operands if isinstance(o, Label) and frame.fn.labels.get(o.name, pc + 1) <= pc),
+                    None)
+        if waiting and loop is not None:
+            spaces = sorted({ins.info.space or "generic" for ins in body[loop[0]:loop[1] + 1]
+                             if ins.op in ("ld", "atom") and ins.info.space in (None, "shared", "global")})
+            if spaces:
+                lines = f"lines {body[loop[0]].line}-{body[loop[1]].line}"
+                return (f"{limit}: warp {warp.index} spins in a loop reading {' and '.join(spaces)} memory "
+                        f"({lines}) while warp(s) {', '.join(map(str, waiting))} of its block have not run to "
+                        f"a barrier or exit. The interpreter (like the machine) runs a block's warps one at a "
+                        f"time, each until a barrier or its exit, so a warp waiting for another warp's write "
+                        f"(a flag, a lock) never sees it; order them with __syncthreads() (raising max_steps "
+                        f"will not help)")
+        return f"{limit} (a runaway loop? raise max_steps)"
 
     def _finish_frame(self, warp: Warp):
         done = warp.frames.pop()
@@ -1257,6 +1290,6 @@ _HANDLERS.update({"setp": h_setp, "set": h_setp, "selp": h_selp, "slct": h_selp,
 
 
 def interpret(module: Module, spec: LaunchSpec, kernel: str | None = None,
-              max_steps: int = DEFAULT_MAX_STEPS, trace: bool = False) -> LaunchResult:
+              max_steps: int | None = None, trace: bool = False) -> LaunchResult:
     """Run one launch on the reference interpreter."""
     return Interpreter(module, spec, kernel=kernel, max_steps=max_steps, trace=trace).run()

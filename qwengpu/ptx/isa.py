@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import TYPE_BITS, Addr, Function, Instr, Label, Module
+from .ir import TYPE_BITS, Addr, Function, Imm, Instr, Label, Module
 from .printf import expand_printf
 from .parser import PTXSyntaxError
 
@@ -579,6 +579,25 @@ APPROX_REFUSED = ("approximate instruction `{}` refused: its result is qwenGPU's
                   "instructions to run it")
 
 
+def _immediate_widths(ins: Instr):
+    """(operand, bits) of each integer immediate operand and the width it must fit: the
+    instruction's integer type (a cvt's source type; a wide multiply-add's addend twice it), else
+    64 bits (PTX integer literals are 64-bit)."""
+    info = ins.info
+    typ = info.src_type if info.op == "cvt" else info.type
+    width = TYPE_BITS[typ] if typ in INT_TYPES else 64
+    for k, o in enumerate(ins.operands):
+        if isinstance(o, Imm) and o.bits is None and isinstance(o.value, int):
+            yield o, (2 * width if info.mode == "wide" and k == 3 else width)
+
+
+def check_immediates(ins: Instr) -> list[PTXSyntaxError]:
+    """An integer immediate wider than its operand is refused (ptxas would keep its low bits)."""
+    return [PTXUnsupported(f"immediate {o.value} does not fit the {w}-bit operand of `{ins.opcode}` "
+                           f"(from {-(1 << (w - 1))} to {(1 << w) - 1})", ins.line, ins.text)
+            for o, w in _immediate_widths(ins) if not -(1 << (w - 1)) <= o.value < (1 << w)]
+
+
 def validate_function(fn: Function, module: Module, approx: bool = True) -> list[PTXSyntaxError]:
     errors: list[PTXSyntaxError] = []
     for ins in fn.body:
@@ -587,6 +606,7 @@ def validate_function(fn: Function, module: Module, approx: bool = True) -> list
         except PTXSyntaxError as e:
             errors.append(e)
             continue
+        errors += check_immediates(ins)
         if not approx and "approx" in ins.info.flags:
             errors.append(PTXUnsupported(APPROX_REFUSED.format(ins.opcode), ins.line, ins.text))
         for o in ins.operands:

@@ -14,6 +14,14 @@ from .ir import (TYPE_BITS, Addr, ArgList, Function, Guard, Imm, Instr, Label, M
                  Sym, Variable, Vec)
 
 
+#: the PTX ISA versions accepted: 1.0 up to 9.x (nvcc 13 writes `.version 9.0`); a later version
+#: may hold constructs this parser has never seen, so it is refused naming the line
+PTX_VERSIONS = ((1, 0), (9, 99))
+#: registers one function may declare (`.reg .b32 %r<N>` and the like, together): far more than
+#: nvcc declares for any kernel qwenGPU can run, and a bound on what a short file can allocate
+MAX_REGISTERS = 1 << 18
+
+
 class PTXSyntaxError(ValueError):
     """Malformed or unsupported PTX; the message names the line and the construct."""
 
@@ -164,7 +172,15 @@ class _Parser:
             t = self.peek()
             if t.text == ".version":
                 self.next()
-                m.version = self.next().text
+                v = self.next()
+                found = re.fullmatch(r"(\d+)\.(\d+)", v.text)
+                if not found:
+                    self.error(f"malformed PTX version {v.text!r} (expected MAJOR.MINOR, e.g. 9.0)", v)
+                first, last = PTX_VERSIONS
+                if not first <= (int(found[1]), int(found[2])) <= last:
+                    self.error(f"PTX version {v.text} is not supported (accepted: {first[0]}.{first[1]} to "
+                               f"{last[0]}.x; nvcc 13 writes 9.0)", v)
+                m.version = v.text
             elif t.text == ".target":
                 self.next()
                 parts = [self.ident("a target").text]
@@ -544,6 +560,9 @@ class _Body:
             if p.accept("<"):
                 n = p.int_value("a register count")
                 p.expect(">")
+                if len(self.fn.regs) + n > MAX_REGISTERS:
+                    p.error(f"{name}<{n}> declares more registers than qwenGPU accepts in one function "
+                            f"({MAX_REGISTERS} together)", t)
                 for k in range(n):
                     self.fn.regs[self.declare(f"{name}{k}")] = typ
             else:

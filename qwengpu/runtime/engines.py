@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qwengpu.compiler.margins import FormNoise
+from qwengpu.interp.interpreter import launch_warps
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.interp.printf import machine_printf
-from qwengpu.launch import LaunchResult, LaunchSpec
+from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble
 from qwengpu.machine.config import COMPACT, MachineConfig
@@ -24,7 +25,16 @@ from qwengpu.machine.tokens import token_text
 
 from .prompt import prompt_tokens
 
+#: the default token limit: this many generated tokens, or `TOKENS_PER_WARP` for each warp of the
+#: launch when that is more (a launch's legitimate work grows with its warps: NVIDIA's matrixMul
+#: sample on 8x8 matrices in 4x4 tiles, 16 warps, needs 109,898 tokens); a runaway loop still stops
 DEFAULT_MAX_TOKENS = 100_000
+TOKENS_PER_WARP = 25_000
+
+
+def default_max_tokens(spec: LaunchSpec) -> int:
+    """The machine engines' token limit for `spec` when none is given."""
+    return max(DEFAULT_MAX_TOKENS, TOKENS_PER_WARP * launch_warps(spec))
 FINAL = ("<halt>",)
 
 
@@ -49,9 +59,9 @@ def _lane_instructions(image, tokens) -> int:
 
 
 def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig = COMPACT,
-                     max_tokens: int = DEFAULT_MAX_TOKENS) -> LaunchResult:
+                     max_tokens: int | None = None) -> LaunchResult:
     img = assemble(module, spec, kernel, config)
-    res = Simulator(img, module, spec, max_tokens=max_tokens).run()
+    res = Simulator(img, module, spec, max_tokens=check_step_limit(max_tokens) or default_max_tokens(spec)).run()
     texts = [token_text(t) for t in res.tokens]
     return LaunchResult(img.kernel, "sim", res.buffers, steps=len(res.passes), tokens=len(texts),
                         lane_instructions=_lane_instructions(img, texts),
@@ -334,8 +344,8 @@ class _Launch:
         self.prompt = prompt_tokens(self.img, module, spec)
         self.prefix = list(prefix or [])
         self.stream = TokenStream(self.prompt)
-        self.max_tokens = max_tokens
-        self.check = StateCheck(machine, self.img, module, spec, max_tokens) if check_states else None
+        self.max_tokens = check_step_limit(max_tokens) or default_max_tokens(spec)
+        self.check = StateCheck(machine, self.img, module, spec, self.max_tokens) if check_states else None
         self.hooks = [h for h in (self.check, on_token) if h is not None]
         self.error = None
         self.ended = None        # (memory image, memory margin, pending addresses) read when it ended
@@ -392,7 +402,7 @@ class _Launch:
 
 
 def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, machine=None,
-                       max_tokens: int = DEFAULT_MAX_TOKENS, check_states: bool = False, progress: bool = True,
+                       max_tokens: int | None = None, check_states: bool = False, progress: bool = True,
                        device: str | None = None, forward: str = "compact", on_token=None,
                        prefix_ids: list | None = None, return_exceptions: bool = False) -> list:
     """Run B launches through the model's forward passes as one batch (`forward`: "model", the
@@ -415,7 +425,9 @@ def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, 
                         None if on_token is None else (lambda i, t, st, b=b: on_token(b, i, t, st)), pre)
                 for b, (m, sp, k, pre) in enumerate(zip(modules, specs, kernels, prefix_ids))]
     name = launches[0].img.kernel if B == 1 else f"{B} launches"
-    bar = tqdm(desc=f"{name} on the {forward}", unit="tok", disable=not progress)
+    # the bar runs up to the token limit, so it shows how near a long launch is to being stopped
+    limit = sum(ln.max_tokens for ln in launches)
+    bar = tqdm(desc=f"{name} on the {forward} (token limit {limit:,})", unit="tok", total=limit, disable=not progress)
     with FORWARDS[forward](machine, device, B) as fw:
         logits = fw.prefill_all([ln.prompt_ids() for ln in launches])
         running = list(range(B))
@@ -440,7 +452,7 @@ def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, 
     return out
 
 
-def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int = DEFAULT_MAX_TOKENS,
+def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=None, max_tokens: int | None = None,
                  check_prefill: bool = False, check_states: bool = False, progress: bool = True,
                  device: str | None = None, on_token=None, forward: str = "model",
                  prefix_ids: list | None = None) -> LaunchResult:

@@ -11,10 +11,11 @@ Unwritten state reads as zero, so zero bytes are skipped.
 """
 from __future__ import annotations
 
+from qwengpu.assembler.launch_layout import check_launch_shape
 from qwengpu.assembler.lower import AssemblerError
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import LANES
-from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS, WordFormat
+from qwengpu.machine.format import REG_BITS, WordFormat
 from qwengpu.machine.image import Image
 from qwengpu.machine.layout import LINE, LINES
 from qwengpu.machine.simulator import initial_memory
@@ -28,11 +29,7 @@ def check_fits(image: Image, spec: LaunchSpec):
         raise AssemblerError(f"the program needs {len(image.bundles)} bundles; the machine's ROM holds {rom}")
     if image.nregs > 1 << REG_BITS:
         raise AssemblerError(f"the program needs {image.nregs} registers per warp; the machine has {1 << REG_BITS}")
-    if spec.blocks > 1 << BLOCK_BITS:
-        raise AssemblerError(f"the launch has {spec.blocks} blocks; the machine runs at most {1 << BLOCK_BITS}")
-    if spec.threads_per_block > LANES << WARP_BITS:
-        raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
-                             f"{1 << WARP_BITS} warps of {LANES} lanes")
+    check_launch_shape(spec)
     # thread ids are held in 5 bits and block ids in 8 (the limits above keep them there)
 
 
