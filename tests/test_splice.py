@@ -439,3 +439,19 @@ def test_a_full_disk_stops_the_splice_with_a_clear_error_and_no_partial_output(t
     with pytest.raises(SpliceError, match="not enough disk space"):
         splice(base, compiled, tmp_path / "full", progress=False)
     assert not (tmp_path / "full").exists()
+
+
+def test_sized_bpe_stand_in_encodes_text_as_a_qwen35_tokenizer(tmp_path):
+    """The 2B benchmark's base tokenizer: real-sized, and it encodes text under the class transformers
+    5 gives a Qwen3.5 checkpoint (a word-level stand-in encodes every text to nothing there)."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    from qwengpu.splice.fixtures import write_sized_bpe_tokenizer
+    write_sized_bpe_tokenizer(tmp_path, 5000)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3_5"}))
+    tok = AutoTokenizer.from_pretrained(tmp_path)
+    ids = tok("The quick brown fox jumps over 1,234 lazy dogs.")["input_ids"]
+    assert len(tok) == 5000 and 5 < len(ids) and max(ids) < 1000
+    assert tok.decode(ids) == "The quick brown fox jumps over 1,234 lazy dogs."

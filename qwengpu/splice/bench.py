@@ -49,11 +49,12 @@ def _in_child(func: str, *args: str, what: str) -> dict:
 
 def _write_base(base: Path, text: dict | None = None, vision: dict | None = None):
     """A random checkpoint of Qwen3.5-2B's true shapes (or `text` / `vision`): bf16, multimodal
-    layout, tied embeddings, MTP head, a word-level tokenizer of vocab - 256 entries."""
+    layout, tied embeddings, MTP head, a byte-level BPE tokenizer of vocab - 256 entries (learnt
+    from the shipped corpus, then filler entries: it encodes text, so `qwengpu kl` runs on it)."""
     from . import fixtures
     text = text or fixtures.qwen35_2b_text_config()
     fixtures.write_random_base(base, text, vision or fixtures.qwen35_2b_vision_config(),
-                               tied=True, mtp=True, dtype="bfloat16", tokenizer="wordlevel",
+                               tied=True, mtp=True, dtype="bfloat16", tokenizer="sized-bpe",
                                tokenizer_size=text["vocab_size"] - 256, extra_text_config={"mamba_ssm_dtype": "float32"})
 
 

@@ -49,6 +49,32 @@ def write_bpe_tokenizer(path, vocab_size: int = 400, text: str | None = None):
     return _wrap(tok, Path(path))
 
 
+def write_sized_bpe_tokenizer(path, size: int, trained: int = 1000, text: str | None = None):
+    """A byte-level BPE tokenizer of `size` entries: `trained` entries learnt from `text` (default:
+    the shipped corpus), then unreachable filler entries up to `size` (`<|filler_N|>`, no merge
+    makes them). A stand-in with a real-sized vocabulary that still encodes text: transformers 5
+    loads a Qwen3.5 checkpoint's tokenizer as `Qwen3_5Tokenizer`, a BPE built from the file's vocab
+    and merges, under which a word-level tokenizer encodes every text to nothing."""
+    import json
+
+    from tokenizers import Tokenizer
+    path = Path(path)
+    write_bpe_tokenizer(path, trained, text)
+    f = path / "tokenizer.json"
+    doc = json.loads(f.read_text())
+    vocab = doc["model"]["vocab"]
+    taken = set(vocab.values()) | {t["id"] for t in doc.get("added_tokens", [])}
+    nxt = 0
+    for i in range(size - len(taken)):
+        while nxt in taken:
+            nxt += 1
+        vocab[f"<|filler_{i}|>"] = nxt
+        nxt += 1
+    f.write_text(json.dumps(doc, ensure_ascii=False))
+    Tokenizer.from_file(str(f))           # still loads
+    return path
+
+
 def write_wordlevel_tokenizer(path, size: int):
     """A word-level tokenizer with `size` entries (specials first, then w0, w1, ...): a stand-in
     with a real-sized vocabulary."""
@@ -184,6 +210,8 @@ def write_random_base(path, text: dict, vision: dict | None = None, *, tied: boo
     (path / "generation_config.json").write_text(json.dumps({"eos_token_id": 2, "pad_token_id": 0}))
     if tokenizer == "bpe":
         write_bpe_tokenizer(path, tokenizer_size or max(300, tc.vocab_size - 16))
+    elif tokenizer == "sized-bpe":
+        write_sized_bpe_tokenizer(path, tokenizer_size or tc.vocab_size - 256)
     elif tokenizer == "wordlevel":
         write_wordlevel_tokenizer(path, tokenizer_size or tc.vocab_size - 256)
     return path
