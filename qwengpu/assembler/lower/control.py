@@ -3,7 +3,7 @@
 bar.red through shared memory), membar."""
 from __future__ import annotations
 
-from qwengpu.machine.uops import Imm, MicroOp, alu, src
+from qwengpu.machine.uops import Imm, MicroOp, Special, alu, src
 from qwengpu.ptx.ir import ArgList, Label
 
 from .core import AssemblerError
@@ -72,9 +72,53 @@ class ControlOps:
 
     op_exit = op_ret
 
+    def barrier_prologue(self, ctx):
+        """A kernel with a block barrier marks each live lane in a pinned register (`alive`: bit
+        `laneid` while the lane runs, 0 once it exited; a lane never present stays 0), so that a
+        barrier can tell a divergent warp (live lanes elsewhere) from one whose other lanes exited."""
+        if not any(ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) != "warp"
+                   for f in self.module.functions.values() for ins in f.body):
+            return
+        self.alive = self.new("warp.alive")
+        self.specials.add("laneid")
+        self.emit(alu("SHL", self.alive, 1, Special("laneid"), ptx_pc=0))
+
+    def barrier_epilogue(self):
+        """Every exit clears its lanes' mark (the write is carried: the mark is live at exits)."""
+        if self.alive is None:
+            return
+        for b in self.blocks:
+            if b.term[0] == "exit":
+                b.ops.append(alu("MOV", self.alive, 0, ptx_pc=b.ops[-1].ptx_pc if b.ops else 0))
+
+    def divergent_barrier_check(self, ctx):
+        """The interpreter's rule: a barrier executed by only some live lanes of a warp faults.
+        The lanes' marks, read across the warp with shfl.idx (the cross-lane unit reads every
+        lane's register, running or not), must all be lanes of the active mask; else the lowest
+        active lane loads from above the 4 GiB line, which faults, reported as a barrier fault."""
+        pc = ctx["pc"]
+        live = None
+        for j in range(4):
+            r, p = self.new(), self.new()
+            self.emit(MicroOp("xlane", "SHFL", (r, p), a=src(self.alive), extra={
+                "mode": "idx", "bsrc": (src(Imm(j)),), "csrc": (src(Imm(0x1F)),)}, ptx_pc=pc))
+            live = src(r) if live is None else self.em(ctx).alu("OR", live, src(r))
+        act = self.new()
+        self.emit(MicroOp("xlane", "ACTIVEMASK", (act,), ptx_pc=pc))
+        same = self.em(ctx).alu("EQ", live, src(act))
+        ok, fault = self.fresh_label("barrier_converged"), self.fresh_label("divergent_barrier")
+        self.end(("branch", same, True, ok, fault))
+        self.start(fault)
+        self.emit(MicroOp("mem", "LD", (self.new("divergent"), None), extra={
+            "space": "global", "width": 1, "signed": False, "addr": (src(Imm(0)), src(Imm(1))),
+            "align": 1, "trap": "barrier"}, ptx_pc=pc))
+        self.end(("exit",))
+        self.start(ok)
+
     def op_bar(self, ctx, ins, info):
         if info.mode == "warp":
             return                       # bar.warp.sync: lanes of a warp run together already
+        self.divergent_barrier_check(ctx)
         if info.mode == "red":
             self.bar_red_op(ctx, ins, info)
             return
