@@ -6,7 +6,6 @@ defines, gives the same values everywhere instead.
 
 Each case is a kernel template with a knob `k` (an input value): one value keeps the kernel in
 bounds, the others make one lane fault."""
-import numpy as np
 import pytest
 
 import qwengpu
