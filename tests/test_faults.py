@@ -157,3 +157,16 @@ COMPACT_KNOBS = [("local_read", 7), ("divergent_barrier", 2), ("divergent_barrie
 def test_the_compact_engine_agrees_on_faults(case, k):
     ref = outcome(case, k, "interp")
     assert outcome(case, k, "compact") == ref
+
+
+def test_fuzz_faults_mode_through_the_cli(capsys):
+    """`qwengpu fuzz --faults`: kernels that may fault, sim against the interpreter (seed 1's
+    first 8 kernels include faulting and clean ones)."""
+    from qwengpu.cli import main
+    from qwengpu.fuzz.faults import fault_kernel
+    assert fault_kernel(1, 3).source == fault_kernel(1, 3).source
+    assert main(["fuzz", "--faults", "--seed", "1", "--count", "8", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "8 kernels" in out and "sim 8 agreed" in out and "0 disagreement" in out
+    faulted = int(out.split("kernels (")[1].split(" faulted")[0])
+    assert 0 < faulted < 8
