@@ -174,3 +174,42 @@ def test_fuzz_faults_mode_through_the_cli(capsys):
     assert "8 kernels" in out and "sim 8 agreed" in out and "0 disagreement" in out
     faulted = int(out.split("kernels (")[1].split(" faulted")[0])
     assert 0 < faulted < 8
+
+
+PARTIAL_WARP_BARRIER = r'''
+extern "C" __global__ void bar6(int *out, int k) {
+    __shared__ int s[8];
+    int t = threadIdx.x;
+    s[t] = t;
+    if (t < k) { __syncthreads(); out[t] = s[(t + 1) % k]; }
+    else out[t] = 7;
+}'''
+
+
+@pytest.mark.parametrize("k", [6, 5, 4, 3])
+def test_barriers_in_a_partial_warp_over_two_blocks(k):
+    """Blocks of 6 threads: warp 1's lanes 2 and 3 are never present (not live); k = 4 leaves
+    warp 1 out of the barrier whole, k = 5 and 3 split a warp. The fault names the same warp too."""
+    launch = {"grid": 2, "block": 6, "args": [{"buffer": "int32", "size": 6}, {"scalar": "int32", "value": k}]}
+    seen = []
+    for engine in ("interp", "sim"):
+        try:
+            seen.append(("ok", qwengpu.run(PARTIAL_WARP_BARRIER, launch, engine=engine).buffers[0].tolist()))
+        except ExecutionFault as e:
+            seen.append(("fault", e.kind, e.lane, e.address, e.block, e.warp))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == ("ok" if k in (6, 4) else "fault")
+
+
+@pytest.mark.parametrize("bad", [5, 7, 1 << 20])
+def test_a_jump_table_index_past_the_table_is_the_same_fault(bad):
+    """brx.idx: the lane whose index is past the table faults (kind `branch`), on both engines."""
+    from test_machine_lower import brx_kernel
+    spec = {"grid": 1, "block": 8, "args": [{"buffer": "uint32", "data": [1, 2, 0, 4, 3, bad, 1, bad]},
+                                            {"buffer": "uint32", "size": 8}]}
+    seen = []
+    for engine in ("interp", "sim"):
+        with pytest.raises(ExecutionFault, match=f"brx.idx index {bad} out of range") as e:
+            qwengpu.run(brx_kernel(5, False), spec, engine=engine)
+        seen.append((e.value.kind, e.value.lane, e.value.address, e.value.warp))
+    assert seen[0] == seen[1] == ("branch", 1, None, 1)

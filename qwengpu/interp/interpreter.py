@@ -615,7 +615,7 @@ class Interpreter:
             for i in range(LANES):
                 if ex >> i & 1:
                     if idx[i] >= len(names):
-                        raise ExecutionFault(f"brx.idx index {idx[i]} out of range (lane {i})")
+                        raise ExecutionFault(f"brx.idx index {idx[i]} out of range", lane=i, kind="branch")
                     t = fn.labels[names[idx[i]]]
                     targets[t] = targets.get(t, 0) | (1 << i)
         rest = mask & ~ex

@@ -28,8 +28,9 @@ LOCAL_BYTES = 1 << 16
 
 #: what a launch's fault is (`ExecutionFault.kind`), the same on every engine: a memory access
 #: out of bounds (`read`, `write`, `atomic`), a `misaligned` access, a `barrier` executed by only
-#: some live lanes of a warp, a call `stack` overflow, a `trap`/`brkpt`
-FAULT_KINDS = ("read", "write", "misaligned", "atomic", "barrier", "stack", "trap")
+#: some live lanes of a warp, a call `stack` overflow, a `brx.idx` index past its table (`branch`),
+#: a `trap`/`brkpt`
+FAULT_KINDS = ("read", "write", "misaligned", "atomic", "barrier", "stack", "branch", "trap")
 
 
 class ExecutionFault(RuntimeError):

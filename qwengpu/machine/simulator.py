@@ -592,7 +592,8 @@ def stack_overflow_message(extra: dict, address: int) -> str | None:
 def trap_fault(extra: dict, address: int, lane: int) -> MemoryFault | None:
     """The fault a lowered check reports through its faulting load (a load from above the 4 GiB
     line, FAULT kind `read`): a call stack overflow (`assembler.lower.calls`; the address's low word
-    is the lane's call depth) or a divergent barrier (`assembler.lower.control`), as the
+    is the lane's call depth), a divergent barrier or a `brx.idx` index past its table (its low
+    word; `assembler.lower.control`), as the
     interpreter reports them (kind, lane; no address); None for any other access."""
     msg = stack_overflow_message(extra, address)
     if msg is not None:
@@ -600,6 +601,8 @@ def trap_fault(extra: dict, address: int, lane: int) -> MemoryFault | None:
     elif extra.get("trap") == "barrier":
         e = MemoryFault("bar.sync executed by only some lanes of a warp (divergent barrier)", lane=lane,
                         kind="barrier")
+    elif extra.get("trap") == "branch":
+        e = MemoryFault(f"brx.idx index {address & M32} out of range", lane=lane, kind="branch")
     else:
         return None
     e.token_kind = "read"

@@ -25,7 +25,8 @@ class ControlOps:
     def op_brx(self, ctx, ins, info):
         """brx.idx i, table: a binary tree of branches on i (depth log2 of the table's length). An
         index past the table makes the lane fault (the interpreter faults; PTX leaves it
-        undefined): it loads from global address 0, which is never mapped."""
+        undefined): it loads from above the 4 GiB line at the index, reported as the
+        interpreter's fault (kind `branch`)."""
         idx, = self.u32(ctx, ins, 0)
         fn = ctx["fn"]
         names = fn.branch_targets.get(ins.operands[1].name)
@@ -51,7 +52,9 @@ class ControlOps:
         root = tree(0, len(targets))
         entry.term = ("branch", ok, True, root, bad)
         self.start(bad)
-        self._mem(ctx, "LD", "global", (src(Imm(0)), src(Imm(0))), self.new())
+        self.emit(MicroOp("mem", "LD", (self.new("brx.range"), None), extra={
+            "space": "global", "width": 1, "signed": False, "addr": (idx, src(Imm(1))),
+            "align": 1, "trap": "branch"}, ptx_pc=ctx["pc"]))
         self.end(("exit",))
 
     def op_ret(self, ctx, ins, info):
