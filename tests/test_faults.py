@@ -86,6 +86,21 @@ __device__ __noinline__ void depth(unsigned n, int *out) {
 extern "C" __global__ void stack_overflow(int *out, int k) {
     depth((unsigned)k, out + threadIdx.x);
 }''', lambda k: [{"buffer": "int32", "size": 4}, {"scalar": "int32", "value": k}]),
+    # a callee with its own frame: back in the kernel, a[5] lies past the kernel's frame (where
+    # the callee's was): a fault, though the machine's layout holds both frames
+    "two_frames": (r'''
+__device__ __noinline__ int helper(const int *in, int t) {
+    int b[4];
+    for (int i = 0; i < 4; i++) b[i] = in[(i + t) % 4] * 3;
+    return b[in[t] & 3];
+}
+extern "C" __global__ void two_frames(int *out, int k) {
+    int a[4];
+    int t = threadIdx.x;
+    for (int i = 0; i < 4; i++) a[i] = out[i] + t;
+    int h = helper(out, t);
+    out[t] = a[t == 1 ? k : t] + h;
+}''', lambda k: [{"buffer": "int32", "data": [1, 2, 3, 4]}, {"scalar": "int32", "value": k}]),
     # PTX defines integer division by zero (no fault): the same values on every engine
     "division_by_zero": (r'''
 extern "C" __global__ void division_by_zero(int *out, int k) {
@@ -104,6 +119,7 @@ KNOBS = [("global_read", 0), ("global_read", 2), ("global_read", 60),
          ("local_read", 1), ("local_read", 7), ("local_read", 4),
          ("divergent_barrier", 4), ("divergent_barrier", 0), ("divergent_barrier", 2), ("divergent_barrier", 1),
          ("early_exit_barrier", 4), ("early_exit_barrier", 2), ("early_exit_barrier", 1),
+         ("two_frames", 2), ("two_frames", 5), ("two_frames", 9),
          ("stack_overflow", 3), ("stack_overflow", 100),
          ("division_by_zero", 0), ("division_by_zero", 3)]
 
@@ -137,6 +153,7 @@ def test_the_knobs_fault_where_the_definitions_say():
             ("atomic", 4): ("atomic", 2, GLOBAL_BASE + 16),
             ("local_read", 7): ("read", 2, 28),          # past the 16-byte frame of `int a[4]`
             ("local_read", 4): ("read", 2, 16),
+            ("two_frames", 5): ("read", 1, 20),
             ("divergent_barrier", 2): ("barrier", 0, None),
             ("stack_overflow", 100): ("stack", 0, None)}
     for (case, k), (kind, lane, address) in want.items():
@@ -152,7 +169,7 @@ def test_the_knobs_fault_where_the_definitions_say():
 #: the compact engine costs seconds a launch: the two cases of issue 23's item 4, faulting and
 #: not, and one fault of each other kind
 COMPACT_KNOBS = [("local_read", 7), ("divergent_barrier", 2), ("divergent_barrier", 4), ("global_write", 3),
-                 ("misaligned", 2), ("shared_read", 4), ("atomic", 4),
+                 ("misaligned", 2), ("shared_read", 4), ("atomic", 4), ("two_frames", 5),
                  # 15 s; the barrier fault covers the model's report of a lowered check's fault
                  pytest.param("stack_overflow", 100, marks=pytest.mark.slow)]
 

@@ -593,14 +593,19 @@ def trap_fault(extra: dict, address: int, lane: int) -> MemoryFault | None:
     """The fault a lowered check reports through its faulting load (a load from above the 4 GiB
     line, FAULT kind `read`): a call stack overflow (`assembler.lower.calls`; the address's low word
     is the lane's call depth), a divergent barrier or a `brx.idx` index past its table (its low
-    word; `assembler.lower.control`), as the
-    interpreter reports them (kind, lane; no address); None for any other access."""
+    word; `assembler.lower.control`), a local access past the live frames (its offset;
+    `assembler.lower.memory_ops`), as the interpreter reports them (kind, lane, the address where
+    there is one); None for any other access."""
     msg = stack_overflow_message(extra, address)
     if msg is not None:
         e = MemoryFault(msg, lane=lane, kind="stack")
     elif extra.get("trap") == "barrier":
         e = MemoryFault("bar.sync executed by only some lanes of a warp (divergent barrier)", lane=lane,
                         kind="barrier")
+    elif extra.get("trap") == "local":
+        kind, size = extra["access"]
+        e = MemoryFault(f"out-of-bounds local {kind} of {size} bytes at 0x{address & M32:x}", lane=lane,
+                        address=address & M32, kind=kind)
     elif extra.get("trap") == "branch":
         e = MemoryFault(f"brx.idx index {address & M32} out of range", lane=lane, kind="branch")
     else:
