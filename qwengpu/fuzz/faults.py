@@ -3,15 +3,20 @@
 The host C++ oracle cannot judge a fault, so here the interpreter is the reference: every other
 engine must give the same outcome -- the same buffers, or a fault of the same kind
 (`interp.memory.FAULT_KINDS`), lane and address. A kernel (`fault_kernel(seed, index)`) is one of
-a few families (out-of-bounds global/shared/local/atomic accesses, misaligned loads, barriers in
-divergent code, recursion, integer division by zero) with a random faulting lane and a random
-knob that may or may not take it out of bounds.
+a few families (out-of-bounds global/shared/local/atomic accesses, a caller's local array read
+past its frame after a callee's, misaligned loads, barriers in divergent code, recursion, integer
+division by zero) with a random faulting lane and a random knob that may or may not take it out
+of bounds. A kernel the machine cannot hold (`DOES_NOT_FIT`) is counted, not a disagreement.
 """
 from __future__ import annotations
 
 import random
 import time
 from dataclasses import dataclass, field
+
+#: what may not fit the machine without being a disagreement, as in `qwengpu fuzz`: (exception
+#: name, message fragment)
+DOES_NOT_FIT = (("RomOverflow", ""), ("AssemblerError", "global window"), ("AssemblerError", "local memory"))
 
 FAMILIES = {
     "global": ('''
@@ -47,6 +52,19 @@ extern "C" __global__ void {name}(int *out, int k) {{
     for (int i = 0; i < {n}; i++) a[i] = out[i % 4] + t * i;
     out[t] = a[t == {lane} ? k : t % {n}];
 }}''', lambda r: [{"buffer": "int32", "data": [1, 2, 3, 4]}, {"scalar": "int32", "value": r.choice([0, 2, 4, 5, 7, 8])}]),
+    "frames": ('''
+__device__ __noinline__ int helper(const int *in, int t) {{
+    int b[{m}];
+    for (int i = 0; i < {m}; i++) b[i] = in[(i + t) % 4] * 3;
+    return b[in[t] % {m}];
+}}
+extern "C" __global__ void {name}(int *out, int k) {{
+    int a[4];
+    int t = threadIdx.x;
+    for (int i = 0; i < 4; i++) a[i] = out[i] + t;
+    int h = helper(out, t);
+    out[t] = a[t == {lane} ? k : t] + h;
+}}''', lambda r: [{"buffer": "int32", "data": [1, 2, 3, 4]}, {"scalar": "int32", "value": r.choice([1, 4, 5, 8, 12])}]),
     "atomic": ('''
 extern "C" __global__ void {name}(int *out, int k) {{
     int t = threadIdx.x;
@@ -93,18 +111,20 @@ def fault_kernel(seed: int, index: int) -> FaultKernel:
     family = r.choice(sorted(FAMILIES))
     text, args = FAMILIES[family]
     name = f"fzf_{seed}_{index}"
-    source = text.format(name=name, lane=r.randrange(4), type=r.choice(["int", "short"]), n=r.choice([2, 4, 5]))
+    source = text.format(name=name, lane=r.randrange(4), type=r.choice(["int", "short"]), n=r.choice([2, 4, 5]),
+                         m=r.choice([2, 4]))       # two frames of 16 bytes: the machine's 32 per thread
     return FaultKernel(name, family, source, {"kernel": name, "grid": 1, "block": 4, "args": args(r)})
 
 
 def outcome(kernel: FaultKernel, engine: str):
     """("ok", buffers) or ("fault", kind, lane, address) of the kernel's launch on `engine`."""
     import qwengpu
-    from qwengpu.interp.memory import ExecutionFault
     options = {"progress": False} if engine in ("compact", "model", "compact-ref") else {}
     try:
         r = qwengpu.run(kernel.source, kernel.launch, engine=engine, **options)
-    except ExecutionFault as e:
+    except Exception as e:        # a launch's fault (`ExecutionFault`: kind, lane, address) or any error
+        if getattr(e, "kind", None) is None:
+            return ("error", type(e).__name__, str(e).splitlines()[0])
         return ("fault", e.kind, e.lane, e.address)
     return ("ok", [b.tolist() if b is not None else None for b in r.buffers])
 
@@ -116,11 +136,14 @@ class FaultReport:
     engines: tuple
     faulted: int = 0                                   # kernels that faulted on the interpreter
     checked: dict = field(default_factory=dict)        # engine -> kernels compared
+    did_not_fit: dict = field(default_factory=dict)    # engine -> kernels the machine could not hold
     failures: list = field(default_factory=list)       # (name, engine, interp outcome, engine outcome, source)
     seconds: float = 0.0
 
     def summary(self) -> str:
-        parts = ", ".join(f"{e} {n} agreed" for e, n in self.checked.items())
+        parts = ", ".join(f"{e} {n} agreed" + (f" ({self.did_not_fit[e]} did not fit the machine)"
+                                                 if self.did_not_fit.get(e) else "")
+                          for e, n in self.checked.items())
         return (f"fuzz --faults seed {self.seed}: {self.count} kernels ({self.faulted} faulted) in "
                 f"{self.seconds:.0f} s; {parts}; {len(self.failures)} disagreement(s)")
 
@@ -136,7 +159,9 @@ def fuzz_faults(seed: int = 0, count: int = 50, start: int = 0, engines: tuple =
         rep.faulted += ref[0] == "fault"
         for e in engines:
             got = outcome(k, e)
-            if got == ref:
+            if got[0] == "error" and any(got[1] == n and m in got[2] for n, m in DOES_NOT_FIT):
+                rep.did_not_fit[e] = rep.did_not_fit.get(e, 0) + 1
+            elif got == ref:
                 rep.checked[e] = rep.checked.get(e, 0) + 1
             else:
                 rep.failures.append((k.name, e, ref, got, k.source))
