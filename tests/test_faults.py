@@ -230,3 +230,20 @@ def test_a_jump_table_index_past_the_table_is_the_same_fault(bad):
             qwengpu.run(brx_kernel(5, False), spec, engine=engine)
         seen.append((e.value.kind, e.value.lane, e.value.address, e.value.warp))
     assert seen[0] == seen[1] == ("branch", 1, None, 1)
+
+
+def test_only_barriers_in_divergent_code_are_checked():
+    """The machine checks a barrier only where some live lanes of a warp may be elsewhere
+    (`interp.cfg.divergent_barriers`): the suite's barriers are outside divergent code (their
+    programs do not pay for the check), the test kernels' barriers inside `if (t < k)` are in it."""
+    from qwengpu import load_program, suite
+    from qwengpu.interp.cfg import divergent_barriers
+
+    def checked(program):
+        m = load_program(program)
+        return sum(len(divergent_barriers(f)) for f in m.functions.values() if not f.declared_only)
+    for name in ("syncthreads_reduce", "bitonic_sort8", "matmul_tile4", "scan_shared"):
+        assert checked(suite.get(name).ptx()) == 0, name
+    for case in ("divergent_barrier", "early_exit_barrier"):
+        assert checked(CASES[case][0]) == 1, case
+    assert checked(PARTIAL_WARP_BARRIER) == 1

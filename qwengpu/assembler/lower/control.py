@@ -3,6 +3,7 @@
 bar.red through shared memory), membar."""
 from __future__ import annotations
 
+from qwengpu.interp.cfg import divergent_barriers
 from qwengpu.machine.uops import Imm, MicroOp, Special, alu, src
 from qwengpu.ptx.ir import ArgList, Label
 
@@ -76,11 +77,20 @@ class ControlOps:
     op_exit = op_ret
 
     def barrier_prologue(self, ctx):
-        """A kernel with a block barrier marks each live lane in a pinned register (`alive`: bit
-        `laneid` while the lane runs, 0 once it exited; a lane never present stays 0), so that a
-        barrier can tell a divergent warp (live lanes elsewhere) from one whose other lanes exited."""
-        if not any(ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) != "warp"
-                   for f in self.module.functions.values() for ins in f.body):
+        """A kernel with a block barrier that only some live lanes of a warp may reach
+        (`cfg.divergent_barriers`; every barrier of a device function) marks each live lane in a
+        pinned register (`alive`: bit `laneid` while the lane runs, 0 once it exited; a lane never
+        present stays 0), so that the barrier can tell a divergent warp (live lanes elsewhere) from
+        one whose other lanes exited. Barriers outside divergent code need no check."""
+        self.checked_barriers = {}
+        for f in self.module.functions.values():
+            if f.declared_only:
+                continue
+            bars = {pc for pc, ins in enumerate(f.body)
+                    if ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) != "warp"}
+            if bars:
+                self.checked_barriers[f.name] = divergent_barriers(f) if f is self.kernel else bars
+        if not any(self.checked_barriers.values()):
             return
         self.alive = self.new("warp.alive")
         self.specials.add("laneid")
@@ -121,7 +131,8 @@ class ControlOps:
     def op_bar(self, ctx, ins, info):
         if info.mode == "warp":
             return                       # bar.warp.sync: lanes of a warp run together already
-        self.divergent_barrier_check(ctx)
+        if ctx["pc"] in self.checked_barriers.get(ctx["fn"].name, ()):
+            self.divergent_barrier_check(ctx)
         if info.mode == "red":
             self.bar_red_op(ctx, ins, info)
             return
