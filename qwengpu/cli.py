@@ -6,7 +6,7 @@
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only] [--overwrite]
-    qwengpu fuzz [--seed S] [--count N] [--start I] [--compact-every K] [--out DIR] [--json F]
+    qwengpu fuzz [--seed S] [--count N] [--start I] [--compact-every K] [--out DIR] [--json F] [--faults]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
     qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
@@ -233,6 +233,15 @@ def cmd_compile(args) -> int:
 def cmd_fuzz(args) -> int:
     from .fuzz import fuzz
     engines = tuple(e for e in args.engines.split(",") if e)
+    if args.faults:
+        from .fuzz.faults import fuzz_faults
+        rep = fuzz_faults(seed=args.seed, count=args.count, start=args.start,
+                          engines=tuple(e for e in engines if e != "interp"),
+                          log=None if args.quiet else (lambda line: print(line, flush=True)))
+        for name, engine, ref, got, _ in rep.failures:
+            print(f"  {name} on {engine}: interp {ref}, {engine} {got}")
+        print(rep.summary())
+        return 0 if not rep.failures else 1
 
     def log(line):
         print(line, flush=True)
@@ -354,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--reduce", type=int, default=10, help="reduce the first N disagreements (default 10)")
     fz.add_argument("--json", help="write the report to this JSON file")
     fz.add_argument("--quiet", action="store_true", help="no progress lines")
+    fz.add_argument("--faults", action="store_true",
+                    help="kernels that may fault: the engines must agree with the interpreter on the buffers or "
+                         "on the fault's kind, lane and address (no host oracle)")
     fz.set_defaults(func=cmd_fuzz)
 
     c = sub.add_parser("compile", help="CUDA -> PTX with nvcc")

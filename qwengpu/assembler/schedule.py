@@ -237,8 +237,9 @@ def _live_after(ops: list[MicroOp], live_out: set) -> list[set]:
     return out
 
 
-def _block_live_out(blocks: list[Block]) -> dict:
-    """{label: registers live at the end of the block} (block-level liveness)."""
+def _block_live_out(blocks: list[Block], pinned: set = frozenset()) -> dict:
+    """{label: registers live at the end of the block} (block-level liveness; the `pinned`
+    registers are live at every exit)."""
     use, kill = {}, {}
     for blk in blocks:
         u, k = set(), set()
@@ -257,7 +258,7 @@ def _block_live_out(blocks: list[Block]) -> dict:
         changed = False
         for blk in reversed(blocks):
             lab = blk.label
-            o = set()
+            o = set(pinned) if blk.term[0] == "exit" else set()
             for s in succ[lab]:
                 o |= live_in.get(s, set())
             i = use[lab] | (o - kill[lab])
@@ -326,7 +327,7 @@ def _thread_jumps(prog: MicroProgram) -> MicroProgram:
                     merged = True
                     break
     blocks = [b for b in prog.blocks if b.label in reach]
-    return MicroProgram(blocks, entry, prog.nregs, prog.kernel, prog.layout, prog.specials)
+    return MicroProgram(blocks, entry, prog.nregs, prog.kernel, prog.layout, prog.specials, prog.pinned)
 
 
 def _order_blocks(prog: MicroProgram) -> list[Block]:
@@ -364,7 +365,7 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
     prog = _thread_jumps(prog)
     blocks = _order_blocks(prog)
     packer = _Packer(cfg, rematerializable(prog), prog.nregs + 1)
-    live_out = _block_live_out(blocks)
+    live_out = _block_live_out(blocks, prog.pinned)
     first_of: dict[str, int] = {}
     block_bundles: list[tuple[Block, list[Bundle]]] = []
     for blk in blocks:
@@ -388,7 +389,7 @@ def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:
             last.term = ("exit",)
     if len(bundles) > cfg.rom_bundles:
         raise RomOverflow(f"the program needs {len(bundles)} bundles; the machine's ROM holds {cfg.rom_bundles}")
-    _carries(bundles, cfg)
+    _carries(bundles, cfg, prog.pinned)
     reg_of, nregs = _allocate(bundles, cfg)
     for b in bundles:
         b.ports = [[(("reg", reg_of[x[1]]) if x[0] == "reg" else x) for x in ps] for ps in b.slot_ports]
@@ -445,8 +446,9 @@ def port_regs(b: Bundle) -> set:
     return regs | {x[1] for x in b.term_ports if x[0] == "reg"}
 
 
-def _carries(bundles: list[Bundle], cfg: MachineConfig):
-    """Liveness over bundle boundaries; a bundle carries the registers it writes that are live out."""
+def _carries(bundles: list[Bundle], cfg: MachineConfig, pinned: set = frozenset()):
+    """Liveness over bundle boundaries; a bundle carries the registers it writes that are live out
+    (the `pinned` registers are live at every exit)."""
     n = len(bundles)
     uses = [port_regs(b) for b in bundles]
     defs = [set(b.writes) for b in bundles]
@@ -456,7 +458,7 @@ def _carries(bundles: list[Bundle], cfg: MachineConfig):
     while changed:
         changed = False
         for i in reversed(range(n)):
-            out = set()
+            out = set(pinned) if bundles[i].term[0] == "exit" else set()
             for s in _succs(bundles[i]):
                 out |= live_in[s]
             inn = uses[i] | (out - defs[i])

@@ -70,7 +70,7 @@ def schedule_with_spills(prog: MicroProgram, cfg: MachineConfig, threads: int, b
 def _copy(prog: MicroProgram) -> MicroProgram:
     """A copy whose blocks the scheduler may change (it threads jumps and merges blocks in place)."""
     return MicroProgram([Block(b.label, list(b.ops), b.term) for b in prog.blocks], prog.entry, prog.nregs,
-                        prog.kernel, prog.layout, prog.specials)
+                        prog.kernel, prog.layout, prog.specials, prog.pinned)
 
 
 def _spill_rounds(prog: MicroProgram, cfg: MachineConfig, threads: int, block: tuple, window: int) -> tuple:
@@ -155,7 +155,7 @@ def _spillable(prog: MicroProgram) -> set:
         t = blk.term
         if t[0] == "branch" and isinstance(t[1].value, VReg):
             out.add(t[1].value)
-    return out - guarded
+    return out - guarded - prog.pinned     # a pinned register is read by other lanes: never in memory
 
 
 def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block: tuple, window: int):
@@ -270,7 +270,7 @@ def _apply(prog: MicroProgram, plan: SpillPlan, remat: dict, threads: int, block
                 out += load
             term = ("branch", Src(t, term[1].inv)) + term[2:]
         blocks.append(Block(blk.label, out, term))
-    return MicroProgram(blocks, prog.entry, nv[0], prog.kernel, prog.layout, prog.specials), temps
+    return MicroProgram(blocks, prog.entry, nv[0], prog.kernel, prog.layout, prog.specials, prog.pinned), temps
 
 
 def _rename(op: MicroOp, env: dict) -> MicroOp:

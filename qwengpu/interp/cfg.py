@@ -7,7 +7,7 @@ lanes have all left.
 """
 from __future__ import annotations
 
-from qwengpu.ptx.ir import Function, Label
+from qwengpu.ptx.ir import Addr, ArgList, Function, Label, Neg, Pair, Reg, Special, Vec
 
 
 def successors(fn: Function) -> list[list[int]]:
@@ -102,4 +102,86 @@ def labels_at(fn: Function) -> dict[int, list[str]]:
     return out
 
 
-__all__ = ["successors", "immediate_postdominators", "branch_targets", "labels_at", "Label"]
+#: specials with one value for every lane of a warp
+WARP_UNIFORM_SPECIALS = {"%ctaid", "%ntid", "%nctaid", "%warpid", "%nwarpid", "%gridid", "%smid", "WARP_SZ"}
+#: instructions whose results may differ between the lanes of a warp whatever their operands
+_VARYING = {"atom", "shfl", "vote", "match", "activemask", "call", "clock", "clock64"}
+_NO_DEST = {"st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar", "fence", "trap", "brkpt",
+            "nanosleep", "prefetch"}
+
+
+def _regs(o) -> list[str]:
+    if isinstance(o, Reg):
+        return [o.name]
+    if isinstance(o, (Vec, ArgList)):
+        return [r for i in o.items if i is not None for r in _regs(i)]
+    if isinstance(o, Pair):
+        return [o.first.name, o.second.name]
+    if isinstance(o, Neg):
+        return [o.reg.name]
+    if isinstance(o, Addr):
+        return _regs(o.base) if isinstance(o.base, Reg) else []
+    return []
+
+
+def _varying_special(o) -> bool:
+    if isinstance(o, Special):
+        return o.name.partition(".")[0] not in WARP_UNIFORM_SPECIALS
+    if isinstance(o, (Vec, ArgList)):
+        return any(_varying_special(i) for i in o.items if i is not None)
+    return False
+
+
+def divergent_barriers(fn: Function) -> set[int]:
+    """The pcs of the block barriers (`bar.sync`, `bar.red`) that only some live lanes of a warp
+    may reach together: those inside the region of a branch (up to its IPDOM) whose lanes may
+    disagree, or guarded. A branch may diverge when its predicate or index may differ between the
+    lanes of a warp: values from `%tid`, `%laneid`..., atomics, shuffles, votes, calls, local or
+    generic loads, anything computed from them or written inside a divergent region (a
+    flow-insensitive fixed point: conservative). A barrier outside every such region runs with
+    all the warp's live lanes (`docs/interpreter.md`)."""
+    n = len(fn.body)
+    succ = successors(fn)
+    ipdom = immediate_postdominators(fn)
+
+    def region(pc: int) -> set[int]:
+        seen, stack = set(), [s for s in succ[pc] if s != ipdom[pc] and s < n]
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            stack += [s for s in succ[x] if s != ipdom[pc] and s < n]
+        return seen
+
+    varying: set[str] = set()
+    divergent: set[int] = set()
+    inside: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for pc, ins in enumerate(fn.body):
+            guard_varies = ins.guard is not None and ins.guard.reg.name in varying
+            if ins.op in ("bra", "brx", "ret", "exit") and pc not in divergent:
+                index_varies = ins.op == "brx" and any(r in varying for r in _regs(ins.operands[0]))
+                if guard_varies or index_varies:
+                    divergent.add(pc)
+                    inside |= region(pc)
+                    changed = True
+            if ins.op in _NO_DEST or not ins.operands:
+                continue
+            srcs = [r for o in ins.operands[1:] for r in _regs(o)]
+            space = getattr(ins.info, "space", "?")
+            varies = (guard_varies or pc in inside or ins.op in _VARYING
+                      or any(r in varying for r in srcs) or any(_varying_special(o) for o in ins.operands[1:])
+                      or (ins.op in ("ld", "ldu") and space in (None, "local")))
+            if varies:
+                for r in _regs(ins.operands[0]):
+                    if r not in varying:
+                        varying.add(r)
+                        changed = True
+    return {pc for pc, ins in enumerate(fn.body) if ins.op in ("bar", "barrier")
+            and (pc in inside or ins.guard is not None)}
+
+
+__all__ = ["successors", "immediate_postdominators", "branch_targets", "labels_at", "divergent_barriers", "Label"]

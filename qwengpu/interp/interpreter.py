@@ -540,7 +540,12 @@ class Interpreter:
         if space == "shared":
             return self.shared, "shared", addr
         if space == "local":
-            return self.warp.locals[lane], "local", addr
+            # the thread's local memory is its live frames (the kernel's depot, each callee's above
+            # it, each padded to 16 bytes): an access beyond the innermost frame faults
+            frame = self.warp.frames[-1]
+            mem = self.warp.locals[lane]
+            mem.limit = min(LOCAL_BYTES, frame.local_base + self.prog.local_size.get(frame.fn.name, 0))
+            return mem, "local", addr
         if space == "const":
             return self.const, "const", addr
         raise ExecutionFault(f"unsupported state space {space}")
@@ -565,7 +570,7 @@ class Interpreter:
     def _mem_write(self, space, addr, size, value, lane):
         mem, sp, off = self._resolve(space, addr, lane)
         if sp == "const":
-            raise MemoryFault(f"write to const memory at 0x{addr:x}", address=addr)
+            raise MemoryFault(f"write to const memory at 0x{addr:x}", address=addr, kind="write")
         check_alignment(off if sp != "global" else addr, size, sp)
         try:
             mem.write(off, size, value)
@@ -615,7 +620,8 @@ class Interpreter:
             if info.mode == "warp":
                 return
             if ex != warp.live:
-                raise ExecutionFault("bar.sync executed by only some lanes of a warp (divergent barrier)")
+                raise ExecutionFault("bar.sync executed by only some lanes of a warp (divergent barrier)",
+                                     lane=(_lanes(ex) or [None])[0], kind="barrier")
             if info.mode == "red":
                 pred = ins.operands[-1]
                 vals = self._read(warp, frame, pred, "pred")
@@ -642,7 +648,7 @@ class Interpreter:
             for i in range(LANES):
                 if ex >> i & 1:
                     if idx[i] >= len(names):
-                        raise ExecutionFault(f"brx.idx index {idx[i]} out of range (lane {i})")
+                        raise ExecutionFault(f"brx.idx index {idx[i]} out of range", lane=i, kind="branch")
                     t = fn.labels[names[idx[i]]]
                     targets[t] = targets.get(t, 0) | (1 << i)
         rest = mask & ~ex
@@ -674,7 +680,7 @@ class Interpreter:
             raise ExecutionFault(f"call to {callee.name} with {len(args)} arguments and {len(rets)} "
                                  f"results; it takes {len(callee.params)} and returns {len(callee.returns)}")
         if len(warp.frames) > 64:
-            raise ExecutionFault("call depth exceeds 64 (recursion?)")
+            raise ExecutionFault("call depth exceeds 64 (recursion?)", lane=_lanes(ex)[0], kind="stack")
         params = {}
         for a, p in zip(args, callee.params):
             if isinstance(a, Sym):
@@ -1132,6 +1138,9 @@ def h_atom(it: Interpreter, warp, frame, ins, info, ex):
         try:
             old = it._mem_read(info.space, addrs[i], size, i)
         except MemoryFault as e:
+            if e.kind == "read":           # an atomic's access faults as an atomic (the machine's kind)
+                e.kind = "atomic"
+                e.reason = e.reason.replace(" read ", " atomic ", 1)
             raise e.locate(lane=i)
         o = info.boolop
         s = _signed(t)
@@ -1254,9 +1263,9 @@ def h_misc(it: Interpreter, warp, frame, ins, info, ex):
     elif op in ("membar", "fence", "nanosleep"):
         return
     elif op == "trap":
-        raise ExecutionFault("trap executed")
+        raise ExecutionFault("trap executed", lane=_lanes(ex)[0], kind="trap")
     elif op == "brkpt":
-        raise ExecutionFault("brkpt executed")
+        raise ExecutionFault("brkpt executed", lane=_lanes(ex)[0], kind="trap")
     elif op == "copysign":
         F = _floats()
         a = _np(it._read(warp, frame, ins.operands[1], info.type))

@@ -28,14 +28,25 @@ GENERIC_WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "const": CONS
 LOCAL_BYTES = 1 << 16
 
 
+#: what a launch's fault is (`ExecutionFault.kind`), the same on every engine: a memory access
+#: out of bounds (`read`, `write`, `atomic`), a `misaligned` access, a `barrier` executed by only
+#: some live lanes of a warp, a call `stack` overflow, a `brx.idx` index past its table (`branch`),
+#: a `trap`/`brkpt`
+FAULT_KINDS = ("read", "write", "misaligned", "atomic", "barrier", "stack", "branch", "trap")
+
+
 class ExecutionFault(RuntimeError):
-    """A fault inside a launch. The message names kernel, pc, lane and address where relevant."""
+    """A fault inside a launch. The message names kernel, pc, lane and address where relevant;
+    `kind` (one of `FAULT_KINDS`, None for errors that are not faults of the program, such as a
+    step limit) says what it is."""
 
     def __init__(self, message: str, *, kernel: str | None = None, pc: int | None = None,
                  line: int | None = None, text: str | None = None, lane: int | None = None,
-                 address: int | None = None, block: int | None = None, warp: int | None = None):
+                 address: int | None = None, block: int | None = None, warp: int | None = None,
+                 kind: str | None = None):
         self.kernel, self.pc, self.line, self.lane, self.address = kernel, pc, line, lane, address
         self.block, self.warp, self.text = block, warp, text
+        self.kind = kind
         self.reason = message
         super().__init__(message)
 
@@ -205,14 +216,16 @@ class GlobalMemory:
     def read(self, addr: int, size: int) -> int:
         r = self.region(addr, size)
         if r is None:
-            raise MemoryFault(f"out-of-bounds global read of {size} bytes at 0x{addr:x}", address=addr)
+            raise MemoryFault(f"out-of-bounds global read of {size} bytes at 0x{addr:x}", address=addr,
+                              kind="read")
         off = addr - r.base
         return int.from_bytes(r.data[off:off + size], "little")
 
     def write(self, addr: int, size: int, value: int):
         r = self.region(addr, size)
         if r is None:
-            raise MemoryFault(f"out-of-bounds global write of {size} bytes at 0x{addr:x}", address=addr)
+            raise MemoryFault(f"out-of-bounds global write of {size} bytes at 0x{addr:x}", address=addr,
+                              kind="write")
         off = addr - r.base
         r.data[off:off + size] = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
 
@@ -230,7 +243,7 @@ class FlatMemory:
     def _check(self, addr: int, size: int, kind: str):
         if addr < 0 or addr + size > self.limit:
             raise MemoryFault(f"out-of-bounds {self.space} {kind} of {size} bytes at 0x{addr:x} "
-                              f"({self.space} size {self.limit})", address=addr)
+                              f"({self.space} size {self.limit})", address=addr, kind=kind)
         if addr + size > len(self.data):
             self.data.extend(bytes(addr + size - len(self.data)))
 
@@ -245,7 +258,8 @@ class FlatMemory:
 
 def check_alignment(addr: int, size: int, space: str):
     if addr % size:
-        raise MemoryFault(f"misaligned {space} access of {size} bytes at 0x{addr:x}", address=addr)
+        raise MemoryFault(f"misaligned {space} access of {size} bytes at 0x{addr:x}", address=addr,
+                          kind="misaligned")
 
 
 def buffers_to_global(spec: LaunchSpec, module: Module) -> tuple[GlobalMemory, GlobalLayout]:

@@ -357,7 +357,7 @@ class Simulator:
                     self.last_writes = memw
                 except MemoryFault as e:
                     self.fault = e.locate(kernel=self.image.kernel, block=self.block, warp=warp, pc=op.ptx_pc)
-                    tok = ("FAULT", FAULT_KINDS.index(e.kind), e.lane)
+                    tok = ("FAULT", FAULT_KINDS.index(e.token_kind), e.lane)
                     rec.tokens.append(tok)
                     self.passes.append(rec)
                     return None
@@ -443,10 +443,10 @@ class Simulator:
             try:
                 addrs[l] = self._maddr(space, lo, hi, warp, l, size, kind, ex.get("align", size))
             except MemoryFault:
-                msg = stack_overflow_message(ex, (hi << 32) | lo)
-                if msg is None:
+                trap = trap_fault(ex, (hi << 32) | lo, l)
+                if trap is None:
                     raise
-                raise _fault(kind, msg, l, (hi << 32) | lo) from None
+                raise trap from None
         mask = sum(1 << l for l in lanes)
         if op.op == "LD":
             for l in lanes:
@@ -589,7 +589,32 @@ def stack_overflow_message(extra: dict, address: int) -> str | None:
             f"the machine's call stack holds {stack} words per thread")
 
 
+def trap_fault(extra: dict, address: int, lane: int) -> MemoryFault | None:
+    """The fault a lowered check reports through its faulting load (a load from above the 4 GiB
+    line, FAULT kind `read`): a call stack overflow (`assembler.lower.calls`; the address's low word
+    is the lane's call depth), a divergent barrier or a `brx.idx` index past its table (its low
+    word; `assembler.lower.control`), a local access past the live frames (its offset;
+    `assembler.lower.memory_ops`), as the interpreter reports them (kind, lane, the address where
+    there is one); None for any other access."""
+    msg = stack_overflow_message(extra, address)
+    if msg is not None:
+        e = MemoryFault(msg, lane=lane, kind="stack")
+    elif extra.get("trap") == "barrier":
+        e = MemoryFault("bar.sync executed by only some lanes of a warp (divergent barrier)", lane=lane,
+                        kind="barrier")
+    elif extra.get("trap") == "local":
+        kind, size = extra["access"]
+        e = MemoryFault(f"out-of-bounds local {kind} of {size} bytes at 0x{address & M32:x}", lane=lane,
+                        address=address & M32, kind=kind)
+    elif extra.get("trap") == "branch":
+        e = MemoryFault(f"brx.idx index {address & M32} out of range", lane=lane, kind="branch")
+    else:
+        return None
+    e.token_kind = "read"
+    return e
+
+
 def _fault(kind: str, message: str, lane: int, address: int) -> MemoryFault:
-    e = MemoryFault(message, lane=lane, address=address)
-    e.kind = kind
+    e = MemoryFault(message, lane=lane, address=address, kind=kind)
+    e.token_kind = kind
     return e

@@ -20,7 +20,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 from qwengpu.assembler import assemble
 from qwengpu.machine.config import COMPACT, MachineConfig
 from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers,
-                                      stack_overflow_message)
+                                      trap_fault)
 from qwengpu.machine.tokens import token_text
 
 from .prompt import prompt_tokens
@@ -510,12 +510,12 @@ def _model_fault(img, generated, last, pending) -> MemoryFault:
     op = next(so.op for so in b.slots if so is not None and so.op.kind == "mem")
     space, size = op.extra["space"], op.extra["width"]
     addr = pending[lane]
-    if stack_overflow_message(op.extra, addr) is not None:
-        msg = stack_overflow_message(op.extra, addr)
-    elif kind == "misaligned":
+    trap = trap_fault(op.extra, addr, lane)
+    if trap is not None:
+        return trap.locate(kernel=img.kernel, block=block, warp=warp, pc=op.ptx_pc)
+    if kind == "misaligned":
         msg = f"misaligned {space} access of {size} bytes at 0x{addr:x}"
     else:
         msg = f"out-of-bounds {space} {kind} of {size} bytes at 0x{addr:x}"
-    e = MemoryFault(msg, lane=lane, address=addr)
-    e.kind = kind
+    e = MemoryFault(msg, lane=lane, address=addr, kind=kind)
     return e.locate(kernel=img.kernel, block=block, warp=warp, pc=op.ptx_pc)

@@ -3,7 +3,8 @@
 bar.red through shared memory), membar."""
 from __future__ import annotations
 
-from qwengpu.machine.uops import Imm, MicroOp, alu, src
+from qwengpu.interp.cfg import divergent_barriers
+from qwengpu.machine.uops import Imm, MicroOp, Special, alu, src
 from qwengpu.ptx.ir import ArgList, Label
 
 from .core import AssemblerError
@@ -25,7 +26,8 @@ class ControlOps:
     def op_brx(self, ctx, ins, info):
         """brx.idx i, table: a binary tree of branches on i (depth log2 of the table's length). An
         index past the table makes the lane fault (the interpreter faults; PTX leaves it
-        undefined): it loads from global address 0, which is never mapped."""
+        undefined): it loads from above the 4 GiB line at the index, reported as the
+        interpreter's fault (kind `branch`)."""
         idx, = self.u32(ctx, ins, 0)
         fn = ctx["fn"]
         names = fn.branch_targets.get(ins.operands[1].name)
@@ -51,7 +53,9 @@ class ControlOps:
         root = tree(0, len(targets))
         entry.term = ("branch", ok, True, root, bad)
         self.start(bad)
-        self._mem(ctx, "LD", "global", (src(Imm(0)), src(Imm(0))), self.new())
+        self.emit(MicroOp("mem", "LD", (self.new("brx.range"), None), extra={
+            "space": "global", "width": 1, "signed": False, "addr": (idx, src(Imm(1))),
+            "align": 1, "trap": "branch"}, ptx_pc=ctx["pc"]))
         self.end(("exit",))
 
     def op_ret(self, ctx, ins, info):
@@ -72,9 +76,63 @@ class ControlOps:
 
     op_exit = op_ret
 
+    def barrier_prologue(self, ctx):
+        """A kernel with a block barrier that only some live lanes of a warp may reach
+        (`cfg.divergent_barriers`; every barrier of a device function) marks each live lane in a
+        pinned register (`alive`: bit `laneid` while the lane runs, 0 once it exited; a lane never
+        present stays 0), so that the barrier can tell a divergent warp (live lanes elsewhere) from
+        one whose other lanes exited. Barriers outside divergent code need no check."""
+        self.checked_barriers = {}
+        for f in self.module.functions.values():
+            if f.declared_only:
+                continue
+            bars = {pc for pc, ins in enumerate(f.body)
+                    if ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) != "warp"}
+            if bars:
+                self.checked_barriers[f.name] = divergent_barriers(f) if f is self.kernel else bars
+        if not any(self.checked_barriers.values()):
+            return
+        self.alive = self.new("warp.alive")
+        self.specials.add("laneid")
+        self.emit(alu("SHL", self.alive, 1, Special("laneid"), ptx_pc=0))
+
+    def barrier_epilogue(self):
+        """Every exit clears its lanes' mark (the write is carried: the mark is live at exits)."""
+        if self.alive is None:
+            return
+        for b in self.blocks:
+            if b.term[0] == "exit":
+                b.ops.append(alu("MOV", self.alive, 0, ptx_pc=b.ops[-1].ptx_pc if b.ops else 0))
+
+    def divergent_barrier_check(self, ctx):
+        """The interpreter's rule: a barrier executed by only some live lanes of a warp faults.
+        The lanes' marks, read across the warp with shfl.idx (the cross-lane unit reads every
+        lane's register, running or not), must all be lanes of the active mask; else the lowest
+        active lane loads from above the 4 GiB line, which faults, reported as a barrier fault."""
+        pc = ctx["pc"]
+        live = None
+        for j in range(4):
+            r, p = self.new(), self.new()
+            self.emit(MicroOp("xlane", "SHFL", (r, p), a=src(self.alive), extra={
+                "mode": "idx", "bsrc": (src(Imm(j)),), "csrc": (src(Imm(0x1F)),)}, ptx_pc=pc))
+            live = src(r) if live is None else self.em(ctx).alu("OR", live, src(r))
+        act = self.new()
+        self.emit(MicroOp("xlane", "ACTIVEMASK", (act,), ptx_pc=pc))
+        same = self.em(ctx).alu("EQ", live, src(act))
+        ok, fault = self.fresh_label("barrier_converged"), self.fresh_label("divergent_barrier")
+        self.end(("branch", same, True, ok, fault))
+        self.start(fault)
+        self.emit(MicroOp("mem", "LD", (self.new("divergent"), None), extra={
+            "space": "global", "width": 1, "signed": False, "addr": (src(Imm(0)), src(Imm(1))),
+            "align": 1, "trap": "barrier"}, ptx_pc=pc))
+        self.end(("exit",))
+        self.start(ok)
+
     def op_bar(self, ctx, ins, info):
         if info.mode == "warp":
             return                       # bar.warp.sync: lanes of a warp run together already
+        if ctx["pc"] in self.checked_barriers.get(ctx["fn"].name, ()):
+            self.divergent_barrier_check(ctx)
         if info.mode == "red":
             self.bar_red_op(ctx, ins, info)
             return

@@ -46,6 +46,9 @@ class MicroProgram:
     kernel: str
     layout: object = None
     specials: set = field(default_factory=set)
+    #: registers that keep their value for the whole launch in every lane, exited lanes included
+    #: (live at every exit; never spilled): the warp's live-lane marks (`ControlOps.op_bar`)
+    pinned: set = field(default_factory=set)
 
     def block(self, label: str) -> Block:
         for b in self.blocks:
@@ -223,7 +226,9 @@ class LowererCore:
         self.start(entry)
         ctx["entry_block"] = self.cur
         self.bar_red = None
+        self.alive = None
         self.calls_prologue(ctx)
+        self.barrier_prologue(ctx)
         if any(ins.op in ("bar", "barrier") and getattr(ins.info, "mode", None) == "red"
                for f in self.module.functions.values() for ins in f.body):
             self.bar_red_prologue(ctx)
@@ -233,7 +238,9 @@ class LowererCore:
         self.lower_out_of_line()
         self.insert_call_frames()
         self.lower_shared_routines()
-        return MicroProgram(self.blocks, entry, self.nv, self.kernel.name, self.layout, self.specials)
+        self.barrier_epilogue()
+        return MicroProgram(self.blocks, entry, self.nv, self.kernel.name, self.layout, self.specials,
+                            {self.alive} if self.alive is not None else set())
 
     def kernel_params(self) -> dict:
         out = {}

@@ -37,6 +37,33 @@ class MemoryOps:
             self.end(("jump", join))
         self.start(join)
 
+    def local_frame_check(self, ctx, space: str, lo: Src, size: int, count: int, kind: str):
+        """A local access must lie in the thread's live frames (the interpreter's rule): up to the
+        current function's frame, `local_base` + its size. The layout marks every function's frame
+        valid (`launch_layout`), so where the live frames end lower -- in a caller after an inlined
+        callee with locals returned -- each of the `count` elements is checked here: an aligned
+        one past the frames loads from above the 4 GiB line, reported as the interpreter's fault
+        (`trap: local`, the offset as address). A misaligned access is left to the memory unit."""
+        if space != "local":
+            return
+        top = ctx["local_base"] + self.layout.local_size.get(ctx["fn"].name, 0)
+        if top >= self.layout.local_stride:
+            return
+        pc = ctx["pc"]
+        for k in range(count):
+            em = self.em(ctx)
+            at = lo if k == 0 else em.alu("ADD", lo, k * size)
+            inside = em.alu("LTU", em.alu("ADD", at, size), top + 1)
+            misaligned = em.alu("LTU", 0, em.alu("AND", lo, size * count - 1))
+            ok, bad = self.fresh_label("local_in_frame"), self.fresh_label("local_past_frame")
+            self.end(("branch", em.alu("OR", inside, misaligned), True, ok, bad))
+            self.start(bad)
+            self.emit(MicroOp("mem", "LD", (self.new("past.frame"), None), extra={
+                "space": "global", "width": 1, "signed": False, "addr": (at, src(Imm(1))), "align": 1,
+                "trap": "local", "access": (kind, size)}, ptx_pc=pc))
+            self.end(("exit",))
+            self.start(ok)
+
     def op_ld(self, ctx, ins, info):
         d, a = ins.operands
         t = info.type
@@ -48,6 +75,7 @@ class MemoryOps:
             self.param_load(ctx, ins, a, regs, t, size)
             return
         space, lo, hi = self.address(ctx, a, info.space, ins)
+        self.local_frame_check(ctx, space, lo, size, len(regs), "read")
         # the machine loads 1, 2 or 4 bytes, zero-extended: wider loads are split into words,
         # signed narrow loads extended by shifts
         words = []
@@ -116,6 +144,7 @@ class MemoryOps:
                     slots[a.offset + k * size] = (lo, hi, size)
             return
         space, lo, hi = self.address(ctx, a, info.space, ins)
+        self.local_frame_check(ctx, space, lo, size, len(srcs), "write")
         for k, o in enumerate(srcs):
             vlo, vhi = self.value(ctx, o, t, ins)
             for half, part in enumerate([vlo, vhi] if size == 8 else [vlo]):
@@ -134,6 +163,7 @@ class MemoryOps:
             t = "b" + t[1:]                     # an exchange moves bits
         size = type_bits(t) // 8
         space, lo, hi = self.address(ctx, a, info.space, ins)
+        self.local_frame_check(ctx, space, lo, size, 1, "atomic")
         b = self.value(ctx, srcs[0], t, ins)
         c = self.value(ctx, srcs[1], t, ins) if len(srcs) > 1 else (None, None)
         if t == "f32":
