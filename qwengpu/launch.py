@@ -51,12 +51,21 @@ def _dim3(v, what: str) -> tuple[int, int, int]:
     return tuple(v)
 
 
+def _shared_bytes(v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise LaunchError(f"shared_bytes (the dynamic shared memory's size) must be a non-negative int, got {v!r}")
+    return v
+
+
 def _element(x, dtype: np.dtype):
     """One JSON element -> a value of `dtype` (raw "0x..." bit patterns and nan/inf allowed)."""
     if isinstance(x, str):
         s = x.strip().lower()
         if s.startswith("0x") or s.startswith("-0x"):
-            bits = int(s, 16)
+            try:
+                bits = int(s, 16)
+            except ValueError:
+                raise LaunchError(f"cannot read {x!r} as a hex bit pattern ({dtype.name})") from None
             width = dtype.itemsize * 8
             raw = np.array([bits & ((1 << width) - 1)], dtype=f"u{dtype.itemsize}")
             return raw.view(dtype)[0]
@@ -172,7 +181,7 @@ class LaunchSpec:
                 raise LaunchError(f"args[{k}] needs 'buffer', 'scalar' or 'struct'")
         return cls(kernel=obj.get("kernel"), grid=_dim3(obj.get("grid", 1), "grid"),
                    block=_dim3(obj.get("block", 1), "block"), args=args,
-                   shared_bytes=int(obj.get("shared_bytes", 0)))
+                   shared_bytes=_shared_bytes(obj.get("shared_bytes", 0)))
 
     def to_json(self) -> dict:
         d = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
