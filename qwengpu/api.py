@@ -138,6 +138,8 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
         else:
             modules[i] = loaded[id(p)]
     todo = [i for i in range(n) if out[i] is None]
+    if not todo:
+        return out
     if engine not in MODEL_ENGINES:
         for i in todo:
             try:
@@ -151,43 +153,27 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
     size = batch_size or max(1, len(todo))
 
     def batch(indices: list) -> None:
-        results = run_batch_on_model([modules[i] for i in indices], [specs[i] for i in indices],
-                                     [kernels[i] for i in indices], max_tokens=max_steps or DEFAULT_MAX_TOKENS,
-                                     forward=engine, return_exceptions=return_exceptions, **options)
+        try:
+            results = run_batch_on_model([modules[i] for i in indices], [specs[i] for i in indices],
+                                         [kernels[i] for i in indices], max_tokens=max_steps or DEFAULT_MAX_TOKENS,
+                                         forward=engine, return_exceptions=return_exceptions, **options)
+        except Exception as e:
+            if not return_exceptions:
+                raise
+            if len(indices) == 1:
+                out[indices[0]] = e
+                return
+            # a launch the machine refuses (a construct it lacks, a capacity limit) stops its batch
+            # before any pass: halve the batch until it stands alone, the others still run in batches
+            batch(indices[:len(indices) // 2])
+            batch(indices[len(indices) // 2:])
+            return
         for i, r in zip(indices, results):
             out[i] = r
 
     for lo in range(0, len(todo), size):
-        chunk = todo[lo:lo + size]
-        try:
-            batch(chunk)
-        except Exception as e:
-            if not return_exceptions:
-                raise
-            # a launch the machine refuses (assembler: a construct it lacks, a capacity limit) stops
-            # the batch before it runs: find those, run the others
-            refused = {i: _machine_refusal(modules[i], specs[i], kernels[i], options["machine"]) for i in chunk}
-            rest = [i for i in chunk if refused[i] is None]
-            for i in chunk:
-                if refused[i] is not None:
-                    out[i] = refused[i]
-            if len(rest) == len(chunk):           # not a launch's refusal: the batch as a whole failed
-                for i in chunk:
-                    out[i] = e
-            elif rest:
-                batch(rest)
+        batch(todo[lo:lo + size])
     return out
-
-
-def _machine_refusal(module, spec, kernel, machine) -> Exception | None:
-    """The exception with which `machine` refuses this launch before running it, or None."""
-    from .assembler import assemble
-    from .runtime.prompt import prompt_tokens
-    try:
-        prompt_tokens(assemble(module, spec, kernel, machine.config), module, spec)
-    except Exception as e:
-        return e
-    return None
 
 
 def machine_refusals() -> tuple:
