@@ -2,11 +2,11 @@
 
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
                 [--device cpu|cuda|mps] [--check-states] [--model DIR] [--json]
-    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--jobs N] [--model DIR | --geometry G] [--json] [KERNEL ...]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N | --jobs N] [--model DIR | --geometry G] [--json] [KERNEL ...]
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only]
-    qwengpu fuzz [--seed S] [--count N] [--start I] [--compact-every K] [--out DIR] [--json F]
+    qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
     qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
