@@ -107,7 +107,7 @@ def test_fuzz_api_refuses_them_too():
 
 def test_fuzz_refuses_a_cxx_that_names_no_compiler(capsys, monkeypatch):
     monkeypatch.setenv("CXX", "no-such-compiler-qwengpu")
-    assert "$CXX='no-such-compiler-qwengpu' is not found" in refused(capsys, "fuzz", "--count", "1", "--quiet")
+    assert "$CXX='no-such-compiler-qwengpu' not found" in refused(capsys, "fuzz", "--count", "1", "--quiet")
 
 
 def test_verify_refuses_an_unknown_engine_and_model_options_elsewhere(capsys):

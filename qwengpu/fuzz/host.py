@@ -52,12 +52,13 @@ def missing_tools() -> str | None:
     try:
         find_nvcc()
     except NvccNotFound:
-        missing.append("nvcc not found")
+        missing.append("nvcc")
     try:
         find_host_compiler()
-    except HostCompilerNotFound as e:
-        missing.append(str(e))
-    return "; ".join(missing) if missing else None
+    except HostCompilerNotFound:
+        cxx = os.environ.get("CXX")
+        missing.append(f"the host C++ compiler $CXX={cxx!r}" if cxx else "a host C++ compiler")
+    return " and ".join(missing) + " not found" if missing else None
 
 
 def cuda_source(kernels: list[FuzzKernel], bodies: list | None = None) -> str:
