@@ -32,8 +32,9 @@ PROGRAM_SUFFIXES = (".ptx", ".cu")
 def load_program(program, *, approx: str = "allow") -> Module:
     """A validated kernel IR module from a `Module`, PTX text, CUDA source text, or a path to a
     `.ptx`/`.cu` file (CUDA needs nvcc; PTX never does). A one-line string with no brace or
-    semicolon is a path (never compiled as CUDA): a missing file or another suffix is refused. `approx="refuse"` rejects approximate
-    instructions (for results that must match NVIDIA hardware bit for bit)."""
+    semicolon is a path, never compiled as CUDA: a missing file or another suffix is refused.
+    `approx="refuse"` rejects approximate instructions (for results that must match NVIDIA
+    hardware bit for bit)."""
     if approx not in APPROX_POLICIES:
         raise ValueError(f"approx must be one of {', '.join(APPROX_POLICIES)}, not {approx!r}")
     allow = approx == "allow"
