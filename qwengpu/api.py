@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from .cuda import compile_cuda
-from .launch import LaunchResult, LaunchSpec, check_step_limit
+from .launch import LaunchError, LaunchResult, LaunchSpec, check_step_limit
 from .ptx.ir import Module
 from .ptx.isa import validate_module
 from .ptx.parser import parse_ptx
@@ -25,20 +25,30 @@ def _looks_like_ptx(text: str) -> bool:
 APPROX_POLICIES = ("allow", "refuse")
 
 
+#: the file suffixes `load_program` reads: PTX, and CUDA (compiled with nvcc)
+PROGRAM_SUFFIXES = (".ptx", ".cu")
+
+
 def load_program(program, *, approx: str = "allow") -> Module:
     """A validated kernel IR module from a `Module`, PTX text, CUDA source text, or a path to a
-    `.ptx`/`.cu` file (CUDA needs nvcc; PTX never does). `approx="refuse"` rejects approximate
-    instructions (for results that must match NVIDIA hardware bit for bit)."""
+    `.ptx`/`.cu` file (CUDA needs nvcc; PTX never does). A one-line string with no brace or
+    semicolon is a path, never compiled as CUDA: a missing file or another suffix is refused.
+    `approx="refuse"` rejects approximate instructions (for results that must match NVIDIA
+    hardware bit for bit)."""
     if approx not in APPROX_POLICIES:
         raise ValueError(f"approx must be one of {', '.join(APPROX_POLICIES)}, not {approx!r}")
     allow = approx == "allow"
     if isinstance(program, Module):
         return validate_module(program, approx=allow)
-    if isinstance(program, os.PathLike) or (isinstance(program, str) and "\n" not in program
-                                            and program.endswith((".cu", ".ptx"))):
+    if isinstance(program, str) and "\n" not in program and not any(c in program for c in "{};"):
+        program = Path(program)    # one line without a brace or a semicolon holds no kernel: a file name
+    if isinstance(program, os.PathLike):
         path = Path(program)
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
+        if path.suffix not in PROGRAM_SUFFIXES:
+            raise ValueError(f"{path}: a program file is .cu (CUDA) or .ptx (PTX), not "
+                             + (f"{path.suffix!r}" if path.suffix else "a file without a suffix"))
         text = path.read_text() if path.suffix == ".ptx" else compile_cuda(path)
     else:
         text = program if _looks_like_ptx(program) else compile_cuda(program)
@@ -83,41 +93,89 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
              max_steps: int | None = None, batch_size: int | None = None, return_exceptions: bool = False,
              **options) -> list:
     """Run many launches: `programs` is one program for every launch or a list with one per launch
-    (see `load_program`), `launches` a list of launch specs. On the model engines ("model",
-    "compact", "compact-ref") the launches run as batches of `batch_size` (default: all of them)
-    through the model's forward passes, each result identical to its single run; on "interp" and
-    "sim" one after another. A launch that fails: with `return_exceptions` its entry is the
-    exception, else the first failure is raised. Options as for `run` (machine, device,
-    check_states, progress, ...)."""
+    (see `load_program`), `launches` a list of launch specs, `kernels` (optional) a kernel name per
+    launch. On the model engines ("model", "compact", "compact-ref") the launches run as batches
+    of `batch_size` (a positive int; default: all of them) through the model's forward passes,
+    each result identical to its single run; on "interp" and "sim" one after another. A launch
+    that fails (its spec or program refused, the machine refusing the program, a fault): with
+    `return_exceptions` its entry is the exception and the others run, else the first failure is
+    raised. Options as for `run` (machine, device, check_states, progress, ...)."""
     check_step_limit(max_steps)
-    specs = [s if isinstance(s, LaunchSpec) else LaunchSpec.from_json(s) for s in launches]
-    if isinstance(programs, (list, tuple)):
-        if len(programs) != len(specs):
-            raise ValueError(f"{len(programs)} programs for {len(specs)} launches")
-        loaded: dict = {}
-        modules = [loaded.setdefault(id(p), load_program(p)) for p in programs]
-    else:
-        modules = [load_program(programs)] * len(specs)
-    kernels = list(kernels) if kernels is not None else [None] * len(specs)
-    if engine not in MODEL_ENGINES:
-        out = []
-        for m, sp, k in zip(modules, specs, kernels):
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int (or None: every launch in one batch), not {batch_size!r}")
+    launches = list(launches)
+    n = len(launches)
+    if isinstance(programs, (list, tuple)) and len(programs) != n:
+        raise ValueError(f"{len(programs)} programs for {n} launches")
+    kernels = list(kernels) if kernels is not None else [None] * n
+    if len(kernels) != n:
+        raise ValueError(f"{len(kernels)} kernel names for {n} launches")
+    out: list = [None] * n                         # a result or (with return_exceptions) an exception
+
+    def failed(i: int, e: Exception) -> None:
+        if not return_exceptions:
+            raise e
+        out[i] = e
+
+    specs: list = [None] * n
+    for i, s in enumerate(launches):
+        try:
+            specs[i] = s if isinstance(s, LaunchSpec) else LaunchSpec.from_json(s)
+        except LaunchError as e:
+            failed(i, LaunchError(f"launches[{i}]: {e}"))
+    modules: list = [None] * n
+    loaded: dict = {}                               # id(program) -> its module or the exception loading it
+    for i in range(n):
+        p = programs[i] if isinstance(programs, (list, tuple)) else programs
+        if id(p) not in loaded:
             try:
-                out.append(run(m, sp, engine=engine, kernel=k, max_steps=max_steps, **options))
+                loaded[id(p)] = load_program(p)
             except Exception as e:
-                if not return_exceptions:
-                    raise
-                out.append(e)
+                loaded[id(p)] = e
+        if out[i] is not None:
+            continue
+        if isinstance(loaded[id(p)], Exception):
+            failed(i, loaded[id(p)])
+        else:
+            modules[i] = loaded[id(p)]
+    todo = [i for i in range(n) if out[i] is None]
+    if not todo:
+        return out
+    if engine not in MODEL_ENGINES:
+        for i in todo:
+            try:
+                out[i] = run(modules[i], specs[i], engine=engine, kernel=kernels[i], max_steps=max_steps, **options)
+            except Exception as e:
+                failed(i, e)
         return out
     from .runtime.engines import run_batch_on_model
     if options.get("machine") is None:            # load once for every batch
         options["machine"] = default_machine(engine, options.get("progress", True))
-    size = batch_size or max(1, len(specs))
-    out = []
-    for i in range(0, len(specs), size):
-        out += run_batch_on_model(modules[i:i + size], specs[i:i + size], kernels[i:i + size],
-                                  max_tokens=max_steps, forward=engine,
-                                  return_exceptions=return_exceptions, **options)
+    size = batch_size or max(1, len(todo))
+
+    def batch(indices: list) -> None:
+        try:
+            results = run_batch_on_model([modules[i] for i in indices], [specs[i] for i in indices],
+                                         [kernels[i] for i in indices], max_tokens=max_steps,
+                                         forward=engine, return_exceptions=return_exceptions, **options)
+        except Exception as e:
+            if not return_exceptions:
+                raise
+            if len(indices) == 1:
+                out[indices[0]] = e
+                return
+            # a launch the machine refuses (a construct it lacks, a capacity limit) stops its batch
+            # before any pass: halve the batch until it stands alone, the others still run in batches
+            batch(indices[:len(indices) // 2])
+            batch(indices[len(indices) // 2:])
+            return
+        for i, r in zip(indices, results):
+            out[i] = r
+
+    for lo in range(0, len(todo), size):
+        batch(todo[lo:lo + size])
     return out
 
 

@@ -2,11 +2,11 @@
 
     qwengpu run FILE.cu|FILE.ptx --launch SPEC.json [--kernel NAME] [--engine interp|sim|compact|model]
                 [--device cpu|cuda|mps] [--check-states] [--model DIR] [--json]
-    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N] [--jobs N] [--model DIR | --geometry G] [--json] [KERNEL ...]
+    qwengpu verify [--engine interp] [--device D] [--check-states] [--batch N | --jobs N] [--model DIR | --geometry G] [--json] [KERNEL ...]
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only] [--overwrite]
-    qwengpu fuzz [--seed S] [--count N] [--start I] [--compact-every K] [--out DIR] [--json F] [--faults]
+    qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F] [--faults]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
     qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
@@ -32,6 +32,38 @@ from .api import MODEL_ENGINES
 def _engines():
     from .api import ENGINES
     return ENGINES
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an int >= 1 (a count or size of 0 or less would check nothing)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def _non_negative_int(text: str) -> int:
+    """argparse type: an int >= 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {n}")
+    return n
+
+
+def _engine_list(text: str) -> tuple:
+    """argparse type: comma-separated engine names, each one qwenGPU has."""
+    engines = tuple(e for e in text.split(",") if e)
+    unknown = [e for e in engines if e not in _engines()]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown engine {', '.join(map(repr, unknown))} "
+                                         f"(available: {', '.join(_engines())})")
+    return engines
 
 
 def _print_result(res, spec, as_json: bool):
@@ -107,6 +139,11 @@ def default_jobs(args) -> int:
 
 def cmd_verify(args) -> int:
     from .verify import verify
+    if args.engine not in MODEL_ENGINES and (args.batch > 1 or (args.jobs or 1) > 1):
+        raise ValueError(f"--batch and --jobs apply to the model engines ({', '.join(MODEL_ENGINES)}), "
+                         f"not {args.engine!r}")
+    if args.batch > 1 and (args.jobs or 1) > 1:
+        raise ValueError("--batch runs the kernels in batches in one process, --jobs one by one in processes: give one")
     if args.jobs is None:
         args.jobs = default_jobs(args)
     factory = _machine_factory(args) if args.jobs > 1 else None     # each worker process makes its machine
@@ -232,7 +269,9 @@ def cmd_compile(args) -> int:
 
 def cmd_fuzz(args) -> int:
     from .fuzz import fuzz
-    engines = tuple(e for e in args.engines.split(",") if e)
+    engines = args.engines
+    if not engines and not args.compact_every:
+        raise ValueError("--engines names no engine and --compact-every is 0: nothing would be checked")
     if args.faults:
         from .fuzz.faults import fuzz_faults
         rep = fuzz_faults(seed=args.seed, count=args.count, start=args.start,
@@ -275,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", help="a .cu or .ptx file")
     r.add_argument("--launch", required=True, help="launch spec JSON file")
     r.add_argument("--kernel", help="kernel name (default: the spec's, or the only kernel)")
-    r.add_argument("--engine", default="interp", help="execution engine (default: interp)")
+    r.add_argument("--engine", default="interp", choices=_engines(), help="execution engine (default: interp)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--max-steps", type=int, default=None, help="step limit (runaway loops stop here)")
     r.add_argument("--approx", choices=("allow", "refuse"), default="allow",
@@ -291,10 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "3 none wrong, but the machine refused some programs (a construct it lacks "
                               "or a capacity limit: listed apart)")
     v.add_argument("kernels", nargs="*", help="suite kernels (default: all)")
-    v.add_argument("--engine", default="interp")
+    v.add_argument("--engine", default="interp", choices=_engines())
     v.add_argument("--json", action="store_true")
-    v.add_argument("--batch", type=int, default=1, help="model engines: run the kernels in batches of N (run_many)")
-    v.add_argument("--jobs", type=int, default=None,
+    v.add_argument("--batch", type=_positive_int, default=1, help="model engines: run the kernels in batches of N (run_many)")
+    v.add_argument("--jobs", type=_positive_int, default=None,
                    help="model engines: share the kernels out to N processes (default: one per CPU core, at "
                         "most one per kernel; 1 with --batch, or with --model, whose checkpoint each process "
                         "would load)")
@@ -352,15 +391,15 @@ def build_parser() -> argparse.ArgumentParser:
     lb.set_defaults(func=cmd_lab)
 
     fz = sub.add_parser("fuzz", help="random CUDA kernels on the engines against a host C++ oracle (needs nvcc and c++)")
-    fz.add_argument("--seed", type=int, default=0, help="the run's seed (kernel I of seed S is always the same)")
-    fz.add_argument("--count", type=int, default=100, help="how many kernels")
-    fz.add_argument("--start", type=int, default=0, help="index of the first kernel")
-    fz.add_argument("--engines", default="interp,sim", help="engines checked on every kernel (default: interp,sim)")
-    fz.add_argument("--compact-every", type=int, default=0, metavar="K",
+    fz.add_argument("--seed", type=_non_negative_int, default=0, help="the run's seed (kernel I of seed S is always the same)")
+    fz.add_argument("--count", type=_positive_int, default=100, help="how many kernels")
+    fz.add_argument("--start", type=_non_negative_int, default=0, help="index of the first kernel")
+    fz.add_argument("--engines", type=_engine_list, default=("interp", "sim"), help="engines checked on every kernel (default: interp,sim)")
+    fz.add_argument("--compact-every", type=_non_negative_int, default=0, metavar="K",
                     help="also run every K-th kernel (index %% K == 0) on the compact engine (default 0: none)")
-    fz.add_argument("--batch", type=int, default=40, help="kernels per nvcc and host-compiler call")
+    fz.add_argument("--batch", type=_positive_int, default=40, help="kernels per nvcc and host-compiler call")
     fz.add_argument("--out", default="fuzz-failures", help="directory for disagreements (default: fuzz-failures)")
-    fz.add_argument("--reduce", type=int, default=10, help="reduce the first N disagreements (default 10)")
+    fz.add_argument("--reduce", type=_non_negative_int, default=10, help="reduce the first N disagreements (default 10)")
     fz.add_argument("--json", help="write the report to this JSON file")
     fz.add_argument("--quiet", action="store_true", help="no progress lines")
     fz.add_argument("--faults", action="store_true",
@@ -381,6 +420,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _close_progress_bars() -> None:
+    """Close the progress bars a failure left open (verify's, a model's load, a launch's tokens):
+    the error message then starts a line of its own instead of being glued onto a bar."""
+    from tqdm import tqdm
+    for bar in list(getattr(tqdm, "_instances", ())):     # tqdm's registry of open bars
+        bar.close()
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv                  # accepted after the subcommand too
@@ -388,9 +435,11 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:
+        _close_progress_bars()
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:   # every failure: a clear message on stderr, non-zero exit
+        _close_progress_bars()
         if args.debug:
             import traceback
             traceback.print_exc()

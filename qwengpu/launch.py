@@ -133,7 +133,7 @@ def _element(x, dtype: np.dtype):
             try:
                 bits = int(s, 16)
             except ValueError:
-                raise LaunchError(f"cannot read {x!r} as {dtype.name}") from None
+                raise LaunchError(f"cannot read {x!r} as a hex bit pattern ({dtype.name})") from None
             width = dtype.itemsize * 8
             # a bit pattern of at most the dtype's width (a negative one as two's complement)
             if not -(1 << (width - 1)) <= bits < (1 << width):

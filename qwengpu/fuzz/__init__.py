@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from .generator import FuzzKernel, generate
-from .host import compile_ptx, cuda_source, run_host
+from .host import compile_ptx, cuda_source, missing_tools, run_host
 from .prelude import PRELUDE
 from .reduce import reduce_body, size
 
@@ -112,6 +112,23 @@ def _write_failure(out_dir: Path, f: Failure, k: FuzzKernel, reduced_body: list 
     f.directory = str(d)
 
 
+def _check_arguments(seed, count, start, engines, compact_every, batch, reduce) -> None:
+    """Refuse what would check nothing or name no kernel (`fz_-1_0` is not a C identifier)."""
+    from ..api import ENGINES
+    for name, value, least in (("seed", seed, 0), ("count", count, 1), ("start", start, 0),
+                               ("compact_every", compact_every, 0), ("batch", batch, 1), ("reduce", reduce, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        raise ValueError(f"unknown engine {', '.join(map(repr, unknown))} (available: {', '.join(ENGINES)})")
+    if not engines and not compact_every:
+        raise ValueError("no engine to check (engines is empty and compact_every is 0)")
+    missing = missing_tools()
+    if missing:
+        raise RuntimeError(f"the fuzzer cannot run: {missing}")
+
+
 def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_every: int = 0,
          batch: int = 40, out_dir=None, reduce: int = 10, reduce_tries: int = 300, machine=None,
          log: Callable[[str], None] | None = None, start: int = 0) -> FuzzReport:
@@ -119,6 +136,7 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
     `compact_every`-th, when > 0) on the compact engine with `machine` (default: the built-in
     one), against the host oracle. Disagreements go to `out_dir` (when given); the first `reduce`
     of them reduced (each reduction compiles and runs the kernel up to `reduce_tries` times)."""
+    _check_arguments(seed, count, start, engines, compact_every, batch, reduce)
     t0 = time.perf_counter()
     report = FuzzReport(seed=seed, count=count, engines=tuple(engines), compact_every=compact_every)
     all_engines = list(engines) + (["compact"] if compact_every > 0 else [])

@@ -31,9 +31,15 @@ class HostCompilerNotFound(RuntimeError):
 
 
 def find_host_compiler() -> str:
-    """The host C++ compiler: `$CXX`, else c++, g++ or clang++ on PATH."""
-    for cand in (os.environ.get("CXX"), "c++", "g++", "clang++"):
-        if cand and shutil.which(cand):
+    """The host C++ compiler: `$CXX` when set (refused when it names no program: a silent fallback
+    would check against another compiler than the one asked for), else c++, g++ or clang++ on PATH."""
+    cxx = os.environ.get("CXX")
+    if cxx:
+        if not shutil.which(cxx):
+            raise HostCompilerNotFound(f"the host C++ compiler $CXX={cxx!r} is not found (unset CXX to use c++ on PATH)")
+        return shutil.which(cxx)
+    for cand in ("c++", "g++", "clang++"):
+        if shutil.which(cand):
             return shutil.which(cand)
     raise HostCompilerNotFound("no host C++ compiler (c++, g++ or clang++) on PATH; set CXX")
 
@@ -50,7 +56,8 @@ def missing_tools() -> str | None:
     try:
         find_host_compiler()
     except HostCompilerNotFound:
-        missing.append("a host C++ compiler")
+        cxx = os.environ.get("CXX")
+        missing.append(f"the host C++ compiler $CXX={cxx!r}" if cxx else "a host C++ compiler")
     return " and ".join(missing) + " not found" if missing else None
 
 

@@ -236,6 +236,14 @@ class Function:
     directives: dict = field(default_factory=dict)   # .maxntid, .reqntid, ... (informational)
 
 
+class KernelNotFound(KeyError):
+    """No kernel of that name, or no single kernel to take: its message is shown as it is
+    (a KeyError's would be quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 @dataclass
 class Module:
     version: str | None = None
@@ -254,9 +262,12 @@ class Module:
     def kernel(self, name: str | None = None) -> Function:
         """The kernel named `name` (mangled or not), or the only kernel when `name` is None."""
         ks = self.kernels
+        if not ks:
+            raise KernelNotFound("the module has no kernel (no .entry function): is the PTX empty or cut short?")
         if name is None:
-            if len(ks) != 1:
-                raise KeyError(f"the module has {len(ks)} kernels ({', '.join(k.name for k in ks)}); name one")
+            if len(ks) > 1:
+                raise KernelNotFound(f"the module has {len(ks)} kernels ({', '.join(k.name for k in ks)}); name one "
+                                     "(the launch spec's \"kernel\", or --kernel)")
             return ks[0]
         for k in ks:
             if k.name == name:
@@ -264,7 +275,7 @@ class Module:
         matches = [k for k in ks if demangled_name(k.name) == name]
         if len(matches) == 1:
             return matches[0]
-        raise KeyError(f"no kernel named {name!r}; the module has: {', '.join(k.name for k in ks)}")
+        raise KernelNotFound(f"no kernel named {name!r}; the module has: {', '.join(k.name for k in ks)}")
 
 
 def demangled_name(mangled: str) -> str:

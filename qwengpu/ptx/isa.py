@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import TYPE_BITS, Addr, Function, Imm, Instr, Label, Module
+from .ir import TYPE_BITS, Addr, Function, Imm, Instr, Label, Module, Special
 from .printf import expand_printf
-from .parser import PTXSyntaxError
+from .parser import TEXTURE_OPS, PTXSyntaxError
 
 INT_TYPES = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 FLOAT_TYPES = {"f16", "f32", "f64"}
@@ -555,6 +555,9 @@ _FLOAT_CAPABLE = {"add", "sub", "mul", "mad", "div", "abs", "neg", "min", "max"}
 def decode(instr: Instr) -> OpInfo:
     """Decode `instr`'s modifiers, or raise `PTXUnsupported` naming the line and the construct."""
     op = instr.op
+    if op in TEXTURE_OPS:
+        raise PTXUnsupported(f"texture and surface instructions (`{instr.opcode}`) are not supported: the "
+                             "machine has no texture units; pass the data as a global pointer", instr.line, instr.text)
     dec = DECODERS.get(op)
     if dec is None:
         raise PTXUnsupported(f"unsupported instruction `{instr.opcode}`", instr.line, instr.text)
@@ -610,6 +613,14 @@ def validate_function(fn: Function, module: Module, approx: bool = True) -> list
         if not approx and "approx" in ins.info.flags:
             errors.append(PTXUnsupported(APPROX_REFUSED.format(ins.opcode), ins.line, ins.text))
         for o in ins.operands:
+            if isinstance(o, Special) and o.name.startswith("%envreg"):
+                errors.append(PTXUnsupported(
+                    f"{o.name} (an environment register, read by cooperative groups' grid-wide sync, "
+                    "this_grid().sync()) is not supported: the machine has no grid-wide synchronisation",
+                    ins.line, ins.text))
+            if isinstance(o, Special) and o.name.startswith("%pm"):
+                errors.append(PTXUnsupported(f"performance-monitor register {o.name} is not supported",
+                                             ins.line, ins.text))
             if isinstance(o, Label) and ins.op not in ("bra", "call", "brx"):
                 errors.append(PTXUnsupported(f"label {o} used as a value", ins.line, ins.text))
             if isinstance(o, Label) and ins.op == "bra" and o.name not in fn.labels:

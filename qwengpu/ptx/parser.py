@@ -40,6 +40,11 @@ SPECIAL_REGS = {
     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%envreg", "%pm",
 }
 
+#: the special registers that come numbered: %envreg0..31, %pm0..7
+NUMBERED_SPECIAL_REGS = {"%envreg", "%pm"}
+#: texture and surface instructions: their operands are not parsed, `isa.validate_module` refuses them
+TEXTURE_OPS = {"tex", "tld4", "txq", "suld", "sust", "sured", "suq", "istypep"}
+
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r\f\v]+)
   | (?P<nl>\n)
@@ -588,7 +593,10 @@ class _Body:
         if "" in mods:
             p.error(f"malformed opcode {optok.text!r}", optok)
         operands = []
-        if not p.at(";"):
+        if op in TEXTURE_OPS:      # operands like [tex, {x, y}]: kept unparsed; validation names the construct
+            while p.peek().text not in (";", ""):
+                p.next()
+        elif not p.at(";"):
             while True:
                 operands.append(self.operand(op))
                 if not p.accept(","):
@@ -640,7 +648,7 @@ class _Body:
             name = t.text
             if name.startswith("%"):
                 base = name.split(".")[0]
-                if base in SPECIAL_REGS:
+                if base in SPECIAL_REGS or base.rstrip("0123456789") in NUMBERED_SPECIAL_REGS:
                     return Special(name)
             if name == "WARP_SZ":
                 return Special(name)

@@ -52,7 +52,12 @@ def cmd_build_machine(args) -> int:
 
 
 def cmd_kl(args) -> int:
+    from pathlib import Path
+
     from .kl import measure_kl
+    for option, folder in (("--base", args.base), ("--model", args.model)):
+        if not Path(folder).is_dir():    # else transformers reads the path as a hub repo id and says so
+            raise FileNotFoundError(f"{option} {folder}: no such folder (a checkpoint's folder: config.json, *.safetensors)")
     text = open(args.text, encoding="utf-8").read() if args.text else None
     rep = measure_kl(args.base, args.model, text, dtype=args.dtype, base_dtype=args.base_dtype,
                      segment=args.segment, with_launch=not args.no_launch, max_tokens=args.max_tokens)
