@@ -145,12 +145,12 @@ def test_run_never_compiles_a_file_name_as_cuda(capsys, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("spec, says", [
     ({"grid": 1, "block": 4, "args": [{"buffer": "int32", "data": [1, "0xzz"]}]},
-     "LaunchError: args[0]: cannot read '0xzz' as a hex bit pattern (int32)"),
+     "LaunchError: args[0].data[1]: cannot read '0xzz' as a hex bit pattern (int32)"),
     ({"grid": 1, "block": 4, "args": [{"scalar": "uint32", "value": "0xg"}]},
      "LaunchError: args[0]: cannot read '0xg' as a hex bit pattern (uint32)"),
-    ({"grid": 1, "block": 4, "shared_bytes": "abc", "args": []}, "shared_bytes (the dynamic shared memory's size) "
-     "must be a non-negative int, got 'abc'"),
-    ({"grid": 1, "block": 4, "shared_bytes": -100, "args": []}, "must be a non-negative int, got -100"),
+    ({"grid": 1, "block": 4, "shared_bytes": "abc", "args": []}, "shared_bytes must be a non-negative int (bytes of "
+     "dynamic shared memory), got 'abc'"),
+    ({"grid": 1, "block": 4, "shared_bytes": -100, "args": []}, "shared_bytes must be a non-negative int (bytes of dynamic shared memory), got -100"),
 ])
 def test_run_names_the_launch_spec_value_it_cannot_read(capsys, tmp_path, spec, says):
     ptx, launch = _dot_files(tmp_path, spec)
