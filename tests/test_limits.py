@@ -170,32 +170,11 @@ def test_ptx_versions_beyond_the_known_range_are_refused_naming_the_line():
 
 # -- items 10, 11: the step limit -------------------------------------------------------------------
 
-MATRIX_MUL = r"""
-// NVIDIA cuda-samples' matrixMul kernel (Samples/0_Introduction/matrixMul/matrixMul.cu)
-template <int BLOCK_SIZE> __global__ void MatrixMulCUDA(float *C, float *A, float *B, int wA, int wB) {
-  int bx = blockIdx.x, by = blockIdx.y, tx = threadIdx.x, ty = threadIdx.y;
-  int aBegin = wA * BLOCK_SIZE * by, aEnd = aBegin + wA - 1, aStep = BLOCK_SIZE;
-  int bBegin = BLOCK_SIZE * bx, bStep = BLOCK_SIZE * wB;
-  float Csub = 0;
-  for (int a = aBegin, b = bBegin; a <= aEnd; a += aStep, b += bStep) {
-    __shared__ float As[BLOCK_SIZE][BLOCK_SIZE];
-    __shared__ float Bs[BLOCK_SIZE][BLOCK_SIZE];
-    As[ty][tx] = A[a + wA * ty + tx];
-    Bs[ty][tx] = B[b + wB * ty + tx];
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < BLOCK_SIZE; ++k) Csub += As[ty][k] * Bs[k][tx];
-    __syncthreads();
-  }
-  int c = wB * BLOCK_SIZE * by + BLOCK_SIZE * bx;
-  C[c + wB * ty + tx] = Csub;
-}
-template __global__ void MatrixMulCUDA<4>(float *, float *, float *, int, int);
-"""
-
 
 def test_matrix_mul_sample_runs_within_the_default_token_limit():
-    """8x16 times 16x8 in 4x4 tiles: 106,531 tokens, past the old fixed default of 100,000."""
+    """The suite's matmul_tile4 (the shape of NVIDIA's matrixMul sample: 4x4 tiles in shared memory)
+    on 8x16 times 16x8: 106,531 tokens, past the old fixed default of 100,000."""
+    from qwengpu import suite
     h, w, n = 8, 16, 8
     a = (np.arange(h * w) % 7 - 3).astype(np.float32)
     b = (np.arange(w * n) % 5 - 2).astype(np.float32) * 0.5
@@ -203,7 +182,7 @@ def test_matrix_mul_sample_runs_within_the_default_token_limit():
             "args": [{"buffer": "float32", "size": h * n}, {"buffer": "float32", "data": a.tolist()},
                      {"buffer": "float32", "data": b.tolist()}, {"scalar": "int32", "value": w},
                      {"scalar": "int32", "value": n}]}
-    res = qwengpu.run(MATRIX_MUL, spec, engine="sim")
+    res = qwengpu.run(suite.get("matmul_tile4").ptx(), spec, engine="sim")
     assert res.tokens > 100_000
     np.testing.assert_array_equal(res.buffers[0], (a.reshape(h, w) @ b.reshape(w, n)).reshape(-1))
 
