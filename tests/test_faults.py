@@ -247,3 +247,37 @@ def test_only_barriers_in_divergent_code_are_checked():
     for case in ("divergent_barrier", "early_exit_barrier"):
         assert checked(CASES[case][0]) == 1, case
     assert checked(PARTIAL_WARP_BARRIER) == 1
+
+
+GUARDED_BARRIER = """
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry guarded_barrier(.param .u64 out, .param .u32 k) {
+  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [k];
+  mov.u32 %r2, %tid.x;
+  setp.lt.u32 %p1, %r2, %r1;
+  @%p1 bar.sync 0;
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd2, %rd2, %rd3;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("k", [0, 4, 2])
+def test_a_guarded_barrier_is_divergent_only_when_some_lanes_run_it(k):
+    """`@p bar.sync`: no lane (k = 0) or every lane (k = 4) is no divergence; some lanes (k = 2) is."""
+    launch = {"grid": 1, "block": 4, "args": [{"buffer": "int32", "size": 4}, {"scalar": "int32", "value": k}]}
+    seen = []
+    for engine in ("interp", "sim"):
+        try:
+            seen.append(("ok", qwengpu.run(GUARDED_BARRIER, launch, engine=engine).buffers[0].tolist()))
+        except ExecutionFault as e:
+            seen.append(("fault", e.kind, e.lane, e.address))
+    assert seen[0] == seen[1]
+    assert seen[0] == (("fault", "barrier", 0, None) if k == 2 else ("ok", [0, 1, 2, 3]))

@@ -617,7 +617,7 @@ class Interpreter:
             return
         if op == "bar" or op == "barrier":
             top.pc = pc + 1
-            if info.mode == "warp":
+            if info.mode == "warp" or ex == 0:       # a guard false in every lane: no lane runs it
                 return
             if ex != warp.live:
                 raise ExecutionFault("bar.sync executed by only some lanes of a warp (divergent barrier)",
