@@ -97,10 +97,12 @@ def rows() -> list[tuple[str, str, str, str]]:
          f"{COMPACT.rom_bundles}`"),
         ("step limit", "none (a kernel runs until it ends)",
          f"`max_steps` warp-instructions; default the larger of {DEFAULT_MAX_STEPS:,} and {STEPS_PER_WARP:,} "
-         "per warp of the launch: `step limit of N steps exceeded (a runaway loop? raise max_steps)`",
+         "per warp of the launch: `step limit of N steps exceeded (a runaway loop? raise max_steps)`; "
+         "a warp spinning on memory while other warps of its block have not run is named as such",
          f"`max_steps` generated tokens; default the larger of {DEFAULT_MAX_TOKENS:,} and {TOKENS_PER_WARP:,} "
          "per warp; the model engines' progress bar runs up to the limit: `token limit of N reached "
-         "(a runaway loop?)`"),
+         "(a runaway loop?)`; a warp that ran alone for the last half of the launch while other warps of "
+         "its block waited is named as a likely spin-wait"),
         ("`max_steps` / `--max-steps`", "-", f"a positive int, or none for the default: "
          f"{_refusal(check_step_limit, 0)}", "the same"),
         ("PTX version", "ptxas of CUDA 13.0 accepts up to 9.0",

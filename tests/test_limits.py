@@ -209,6 +209,19 @@ def test_a_warp_spinning_on_another_warps_flag_is_named_as_such():
     msg = str(e.value)
     assert "warp 0 spins in a loop reading global memory" in msg and "warp(s) 1 of its block" in msg
     assert "raising max_steps will not help" in msg and "raise max_steps)" not in msg
+    for engine in ("sim", "compact"):               # the machine engines say the same from their tokens
+        with pytest.raises(ExecutionFault) as e:
+            qwengpu.run(src, spec, engine=engine, max_steps=600, **({"progress": False} if engine == "compact" else {}))
+        msg = str(e.value)
+        assert "token limit of 600 reached: warp 0 ran alone" in msg and "other warps of its block" in msg, msg
+        assert "raising max_steps will not help" in msg
+
+
+def test_a_long_loop_in_a_one_warp_block_is_still_called_a_runaway_loop():
+    spec = {"grid": 1, "block": 4, "args": [{"buffer": "int32", "size": 1}, {"buffer": "int32", "size": 8}]}
+    src = "__global__ void spin1(volatile int *flag, int *out) { while (*flag == 0) {} out[threadIdx.x] = 1; }"
+    with pytest.raises(ExecutionFault, match=r"token limit of 600 reached \(a runaway loop\?\)"):
+        qwengpu.run(src, spec, engine="sim", max_steps=600)
 
 
 def test_non_positive_step_limits_are_refused_by_the_api_and_the_cli(tmp_path):

@@ -47,6 +47,23 @@ class MachineStepLimit(ExecutionFault):
     pass
 
 
+def step_limit_message(max_tokens: int, tokens: list, block_threads: int) -> str:
+    """Why the token limit stopped a launch, from its generated tokens (tuples): a block of several
+    warps whose current warp ran alone for the last half of the launch (no warp switch, barrier
+    release or new block) is most likely spinning on a flag another warp of its block would set,
+    which never runs (a block's warps run one at a time, each until a barrier or its exit, as in the
+    interpreter); otherwise a loop that runs too long."""
+    limit = f"token limit of {max_tokens} reached"
+    tail = tokens[len(tokens) // 2:]
+    if -(-block_threads // LANES) > 1 and tail and not any(t[0] in ("WARP", "RELEASE", "BLOCK") for t in tail):
+        warp = next((t[1] for t in reversed(tokens) if t[0] == "WARP"), 0)
+        return (f"{limit}: warp {warp} ran alone for the last {len(tail)} tokens while other warps of its block "
+                f"waited to run. A block's warps run one at a time, each until a barrier or its exit, so a warp "
+                f"spinning on another warp's write (a flag, a lock) never sees it; order them with "
+                f"__syncthreads() (raising max_steps will not help). Or a runaway loop?")
+    return f"{limit} (a runaway loop?)"
+
+
 @dataclass
 class PassRecord:
     """One EXEC pass and the tokens it decided."""
@@ -172,7 +189,8 @@ class Simulator:
             if tok[0] in ("HALT", "FAULT"):
                 break
             if len(self.tokens) >= self.max_tokens:
-                raise MachineStepLimit(f"token limit of {self.max_tokens} reached (a runaway loop?)",
+                threads = self.spec.block[0] * self.spec.block[1] * self.spec.block[2]
+                raise MachineStepLimit(step_limit_message(self.max_tokens, self.tokens, threads),
                                        kernel=self.image.kernel).locate()
         buffers = read_buffers(self.image, self.spec, self.memory)
         if self.fault is not None:

@@ -20,8 +20,8 @@ from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 from qwengpu.assembler import assemble
 from qwengpu.machine.config import COMPACT, MachineConfig
 from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers,
-                                      trap_fault)
-from qwengpu.machine.tokens import token_text
+                                      step_limit_message, trap_fault)
+from qwengpu.machine.tokens import parse_token, token_text
 
 from .prompt import prompt_tokens
 
@@ -367,7 +367,9 @@ class _Launch:
                 self.end(state)
                 return None
             if len(self.stream.generated) >= self.max_tokens:
-                raise MachineStepLimit(f"token limit of {self.max_tokens} reached (a runaway loop?)",
+                b = self.spec.block
+                generated = [parse_token(t) for t in self.stream.generated]
+                raise MachineStepLimit(step_limit_message(self.max_tokens, generated, b[0] * b[1] * b[2]),
                                        kernel=self.img.kernel).locate()
         except Exception as e:               # a failed check or a runaway loop ends this launch only
             self.error = e
