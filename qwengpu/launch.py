@@ -160,7 +160,8 @@ def _element(x, dtype: np.dtype):
         f = float("inf")
     with np.errstate(over="ignore"):
         v = dtype.type(f)
-    if np.isinf(v):        # a finite number beyond the dtype's range (write "inf" for infinity)
+    explicit_inf = isinstance(x, (float, np.floating)) and np.isinf(x)      # float("inf") is an infinity
+    if np.isinf(v) and not explicit_inf:        # a finite number beyond the dtype's range
         raise LaunchError(f"{x!r} is beyond {dtype.name}'s range (largest finite "
                           f"{np.finfo(dtype).max!r}); write \"inf\" or \"-inf\" for an infinity")
     return v

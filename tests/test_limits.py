@@ -139,6 +139,8 @@ def test_out_of_range_values_in_a_spec_are_refused_naming_the_element():
     ok = qwengpu.LaunchSpec.from_json(spec("int32", ["0xffffffff", "-0x1", 7]))
     assert list(ok.args[1].data) == [-1, -1, 7]
     assert np.isinf(qwengpu.LaunchSpec.from_json(spec("float32", ["inf"])).args[1].data[0])
+    data = qwengpu.LaunchSpec.from_json(spec("float32", [float("inf"), -np.inf, np.float64("inf")])).args[1].data
+    assert np.isinf(data).all() and list(np.sign(data)) == [1, -1, 1]    # a Python or NumPy infinity is one
 
 
 def test_grid_and_block_are_required_ints_not_booleans():

@@ -117,9 +117,10 @@ def parse_launch_line(line: str) -> tuple[dict, dict]:
 
 
 def _nvcc_errors(source: str, message: str) -> CudaCellError:
-    """The first nvcc error, at its cell line (`kernel.cu(N): error: ...`: source line N)."""
+    """The first nvcc error, at its cell line (`<CUDA source>(N): error: ...`, the name
+    `qwengpu.compile_cuda` gives source text, or `FILE.cu(N)`: source line N)."""
     lines = source.splitlines()
-    for m in re.finditer(r"\.cu\((\d+)\): (?:catastrophic )?error: ([^\n]*)", message):
+    for m in re.finditer(r"(?:\.cu|<CUDA source>)\((\d+)\): (?:catastrophic )?error: ([^\n]*)", message):
         n = int(m.group(1))
         return CudaCellError("compile", m.group(2).strip(), n + 1, lines[n - 1] if 0 < n <= len(lines) else "",
                              message)

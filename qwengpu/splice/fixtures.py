@@ -50,7 +50,7 @@ def write_bpe_tokenizer(path, vocab_size: int = 400, text: str | None = None):
 
 
 def write_sized_bpe_tokenizer(path, size: int, trained: int = 1000, text: str | None = None):
-    """A byte-level BPE tokenizer of `size` entries: `trained` entries learnt from `text` (default:
+    """A byte-level BPE tokenizer of `size` entries: `trained` entries (at most `size`) learnt from `text` (default:
     the shipped corpus), then unreachable filler entries up to `size` (`<|filler_N|>`, no merge
     makes them). A stand-in with a real-sized vocabulary that still encodes text: transformers 5
     loads a Qwen3.5 checkpoint's tokenizer as `Qwen3_5Tokenizer`, a BPE built from the file's vocab
@@ -59,7 +59,7 @@ def write_sized_bpe_tokenizer(path, size: int, trained: int = 1000, text: str | 
 
     from tokenizers import Tokenizer
     path = Path(path)
-    write_bpe_tokenizer(path, trained, text)
+    write_bpe_tokenizer(path, min(trained, size), text)
     f = path / "tokenizer.json"
     doc = json.loads(f.read_text())
     vocab = doc["model"]["vocab"]
