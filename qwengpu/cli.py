@@ -34,26 +34,21 @@ def _engines():
     return ENGINES
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an int >= 1 (a count or size of 0 or less would check nothing)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
-    return n
+def _int_at_least(least: int, what: str):
+    """An argparse type: an int >= `least` (a count or size below it would check nothing)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {n}")
+        return n
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    """argparse type: an int >= 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {n}")
-    return n
+_positive_int = _int_at_least(1, "a positive integer")
+_non_negative_int = _int_at_least(0, "a non-negative integer")
 
 
 def _engine_list(text: str) -> tuple:
