@@ -15,17 +15,14 @@ import weakref
 from pathlib import Path
 
 import pytest
+import torch
 
 import qwengpu
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from qwengpu.compiler import compile_program  # noqa: E402
-from qwengpu.splice import fixtures, read_checkpoint, read_meta, splice, target_for_base  # noqa: E402
-from qwengpu.splice.demo import demo_program  # noqa: E402
-from qwengpu.splice.kl import measure_kl  # noqa: E402
-from qwengpu.splice.spliced import gpu_ids  # noqa: E402
+from qwengpu.compiler import compile_program
+from qwengpu.splice import fixtures, read_checkpoint, read_meta, splice, target_for_base
+from qwengpu.splice.demo import demo_program
+from qwengpu.splice.kl import measure_kl
+from qwengpu.splice.spliced import gpu_ids
 
 VOCAB = 32768
 SEGMENT = 1024                  # kl's default
