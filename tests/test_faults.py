@@ -128,14 +128,18 @@ def launch(case: str, k: int) -> dict:
     return {"kernel": case, "grid": 1, "block": 4, "args": CASES[case][1](k)}
 
 
-def outcome(case: str, k: int, engine: str):
-    """("ok", buffers) or ("fault", kind, lane, address) of one launch."""
+def run_outcome(program, spec: dict, engine: str, fields=("kind", "lane", "address")):
+    """("ok", buffers) or ("fault", *the fault's `fields`) of one launch."""
     try:
-        r = qwengpu.run(CASES[case][0], launch(case, k), engine=engine, progress=False) \
-            if engine == "compact" else qwengpu.run(CASES[case][0], launch(case, k), engine=engine)
+        r = qwengpu.run(program, spec, engine=engine, **({"progress": False} if engine == "compact" else {}))
     except ExecutionFault as e:
-        return ("fault", e.kind, e.lane, e.address)
+        return ("fault",) + tuple(getattr(e, f) for f in fields)
     return ("ok", [b.tolist() if b is not None else None for b in r.buffers])
+
+
+def outcome(case: str, k: int, engine: str):
+    """("ok", buffers) or ("fault", kind, lane, address) of one suite case."""
+    return run_outcome(CASES[case][0], launch(case, k), engine)
 
 
 @pytest.mark.parametrize("case,k", KNOBS, ids=[f"{c}-{k}" for c, k in KNOBS])
@@ -208,12 +212,8 @@ def test_barriers_in_a_partial_warp_over_two_blocks(k):
     """Blocks of 6 threads: warp 1's lanes 2 and 3 are never present (not live); k = 4 leaves
     warp 1 out of the barrier whole, k = 5 and 3 split a warp. The fault names the same warp too."""
     launch = {"grid": 2, "block": 6, "args": [{"buffer": "int32", "size": 6}, {"scalar": "int32", "value": k}]}
-    seen = []
-    for engine in ("interp", "sim"):
-        try:
-            seen.append(("ok", qwengpu.run(PARTIAL_WARP_BARRIER, launch, engine=engine).buffers[0].tolist()))
-        except ExecutionFault as e:
-            seen.append(("fault", e.kind, e.lane, e.address, e.block, e.warp))
+    seen = [run_outcome(PARTIAL_WARP_BARRIER, launch, engine, ("kind", "lane", "address", "block", "warp"))
+            for engine in ("interp", "sim")]
     assert seen[0] == seen[1]
     assert seen[0][0] == ("ok" if k in (6, 4) else "fault")
 
@@ -273,11 +273,6 @@ GUARDED_BARRIER = """
 def test_a_guarded_barrier_is_divergent_only_when_some_lanes_run_it(k):
     """`@p bar.sync`: no lane (k = 0) or every lane (k = 4) is no divergence; some lanes (k = 2) is."""
     launch = {"grid": 1, "block": 4, "args": [{"buffer": "int32", "size": 4}, {"scalar": "int32", "value": k}]}
-    seen = []
-    for engine in ("interp", "sim"):
-        try:
-            seen.append(("ok", qwengpu.run(GUARDED_BARRIER, launch, engine=engine).buffers[0].tolist()))
-        except ExecutionFault as e:
-            seen.append(("fault", e.kind, e.lane, e.address))
+    seen = [run_outcome(GUARDED_BARRIER, launch, engine) for engine in ("interp", "sim")]
     assert seen[0] == seen[1]
-    assert seen[0] == (("fault", "barrier", 0, None) if k == 2 else ("ok", [0, 1, 2, 3]))
+    assert seen[0] == (("fault", "barrier", 0, None) if k == 2 else ("ok", [[0, 1, 2, 3], None]))
