@@ -180,6 +180,11 @@ MLP_BUDGET = 2500
 GDN_HEAD_BUDGET = 8
 
 
+def with_budgets(target_kw: dict) -> dict:
+    """Compiler options with the default budgets filled in (what a build, and its cache key, use)."""
+    return {"mlp_budget": MLP_BUDGET, "gdn_head_budget": GDN_HEAD_BUDGET, **target_kw}
+
+
 @dataclass
 class Machine:
     config: MachineConfig
@@ -314,8 +319,7 @@ def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **targe
     the compact engine; `dense=True` also gives the stock transformers model."""
     from qwengpu.compiler import Target, compile_program
     from qwengpu.machine.hardware import Hardware
-    target_kw.setdefault("mlp_budget", MLP_BUDGET)
-    target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    target_kw = with_budgets(target_kw)
     hw = Hardware(config)
     return machine_of(config, compile_program(hw.p, Target(**target_kw), dense=dense))
 
@@ -428,8 +432,7 @@ def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = T
     checkpoint (`save_pretrained`: config.json + safetensors, loadable with AutoModelForCausalLM).
     A previous build at `path` is replaced; any other non-empty folder only with `overwrite`
     (`check_output_folder`). Holds the build's lock (`build_lock`) while it builds."""
-    target_kw.setdefault("mlp_budget", MLP_BUDGET)
-    target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    target_kw = with_budgets(target_kw)
     cached = path is None
     path = Path(path) if path is not None else _cache_path(config, target_kw)
     if not cached:
@@ -500,8 +503,7 @@ def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
 def cached_build_path(config: MachineConfig = COMPACT, **target_kw) -> Path:
     """Where the cache keeps the build of `config` with these compiler options (the defaults
     filled in as `load_machine` does), built or not."""
-    target_kw.setdefault("mlp_budget", MLP_BUDGET)
-    target_kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    target_kw = with_budgets(target_kw)
     return _cache_path(config, target_kw)
 
 
@@ -538,9 +540,7 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
     Every load checks the build's files (`verify_build`): a corrupt cached build is said and
     rebuilt; a corrupt build at `path` raises `CorruptBuild` naming the file. Concurrent callers
     wanting the same missing build wait for one of them to build it (`build_lock`)."""
-    kw = dict(target_kw)
-    kw.setdefault("mlp_budget", MLP_BUDGET)
-    kw.setdefault("gdn_head_budget", GDN_HEAD_BUDGET)
+    kw = with_budgets(target_kw)
     cached = path is None
     p = Path(path) if path is not None else _cache_path(config, kw)
 
