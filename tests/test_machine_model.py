@@ -164,7 +164,7 @@ def test_state_check_catches_a_corrupted_register_file(compact):
         if i == 6:                      # after the first pass wrote r0 (tokens 1-4) and EXEC 1 came
             state.get_recurrent_state(layer).zero_()
 
-    with pytest.raises(ExecutionFault, match="register r0 of warp 0 is None; the simulator has"):
+    with pytest.raises(ExecutionFault, match="register r0 of warp 0, lane 0 is 0; the simulator has"):
         run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
 
 
@@ -180,7 +180,7 @@ def test_state_check_compares_memory_after_every_store(compact):
         if text.startswith("<memw"):
             state.get_recurrent_state(layer).zero_()
 
-    with pytest.raises(ExecutionFault, match="memory byte at machine address 0x[0-9a-f]+ is 0x00; the simulator has"):
+    with pytest.raises(ExecutionFault, match=r"memory byte at machine address 0x[0-9a-f]+ \(line \d+\) is 0; the simulator has"):
         run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
 
 

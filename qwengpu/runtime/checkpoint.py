@@ -3,7 +3,7 @@
     machine = load_machine()                 # the built-in COMPACT machine (built once, then cached)
     machine.model                            # a transformers Qwen3_5ForCausalLM
     machine.token_id("<go>"), machine.text(id)
-    machine.memory_state(cache)              # the machine memory, decoded from a GDN state
+    machine.reader.memory(cache)             # the machine memory, decoded from the GDN states
 
 A build writes `save_pretrained` files plus `qwengpu_machine.json` (the vocabulary, where the
 machine's memories live in the model, for decoding, and the size and sha256 of every file the build
@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwengpu.compiler.margins import gate_lattices
-from qwengpu.machine.config import COMPACT, LANES, MachineConfig, config_named
-from qwengpu.machine.format import WARP_BITS
-from qwengpu.machine.layout import LINE, LINES
+from qwengpu.machine.config import COMPACT, MachineConfig, config_named
 
 from .tokenizer import machine_tokenizer, save_tokenizer
 
@@ -284,34 +282,14 @@ class Machine:
     def text(self, token_id: int) -> str:
         return self.tokens[token_id]
 
-    # -- decoding the model's state ------------------------------------------------------------------
-
-    def state_of(self, cache, name: str):
-        from qwengpu.compiler.placement import decode_memory
-        pl = self.placements[name]
-        return decode_memory(lambda L: cache.get_recurrent_state(L)[0].detach().float().cpu().numpy(), pl)
-
-    def memory_image(self, cache) -> tuple[bytearray, float]:
-        """The machine memory (LINES x LINE bytes) held in the model's state, and its code margin."""
-        words, margin = self.state_of(cache, "mem")
-        mem = bytearray(LINES * LINE)
-        for line, w in words.items():
-            mem[line * LINE:(line + 1) * LINE] = (w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little")
-        return mem, margin
-
-    def pending_addresses(self, cache) -> list[int]:
-        words, _ = self.state_of(cache, "pa")
-        w = words.get(0, 0)
-        return [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
-
-    def registers(self, cache) -> dict:
-        """{(warp, physical register): [value per lane]} of every written register."""
-        words, _ = self.state_of(cache, "reg.emit")
-        out = {}
-        for slot, w in words.items():
-            warp, reg = slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS
-            out[(warp, reg)] = [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
-        return out
+    @property
+    def reader(self):
+        """The machine's state read from the model's GDN states (`qwengpu.runtime.readback.MachineReader`
+        on this machine's placements)."""
+        if getattr(self, "_reader", None) is None:
+            from .readback import MachineReader
+            self._reader = MachineReader(self.placements)
+        return self._reader
 
 
 def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **target_kw) -> Machine:

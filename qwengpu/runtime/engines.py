@@ -19,11 +19,12 @@ from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble
 from qwengpu.machine.config import COMPACT, MachineConfig
-from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, initial_memory, read_buffers,
+from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, read_buffers,
                                       step_limit_message, trap_fault)
 from qwengpu.machine.tokens import parse_token, token_text
 
 from .prompt import prompt_tokens
+from .statecheck import StateCheck
 
 #: the default token limit: this many generated tokens, or `TOKENS_PER_WARP` for each warp of the
 #: launch when that is more (a launch's legitimate work grows with its warps: NVIDIA's matrixMul
@@ -289,51 +290,6 @@ def _device_for(forward: str, device: str | None) -> str:
     return device or best_device()
 
 
-class StateCheck:
-    """Compares, after every EXEC pass, the registers decoded from the model's GDN state with the
-    simulator's, and after every pass that stored to memory the machine memory too (the per-step
-    state the token protocol exposes), raising at the first difference."""
-
-    def __init__(self, machine, img, module, spec, max_tokens: int):
-        sim = Simulator(img, module, spec, max_tokens=max_tokens).run()
-        self.machine = machine
-        self.kernel = img.kernel
-        self.memory = bytearray(initial_memory(img, module, spec))
-        self.memory_checked = 0
-        # a PassRecord's tokens are its EXEC then the tokens it decides, from generated index
-        # `token_index` on, the last one the next control token; the carried registers are in the
-        # state once the token before it has been read, i.e. at the pass generating it
-        self.due = {p.token_index + len(p.tokens) - 2: p for p in sim.passes}
-        self.expected = {}
-        self.checked = 0
-
-    def __call__(self, index: int, text: str, state):
-        p = self.due.get(index)
-        if p is None:
-            return
-        for r, v in p.writes.items():
-            self.expected[(p.warp, r)] = list(v)
-        got = self.machine.registers(state)
-        for key, want in self.expected.items():
-            # a register never written reads as 0 (a pass writing 0 to it emits no token)
-            if got.get(key, [0] * len(want)) != want:
-                warp, reg = key
-                raise ExecutionFault(f"after the pass of bundle {p.pc} (generated token {index}) the model's "
-                                     f"register r{reg} of warp {warp} is {got.get(key)}; the simulator has {want}",
-                                     kernel=self.kernel)
-        self.checked += 1
-        if p.stores:
-            for a, v in p.stores.items():
-                self.memory[a] = v
-            have, _ = self.machine.memory_image(state)
-            if have != self.memory:
-                a = next(i for i in range(len(have)) if have[i] != self.memory[i])
-                raise ExecutionFault(f"after the pass of bundle {p.pc} (generated token {index}) the model's memory "
-                                     f"byte at machine address 0x{a:x} is 0x{have[a]:02x}; the simulator has "
-                                     f"0x{self.memory[a]:02x}", kernel=self.kernel)
-            self.memory_checked += 1
-
-
 class _Launch:
     """One launch of a batch: its program image and prompt, the tokens it generates, its checks,
     and what it leaves in the model's state when it ends."""
@@ -377,8 +333,8 @@ class _Launch:
         return tok
 
     def end(self, state):
-        memory, margin = self.machine.memory_image(state)
-        pending = self.machine.pending_addresses(state) if self.stream.generated[-1].startswith("<fault") else None
+        memory, margin = self.machine.reader.memory(state)
+        pending = self.machine.reader.pending_addresses(state) if self.stream.generated[-1].startswith("<fault") else None
         self.ended = (memory, margin, pending)
 
     def result(self, forward: str, device: str, measured: dict) -> LaunchResult:
