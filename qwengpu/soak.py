@@ -73,7 +73,7 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
 
     from . import suite
     from .runtime.checkpoint import load_machine
-    from .runtime.engines import run_on_model
+    from .runtime.run import run_on_model
     from .api import load_program, run
     from .verify import compare_buffers
     machine = machine or load_machine(progress=progress)

@@ -18,7 +18,7 @@ import numpy as np
 
 from qwengpu.compiler.placement import MemoryPlacement
 from qwengpu.machine.config import LANES
-from qwengpu.machine.tokens import parse_token, token_text
+from qwengpu.machine.tokens import parse_token, token_kind, token_text
 from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
 from .checks import micro_loop_pcs, ptx_aliases, register_histories
@@ -142,7 +142,7 @@ class _ChecksMixin:
             # the pass that emits <fault>: the circuits still write the served lanes' next pc and
             # state, the simulator stops at the fault; the launch ends there, so its lane table is
             # not compared (everything else is)
-            faulting = rec.text.startswith("<fault")
+            faulting = token_kind(rec.text) == "FAULT"
             mism += compare_states(i, rec.index, rec.machine, ref_states[i], 0 if faulting else used)
             compared = i + 1
             want = token_text(ref_tokens[i])
@@ -241,9 +241,9 @@ class _ChecksMixin:
             # records t, t+1, ... emit the pass's carries and stores; record c emits the control
             # token: its state has consumed all of them
             c = t
-            while c < n and recs[c].text.startswith(("<carry", "<memw")):
+            while c < n and token_kind(recs[c].text) in ("CARRY", "MEMW"):
                 c += 1
-            if c >= n or recs[c].text.startswith("<fault"):
+            if c >= n or token_kind(recs[c].text) == "FAULT":
                 continue
             ms = recs[c].machine
             b = self.image.bundles[tok[1]]
@@ -468,7 +468,7 @@ class MachineView(_ChecksMixin):
         memory = self._memory_views(ms, prev, rec)
         sim_bad = [m for m in self.trace.mismatches if m.position == t and m.against == "simulator"]
         compared = t < self._compared
-        finished = t == n - 1 and rec.text in ("<halt>",) or rec.text.startswith("<fault")
+        finished = (t == n - 1 and token_kind(rec.text) == "HALT") or token_kind(rec.text) == "FAULT"
         return MachineSnapshot(
             position=t, positions=n, index=rec.index, input=self.trace.tokens[rec.index - 1], token=rec.text,
             pc=ms.pc, mask=ms.mask, warp=w, block=ms.block, epoch=ms.epoch, in_pass=in_pass,

@@ -58,8 +58,9 @@ from qwengpu.compiler.placement import MemoryPlacement, decode_words, words_of
 from qwengpu.interp.memory import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT
+from qwengpu.machine.tokens import token_kind
 from qwengpu.runtime.checkpoint import load_machine
-from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
+from qwengpu.runtime.run import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
 from qwengpu.runtime.readback import state_of_words
 from qwengpu.runtime.statecheck import ReferenceRun
@@ -330,7 +331,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     geo = _ModelGeometry(machine, engine)
     placements = memory_placements(machine)
     taps = _Taps(geo.gdn_layers, geo.hk, geo.dk, geo.group)
-    tap = _CompactTap(geo.fast, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
+    tap = _CompactTap(geo.engine, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
     activity = _ActivityTap(geo.model) if engine == "model" else None
     rec = _PassRecorder(machine, geo, placements, taps, len(prefix_ids) + len(prompt), on_token)
     t_start = time.perf_counter()
@@ -348,7 +349,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
             result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
                                  progress=progress, max_steps=max_tokens, prefix_ids=prefix_ids or None)
         except ExecutionFault as e:
-            if not rec.records or not rec.records[-1].text.startswith("<fault"):
+            if not rec.records or token_kind(rec.records[-1].text) != "FAULT":
                 raise
             fault = e
     finally:
@@ -369,22 +370,22 @@ class _ModelGeometry:
     zero)."""
 
     def __init__(self, machine, engine: str):
-        self.fast = self.model = None
+        self.engine = self.model = None
         # a spliced checkpoint: the GPU's layers first, then the base's (`qwengpu.splice`)
         self.gpu_count = int(getattr(machine, "gpu_layers", 0) or 0) or None
         if engine == "compact":
-            fast = machine.fast()
-            fast = self.fast = getattr(fast, "engine", fast)      # a spliced checkpoint's: its GPU layers' engine
-            self.kinds = list(fast.kinds)
-            self.gdn_layers = list(fast.gdn_layers)
-            self.hk, self.hv, self.dk = fast.hk, fast.hv, fast.dk
+            engine = machine.compact_engine()
+            engine = self.engine = getattr(engine, "engine", engine)   # a spliced checkpoint's: its GPU layers' engine
+            self.kinds = list(engine.kinds)
+            self.gdn_layers = list(engine.gdn_layers)
+            self.hk, self.hv, self.dk = engine.hk, engine.hv, engine.dk
             self.attending: list = []
             if self.gpu_count is not None:
                 cfg = _checkpoint_text_config(machine)
                 self.kinds = list(cfg["layer_types"])             # the base's layers too (not run here)
                 self.attn_heads = int(cfg.get("num_attention_heads", 1) or 1)
             else:
-                cfg = getattr(machine.fast_reference(), "config", None)
+                cfg = getattr(machine.reference_engine(), "config", None)
                 self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
         else:
             model = self.model = machine.model

@@ -272,7 +272,7 @@ class _Splicer:
         v = self.csd[key]
         if isinstance(v, torch.Tensor):
             return v.detach().to(torch.float32)
-        out = torch.zeros(v.shape, dtype=torch.float32)          # a qwengpu.compiler.fast.SparseMatrix
+        out = torch.zeros(v.shape, dtype=torch.float32)          # a qwengpu.compiler.sparse.SparseMatrix
         out[v.rows, v.cols] = v.vals
         return out
 
