@@ -142,7 +142,7 @@ def test_compact_engine_runs_the_suite_exactly(compact, name):
 @pytest.mark.slow
 def test_the_whole_suite_in_batches_gives_each_kernel_its_single_run(compact):
     """`run_many` in batches of 4 over every suite kernel the machine takes: each launch's tokens,
-    buffers and margins are its single run's (the CI-sized version: tests/test_engine.py)."""
+    buffers and margins are its single run's (the CI-sized version: tests/test_engines.py)."""
     names = [n for n in _machine_kernels() if n != "lcg_soak"]
     for i in range(0, len(names), 4):
         ks = [suite.get(n) for n in names[i:i + 4]]

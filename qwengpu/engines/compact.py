@@ -20,7 +20,7 @@ work whose result is exactly known:
 
 What it does not reproduce bit for bit is the stock forward's summation order inside the norms
 and the chunked prefill, nor the vectorised `exp` of torch (it uses the C library's): those are
-fp32 rounding differences, and the decisions have margins far above them. `tests/test_engine.py`
+fp32 rounding differences, and the decisions have margins far above them. `tests/test_engines.py`
 checks it against the stock forward (prefill and decode) and against the reference engine
 (`qwengpu.engines.reference`, `--engine compact-ref`) token by token, with decoded states.
 

@@ -115,7 +115,7 @@ def expf(x):
     """The C library's float32 exp, bit for bit, for x in [-17, 89] (SiLU's range), as straight-line
     code that vectorises (a call to the library does not): glibc's algorithm with the fused
     multiply-adds of its FMA build, which the dynamic linker picks on this CPU. Checked against
-    numba's np.exp (the library's) on every float32 of [-17, 88.72] (`tests/test_engine.py`
+    numba's np.exp (the library's) on every float32 of [-17, 88.72] (`tests/test_engines.py`
     samples it)."""
     xd = np.float64(x)
     kd = _fma(EXP_INV_LN2_N, xd, EXP_SHIFT)

@@ -8,7 +8,7 @@ rule, gated RMSNorm, SwiGLU), in float32. Full-attention layers must be inert (z
 projection): the compiled machine never attends, and such a layer adds exactly zero.
 
 It is not claimed bit-identical to the dense path (sums run in a different order); what is
-checked (`tests/test_engine.py`, `qwengpu bench`) is that it predicts the same tokens with the
+checked (`tests/test_engines.py`, `qwengpu bench`) is that it predicts the same tokens with the
 same margins and decodes the same states, over whole launches. The compact engine
 (`qwengpu.engines.compact.CompactEngine`) is built from its weights and checked against it.
 """
