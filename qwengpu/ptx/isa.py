@@ -453,46 +453,33 @@ def _d_bar(instr):
     return info
 
 
-def _d_shfl(instr):
+def _warp_op(instr, modes: set, allowed: set, nops: int, pre_volta: bool = True, mode: str | None = None):
+    """A warp-wide op (`shfl`, `vote`, `match`): its mode (`mode` when the caller knows it), .sync
+    (the pre-Volta forms without it are refused), one type of `allowed`, `nops` operands."""
     types, rest = _split(instr)
-    info = OpInfo("shfl")
-    info.mode = _take(rest, {"up", "down", "bfly", "idx"})
+    info = OpInfo(instr.op)
+    info.mode = _take(rest, modes) if mode is None else mode
     if info.mode is None:
-        _fail(instr, "shfl mode")
+        _fail(instr, f"{instr.op} mode")
     if "sync" not in instr.mods:
-        _fail(instr, "shfl without .sync (pre-Volta form)")
-    info.type = _one_type(instr, types, {"b32"})
+        _fail(instr, f"{instr.op} without .sync" + (" (pre-Volta form)" if pre_volta else ""))
+    info.type = _one_type(instr, types, allowed)
     _no_rest(instr, rest)
-    _nops(instr, 5)
+    _nops(instr, nops)
     return info
+
+
+def _d_shfl(instr):
+    return _warp_op(instr, {"up", "down", "bfly", "idx"}, {"b32"}, 5)
 
 
 def _d_vote(instr):
-    types, rest = _split(instr)
-    info = OpInfo("vote")
-    info.mode = _take(rest, {"any", "all", "uni", "ballot"}) if "uni" not in instr.mods else "uni"
-    if info.mode is None:
-        _fail(instr, "vote mode")
-    if "sync" not in instr.mods:
-        _fail(instr, "vote without .sync (pre-Volta form)")
-    info.type = _one_type(instr, types, {"pred", "b32"})
-    _no_rest(instr, rest)
-    _nops(instr, 3)
-    return info
+    return _warp_op(instr, {"any", "all", "uni", "ballot"}, {"pred", "b32"}, 3,
+                    mode="uni" if "uni" in instr.mods else None)
 
 
 def _d_match(instr):
-    types, rest = _split(instr)
-    info = OpInfo("match")
-    info.mode = _take(rest, {"any", "all"})
-    if info.mode is None:
-        _fail(instr, "match mode")
-    if "sync" not in instr.mods:
-        _fail(instr, "match without .sync")
-    info.type = _one_type(instr, types, {"b32", "b64"})
-    _no_rest(instr, rest)
-    _nops(instr, 3)
-    return info
+    return _warp_op(instr, {"any", "all"}, {"b32", "b64"}, 3, pre_volta=False)
 
 
 def _d_simple(instr):

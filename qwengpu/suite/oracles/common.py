@@ -76,21 +76,18 @@ def tid_grid(grid: int, block: int):
     return range(grid * block)
 
 
-def fmin(x, y):
-    if np.isnan(x) and np.isnan(y):
-        return canon(np.float32("nan"))
-    if np.isnan(x):
-        return y
-    if np.isnan(y):
-        return x
-    return min(x, y)
+def _ignoring_nan(pick):
+    """fminf/fmaxf from `pick` (min or max): a NaN operand gives the other one, two give the
+    canonical NaN."""
+    def f(x, y):
+        if np.isnan(x) and np.isnan(y):
+            return canon(np.float32("nan"))
+        if np.isnan(x):
+            return y
+        if np.isnan(y):
+            return x
+        return pick(x, y)
+    return f
 
 
-def fmax(x, y):
-    if np.isnan(x) and np.isnan(y):
-        return canon(np.float32("nan"))
-    if np.isnan(x):
-        return y
-    if np.isnan(y):
-        return x
-    return max(x, y)
+fmin, fmax = _ignoring_nan(min), _ignoring_nan(max)
