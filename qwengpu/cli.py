@@ -184,7 +184,11 @@ def cmd_bench_ops(args) -> int:
     if args.chain < 1:
         raise ValueError(f"--chain must be at least 1, not {args.chain}")
     ops = [op_named(n) for n in args.ops] if args.ops else list(OPS)
-    rows = bench_ops(ops, engine=args.engine, chain=args.chain, **_model_options(args))
+    if args.machine is not None and args.engine != "sim":
+        raise ValueError("--machine applies to the sim engine (the model engines run the built-in machine)")
+    if args.machine is not None and args.engine != "sim":       # before a model engine's machine is opened
+        raise ValueError("--machine applies to the sim engine (the model engines run the built-in machine)")
+    rows = bench_ops(ops, engine=args.engine, chain=args.chain, machine=args.machine, **_model_options(args))
     if args.json:
         write_json(rows, args.json)
         print(f"figures: {args.json}")
@@ -356,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--engine", default="sim", help="a machine engine: sim (default), compact, compact-ref, model")
     bo.add_argument("--chain", type=int, default=16, help="dependent operations per chain (default 16)")
     bo.add_argument("--json", help="write the rows to this JSON file")
+    bo.add_argument("--machine", help="sim engine: the machine geometry (compact, compact-fpu, compact-sim, tiny; "
+                                      "default: the built-in machine)")
     _model_arguments(bo, checks=False)
     bo.set_defaults(func=cmd_bench_ops)
 

@@ -135,11 +135,18 @@ def measure(op: Op, engine: str = "sim", chain: int = CHAIN, module=None, **opti
             "tokens_empty": counts[0]["tokens"]}
 
 
-def bench_ops(ops=OPS, engine: str = "sim", chain: int = CHAIN, out=print, **options) -> list[dict]:
-    """Measure `ops` (default: every row) and print a table; returns the rows."""
+def bench_ops(ops=OPS, engine: str = "sim", chain: int = CHAIN, out=print, machine: str | None = None,
+              **options) -> list[dict]:
+    """Measure `ops` (default: every row) and print a table; returns the rows. `machine`: the
+    simulator's geometry by name (`qwengpu.machine.config.CONFIGS`; default the built-in one)."""
     from tqdm.auto import tqdm
     if engine == "interp":
         raise ValueError("bench-ops measures a machine engine (sim, compact, compact-ref, model), not the interpreter")
+    if machine is not None:
+        if engine != "sim":
+            raise ValueError("--machine applies to the sim engine (the model engines run the built-in machine)")
+        from .machine.config import config_named
+        options["config"] = config_named(machine, "--machine")
     module = chain_module(chain)
     if engine in MODEL_ENGINES:                  # one machine for every row; no bar per launch
         options.setdefault("progress", False)

@@ -16,6 +16,7 @@ from qwengpu.interp.interpreter import LANES as LANES
 ALU = "alu"
 MEM = "mem"
 XLANE = "xlane"
+FPU = "fpu"             # the float unit: reads its own ports, its result is only carried (docs/float_units.md)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class MachineConfig:
     @property
     def rom_bundles(self) -> int:
         return 1 << self.pc_bits
+
+    @property
+    def has_fpu(self) -> bool:
+        return FPU in self.slots
 
     def slot_kinds(self) -> list[str]:
         return list(self.slots)
@@ -61,13 +66,17 @@ SIM = MachineConfig(name="compact-sim", pc_bits=9)
 COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), registers=32, shifters=(0, 3), bitcount=(4,),
                         multipliers=(3,), pc_bits=9)
 
+#: the built-in machine with the float unit beside its units (docs/float_units.md)
+COMPACT_FPU = MachineConfig(name="compact-fpu", slots=(ALU, ALU, MEM, ALU, ALU, XLANE, FPU), registers=32,
+                            shifters=(0, 3), bitcount=(4,), multipliers=(3,), pc_bits=9)
+
 #: the smallest machine that runs ordinary kernels (tests build it): one ALU slot with every
 #: capability, the memory unit, two carries per pass
 TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2, shifters=(0,), bitcount=(0,),
                      multipliers=(0,))
 
 #: configurations by name (`qwengpu build --config NAME`)
-CONFIGS = {c.name: c for c in (SIM, COMPACT, TINY)}
+CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, TINY)}
 
 
 def config_named(machine, what: str = "machine") -> MachineConfig:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import ALU, LANES, MEM, XLANE, MachineConfig
+from .config import ALU, FPU, LANES, MEM, XLANE, MachineConfig
 from .image import PORTS, Bundle, Image, Source
-from .uops import ALU_OPS
+from .uops import ALU_OPS, FPU_COMPARES, FPU_OPS, FPU_ROUNDINGS
 
 MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
 
@@ -44,6 +44,10 @@ SPECIALS = ["tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "laneid"
 
 #: the ALU operations the circuits implement, by opcode number (the micro-ISA's list, `uops.ALU_OPS`)
 ALU_OPCODES = list(ALU_OPS)
+#: the float unit's operations by opcode number (`uops.FPU_OPS`); F2I/FRND's roundings rni..rpi
+#: share the codes of rn..rp
+FPU_OPCODES = list(FPU_OPS)
+FPU_SOURCES = ["a", "b", "c"]
 MEM_OPS = ["NONE", "LD", "ST", "ATOM"]
 ATOM_OPS = ["add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"]
 SPACES = ["global", "shared", "local", "const"]
@@ -63,6 +67,8 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
     kinds = list(cfg.slots)
     earlier = []
     for j in range(min(k, len(kinds))):
+        if kinds[j] == FPU:             # the float unit runs beside the others: nothing reads it in its pass
+            continue
         earlier.append(("slot", j))
         if kinds[j] in (MEM, XLANE):
             earlier.append(("slothi", j))
@@ -70,6 +76,8 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
         return [("tport", 0)] + earlier
     kind = kinds[k]
     nports = PORTS[kind]
+    if kind == FPU:                     # it reads the register file at the top: a, b, c on ports 0, 1, 2
+        return [("port", FPU_SOURCES.index(name))]
     if kind == ALU:
         if name == "a":
             return ([("port", p) for p in range(nports)] + [("zero",), ("zero", "inv")] + earlier
@@ -149,6 +157,9 @@ class WordFormat:
                 f += [Field("op", 2), Field("mode", 2)]
                 for n in XLANE_SOURCES:
                     f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
+            elif kind == FPU:
+                f += [Field("op", _bits_for(len(FPU_OPCODES))), Field("rnd", 2), Field("ftz", 1), Field("sat", 1),
+                      Field("compare", _bits_for(len(FPU_COMPARES))), Field("nan", 1), Field("signed", 1)]
             for p in range(PORTS[kind]):
                 f += [Field(f"p{p}_en", 1), Field(f"p{p}_reg", REG_BITS), Field(f"p{p}_imm", 32)]
             self._place(seg, byte)
@@ -237,6 +248,18 @@ class WordFormat:
                 for n in XLANE_SOURCES:
                     if n in so.srcs:
                         values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
+            elif kind == FPU:
+                ex = op.extra
+                values[(seg, "op")] = FPU_OPCODES.index(op.op)
+                values[(seg, "rnd")] = FPU_ROUNDINGS.index(ex.get("rnd", "rn").removesuffix("i"))
+                values[(seg, "ftz")] = int(bool(ex.get("ftz")))
+                values[(seg, "sat")] = int(bool(ex.get("sat")))
+                values[(seg, "compare")] = FPU_COMPARES.index(ex.get("compare", "eq"))
+                values[(seg, "nan")] = int(bool(ex.get("nan")))
+                values[(seg, "signed")] = int(bool(ex.get("signed")))
+                for n in FPU_SOURCES:            # a fixed port per operand (checked)
+                    if n in so.srcs:
+                        _index(cfg, k, n, so.srcs[n])
         for j, (reg, (slot, part)) in enumerate(zip(b.carry_regs, (s for _, s in b.carries))):
             values[("tail", f"c{j}_en")] = 1
             values[("tail", f"c{j}_reg")] = reg

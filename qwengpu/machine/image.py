@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import ALU, MEM, XLANE, MachineConfig
+from .config import ALU, FPU, MEM, XLANE, MachineConfig
 from .uops import MicroOp
 
 #: register read ports per unit kind, and the terminator's
-PORTS = {ALU: 2, MEM: 4, XLANE: 3}
+PORTS = {ALU: 2, MEM: 4, XLANE: 3, FPU: 3}
 TERM_PORTS = 1
 
 

@@ -33,9 +33,12 @@ class Lowerer(LowererCore, CallOps, SharedRoutineOps, IntegerOps, CompareOps, Mo
     """PTX instructions of one kernel (device functions inlined) -> micro-ops in basic blocks."""
 
 
-def lower(module: Module, spec: LaunchSpec, kernel: Function, layout, share_routines: bool = False) -> MicroProgram:
+def lower(module: Module, spec: LaunchSpec, kernel: Function, layout, share_routines: bool = False,
+          fpu: bool = False) -> MicroProgram:
     """`share_routines`: float routines emitted once and called (`shared`), for programs that do
-    not fit the ROM with them inlined."""
+    not fit the ROM with them inlined; `fpu`: the machine has a float unit (f32 arithmetic,
+    compares and conversions become its micro-ops instead of soft-float routines)."""
     lw = Lowerer(module, spec, kernel, layout)
     lw.share_routines = share_routines
+    lw.fpu = fpu
     return lw.run()
