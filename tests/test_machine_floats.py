@@ -576,7 +576,7 @@ class _Composer:
     convert = Lowerer.convert
     fpu_convert = Lowerer.fpu_convert
     sat64 = Lowerer.sat64
-    fpu = False
+    fpu = frozenset()
 
     def __init__(self, rec):
         self.rec = rec

@@ -411,10 +411,7 @@ def open_machine(path) -> Machine:
     from dataclasses import fields
     known = {f.name for f in fields(MachineConfig)}
     cfg = {k: v for k, v in meta["config"].items() if k in known}
-    for k in ("slots", "shifters", "bitcount", "multipliers"):
-        if cfg.get(k) is not None:
-            cfg[k] = tuple(cfg[k])
-    config = MachineConfig(**cfg)
+    config = MachineConfig.from_dict(cfg)
     if set(meta["config"]) - known or meta.get("source_hash") != source_hash(config, {}):
         raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
                          f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")

@@ -34,11 +34,11 @@ class Lowerer(LowererCore, CallOps, SharedRoutineOps, IntegerOps, CompareOps, Mo
 
 
 def lower(module: Module, spec: LaunchSpec, kernel: Function, layout, share_routines: bool = False,
-          fpu: bool = False) -> MicroProgram:
+          fpu_ops: tuple = ()) -> MicroProgram:
     """`share_routines`: float routines emitted once and called (`shared`), for programs that do
-    not fit the ROM with them inlined; `fpu`: the machine has a float unit (f32 arithmetic,
-    compares and conversions become its micro-ops instead of soft-float routines)."""
+    not fit the ROM with them inlined; `fpu_ops`: the machine's float-unit micro-ops (the f32
+    instructions they cover become them instead of soft-float routines)."""
     lw = Lowerer(module, spec, kernel, layout)
     lw.share_routines = share_routines
-    lw.fpu = fpu
+    lw.fpu = frozenset(fpu_ops)
     return lw.run()

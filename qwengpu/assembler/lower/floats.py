@@ -14,7 +14,7 @@ class FloatOps:
     float unit (`fpu`), f32 arithmetic, compares, min/max and the int/f32 conversions are its
     micro-ops; everything else stays soft-float (docs/float_units.md lists which)."""
 
-    fpu = False
+    fpu = frozenset()          # the machine's float-unit micro-ops
 
     def floats(self, ctx, ins, t: str, *idx) -> list:
         """Operands `idx` of `ins` read as float type t: (lo, hi) pairs for f64, else a word."""
@@ -49,7 +49,7 @@ class FloatOps:
             return
         self.f64_plain(ins, info)
         a, b = self.floats(ctx, ins, t, 1, 2)
-        if self.fpu and t == "f32" and ins.op != "div":
+        if t == "f32" and FPU_ARITH.get(ins.op) in self.fpu:
             self.put(ctx, ins, t, self.em(ctx).fpu(FPU_ARITH[ins.op], a, b, rnd=info.rnd or "rn", ftz=info.ftz,
                                                    sat=info.sat))
             return
@@ -70,7 +70,7 @@ class FloatOps:
         self.f64_plain(ins, info)
         a, b, c = self.floats(ctx, ins, t, 1, 2, 3)
         rnd = info.rnd or "rn"
-        if self.fpu and t == "f32":
+        if t == "f32" and "FFMA" in self.fpu:
             self.put(ctx, ins, t, self.em(ctx).fpu("FFMA", a, b, c, rnd=rnd, ftz=info.ftz, sat=info.sat))
             return
         r = self.routine(ctx, ins, sf.fma64, (a, b, c), (rnd,)) if t == "f64" else \
@@ -146,7 +146,7 @@ class FloatOps:
                 raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.NaN on .f64 is "
                                      "not PTX)", ins)
             r = self.soft(ins, sf.min64 if ins.op == "min" else sf.max64, em, a, b)
-        elif self.fpu:
+        elif ("FMIN" if ins.op == "min" else "FMAX") in self.fpu:
             r = em.fpu("FMIN" if ins.op == "min" else "FMAX", a, b, ftz=info.ftz, nan=nan)
         else:
             r = self.soft(ins, sf.min if ins.op == "min" else sf.max, em, a, b, ftz=info.ftz, nan=nan)
@@ -201,7 +201,7 @@ class FloatOps:
             a, b = self.value(ctx, a_op, t, ins), self.value(ctx, b_op, t, ins)
             return self.soft(ins, sf.compare64, em, cmp, a, b)
         a, b = self.value(ctx, a_op, t, ins)[0], self.value(ctx, b_op, t, ins)[0]
-        if self.fpu:
+        if "FSETP" in self.fpu:
             return em.fpu("FSETP", a, b, compare=cmp, ftz=ftz)
         return self.soft(ins, sf.compare, em, cmp, a, b, ftz=ftz)
 
@@ -283,11 +283,11 @@ class FloatOps:
         if not self.fpu:
             return None
         em = self.em(ctx)
-        if dt == "f32" and st in ("s32", "u32") and rnd in sf.FROUND:
+        if dt == "f32" and st in ("s32", "u32") and rnd in sf.FROUND and "I2F" in self.fpu:
             return (em.fpu("I2F", parts[0], rnd=rnd, ftz=ftz, sat=sat, signed=st == "s32"),)
-        if st == "f32" and dt in ("s32", "u32") and rnd in sf.IROUND:
+        if st == "f32" and dt in ("s32", "u32") and rnd in sf.IROUND and "F2I" in self.fpu:
             return (em.fpu("F2I", parts[0], rnd=rnd, ftz=ftz, signed=dt == "s32"),)
-        if st == dt == "f32" and rnd in sf.IROUND:
+        if st == dt == "f32" and rnd in sf.IROUND and "FRND" in self.fpu:
             return (em.fpu("FRND", parts[0], rnd=rnd, ftz=ftz, sat=sat),)
         return None
 
