@@ -31,7 +31,7 @@ from ..format import FPU_OPCODES
 from ..image import PORTS
 from ..uops import FPU_COMPARES, FPU_ROUNDINGS
 from .builder import Builder, Unit
-from .multiplier import _carry_save, _digit_bits
+from .multiplier import carry_save, digit_bits
 from .regfile import regfile
 from .rom import rom
 
@@ -239,8 +239,8 @@ class _Lane:
             for q in range(8):
                 n1 += n_product(dig(self.Xm, p), dig(self.Ym, q), {T[p + q].feature(0): 1})
         hw.circ(f"fpu2m.{self.tag}", T, n1)
-        V, vmax = _carry_save(hw, k, "", T, [max(t, 1) for t in tmax], tag="f")
-        self.Px, self.Py = _digit_bits(hw, k, "", V, vmax, nbits=48, tag="f")
+        V, vmax = carry_save(hw, k, "", T, [max(t, 1) for t in tmax], tag="f")
+        self.Px, self.Py = digit_bits(hw, k, "", V, vmax, nbits=48, tag="f")
 
     def align(self):
         """L2: the placement thermometer of u = the exponent difference + 27; L3: with a zero

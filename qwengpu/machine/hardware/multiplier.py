@@ -29,8 +29,8 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
     columns sum to ~550 with outputs weighted by 64 (~1/128 per rounding)."""
     A, B = _clean_operands(hw, k, l, A, B)
     T, tmax = _column_sums(hw, k, l, A, B, o("MULHS"))
-    V, vmax = _carry_save(hw, k, l, T, tmax)
-    X, Y = _digit_bits(hw, k, l, V, vmax)
+    V, vmax = carry_save(hw, k, l, T, tmax)
+    X, Y = digit_bits(hw, k, l, V, vmax)
     return _add64(hw, k, l, X, Y, o("MUL"), o("MULHU") + o("MULHS"))
 
 
@@ -75,7 +75,7 @@ def _column_sums(hw: Builder, k: int, l: int, A: list, B: list, hs: Lin):
     return T, tmax
 
 
-def _carry_save(hw: Builder, k: int, l: int, T: list, tmax: list, tag: str = "m"):
+def carry_save(hw: Builder, k: int, l: int, T: list, tmax: list, tag: str = "m"):
     """M2: move multiples of 64 two columns up (U_s <= 63 + 8); M3: multiples of 8 one column
     up (V_s <= 7 + 9). Columns above the last are dropped (the product is taken mod 8^columns).
     `tag` names the variables (the float unit builds its own)."""
@@ -105,7 +105,7 @@ def _carry_save(hw: Builder, k: int, l: int, T: list, tmax: list, tag: str = "m"
     return V, vmax
 
 
-def _digit_bits(hw: Builder, k: int, l: int, V: list, vmax: list, nbits: int = 64, tag: str = "m"):
+def digit_bits(hw: Builder, k: int, l: int, V: list, vmax: list, nbits: int = 64, tag: str = "m"):
     """M4: the bits of each digit V_s (<= 16): bits 0-2 are X's, bits 3-4 are Y's (one column
     up); bits from `nbits` up are dropped."""
     X = hw.bits(f"{tag}X.{k}.{l}", nbits)
