@@ -636,6 +636,10 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
             page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '17'")
             assert latt.get_attribute("data-layer") == str(mem_layer) and latt.get_attribute("data-t") == str(68 + 17)
             assert latt.locator(".qg-lhm canvas").first.evaluate("c => c.toDataURL()") != before
+            # the memory picker needs the kernel: in the file it is off and says why
+            picker = root.locator(".qg-memsel")
+            assert picker.is_disabled() and "needs the kernel" in picker.get_attribute("title")
+            assert "needs the kernel" in root.locator(".qg-static-why").text_content()
             latt.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "export.png"))
             assert all(u.startswith("file://") for u in requests), requests

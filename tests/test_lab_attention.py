@@ -281,6 +281,7 @@ def test_export_html_carries_every_position(dot_model, tmp_path, monkeypatch):
     assert 'href="dot.html"' in Inspector(view=dot_model).export_html()._repr_html_()
     data = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', text, re.S).group(1))
     assert len(data["frames"]) == 19 and data["values"]["position"] == 3 and MAX_POSITIONS >= 19
+    assert data["values"]["exported"] is True          # the page disables the memory picker and says why
     assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == machine_layers()
     assert "export default" not in text and "window.__qgInspector = { render }" in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text   # no CDN

@@ -14,7 +14,8 @@ the live widget shows per position is there — registers, ROM, memory, the mode
 attention card of every layer (`layers="all"`, the default on the model engines: each layer's
 weights at every position, uint8 and gzipped — mostly zeros, ~25 KB for dot's 44 layers x 19
 positions — unpacked by the browser's `DecompressionStream`), so a click on any layer picks it as
-in the live widget; picking another memory for the GDN panel needs the kernel.
+in the live widget; picking another memory for the GDN panel needs the kernel: in the file the
+picker is disabled and says so (`exported` in the values the page reads).
 """
 from __future__ import annotations
 
@@ -160,7 +161,7 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
             from qwengpu.lab.payload import snapshot_payload
             frames.append({"state": snapshot_payload(insp.view.snapshot(p))})
     data = {"frames": frames, "bytes": ["gdn", "attn", "latt"],
-            "values": {"program": insp.program, "position": keep, "fmt": insp.fmt,
+            "values": {"exported": True, "program": insp.program, "position": keep, "fmt": insp.fmt,
                        "breakpoints": list(insp.breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
                        "selections": list(insp.selections)}}
     if layers == "all" and insp.machine_mode:
