@@ -565,8 +565,17 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             (ARTIFACTS / "recording_timings.json").write_text(json.dumps(
                 {"key_to_redraw_ms_while_recording": rec_ms, "expected_passes": expected}, indent=1))
             assert sorted(rec_ms)[len(rec_ms) // 2] < 100, rec_ms     # key to redraw while it records
+            # cancel: said on the page at once (within 1 s), then the recording stops at its next pass
+            t_click = time.monotonic()
             rec.locator(".qg-cancel").click()
+            page.locator(".qg-rec[data-status='cancelling'], .qg-rec[data-status='cancelled']").first.wait_for(
+                state="attached", timeout=5_000)
+            shown_s = time.monotonic() - t_click
             page.locator(".qg-rec[data-status='cancelled']").wait_for(state="attached", timeout=30_000)
+            stopped_s = time.monotonic() - t_click
+            (ARTIFACTS / "cancel_timings.json").write_text(json.dumps({"click_to_shown_s": shown_s,
+                                                                       "click_to_cancelled_s": stopped_s}, indent=1))
+            assert shown_s < 1.0, shown_s
             out = page.evaluate(RUN_CODE_JS, "print(slow.recording['status'], slow.recording['passes'] > 0, "
                                              "len(slow.view) > 5, slow.position)")
             assert out.split() == ["cancelled", "True", "True", "8"], out       # the passes recorded stay

@@ -257,7 +257,9 @@ def test_a_cancelled_recording_counts_the_passes_it_shows(monkeypatch):
     t0 = time.monotonic()
     while w.recording["status"] == "recording" and w.recording.get("passes", 0) < 4 and time.monotonic() - t0 < 300:
         time.sleep(0.01)
-    w.cancel().wait(300)
+    w.cancel()
+    assert w.recording["status"] in ("cancelling", "cancelled")      # said at once, before the thread stops
+    w.wait(300)
     n = w.recording["passes"]
     assert w.recording["status"] == "cancelled" and 0 < n < 87
     assert w.positions == n and w.recording["error"] == f"cancelled after {n} passes"

@@ -760,8 +760,10 @@ function render({ model, el }) {
   }
 
   // a launch recorded in the background (Inspector(..., background=True)): its progress, and cancel
+  let cancelAsked = false;       // the cancel button was pressed: shown at once, before Python answers
   function renderRecording() {
-    const r = model.get("recording") || {};
+    const r0 = model.get("recording") || {};
+    const r = cancelAsked && r0.status === "recording" ? Object.assign({}, r0, { status: "cancelling" }) : r0;
     root.classList.toggle("qg-recording", prog.mode === "recording");   // nothing recorded yet: the bar only
     const on = !!r.status && r.status !== "done";
     const box = $(".qg-rec");
@@ -777,11 +779,12 @@ function render({ model, el }) {
     const shown = prog.mode === "machine" ? ` · showing passes 0..${positions() - 1}: scrub them while it records` : "";
     const st = model.get("state");
     if (prog.mode === "machine" && st && st.pos !== undefined) renderBadge(st);   // the badge follows the recording's status
-    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ` (${r.error || ""})`}`
+    $(".qg-rectext").textContent = r.status === "cancelling" ? `cancelling… the recording stops at its next pass (${n} so far)`
+      : r.status === "cancelled" ? `recording cancelled${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ` (${r.error || ""})`}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
       : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`;
   }
-  $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
+  $(".qg-cancel").addEventListener("click", () => { cancelAsked = true; renderRecording(); model.send({ cancel: true }); });
 
   function renderAll() {
     // one message may carry a new program and a state of it (a recording's next view): its

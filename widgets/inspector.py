@@ -257,10 +257,14 @@ class Inspector(anywidget.AnyWidget):
         return self
 
     def cancel(self) -> "Inspector":
-        """Stop a recording started with `background=True` at its next pass (the widget's cancel button)."""
+        """Stop a recording started with `background=True` at its next pass (the widget's cancel
+        button). The widget says "cancelling" at once; "cancelled" when the recording has stopped."""
         ev = getattr(self, "_cancel", None)
         if ev is not None:
             ev.set()
+            with self._lock:
+                if self.recording.get("status") == "recording":
+                    self.recording = {**self.recording, "status": "cancelling"}
         return self
 
     # -- Python API --------------------------------------------------------------------------------
