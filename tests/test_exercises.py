@@ -82,7 +82,7 @@ def test_the_checks_say_what_is_wrong():
     assert "at line 3 of the kernel" in v.problems[0] and "if (i < n)" in v.problems[0]
     # a race between warps: the wrong elements, with the input and the launch
     v = check("shared_reverse", TEMPLATES["shared_reverse"])
-    assert any("out[0] = 0 (expected 8)" in p and "never written" in p for p in v.problems), v.problems
+    assert any("out[0] = 0 (expected 8)" in p and "never written?" in p for p in v.problems), v.problems
     assert any("__syncthreads()" in p for p in v.problems)
     # divergence, on the interpreter's SIMT stack, at the branch's line
     v = check("uniform_branches", TEMPLATES["uniform_branches"])
@@ -109,3 +109,11 @@ def test_the_cell_magic_raises_without_a_traceback():
     lines = e.value._render_traceback_()
     assert "not yet" in lines[0] and "expected 10" in lines[1]
     assert run_exercise_cell("add_ten --engine interp", SOLVED["add_ten"]).passed
+
+
+def test_a_check_runs_in_the_model_too():
+    """`engine="compact"`: the same launches through the model's forward passes (the built-in machine)."""
+    v = check("warp_sum", SOLVED["warp_sum"], engine="compact")
+    assert v.passed and v.engine == "compact" and "(compact: " in repr(v)
+    assert v.tokens == check("warp_sum", SOLVED["warp_sum"]).tokens      # the simulator's token count, exactly
+    assert not check("histogram", TEMPLATES["histogram"], engine="compact").passed

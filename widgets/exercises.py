@@ -32,6 +32,9 @@ import numpy as np
 #: launch that reaches it is a loop that does not end or a barrier some threads never reach
 MAX_STEPS = 20_000
 
+#: the engines that run the model's forward passes (a check on them shows no progress bar)
+MODEL_ENGINES = ("compact", "compact-ref", "model")
+
 
 @dataclass(frozen=True)
 class Requirement:
@@ -239,7 +242,7 @@ def _wrong_problem(ex: Exercise, case: Case, got: list) -> str | None:
         scalars = ", ".join(f"{case.names[k]} = {a['value']}" for k, a in enumerate(case.spec["args"]) if "scalar" in a)
         launch = f"grid {case.spec['grid']}, block {case.spec['block']}"
         text = (f"with {inputs}{', ' + scalars if scalars else ''} ({launch}): {shown}{more}"
-                + (" — never written" if untouched else ""))
+                + (" — still 0: never written?" if untouched else ""))
         return text + (f". {ex.on_wrong}" if ex.on_wrong else "")
     return None
 
@@ -302,7 +305,8 @@ def _check(ex: Exercise, source: str, engine: str, first_line: int) -> Verdict:
     for case in cases:
         spec = LaunchSpec.from_json(case.spec)
         try:
-            r = qwengpu.run(module, spec, engine=engine, max_steps=MAX_STEPS)
+            r = qwengpu.run(module, spec, engine=engine, max_steps=MAX_STEPS,
+                            **({"progress": False} if engine in MODEL_ENGINES else {}))
         except Exception as e:
             if not hasattr(e, "reason"):          # not an ExecutionFault: a launch the kernel cannot take
                 verdict.problems.append(f"the launch failed: {type(e).__name__}: {e} (does the kernel take the "

@@ -782,7 +782,8 @@ function render({ model, el }) {
     $(".qg-rectext").textContent = r.status === "cancelling" ? `cancelling… the recording stops at its next pass (${n} so far)`
       : r.status === "cancelled" ? `recording cancelled${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ` (${r.error || ""})`}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
-      : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`;
+      : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`
+        + (n === 0 && r.engine === "compact" ? " · starting the engine: the first launch in a kernel loads it, a few seconds (numba compiles it once after an install, ~80 s, unless qwengpu lab's warm-up did)" : "");
   }
   $(".qg-cancel").addEventListener("click", () => { cancelAsked = true; renderRecording(); model.send({ cancel: true }); });
 
