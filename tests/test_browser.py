@@ -265,6 +265,46 @@ def _open_and_run(page, base: str, name: str):
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
+#: notebooks opened and saved as they are: one carrying widget state (01), the spliced model's, an exercise
+OPENED_AND_SAVED = [ROOT / "notebooks" / "01_quickstart.ipynb", SPLICED_NOTEBOOK,
+                    ROOT / "notebooks" / "exercises" / "03_warps.ipynb"]
+
+
+def test_a_notebook_opened_and_saved_is_unchanged(lab):
+    """A committed notebook opened in JupyterLab (its kernel started) is not marked changed, and saved
+    (as autosave would) it is byte for byte the committed file: `git diff` stays clean. The save's
+    checkpoint goes to the qwengpu cache, not to an `.ipynb_checkpoints/` beside the notebook."""
+    from playwright.sync_api import sync_playwright
+
+    from qwengpu.lab.server import checkpoints_dir
+    base, work, _ = lab
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        try:
+            for src in OPENED_AND_SAVED:
+                name = "saved_" + src.name                    # a copy no other test runs or autosaves
+                shutil.copy(src, work / name)
+                page.goto(f"{base}/lab/tree/{name}?reset", timeout=60_000)
+                page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+                                       f"window.jupyterapp.shell.currentWidget.context.path === '{name}'", timeout=60_000)
+                dirty = page.evaluate("""async () => {
+                    const w = window.jupyterapp.shell.currentWidget, sc = w.context.sessionContext;
+                    await w.context.ready;
+                    await sc.ready;
+                    for (let i = 0; i < 300 && !(sc.session && sc.session.kernel); i++) await new Promise(r => setTimeout(r, 100));
+                    await sc.session.kernel.info;
+                    await new Promise(r => setTimeout(r, 2000));   // the kernel's spec and language_info arrive
+                    return w.context.model.dirty;
+                }""")
+                assert dirty is False, f"{name}: marked changed on opening"
+                page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+                assert (work / name).read_bytes() == src.read_bytes(), f"{name} changed on saving"
+            assert not list(work.rglob(".ipynb_checkpoints"))
+            assert (checkpoints_dir(work) / "saved_01_quickstart-checkpoint.ipynb").exists()
+        finally:
+            browser.close()
+
+
 @pytest.fixture(scope="module")
 def compact_machine():
     """The built-in machine, built here if the cache does not have it (2-3 min once; the notebook's
