@@ -115,6 +115,13 @@ def test_qwengpu_lab_opens_notebook_01(lab):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     printed = (work / "lab.log").read_text()
     assert f"open {base}/lab/tree/01_quickstart.ipynb" in printed, printed[-2000:]
+    # the compact engine warmed in the background, saying so (numba's cache is warm after the first run)
+    t0 = time.time()
+    while "the compact engine is ready" not in printed and time.time() - t0 < 240:
+        time.sleep(0.5)
+        printed = (work / "lab.log").read_text()
+    assert "warming the compact engine in the background" in printed and "the compact engine is ready" in printed, \
+        printed[-2000:]
     with sync_playwright() as p:
         browser, page = _new_page(p)
         try:
@@ -301,6 +308,31 @@ def test_a_notebook_opened_and_saved_is_unchanged(lab):
                 assert (work / name).read_bytes() == src.read_bytes(), f"{name} changed on saving"
             assert not list(work.rglob(".ipynb_checkpoints"))
             assert (checkpoints_dir(work) / "saved_01_quickstart-checkpoint.ipynb").exists()
+        finally:
+            browser.close()
+
+
+def test_an_exercise_says_what_is_wrong_in_jupyterlab(lab):
+    """A student notebook of exercises: run all stops at the first unsolved exercise, whose output is
+    the check's verdict (what is wrong, no traceback); the fixed kernel passes."""
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    shutil.copy(ROOT / "notebooks" / "exercises" / "01_threads_and_indices.ipynb", work / "exercises_01.ipynb")
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        try:
+            _open_and_run(page, base, "exercises_01.ipynb")
+            err = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").first
+            err.wait_for(state="attached", timeout=120_000)
+            text = err.text_content()
+            assert "add_ten: not yet" in text and "out[0] = 0 (expected 10)" in text and "Traceback" not in text, text
+            out = page.evaluate(RUN_CODE_JS, "from qwengpu_widgets.exercises import check\n"
+                                             "print(check('add_ten', '__global__ void add_ten(const int *a, int *out) "
+                                             "{ out[threadIdx.x] = a[threadIdx.x] + 10; }').passed)")
+            assert out.strip() == "True", out
+            err.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "exercise.png"), full_page=False)
         finally:
             browser.close()
 
