@@ -47,3 +47,15 @@ def test_saved_form_writes_numbers_as_javascript_returns_them():
     assert v == [1, 0, 2.5, 1e21, 5e-05, 16, 3]
     assert [type(x) for x in v] == [int, int, float, float, float, int, int]
     assert saved_form(saved_form(json.dumps(nb))) == saved_form(json.dumps(nb))
+
+
+def test_the_classroom_notebooks_keep_their_answers_to_themselves():
+    """05 and the student exercise notebooks are committed without outputs, and 05's prediction is blank."""
+    import nbformat
+    for path in [ROOT / "notebooks" / "05_classroom.ipynb", *sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb"))]:
+        nb = nbformat.read(path, as_version=4)
+        assert not [c.id for c in nb.cells if c.cell_type == "code" and (c.outputs or c.execution_count)], path.name
+        assert "widgets" not in nb.metadata, path.name
+    prediction = [c.source for c in nbformat.read(ROOT / "notebooks" / "05_classroom.ipynb", as_version=4).cells
+                  if "my_x =" in c.source and c.cell_type == "code"][0]
+    assert "my_x = None" in prediction and "my_diverges = None" in prediction
