@@ -9,7 +9,8 @@
     qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F] [--faults]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
-    qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
+    qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [--no-browser]
+                [-- JUPYTER_OPTION ...]
 
 Errors go to stderr as one line with a non-zero exit status; `--debug` (anywhere on the line)
 prints the traceback too.
@@ -386,7 +387,10 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--ip", default="127.0.0.1", help="address to serve on (0.0.0.0: reachable from other hosts)")
     lb.add_argument("--token", default=None, help="the server's token (default: a random one, printed in the URL)")
     lb.add_argument("--no-token", action="store_true", help="serve without a token (local use only)")
-    lb.add_argument("--no-build", action="store_true", help="do not load or build the built-in machine first")
+    lb.add_argument("--no-build", action="store_true",
+                    help="do not load or build the built-in machine first (nor warm its compact engine)")
+    lb.add_argument("--no-browser", action="store_true",
+                    help="accepted as `jupyter lab` takes it: qwengpu lab never opens a browser (it prints the URL)")
     lb.add_argument("jupyter_args", nargs="*", metavar="-- JUPYTER_OPTION",
                     help="options after `--` go to jupyter lab as they are, e.g. -- --LabApp.expose_app_in_browser=True")
     lb.set_defaults(func=cmd_lab)
