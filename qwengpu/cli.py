@@ -84,12 +84,16 @@ def _print_result(res, spec, as_json: bool):
 
 
 def _model_options(args, open_machine: bool = True) -> dict:
-    """--device, --check-states, --model and --geometry: options of the model engines only
-    (`open_machine=False`: the machine is made elsewhere, e.g. in each worker process)."""
+    """--device, --check-states, --model, --geometry and --machine: options of the machine engines
+    (`open_machine=False`: the machine is made elsewhere, e.g. in each worker process). --machine
+    also chooses the simulator's geometry."""
+    machine = getattr(args, "machine", None)
+    if machine is not None and args.engine == "interp":
+        raise ValueError("--machine applies to the machine engines (sim and the model engines), not the interpreter")
     if args.engine not in MODEL_ENGINES:
         if any(getattr(args, a, None) for a in ("device", "check_states", "model", "geometry")):
             raise ValueError(f"--device, --check-states, --model and --geometry apply to the model engines, not {args.engine!r}")
-        return {}
+        return {"config": machine} if machine is not None else {}
     opts = {"device": args.device}
     if getattr(args, "check_states", False):
         opts["check_states"] = True
@@ -100,16 +104,22 @@ def _model_options(args, open_machine: bool = True) -> dict:
 
 
 def _machine_factory(args):
-    """--model DIR or --geometry G as a picklable callable that makes the machine (worker processes
-    call it too); None for the built-in machine."""
+    """--model DIR, --geometry G and --machine NAME as a picklable callable that makes the machine
+    (worker processes call it too); None for the built-in machine."""
     import functools
     model, geometry = getattr(args, "model", None), getattr(args, "geometry", None)
-    if model and geometry:
-        raise ValueError("--model and --geometry each choose the machine: give one")
-    if not (model or geometry):
+    machine = getattr(args, "machine", None)
+    if model and (geometry or machine):
+        raise ValueError("--model's checkpoint holds its machine: give neither --geometry nor --machine with it")
+    if not (model or geometry or machine):
         return None
     from .splice.machine_splice import machine_for_geometry, open_spliced_machine
-    return functools.partial(open_spliced_machine, model) if model else functools.partial(machine_for_geometry, geometry)
+    if model:
+        return functools.partial(open_spliced_machine, model)
+    if geometry:
+        return functools.partial(machine_for_geometry, geometry, machine or "compact")
+    from .api import default_machine
+    return functools.partial(default_machine, args.engine, machine=machine)
 
 
 def cmd_run(args) -> int:
@@ -187,9 +197,7 @@ def cmd_bench_ops(args) -> int:
     ops = [op_named(n) for n in args.ops] if args.ops else list(OPS)
     if args.machine is not None and args.engine != "sim":
         raise ValueError("--machine applies to the sim engine (the model engines run the built-in machine)")
-    if args.machine is not None and args.engine != "sim":       # before a model engine's machine is opened
-        raise ValueError("--machine applies to the sim engine (the model engines run the built-in machine)")
-    rows = bench_ops(ops, engine=args.engine, chain=args.chain, machine=args.machine, **_model_options(args))
+    rows = bench_ops(ops, engine=args.engine, chain=args.chain, **_model_options(args))
     if args.json:
         write_json(rows, args.json)
         print(f"figures: {args.json}")
@@ -299,6 +307,8 @@ def cmd_fuzz(args) -> int:
 def _model_arguments(p, checks: bool = True) -> None:
     p.add_argument("--device", default=None, help="torch device of the model engine: cpu, cuda, mps "
                    "(default: the best available; the compact engine runs on the CPU)")
+    p.add_argument("--machine", default=None, help="the machine's geometry: compact (the built-in one), "
+                   "compact-fpu (with the float unit, docs/float_units.md), tiny; sim and the model engines")
     if checks:
         p.add_argument("--check-states", action="store_true",
                        help="model engines: compare the registers in the model's state with the simulator's after every pass")
@@ -361,8 +371,6 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--engine", default="sim", help="a machine engine: sim (default), compact, compact-ref, model")
     bo.add_argument("--chain", type=int, default=16, help="dependent operations per chain (default 16)")
     bo.add_argument("--json", help="write the rows to this JSON file")
-    bo.add_argument("--machine", help="sim engine: the machine geometry (compact, compact-fpu, compact-sim, tiny; "
-                                      "default: the built-in machine)")
     _model_arguments(bo, checks=False)
     bo.set_defaults(func=cmd_bench_ops)
 

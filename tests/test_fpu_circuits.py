@@ -40,8 +40,10 @@ class Lane:
         rnd = p.input_onehot("rnd", len(FPU_ROUNDINGS))
         cmp = p.input_onehot("cmp", len(FPU_COMPARES))
         fl = p.input_bits("fl", 3)
+        sel = p.input_bits("sel", 3)       # each operand's port selector (all on: one port each)
         ctl = FpuControl(op, rnd, cmp, fl.f(0), fl.f(1), fl.f(2))
-        self.out = fpu_lane(hw, "t", [[x.f(i) for i in range(32)] for x in (a, b, c)], ctl)
+        choices = {n: [(sel.f(i), [x.f(j) for j in range(32)])] for i, (n, x) in enumerate(zip("abc", (a, b, c)))}
+        self.out = fpu_lane(hw, "t", choices, ctl)
         self.order = [n for n in topo_order(p) if not isinstance(n, EmbedNode)]
         self.neurons = sum(len(getattr(n, "neurons", ())) for n in self.order)
 
@@ -49,7 +51,8 @@ class Lane:
         env = {"a": a, "b": b, "c": c, "op": FPU_OPCODES.index(op),
                "rnd": FPU_ROUNDINGS.index(mods.get("rnd", "rn")),
                "cmp": FPU_COMPARES.index(mods.get("compare", "eq")),
-               "fl": int(bool(mods.get("ftz"))) | int(bool(mods.get("sat"))) << 1 | int(bool(mods.get("nan"))) << 2}
+               "fl": int(bool(mods.get("ftz"))) | int(bool(mods.get("sat"))) << 1 | int(bool(mods.get("nan"))) << 2,
+               "sel": 7}
         state: dict = {}
         for node in self.order:
             node.evaluate(env, state)

@@ -81,8 +81,9 @@ def test_the_float_unit_neither_forwards_nor_takes_forwarded_values():
     assert [b.slots[k].op.op for b in fpu_bundles] == ["FADD", "FMUL", "FSETP", "FFMA"]
     for b in img.bundles:
         so = b.slots[k]
-        if so is not None:
-            assert all(s.kind in ("port", "zero") for s in so.srcs.values()), so.srcs
+        if so is not None:                 # read ports of the first two ALU slots, never a result
+            assert all(s.kind in ("sport", "zero") for s in so.srcs.values()), so.srcs
+            assert all(s.index[0] in (0, 1) for s in so.srcs.values() if s.kind == "sport")
         for other in b.ops():
             assert all(s.kind != "slot" or s.index != k for s in other.srcs.values())
         assert b.term_src is None or b.term_src.kind != "slot" or b.term_src.index != k
@@ -125,10 +126,11 @@ def test_a_float_op_costs_what_its_result_costs(slug):
     assert soft["exact"] and soft["tokens_per_op"] > 10 * row["tokens_per_op"] or slug == "f32_compare"
 
 
-def test_bench_ops_takes_a_machine_for_the_simulator(capsys):
+def test_bench_ops_takes_a_machine(capsys):
     assert main(["bench-ops", "f32_add", "--machine", "compact-fpu"]) == 0
-    assert "meets target" in capsys.readouterr().out
-    assert main(["bench-ops", "f32_add", "--engine", "compact", "--machine", "compact-fpu"]) != 0
-    assert "--machine applies to the sim engine" in capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "meets target" in out and "machine compact-fpu" in out
+    assert main(["verify", "dot", "--engine", "interp", "--machine", "compact-fpu"]) != 0
+    assert "--machine applies to the machine engines" in capsys.readouterr().err
     assert main(["bench-ops", "f32_add", "--machine", "nope"]) != 0
-    assert "unknown --machine 'nope'" in capsys.readouterr().err
+    assert "unknown machine 'nope'" in capsys.readouterr().err

@@ -10,6 +10,7 @@ virtual registers need a physical register.
 from __future__ import annotations
 
 from qwengpu.machine.config import ALU, FPU, MEM, XLANE, MachineConfig
+from qwengpu.machine.format import fpu_port_slots
 from qwengpu.machine.image import PORTS, TERM_PORTS, Bundle, Image, SlotOp, Source
 from qwengpu.machine.uops import Imm, MicroOp, Special, Src, VReg
 
@@ -140,23 +141,35 @@ class _Packer:
         return False
 
     def _place_fpu(self, b: Bundle, k: int, op: MicroOp) -> bool:
-        """The float unit reads operand a, b, c on its ports 0, 1, 2 (a register or an immediate
-        each), never a value of this bundle."""
-        ports, srcs = [], {}
-        for p, name in enumerate(("a", "b", "c")):
+        """The float unit reads each operand (a register or an immediate, never a value of this
+        bundle) on a read port of the first two ALU slots, shared with their own operands."""
+        home = fpu_port_slots(self.cfg)
+        ports = {j: list(b.slot_ports[j]) for j in home}
+        srcs = {}
+        for name in ("a", "b", "c"):
             s = getattr(op, name)
             if s is None:
-                ports.append(("imm", 0))
                 continue
             v = s.value
             if isinstance(v, Imm):
-                ports.append(("imm", (~v.value & 0xFFFFFFFF) if s.inv else v.value))
+                entry = ("imm", (~v.value & 0xFFFFFFFF) if s.inv else v.value)
+                if entry[1] == 0:
+                    srcs[name] = Source("zero")
+                    continue
             elif isinstance(v, VReg) and not s.inv and v not in b.writes:
-                ports.append(("reg", v))
+                entry = ("reg", v)
             else:
                 return False
-            srcs[name] = Source("port", p)
-        b.slot_ports[k] = ports
+            where = next(((j, ports[j].index(entry)) for j in home if entry in ports[j]), None)
+            if where is None:
+                j = next((j for j in home if len(ports[j]) < PORTS[ALU]), None)
+                if j is None:
+                    return False
+                ports[j].append(entry)
+                where = (j, len(ports[j]) - 1)
+            srcs[name] = Source("sport", where)
+        for j in home:
+            b.slot_ports[j] = ports[j]
         b.slots[k] = SlotOp(op, srcs)
         b.writes[op.dst[0]] = (k, 0)
         if op.ptx_pc not in b.ptx_pcs:

@@ -76,8 +76,8 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
         return [("tport", 0)] + earlier
     kind = kinds[k]
     nports = PORTS[kind]
-    if kind == FPU:                     # it reads the register file at the top: a, b, c on ports 0, 1, 2
-        return [("port", FPU_SOURCES.index(name))]
+    if kind == FPU:                     # any read port of the first two ALU slots (read near the top)
+        return [("sport", j, p) for j in fpu_port_slots(cfg) for p in range(PORTS[ALU])] + [("zero",)]
     if kind == ALU:
         if name == "a":
             return ([("port", p) for p in range(nports)] + [("zero",), ("zero", "inv")] + earlier
@@ -93,9 +93,17 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
     return [("port", p) for p in range(nports)] + [("zero",)] + earlier
 
 
+def fpu_port_slots(cfg: MachineConfig) -> tuple:
+    """The slots whose read ports the float unit shares (the first two ALU slots), and whose
+    bundle segment (the first of them) holds its fields."""
+    return tuple(k for k, kind in enumerate(cfg.slots) if kind == ALU)[:2]
+
+
 def source_key(s: Source) -> tuple:
     """A Source as an entry of `sources_for` lists."""
     inv = ("inv",) if s.inv else ()
+    if s.kind == "sport":
+        return ("sport",) + tuple(s.index)
     if s.kind in ("port", "tport"):
         return (s.kind, s.index) + inv
     if s.kind == "zero":
@@ -141,7 +149,10 @@ class WordFormat:
         self.cfg = cfg
         self.segments: list[Segment] = []
         byte = 0
+        fpu_home = fpu_port_slots(cfg)[0] if cfg.has_fpu else None
         for k, kind in enumerate(cfg.slots):
+            if kind == FPU:
+                continue                     # its fields ride in the segment of the slot whose ports it reads
             seg = Segment(f"s{k}")
             f = seg.fields
             if kind == ALU:
@@ -157,9 +168,13 @@ class WordFormat:
                 f += [Field("op", 2), Field("mode", 2)]
                 for n in XLANE_SOURCES:
                     f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
-            elif kind == FPU:
-                f += [Field("op", _bits_for(len(FPU_OPCODES))), Field("rnd", 2), Field("ftz", 1), Field("sat", 1),
-                      Field("compare", _bits_for(len(FPU_COMPARES))), Field("nan", 1), Field("signed", 1)]
+            if k == fpu_home:
+                kf = cfg.slots.index(FPU)
+                f += [Field("f_op", _bits_for(len(FPU_OPCODES))), Field("f_rnd", 2), Field("f_ftz", 1),
+                      Field("f_sat", 1), Field("f_compare", _bits_for(len(FPU_COMPARES))), Field("f_nan", 1),
+                      Field("f_signed", 1)]
+                for n in FPU_SOURCES:
+                    f.append(Field(f"f_{n}", _bits_for(len(sources_for(cfg, kf, n)))))
             for p in range(PORTS[kind]):
                 f += [Field(f"p{p}_en", 1), Field(f"p{p}_reg", REG_BITS), Field(f"p{p}_imm", 32)]
             self._place(seg, byte)
@@ -250,16 +265,17 @@ class WordFormat:
                         values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
             elif kind == FPU:
                 ex = op.extra
-                values[(seg, "op")] = FPU_OPCODES.index(op.op)
-                values[(seg, "rnd")] = FPU_ROUNDINGS.index(ex.get("rnd", "rn").removesuffix("i"))
-                values[(seg, "ftz")] = int(bool(ex.get("ftz")))
-                values[(seg, "sat")] = int(bool(ex.get("sat")))
-                values[(seg, "compare")] = FPU_COMPARES.index(ex.get("compare", "eq"))
-                values[(seg, "nan")] = int(bool(ex.get("nan")))
-                values[(seg, "signed")] = int(bool(ex.get("signed")))
-                for n in FPU_SOURCES:            # a fixed port per operand (checked)
-                    if n in so.srcs:
-                        _index(cfg, k, n, so.srcs[n])
+                seg = f"s{fpu_port_slots(cfg)[0]}"
+                values[(seg, "f_op")] = FPU_OPCODES.index(op.op)
+                values[(seg, "f_rnd")] = FPU_ROUNDINGS.index(ex.get("rnd", "rn").removesuffix("i"))
+                values[(seg, "f_ftz")] = int(bool(ex.get("ftz")))
+                values[(seg, "f_sat")] = int(bool(ex.get("sat")))
+                values[(seg, "f_compare")] = FPU_COMPARES.index(ex.get("compare", "eq"))
+                values[(seg, "f_nan")] = int(bool(ex.get("nan")))
+                values[(seg, "f_signed")] = int(bool(ex.get("signed")))
+                for n in FPU_SOURCES:
+                    values[(seg, f"f_{n}")] = _index(cfg, k, n, so.srcs[n]) if n in so.srcs else \
+                        sources_for(cfg, k, n).index(("zero",))
         for j, (reg, (slot, part)) in enumerate(zip(b.carry_regs, (s for _, s in b.carries))):
             values[("tail", f"c{j}_en")] = 1
             values[("tail", f"c{j}_reg")] = reg

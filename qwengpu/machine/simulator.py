@@ -369,9 +369,10 @@ class Simulator:
                     if cin is None:
                         cin = val("cin", l)
                     results[k][l], flags[k][l] = alu_eval(op.op, a, bb, c, cin)
-            elif op.kind == "fpu":
+            elif op.kind == "fpu":                # its operands: other slots' read ports
                 for l in range(LANES):
-                    abc = [val(n, l) if n in so.srcs else 0 for n in ("a", "b", "c")]
+                    abc = [slot_ports[s.index[0]][s.index[1]][l] if s.kind == "sport" else 0
+                           for s in (so.srcs.get(n, Source("zero")) for n in ("a", "b", "c"))]
                     results[k][l] = fpu_eval(op.op, op.extra, *abc)
             elif op.kind == "mem":
                 try:

@@ -537,6 +537,7 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
     Every load checks the build's files (`verify_build`): a corrupt cached build is said and
     rebuilt; a corrupt build at `path` raises `CorruptBuild` naming the file. Concurrent callers
     wanting the same missing build wait for one of them to build it (`build_lock`)."""
+    config = config_named(config)
     kw = with_budgets(target_kw)
     cached = path is None
     p = Path(path) if path is not None else _cache_path(config, kw)

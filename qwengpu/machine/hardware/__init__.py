@@ -21,7 +21,7 @@ from __future__ import annotations
 from qwengpu.compiler.program import topo_order
 from qwengpu.compiler.run import emitted
 
-from ..config import ALU, FPU, MEM, MachineConfig
+from ..config import ALU, FPU, MEM, XLANE, MachineConfig
 from ..tokens import ends_launch
 from .alu import alu
 from .builder import Builder
@@ -58,13 +58,13 @@ class Hardware(Builder):
                 alu(self, k)
             elif kind == MEM:
                 mem(self, k)
-            elif kind == FPU:
+            elif kind == XLANE:
+                xlane(self, k)
+            else:                # built after the units it runs beside: it takes the room they leave
                 missing = set(cfg.fpu_ops) - set(CIRCUIT_OPS)
                 if missing:
                     raise ValueError(f"machine {cfg.name}: the float unit's circuits lack {', '.join(sorted(missing))}")
-                fpu(self, k)
-            else:
-                xlane(self, k)
+                self.units.append(fpu(self, k))
         if not partial:
             if self.mem_info is None:
                 raise ValueError("the machine needs a memory slot")

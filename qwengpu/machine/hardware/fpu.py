@@ -5,8 +5,8 @@ It runs beside the other units: it reads its own register ports at the top of th
 result goes only to the carry buffer, so its ~17 MLP levels cost width, not layers. One lane's
 datapath (docs/float_units.md has the argument for each step):
 
-    L1   clean operand bits, per operand class flags (zero after .ftz, NaN, inf, exponent != 0),
-         the signs of the product and the addend
+    L1   the operands from the read ports they are on, as clean bits, and per operand class flags
+         (zero after .ftz, NaN, inf, exponent != 0); L2 the signs of the product and the addend
     L2-5 the 24x24 significand product in carry-save form (base-8 column sums, two carry-save
          rounds, digit bits); beside it the addend aligned to the product in a 77-bit window
          (a shift by the exponent difference in two stages, bits shifted out kept as a sticky bit
@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from qwengpu.compiler import Lin
 from qwengpu.compiler.gadgets import form_bound, n_gated, n_linear, n_product, n_step
 
-from ..config import FPU, LANES
-from ..format import FPU_OPCODES
+from ..config import ALU, FPU, LANES
+from ..format import FPU_OPCODES, fpu_port_slots, sources_for
 from ..image import PORTS
 from ..uops import FPU_COMPARES, FPU_ROUNDINGS
 from .builder import Builder, Unit
 from .multiplier import carry_save, digit_bits
-from .regfile import regfile
-from .rom import rom
+from .regfile import ports_of
+from .rom import segment
 
 #: the alignment window: positions 0 (sticky) .. 76; the product's bits sit at 4..51
 WINDOW = 77
@@ -69,21 +69,25 @@ class FpuControl:
 
 
 def fpu(hw: Builder, k: int):
-    """The float unit in slot k: its ROM segment, three register ports (operands a, b, c) and a
-    datapath per lane; leaves its results in `hw.units`."""
-    segname = f"s{k}"
-    seg = rom(hw, segname)
-    ports = regfile(hw, k, seg, PORTS[FPU])
-    ctl = FpuControl(op=hw.decode_field(seg, segname, "op", len(FPU_OPCODES), f"fop.{k}"),
-                     rnd=hw.decode_field(seg, segname, "rnd", len(FPU_ROUNDINGS), f"frnd.{k}"),
-                     cmp=hw.decode_field(seg, segname, "compare", len(FPU_COMPARES), f"fcmp.{k}"),
-                     ftz=hw.field_forms(seg, segname, "ftz")[0], sat=hw.field_forms(seg, segname, "sat")[0],
-                     nan=hw.field_forms(seg, segname, "nan")[0])
+    """The float unit in slot k: its fields in the segment of the first ALU slot, its operands
+    chosen among the read ports of the first two ALU slots (`format.fpu_port_slots`), a datapath
+    per lane; returns its `Unit` (the caller puts it in `hw.units` at slot k)."""
+    home = fpu_port_slots(hw.cfg)
+    segname = f"s{home[0]}"
+    seg = segment(hw, segname)
+    lines = [ports_of(hw, j, PORTS[ALU])[p] for j in home for p in range(PORTS[ALU])]
+    field = lambda n: hw.field_forms(seg, segname, f"f_{n}")[0]
+    decode = lambda n, count: hw.decode_field(seg, segname, f"f_{n}", count, f"f{n}.{k}")
+    ctl = FpuControl(op=decode("op", len(FPU_OPCODES)), rnd=decode("rnd", len(FPU_ROUNDINGS)),
+                     cmp=decode("compare", len(FPU_COMPARES)), ftz=field("ftz"), sat=field("sat"), nan=field("nan"))
+    opts = sources_for(hw.cfg, k, "a")
+    sel = {n: decode(n, len(opts)) for n in ("a", "b", "c")}
     unit = Unit(FPU, k)
     for l in range(LANES):
-        unit.lo.append(fpu_lane(hw, f"{k}.{l}", [ports[p][l] for p in range(3)], ctl))
+        choices = {n: [(sel[n].f(i), lines[i][l]) for i, o in enumerate(opts) if o[0] == "sport"] for n in sel}
+        unit.lo.append(fpu_lane(hw, f"{k}.{l}", choices, ctl))
         unit.hi.append(None)
-    hw.units.append(unit)
+    return unit
 
 
 class _Level:
@@ -128,7 +132,25 @@ class _Level:
         self.neurons += n_gated(cond, value, out)
 
     def done(self):
-        self.hw.circ(self.name, self.vars, self.neurons)
+        """One circuit per group of outputs that share neurons: the compiler may then place each
+        group late, next to its readers (a wide code read several levels on is made there)."""
+        group = {v.name: i for i, v in enumerate(self.vars)}
+
+        def find(i):
+            while group[self.vars[i].name] != i:
+                i = group[self.vars[i].name]
+            return i
+        for nr in self.neurons:
+            roots = sorted({find(group[f[0]]) for f in nr.down})
+            for r in roots[1:]:
+                group[self.vars[r].name] = roots[0]
+        parts: dict = {}
+        for i, v in enumerate(self.vars):
+            parts.setdefault(find(i), []).append(v)
+        if len(parts) == 1:
+            self.hw.circ(self.name, self.vars, self.neurons)
+        else:
+            self.hw.circ_groups(self.name, list(parts.values()), self.neurons)
 
 
 def _value(bits: list) -> Lin:
@@ -158,9 +180,8 @@ def _carry_chunks(lv: _Level, terms: list, props: list, out: dict, cond: Lin | N
 class _Lane:
     """One lane's datapath (the module docstring's levels)."""
 
-    def __init__(self, hw: Builder, tag: str, ports: list, ctl: FpuControl):
-        self.hw, self.tag, self.ctl = hw, tag, ctl
-        self.A, self.B, self.C = ports
+    def __init__(self, hw: Builder, tag: str, choices: dict, ctl: FpuControl):
+        self.hw, self.tag, self.ctl, self.choices = hw, tag, ctl, choices
         o = ctl.o
         self.yb = o("FFMA") + o("FMUL") + o("FSETP") + o("FMIN") + o("FMAX")      # Y is b
         self.addsub = o("FADD") + o("FSUB")                                       # Y is 1.0, Z is +-b
@@ -174,35 +195,24 @@ class _Lane:
     # -- L1: clean operands, classes, signs --------------------------------------------------
 
     def clean(self):
+        """L1: a, b, c from the read ports their selectors choose, as clean bits routed to the
+        datapath's operands (X = a; Y = b for fma/mul/compares, else 1.0 below; Z = c for fma, +-b
+        for add/sub), and each operand's class flags."""
         c, lv = self.ctl, self.level(1)
         X, Y, Z = lv.bits("x", 32), lv.bits("y", 32), lv.bits("z", 32)
-        for i in range(32):
-            lv.step(self.A[i], 1, {X.feature(i): 1})
-            lv.step(self.B[i], 1, {Y.feature(i): 1}, self.yb)
-            lv.step(self.B[i], 1, {Z.feature(i): 1}, self.zb)
-            lv.step(self.C[i], 1, {Z.feature(i): 1}, self.zc)
         cls = lv.bits("cls", 12)           # per operand X, Y, Z: exponent != 0, exponent 255, NaN, zero
-        for n, (src, conds) in enumerate(((self.A, [None]), (self.B, [self.yb]),
-                                          (None, [(self.B, self.zb), (self.C, self.zc)]))):
-            pairs = [(src, conds[0])] if src is not None else conds
-            for s_, cond in pairs:
-                e = sum(s_[23:31], Lin())
-                f = sum(s_[0:23], Lin())
-                lv.step(e, 1, {cls.feature(4 * n): 1}, cond)
-                lv.step(e, 8, {cls.feature(4 * n + 1): 1}, cond)
-                lv.step(24 * e + f, 193, {cls.feature(4 * n + 2): 1}, cond)
-                lv.step(23 * c.ftz - 24 * e - f, 0, {cls.feature(4 * n + 3): 1}, cond)
-        sg = lv.bits("sg", 3)              # product sign, addend sign, effective subtraction
-        sa, sb, sc = self.A[31], self.B[31], self.C[31]
-        o = c.o
-        _parity_steps(lv, sa + sb, 2, sg.feature(0), self.yb)
-        lv.step(sa, 1, {sg.feature(0): 1}, self.addsub)
-        lv.step(sc, 1, {sg.feature(1): 1}, o("FFMA"))
-        lv.step(sb, 1, {sg.feature(1): 1}, o("FADD"))
-        lv.step(1 - sb, 1, {sg.feature(1): 1}, o("FSUB"))
-        _parity_steps(lv, sa + sb + sc, 3, sg.feature(2), o("FFMA"))
-        _parity_steps(lv, sa + sb, 2, sg.feature(2), o("FADD"))
-        _parity_steps(lv, sa + sb + 1, 3, sg.feature(2), o("FSUB"))
+        routes = [("a", X, 0, None), ("b", Y, 1, self.yb), ("b", Z, 2, self.zb), ("c", Z, 2, self.zc)]
+        for name, var, n, cond in routes:
+            for sel, P in self.choices[name]:
+                on = sel if cond is None else sel + cond - 1
+                for i in range(32):
+                    lv.neurons += n_step(64 * on + P[i], 65, {var.feature(i): 1})
+                e = sum(P[23:31], Lin())
+                f = sum(P[0:23], Lin())
+                lv.step(e, 1, {cls.feature(4 * n): 1}, on)
+                lv.step(e, 8, {cls.feature(4 * n + 1): 1}, on)
+                lv.step(24 * e + f, 193, {cls.feature(4 * n + 2): 1}, on)
+                lv.step(23 * c.ftz - 24 * e - f, 0, {cls.feature(4 * n + 3): 1}, on)
         lv.done()
         self.X = [X.f(i) for i in range(32)]
         self.Y = [Y.f(i) for i in range(32)]
@@ -213,7 +223,6 @@ class _Lane:
         self.inf = [f(n, 1) - f(n, 2) for n in range(3)]
         # zero after .ftz; an absent addend (mul, compares) is zero too
         self.zf = [f(0, 3), f(1, 3), f(2, 3) + 1 - self.zb - self.zc]
-        self.sp, self.sz, self.esub = sg.f(0), sg.f(1), sg.f(2)
         # significands (hidden bit from the exponent; Y = 1.0 for add/sub) and effective exponents
         self.Xm = self.X[:23] + [self.enz[0]]
         self.Ym = self.Y[:23] + [self.enz[1] + self.addsub]
@@ -255,25 +264,28 @@ class _Lane:
         zlow = lv.bits("zlow", 24)
         for t in range(24):
             lv.step(sum(self.Zm[:t + 1], Lin()), 1, {zlow.feature(t): 1})
-        fl = lv.bits("fl", 6)              # product zero, inv (inf*0), inf-inf, product inf, zero sign, magnitude
+        fl = lv.bits("fl", 6)              # product zero, inv (inf*0), product inf; the signs: product, addend, subtraction
         lv.step(self.zf[0] + self.zf[1], 1, {fl.feature(0): 1})
         lv.step(self.inf[0] + self.zf[1], 2, {fl.feature(1): 1})
         lv.step(self.zf[0] + self.inf[1], 2, {fl.feature(1): 1})
-        lv.step(self.inf[0] + self.inf[1] + 2 * self.inf[2] + 2 * self.esub, 5, {fl.feature(2): 1})
-        lv.step(self.inf[0] + self.inf[1], 1, {fl.feature(3): 1})
-        lv.gated(1 - self.esub, self.sp, {fl.feature(4): 1})
-        lv.gated(self.esub, self.ctl.r("rm"), {fl.feature(4): 1})
+        lv.step(self.inf[0] + self.inf[1], 1, {fl.feature(2): 1})
+        X31, Y31, Z31, fsub = self.X[31], self.Y[31], self.Z[31], self.ctl.o("FSUB")
+        _parity_steps(lv, X31 + Y31, 2, fl.feature(3), None)
+        _parity_steps(lv, Z31 + fsub, 2, fl.feature(4), None)
+        _parity_steps(lv, X31 + Y31 + Z31 + fsub, 4, fl.feature(5), self.zb + self.zc)
         lv.done()
-        self.pz, self.invmul, self.infsub, self.pinf, self.zsign = (fl.f(i) for i in range(5))
-        # L3: the placement used
+        self.pz, self.invmul, self.pinf, self.sp, self.sz, self.esub = (fl.f(i) for i in range(6))
+        # L3: the placement used; inf - inf; the sign of an exact zero
         lv = self.level(3)
         th = lv.bits("th", U_TOP + 2)
         for t in range(U_TOP + 2):
             lv.step(tu.f(t) + self.pz - 2 * self.zf[2], 1, {th.feature(t): 1})
-        fl3 = lv.flag("nan")
-        lv.step(self.nan[0] + self.nan[1] + self.nan[2] + self.invmul + self.infsub, 1, {fl3.feature(0): 1})
+        fl3 = lv.bits("fl", 2)
+        lv.step(self.inf[0] + self.inf[1] + 2 * self.inf[2] + 2 * self.esub, 5, {fl3.feature(0): 1})
+        lv.gated(1 - self.esub, self.sp, {fl3.feature(1): 1})
+        lv.gated(self.esub, self.ctl.r("rm"), {fl3.feature(1): 1})
         lv.done()
-        self.nan_out = fl3.f(0)
+        self.infsub, self.zsign = fl3.f(0), fl3.f(1)
         th = [th.f(t) for t in range(U_TOP + 2)]
         oh = [th[v] - th[v + 1] for v in range(U_TOP)] + [th[U_TOP]]
         self.above = th[U_TOP + 1]
@@ -284,17 +296,18 @@ class _Lane:
             fine = sum((oh[v] for v in range(r, U_TOP + 1, 8)), Lin())
             for i in range(24):
                 lv.gated(fine, self.Zm[i], {ZA.feature(i + r): 1})
-        fl4 = lv.bits("fl", 3)             # addend sticky, product sticky, product in the window
+        fl4 = lv.bits("fl", 4)             # addend sticky, product sticky, product in the window, NaN result
         lv.gated(1 - th[0] - self.zf[2], Lin.const(1), {fl4.feature(0): 1})
         for v in range(24):
             lv.gated(oh[v], zlow.f(23 - v), {fl4.feature(0): 1})
         lv.step(self.above - self.pz, 1, {fl4.feature(1): 1})
         lv.step(-1 * self.above - self.pz, 0, {fl4.feature(2): 1})
+        lv.step(self.nan[0] + self.nan[1] + self.nan[2] + self.invmul + self.infsub, 1, {fl4.feature(3): 1})
         e0 = lv.number("e0", -120, 420)    # the biased exponent of window position 0, + 203
         lv.gated(1 - self.above, self.Xe + self.Ye - 101, {e0.feature(0): 1})
         lv.gated(self.above, self.Ze, {e0.feature(0): 1})
         lv.done()
-        self.stz, self.pst, self.plive = fl4.f(0), fl4.f(1), fl4.f(2)
+        self.stz, self.pst, self.plive, self.nan_out = fl4.f(0), fl4.f(1), fl4.f(2), fl4.f(3)
         self.e0 = e0.f(0)
         # L5: the coarse shift; the window's addend bits (inverted for a subtraction)
         lv = self.level(5)
@@ -617,10 +630,11 @@ class _Lane:
         return word
 
 
-def fpu_lane(hw: Builder, tag: str, ports: list, ctl: FpuControl):
-    """One lane of the float unit: `ports` the 32 bit forms of operands a, b, c; the result word
-    (a view: 32 bit forms)."""
-    ln = _Lane(hw, tag, ports, ctl)
+def fpu_lane(hw: Builder, tag: str, choices: dict, ctl: FpuControl):
+    """One lane of the float unit: `choices` gives each operand ("a", "b", "c") as a list of
+    (selector, 32 bit forms of a read port): the selected port is the operand, none selected
+    reads zero. Returns the result word (a view: 32 bit forms)."""
+    ln = _Lane(hw, tag, choices, ctl)
     ln.clean()
     ln.product()
     ln.align()
