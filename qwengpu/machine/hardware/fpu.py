@@ -324,17 +324,12 @@ class _Lane:
                 if 0 <= j < 31:
                     lv.gated(coarse - es, ZA.f(j), {zw.feature(w): 1})
                     lv.gated(coarse + es - 1, ZA.f(j), {zw.feature(w): -1})
-        # the exponent thresholds the normalisation needs: [e0 >= t]
-        te = lv.bits("te", 104)
-        for t in range(-24, 80):
-            lv.step(self.e0, t, {te.feature(t + 24): 1})
         fl5 = lv.bits("fl", 2)             # special inf, its sign
         lv.step(self.pinf + self.inf[2] - 2 * self.nan_out, 1, {fl5.feature(0): 1})
         lv.step(self.pinf + self.sp, 2, {fl5.feature(1): 1})
         lv.step(self.sz - self.pinf, 1, {fl5.feature(1): 1})
         lv.done()
         self.Zw = [zw.f(w) for w in range(WINDOW)]
-        self.te = lambda t: te.f(t + 24)
         self.inf_out, self.inf_sign = fl5.f(0), fl5.f(1)
 
     # -- L6-L9: the sum and its magnitude ----------------------------------------------------------
@@ -423,17 +418,26 @@ class _Lane:
         lo = lv.bits("lo", n)              # lo[t]: some bit 0..t is set
         for t in range(1, n + 1):
             lv.step(-1 * sum(self.M[n - t:], Lin()), 0, {zp.feature(t): 1})
+        mz = lv.flag("mz")                 # the magnitude is zero (its own variable: zp dies at L11)
+        lv.step(-1 * sum(self.M, Lin()), 0, {mz.feature(0): 1})
         for t in range(n):
             lv.step(sum(self.M[:t + 1], Lin()), 1, {lo.feature(t): 1})
         lv.done()
         zpf = lambda t: Lin.const(1) if t <= 0 else zp.f(t)
         lzc = sum((zp.f(t) for t in range(1, n + 1)), Lin())
-        self.mz = zp.f(n)
-        # L11: q's thermometer (q = 54 - min(lzc, e0), clamped to -24..79) and the exponent bits
+        self.mz = mz.f(0)
+        # L11: q = 54 - min(lzc, e0), clamped to -24..79, as s = q + 24 = 8c + r: one-hots of c
+        # and r (each threshold [q >= v] adds to the two codes it moves), and the exponent bits
         lv = self.level(11)
-        Q = lv.bits("q", 104)              # Q[v + 24] = [q >= v]
+        qc, qr = lv.bits("qc", 13), lv.bits("qr", 8)
+        lv.neurons += n_linear(Lin.const(1), {qc.feature(0): 1, qr.feature(0): 1})       # [q >= -24]
         for v in range(-23, 80):
-            lv.step((1 - zpf(55 - v)) + (1 - self.te(55 - v)), 1, {Q.feature(v + 24): 1})
+            s_ = v + 24
+            out = {qr.feature(s_ % 8): 1, qr.feature((s_ - 1) % 8): -1}
+            if s_ % 8 == 0:
+                out.update({qc.feature(s_ // 8): 1, qc.feature(s_ // 8 - 1): -1})
+            # [q >= v]: lzc <= 54 - v (the top 55 - v bits are not all zero), or e0 <= 54 - v
+            lv.step(600 * (1 - zpf(55 - v)) + (54 - v) - self.e0, 0, out)
         kb = lv.bits("k", 9)               # bits of K = max(e0 - lzc, 0) (K < 255), and [K >= 1]
         kf = self.e0 - lzc
         for t in range(1, 255):
@@ -443,29 +447,30 @@ class _Lane:
                 out[kb.feature(8)] = 1
             lv.step(kf, t, out)
         lv.done()
-        Qf = lambda v: Lin.const(1) if v <= -24 else (Q.f(v + 24) if v < 80 else Lin())
-        oh = {v: Qf(v) - Qf(v + 1) for v in range(-24, 80)}
         self.kbits, self.kge1, self.kform = [kb.f(i) for i in range(8)], kb.f(8), kf
-        # L12: coarse shift (s = q + 24 = 8c + r), the sticky bit
+        # L12: coarse shift by 8c; the sticky bit's candidates lo[8c - 26 + r], one per r
         lv = self.level(12)
         T = lv.bits("t", 32)
+        lc = lv.bits("lc", 8)
         for c in range(13):
-            coarse = sum((oh[v] for v in range(-24, 80) if (v + 24) // 8 == c), Lin())
             for i in range(32):
                 j = 8 * c - 25 + i
                 if 0 <= j < n:
-                    lv.gated(coarse, self.M[j], {T.feature(i): 1})
-        st = lv.flag("st")
-        for v in range(2, 80):
-            lv.gated(oh[v], lo.f(min(v - 2, n - 1)), {st.feature(0): 1})
+                    lv.gated(qc.f(c), self.M[j], {T.feature(i): 1})
+            for r in range(8):
+                j = 8 * c + r - 26
+                if j >= 0:
+                    lv.gated(qc.f(c), lo.f(min(j, n - 1)), {lc.feature(r): 1})
         lv.done()
-        # L13: fine shift: R[0] is the round bit, R[1..24] the significand
+        # L13: fine shift by r: R[0] is the round bit, R[1..24] the significand; the sticky bit
         lv = self.level(13)
         R = lv.bits("r", 25)
+        st = lv.flag("st")
         for r in range(8):
-            fine = sum((oh[v] for v in range(-24, 80) if (v + 24) % 8 == r), Lin())
             for j in range(25):
-                lv.gated(fine, T.f(r + j) if r + j < 32 else Lin(), {R.feature(j): 1})
+                if r + j < 32:
+                    lv.gated(qr.f(r), T.f(r + j), {R.feature(j): 1})
+            lv.gated(qr.f(r), lc.f(r), {st.feature(0): 1})
         lv.done()
         self.rb, self.st = R.f(0), st.f(0)
         self.m = [R.f(j + 1) for j in range(24)]
