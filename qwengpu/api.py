@@ -82,11 +82,12 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
 
 
-def default_machine(engine: str = "compact", progress: bool = True):
-    """The built-in machine an engine runs (built into the cache on first use): the compact
-    engines' sparse weights, or with them the stock checkpoint for engine "model"."""
+def default_machine(engine: str = "compact", progress: bool = True, machine: str = "compact"):
+    """A built-in machine an engine runs (built into the cache on first use): the compact
+    engines' sparse weights, or with them the stock checkpoint for engine "model". `machine`: the
+    geometry by name (compact; compact-fpu, with the float unit; tiny)."""
     from .runtime.checkpoint import load_machine
-    return load_machine(dense=engine == "model", progress=progress)
+    return load_machine(machine, dense=engine == "model", progress=progress)
 
 
 def run_many(programs, launches, *, engine: str = "compact", kernels: list | None = None,

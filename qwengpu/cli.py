@@ -9,7 +9,8 @@
     qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F] [--faults]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
     qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
-    qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [-- JUPYTER_OPTION ...]
+    qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [--no-browser]
+                [-- JUPYTER_OPTION ...]
 
 Errors go to stderr as one line with a non-zero exit status; `--debug` (anywhere on the line)
 prints the traceback too.
@@ -83,12 +84,16 @@ def _print_result(res, spec, as_json: bool):
 
 
 def _model_options(args, open_machine: bool = True) -> dict:
-    """--device, --check-states, --model and --geometry: options of the model engines only
-    (`open_machine=False`: the machine is made elsewhere, e.g. in each worker process)."""
+    """--device, --check-states, --model, --geometry and --machine: options of the machine engines
+    (`open_machine=False`: the machine is made elsewhere, e.g. in each worker process). --machine
+    also chooses the simulator's geometry."""
+    machine = getattr(args, "machine", None)
+    if machine is not None and args.engine == "interp":
+        raise ValueError("--machine applies to the machine engines (sim and the model engines), not the interpreter")
     if args.engine not in MODEL_ENGINES:
         if any(getattr(args, a, None) for a in ("device", "check_states", "model", "geometry")):
             raise ValueError(f"--device, --check-states, --model and --geometry apply to the model engines, not {args.engine!r}")
-        return {}
+        return {"config": machine} if machine is not None else {}
     opts = {"device": args.device}
     if getattr(args, "check_states", False):
         opts["check_states"] = True
@@ -99,16 +104,22 @@ def _model_options(args, open_machine: bool = True) -> dict:
 
 
 def _machine_factory(args):
-    """--model DIR or --geometry G as a picklable callable that makes the machine (worker processes
-    call it too); None for the built-in machine."""
+    """--model DIR, --geometry G and --machine NAME as a picklable callable that makes the machine
+    (worker processes call it too); None for the built-in machine."""
     import functools
     model, geometry = getattr(args, "model", None), getattr(args, "geometry", None)
-    if model and geometry:
-        raise ValueError("--model and --geometry each choose the machine: give one")
-    if not (model or geometry):
+    machine = getattr(args, "machine", None)
+    if model and (geometry or machine):
+        raise ValueError("--model's checkpoint holds its machine: give neither --geometry nor --machine with it")
+    if not (model or geometry or machine):
         return None
     from .splice.machine_splice import machine_for_geometry, open_spliced_machine
-    return functools.partial(open_spliced_machine, model) if model else functools.partial(machine_for_geometry, geometry)
+    if model:
+        return functools.partial(open_spliced_machine, model)
+    if geometry:
+        return functools.partial(machine_for_geometry, geometry, machine or "compact")
+    from .api import default_machine
+    return functools.partial(default_machine, args.engine, machine=machine)
 
 
 def cmd_run(args) -> int:
@@ -184,6 +195,8 @@ def cmd_bench_ops(args) -> int:
     if args.chain < 1:
         raise ValueError(f"--chain must be at least 1, not {args.chain}")
     ops = [op_named(n) for n in args.ops] if args.ops else list(OPS)
+    if args.machine is not None and args.engine != "sim":
+        raise ValueError("--machine applies to the sim engine (the model engines run the built-in machine)")
     rows = bench_ops(ops, engine=args.engine, chain=args.chain, **_model_options(args))
     if args.json:
         write_json(rows, args.json)
@@ -294,6 +307,8 @@ def cmd_fuzz(args) -> int:
 def _model_arguments(p, checks: bool = True) -> None:
     p.add_argument("--device", default=None, help="torch device of the model engine: cpu, cuda, mps "
                    "(default: the best available; the compact engine runs on the CPU)")
+    p.add_argument("--machine", default=None, help="the machine's geometry: compact (the built-in one), "
+                   "compact-fpu (with the float unit, docs/float_units.md), tiny; sim and the model engines")
     if checks:
         p.add_argument("--check-states", action="store_true",
                        help="model engines: compare the registers in the model's state with the simulator's after every pass")
@@ -380,7 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--ip", default="127.0.0.1", help="address to serve on (0.0.0.0: reachable from other hosts)")
     lb.add_argument("--token", default=None, help="the server's token (default: a random one, printed in the URL)")
     lb.add_argument("--no-token", action="store_true", help="serve without a token (local use only)")
-    lb.add_argument("--no-build", action="store_true", help="do not load or build the built-in machine first")
+    lb.add_argument("--no-build", action="store_true",
+                    help="do not load or build the built-in machine first (nor warm its compact engine)")
+    lb.add_argument("--no-browser", action="store_true",
+                    help="accepted as `jupyter lab` takes it: qwengpu lab never opens a browser (it prints the URL)")
     lb.add_argument("jupyter_args", nargs="*", metavar="-- JUPYTER_OPTION",
                     help="options after `--` go to jupyter lab as they are, e.g. -- --LabApp.expose_app_in_browser=True")
     lb.set_defaults(func=cmd_lab)

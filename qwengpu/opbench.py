@@ -119,7 +119,9 @@ def measure(op: Op, engine: str = "sim", chain: int = CHAIN, module=None, **opti
     from .api import run
     module = module if module is not None else chain_module(chain)
     spec = launch_spec(op)
-    row = {"op": op.name, "engine": engine, "chain": chain, "target": op.target}
+    cfg = options.get("config") or getattr(options.get("machine"), "config", None)
+    row = {"op": op.name, "engine": engine, "chain": chain, "target": op.target,
+           "machine": getattr(cfg, "name", cfg) or "compact"}
     counts = []
     for n in (0, chain):
         try:
@@ -136,7 +138,8 @@ def measure(op: Op, engine: str = "sim", chain: int = CHAIN, module=None, **opti
 
 
 def bench_ops(ops=OPS, engine: str = "sim", chain: int = CHAIN, out=print, **options) -> list[dict]:
-    """Measure `ops` (default: every row) and print a table; returns the rows."""
+    """Measure `ops` (default: every row) and print a table; returns the rows. Options as for
+    `run` (sim: `config`, the geometry; model engines: `machine`, device, ...)."""
     from tqdm.auto import tqdm
     if engine == "interp":
         raise ValueError("bench-ops measures a machine engine (sim, compact, compact-ref, model), not the interpreter")
@@ -167,7 +170,9 @@ def format_table(rows: list[dict]) -> str:
                          f"{r['carries_per_op']:>10.1f} {target:>6}  {met}")
     e = rows[0]["engine"] if rows else "?"
     c = rows[0]["chain"] if rows else CHAIN
-    lines.append(f"(engine {e}; chains of {c} dependent operations on one 4-lane warp, minus the empty kernel)")
+    m = rows[0].get("machine") if rows else None
+    lines.append(f"(engine {e}{f', machine {m}' if m else ''}; chains of {c} dependent operations on one 4-lane warp, "
+                 "minus the empty kernel)")
     return "\n".join(lines)
 
 

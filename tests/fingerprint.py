@@ -1,6 +1,7 @@
 """Hashes of the machine's behaviour, for a refactor that must change nothing (docs/contributing.md).
 
-    python tests/fingerprint.py [PART ...]      # parts: compact tiny compact-2b tiny-2b suite (default: all)
+    python tests/fingerprint.py [PART ...]      # parts: compact tiny compact-fpu compact-2b tiny-2b suite
+                                                # (default: all that this version of qwengpu has)
 
 Prints one line per part, `PART sha256`, and, per part, the hashes of its pieces on stderr (to find
 what changed when a part differs). A machine part hashes what `compile_machine(config, dense=False)`
@@ -8,8 +9,8 @@ builds: every tensor of the sparse weights, the memory placements (`to_json`), t
 residual probes and the gate lattices; `-2b` is the same machine compiled stand-alone for
 Qwen3.5-2B's layer geometry (`machine_for_geometry`). `suite` hashes every suite kernel's prompt and
 generated token stream and final buffers on the simulator, for COMPACT and TINY (a kernel a machine
-refuses hashes its error). Run it at the base commit and at the refactored one: the lines must be
-equal.
+refuses hashes its error), and `suite-fpu` the same for COMPACT_FPU (the opt-in float unit). Run it
+at the base commit and at the refactored one: the lines must be equal.
 """
 from __future__ import annotations
 
@@ -53,15 +54,16 @@ def machine_pieces(machine) -> dict:
     }
 
 
-def suite_pieces() -> dict:
-    """{kernel/machine: sha256} of every suite kernel's run on the simulator."""
+def suite_pieces(names=("compact", "tiny")) -> dict:
+    """{kernel/machine: sha256} of every suite kernel's run on the simulator of each machine."""
     from qwengpu.api import load_program, run
-    from qwengpu.machine.config import COMPACT, TINY
+    from qwengpu.machine.config import config_named
     from qwengpu.suite import kernels
     out = {}
     for k in kernels():
         module = load_program(k.ptx())
-        for config in (COMPACT, TINY):
+        for name in names:
+            config = config_named(name)
             try:
                 r = run(module, k.spec(), engine="sim", config=config)
                 seen = {"prompt": r.extra["prompt"], "generated": r.extra["generated"],
@@ -73,23 +75,38 @@ def suite_pieces() -> dict:
     return out
 
 
+#: part -> (machine, base geometry or None); "suite" and "suite-fpu" run the simulator
+MACHINES = {"compact": ("compact", None), "tiny": ("tiny", None), "compact-fpu": ("compact-fpu", None),
+            "compact-2b": ("compact", "qwen3.5-2b"), "tiny-2b": ("tiny", "qwen3.5-2b")}
+PARTS = ("compact", "tiny", "compact-fpu", "compact-2b", "tiny-2b", "suite", "suite-fpu")
+
+
+def available(part: str) -> bool:
+    """Does this version of qwengpu have the machine of `part` (the float unit came Dec 6)?"""
+    from qwengpu.machine.config import config_named
+    try:
+        config_named("compact-fpu" if "fpu" in part else "compact")
+    except Exception:
+        return False
+    return True
+
+
 def part_pieces(part: str) -> dict:
     from qwengpu.machine.config import config_named
     if part == "suite":
         return suite_pieces()
-    name, _, geometry = part.partition("-")
+    if part == "suite-fpu":
+        return suite_pieces(("compact-fpu",))
+    name, geometry = MACHINES[part]
     if geometry:
         from qwengpu.splice.machine_splice import machine_for_geometry
-        return machine_pieces(machine_for_geometry("qwen3.5-" + geometry, name))
+        return machine_pieces(machine_for_geometry(geometry, name))
     from qwengpu.runtime.checkpoint import compile_machine
     return machine_pieces(compile_machine(config_named(name), dense=False))
 
 
-PARTS = ("compact", "tiny", "compact-2b", "tiny-2b", "suite")
-
-
 def main(argv: list[str]) -> None:
-    for part in argv or PARTS:
+    for part in argv or [p for p in PARTS if available(p)]:
         if part not in PARTS:
             raise SystemExit(f"unknown part {part!r}: one of {', '.join(PARTS)}")
         pieces = part_pieces(part)

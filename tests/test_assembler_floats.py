@@ -23,7 +23,7 @@ from qwengpu.assembler import AssemblerError, assemble
 from qwengpu.assembler import softfloat as sf
 from qwengpu.assembler.emit import Recorder
 from qwengpu.assembler.lower import Lowerer
-from qwengpu.machine.config import COMPACT
+from qwengpu.machine.config import COMPACT, COMPACT_FPU
 from qwengpu.machine.simulator import Simulator
 from qwengpu.machine.uops import M32, Imm, src
 from qwengpu.verify import compare_buffers
@@ -102,14 +102,17 @@ def lanes_for(dst: str, operands: list) -> int:
 
 
 def check_ptx(ptx: str, spec: dict, what: str, inputs: list):
+    """The simulator's results on the built-in machine (soft-float) and on the machine with a float
+    unit (`COMPACT_FPU`) must be the interpreter's, bit for bit."""
     want = run(ptx, spec).buffers[-1]
-    got = run(ptx, spec, engine="sim").buffers[-1]
-    if not np.array_equal(want, got):
-        n = len(want)
-        bad = [i for i in range(n) if want[i] != got[i]][:6]
-        rows = [f"  lane {i}: inputs {[hex(int(v[i])) for v in inputs]} -> sim {int(got[i]):#x}, "
-                f"interp {int(want[i]):#x}" for i in bad]
-        raise AssertionError(f"{what} differs:\n" + "\n".join(rows))
+    for config in (COMPACT, COMPACT_FPU):
+        got = run(ptx, spec, engine="sim", config=config).buffers[-1]
+        if not np.array_equal(want, got):
+            n = len(want)
+            bad = [i for i in range(n) if want[i] != got[i]][:6]
+            rows = [f"  lane {i}: inputs {[hex(int(v[i])) for v in inputs]} -> sim {int(got[i]):#x}, "
+                    f"interp {int(want[i]):#x}" for i in bad]
+            raise AssertionError(f"{what} differs on {config.name}:\n" + "\n".join(rows))
 
 
 def check(instr: str, dst: str, operands: list, inputs: list):
@@ -571,7 +574,9 @@ class _Composer:
     """Just enough of the lowering to run `Lowerer.convert` into a Recorder."""
     soft = staticmethod(Lowerer.soft)
     convert = Lowerer.convert
+    fpu_convert = Lowerer.fpu_convert
     sat64 = Lowerer.sat64
+    fpu = frozenset()
 
     def __init__(self, rec):
         self.rec = rec
@@ -700,13 +705,14 @@ FLOAT_KERNELS = ["atomic_float_add", "const_mem", "device_calls", "f2i_convert",
                  "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load"]
 
 
+@pytest.mark.parametrize("config", [COMPACT, COMPACT_FPU], ids=lambda c: c.name)
 @pytest.mark.parametrize("name", FLOAT_KERNELS)
-def test_suite_float_kernel_exact(name):
+def test_suite_float_kernel_exact(name, config):
     """Every float kernel fits the built-in machine (the largest, f64_math, in 398 of its 512
-    bundles) and gives the oracle's results on its simulator."""
+    bundles) and the machine with a float unit, and gives the oracle's results on its simulator."""
     k = suite.get(name)
     module, spec = load_program(k.ptx()), k.spec()
-    img = assemble(module, spec, config=COMPACT)
+    img = assemble(module, spec, config=config)
     res = Simulator(img, module, spec).run()
     diffs = compare_buffers(res.buffers, k.expected(), nan_equal=False)
     assert not diffs, f"{name}: {diffs}"

@@ -115,6 +115,13 @@ def test_qwengpu_lab_opens_notebook_01(lab):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     printed = (work / "lab.log").read_text()
     assert f"open {base}/lab/tree/01_quickstart.ipynb" in printed, printed[-2000:]
+    # the compact engine warmed in the background, saying so (numba's cache is warm after the first run)
+    t0 = time.time()
+    while "the compact engine is ready" not in printed and time.time() - t0 < 240:
+        time.sleep(0.5)
+        printed = (work / "lab.log").read_text()
+    assert "warming the compact engine in the background" in printed and "the compact engine is ready" in printed, \
+        printed[-2000:]
     with sync_playwright() as p:
         browser, page = _new_page(p)
         try:
@@ -263,6 +270,71 @@ def _open_and_run(page, base: str, name: str):
         await sc.session.kernel.info;
     }""")
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+#: notebooks opened and saved as they are: one carrying widget state (01), the spliced model's, an exercise
+OPENED_AND_SAVED = [ROOT / "notebooks" / "01_quickstart.ipynb", SPLICED_NOTEBOOK,
+                    ROOT / "notebooks" / "exercises" / "03_warps.ipynb"]
+
+
+def test_a_notebook_opened_and_saved_is_unchanged(lab):
+    """A committed notebook opened in JupyterLab (its kernel started) is not marked changed, and saved
+    (as autosave would) it is byte for byte the committed file: `git diff` stays clean. The save's
+    checkpoint goes to the qwengpu cache, not to an `.ipynb_checkpoints/` beside the notebook."""
+    from playwright.sync_api import sync_playwright
+
+    from qwengpu.lab.server import checkpoints_dir
+    base, work, _ = lab
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        try:
+            for src in OPENED_AND_SAVED:
+                name = "saved_" + src.name                    # a copy no other test runs or autosaves
+                shutil.copy(src, work / name)
+                page.goto(f"{base}/lab/tree/{name}?reset", timeout=60_000)
+                page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget && "
+                                       f"window.jupyterapp.shell.currentWidget.context.path === '{name}'", timeout=60_000)
+                dirty = page.evaluate("""async () => {
+                    const w = window.jupyterapp.shell.currentWidget, sc = w.context.sessionContext;
+                    await w.context.ready;
+                    await sc.ready;
+                    for (let i = 0; i < 300 && !(sc.session && sc.session.kernel); i++) await new Promise(r => setTimeout(r, 100));
+                    await sc.session.kernel.info;
+                    await new Promise(r => setTimeout(r, 2000));   // the kernel's spec and language_info arrive
+                    return w.context.model.dirty;
+                }""")
+                assert dirty is False, f"{name}: marked changed on opening"
+                page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+                assert (work / name).read_bytes() == src.read_bytes(), f"{name} changed on saving"
+            assert not list(work.rglob(".ipynb_checkpoints"))
+            assert (checkpoints_dir(work) / "saved_01_quickstart-checkpoint.ipynb").exists()
+        finally:
+            browser.close()
+
+
+def test_an_exercise_says_what_is_wrong_in_jupyterlab(lab):
+    """A student notebook of exercises: run all stops at the first unsolved exercise, whose output is
+    the check's verdict (what is wrong, no traceback); the fixed kernel passes."""
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    shutil.copy(ROOT / "notebooks" / "exercises" / "01_threads_and_indices.ipynb", work / "exercises_01.ipynb")
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        try:
+            _open_and_run(page, base, "exercises_01.ipynb")
+            err = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").first
+            err.wait_for(state="attached", timeout=120_000)
+            text = err.text_content()
+            assert "add_ten: not yet" in text and "out[0] = 0 (expected 10)" in text and "Traceback" not in text, text
+            out = page.evaluate(RUN_CODE_JS, "from qwengpu_widgets.exercises import check\n"
+                                             "print(check('add_ten', '__global__ void add_ten(const int *a, int *out) "
+                                             "{ out[threadIdx.x] = a[threadIdx.x] + 10; }').passed)")
+            assert out.strip() == "True", out
+            err.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "exercise.png"), full_page=False)
+        finally:
+            browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -565,8 +637,17 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             (ARTIFACTS / "recording_timings.json").write_text(json.dumps(
                 {"key_to_redraw_ms_while_recording": rec_ms, "expected_passes": expected}, indent=1))
             assert sorted(rec_ms)[len(rec_ms) // 2] < 100, rec_ms     # key to redraw while it records
+            # cancel: said on the page at once (within 1 s), then the recording stops at its next pass
+            t_click = time.monotonic()
             rec.locator(".qg-cancel").click()
+            page.locator(".qg-rec[data-status='cancelling'], .qg-rec[data-status='cancelled']").first.wait_for(
+                state="attached", timeout=5_000)
+            shown_s = time.monotonic() - t_click
             page.locator(".qg-rec[data-status='cancelled']").wait_for(state="attached", timeout=30_000)
+            stopped_s = time.monotonic() - t_click
+            (ARTIFACTS / "cancel_timings.json").write_text(json.dumps({"click_to_shown_s": shown_s,
+                                                                       "click_to_cancelled_s": stopped_s}, indent=1))
+            assert shown_s < 1.0, shown_s
             out = page.evaluate(RUN_CODE_JS, "print(slow.recording['status'], slow.recording['passes'] > 0, "
                                              "len(slow.view) > 5, slow.position)")
             assert out.split() == ["cancelled", "True", "True", "8"], out       # the passes recorded stay
@@ -636,6 +717,10 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
             page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '17'")
             assert latt.get_attribute("data-layer") == str(mem_layer) and latt.get_attribute("data-t") == str(68 + 17)
             assert latt.locator(".qg-lhm canvas").first.evaluate("c => c.toDataURL()") != before
+            # the memory picker needs the kernel: in the file it is off and says why
+            picker = root.locator(".qg-memsel")
+            assert picker.is_disabled() and "needs the kernel" in picker.get_attribute("title")
+            assert "needs the kernel" in root.locator(".qg-static-why").text_content()
             latt.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "export.png"))
             assert all(u.startswith("file://") for u in requests), requests

@@ -3,6 +3,7 @@ against a dense recurrence, and on the model: a memory read draws on the last wr
 from types import SimpleNamespace
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -256,23 +257,33 @@ def test_a_cancelled_recording_counts_the_passes_it_shows(monkeypatch):
     t0 = time.monotonic()
     while w.recording["status"] == "recording" and w.recording.get("passes", 0) < 4 and time.monotonic() - t0 < 300:
         time.sleep(0.01)
-    w.cancel().wait(300)
+    w.cancel()
+    assert w.recording["status"] in ("cancelling", "cancelled")      # said at once, before the thread stops
+    w.wait(300)
     n = w.recording["passes"]
     assert w.recording["status"] == "cancelled" and 0 < n < 87
     assert w.positions == n and w.recording["error"] == f"cancelled after {n} passes"
 
 
-def test_export_html_carries_every_position(dot_model, tmp_path):
+def test_export_html_carries_every_position(dot_model, tmp_path, monkeypatch):
     import json
     import re
 
     from qwengpu_widgets import Inspector
     from qwengpu_widgets.export import MAX_POSITIONS, export_html
     w = Inspector(view=dot_model, position=3)
-    text = w.export_html(tmp_path / "dot.html")
-    assert (tmp_path / "dot.html").read_text() == text == export_html(w)
+    written = w.export_html(tmp_path / "dot.html")
+    text = written.read_text()
+    assert written == tmp_path / "dot.html" and text == export_html(w)
+    # as a cell's last line: a link to the file, not the file's text
+    assert "qg-exported" in written._repr_html_() and "dot.html</a>" in written._repr_html_()
+    assert len(written._repr_html_()) < 500
+    monkeypatch.chdir(tmp_path)
+    assert Inspector(view=dot_model).export_html() == Path("dot.html") and Path("dot.html").exists()
+    assert 'href="dot.html"' in Inspector(view=dot_model).export_html()._repr_html_()
     data = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', text, re.S).group(1))
     assert len(data["frames"]) == 19 and data["values"]["position"] == 3 and MAX_POSITIONS >= 19
+    assert data["values"]["exported"] is True          # the page disables the memory picker and says why
     assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == machine_layers()
     assert "export default" not in text and "window.__qgInspector = { render }" in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text   # no CDN

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from qwengpu.cli import main
-from qwengpu.lab.server import (NOTEBOOKS, OVERRIDES, first_notebook, free_port, lab_command, lab_url, notebook_dir,
-                                prepare_machine, quiet_settings, run_lab)
+from qwengpu.lab.server import (NOTEBOOKS, OVERRIDES, checkpoints_dir, first_notebook, free_port, lab_command, lab_url,
+                                notebook_dir, prepare_machine, quiet_settings, run_lab, warm_compact_engine)
 
 
 def test_first_notebook_is_the_quickstart():
@@ -31,8 +31,11 @@ def test_lab_command_is_quiet_and_headless(tmp_path):
     for opt in ("--no-browser", "--port=9999", "--ServerApp.port_retries=0", "--IdentityProvider.token=t",
                 "--LabApp.news_url=None", "--LabApp.default_url=/lab/tree/01_x.ipynb",
                 "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                f"--LabApp.app_settings_dir={tmp_path / 's'}", f"--ServerApp.root_dir={tmp_path}"):
+                f"--LabApp.app_settings_dir={tmp_path / 's'}", f"--ServerApp.root_dir={tmp_path}",
+                "--ContentsManager.checkpoints_class=qwengpu.lab.checkpoints.CheckpointsOutsideTheTree",
+                f"--CheckpointsOutsideTheTree.checkpoint_dir={checkpoints_dir(tmp_path)}"):
         assert opt in cmd, opt
+    assert not checkpoints_dir(tmp_path).is_relative_to(tmp_path)
     assert lab_url(9999, "0.0.0.0", "01_x.ipynb", "t") == "http://127.0.0.1:9999/lab/tree/01_x.ipynb?token=t"
     assert lab_url(8888, "127.0.0.1", "n.ipynb") == "http://127.0.0.1:8888/lab/tree/n.ipynb"
 
@@ -52,6 +55,8 @@ def test_quiet_settings_merge(tmp_path):
 
 def test_cli_lab_without_notebooks_fails_clearly(tmp_path, capsys):
     assert main(["lab", "--dir", str(tmp_path / "missing"), "--no-build"]) == 2
+    assert "--dir" in capsys.readouterr().err
+    assert main(["lab", "--dir", str(tmp_path / "missing"), "--no-build", "--no-browser"]) == 2   # the jupyter habit
     assert "--dir" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError, match="no notebook"):
         run_lab(tmp_path, build=False)
@@ -74,3 +79,60 @@ def test_a_busy_port_moves_the_lab_to_the_next_free_one():
         with pytest.raises(RuntimeError, match="all in use"):
             free_port("127.0.0.1", port, tries=1)
     assert free_port("127.0.0.1", got) == got
+
+
+def test_a_port_whose_connections_are_closing_is_kept():
+    """A quick restart: the old server's connections are still in TIME_WAIT on the port; the server
+    would bind it (SO_REUSEADDR), so the lab stays on it."""
+    import socket
+    import time
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as Jupyter's server (tornado) binds
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    conn.close()                        # the server side closes first: its end waits in TIME_WAIT
+    time.sleep(0.1)
+    client.close()
+    server.close()
+    assert free_port("127.0.0.1", port) == port
+
+
+def test_checkpoints_live_outside_the_served_folder(tmp_path):
+    """Jupyter's checkpoints (File > Revert) under `checkpoint_dir`, mirroring the served tree: no
+    `.ipynb_checkpoints/` beside the notebooks, two notebooks of one name kept apart."""
+    import asyncio
+
+    import nbformat
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+    from qwengpu.lab.checkpoints import CheckpointsOutsideTheTree
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    (tree / "sub").mkdir(parents=True)
+    cm = AsyncLargeFileManager(root_dir=str(tree), checkpoints_class=CheckpointsOutsideTheTree)
+    cm.checkpoints.checkpoint_dir = str(outside)
+
+    def notebook(text):
+        return {"type": "notebook", "format": "json",
+                "content": nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])}
+
+    async def go():
+        for path in ("a.ipynb", "sub/a.ipynb"):
+            await cm.save(notebook(path), path)
+            await cm.create_checkpoint(path)
+            await cm.save(notebook("changed"), path)
+            [cp] = await cm.list_checkpoints(path)
+            await cm.restore_checkpoint(cp["id"], path)
+            assert (await cm.get(path))["content"].cells[0].source == path
+    asyncio.run(go())
+    assert not list(tree.rglob(".ipynb_checkpoints"))
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*.ipynb")) == \
+        ["a-checkpoint.ipynb", "sub/a-checkpoint.ipynb"]
+
+
+def test_warming_the_compact_engine_says_so():
+    lines = []
+    took = warm_compact_engine(out=lines.append, every=0.5)
+    assert took > 0 and "warming the compact engine" in lines[0] and "is ready" in lines[-1]

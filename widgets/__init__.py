@@ -4,12 +4,21 @@
     Inspector(ptx, spec)          # step through a launch token by token
 
     %load_ext qwengpu_widgets     # in a notebook: the %%cuda cell magic (qwengpu_widgets.magic)
+                                  # and %%exercise (GPU exercises checked on the machine: .exercises)
 
 Every widget also renders as static HTML (`Inspector.to_html()`, the `text/html` of its MIME bundle)
 when exported with nbconvert or opened without a kernel.
 """
+from . import exercises, magic
 from .inspector import Inspector, inspect
-from .magic import CudaCellError, load_ipython_extension, run_cell
+from .magic import CudaCellError, run_cell
 from .static import png_data_uri, render_html
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext qwengpu_widgets`: the `%%cuda` cell magic (`magic`) and `%%exercise` (`exercises`)."""
+    magic.load_ipython_extension(ipython)
+    exercises.load_ipython_extension(ipython)
+
 
 __all__ = ["Inspector", "inspect", "render_html", "png_data_uri", "CudaCellError", "run_cell", "load_ipython_extension"]

@@ -4,6 +4,9 @@
     insp = Inspector(ptx, spec, engine="compact")
     insp.export_html("dot.html")          # opens from file://, plays and scrubs; no server, no CDN
 
+`Inspector.export_html` returns the file's path (`ExportedHTML`, a `pathlib.Path` that a notebook
+shows as a link to the file, with its size): as a cell's last line it shows the link, not the file.
+
 The file carries the widget's own script and stylesheet (`inspector.js`, `inspector.css`) inline and
 every position's payload (what the kernel would send: `qwengpu.lab.payload`), and drives the script
 with a stand-in for the widget model that looks positions up instead of asking Python. Everything
@@ -11,7 +14,8 @@ the live widget shows per position is there — registers, ROM, memory, the mode
 attention card of every layer (`layers="all"`, the default on the model engines: each layer's
 weights at every position, uint8 and gzipped — mostly zeros, ~25 KB for dot's 44 layers x 19
 positions — unpacked by the browser's `DecompressionStream`), so a click on any layer picks it as
-in the live widget; picking another memory for the GDN panel needs the kernel.
+in the live widget; picking another memory for the GDN panel needs the kernel: in the file the
+picker is disabled and says so (`exported` in the values the page reads).
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ import base64
 import gzip
 import html
 import json
+import os
+import re
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -114,6 +120,28 @@ def _every_layer(view) -> dict:
     return {"gz": base64.b64encode(gzip.compress(bytes(blob), mtime=0)).decode(), "ov": ov, "meta": metas}
 
 
+class ExportedHTML(type(Path())):
+    """The path of an exported launch; a notebook shows it as a link to the file (relative to the
+    notebook's folder, where JupyterLab opens it) with its size."""
+
+    def _repr_html_(self) -> str:
+        try:
+            href = os.path.relpath(self)
+        except ValueError:                     # another drive (Windows)
+            href = str(self)
+        href = href if not href.startswith("..") else self.resolve().as_uri()
+        size = self.stat().st_size if self.exists() else 0
+        return (f'<a class="qg-exported" href="{html.escape(Path(href).as_posix() if not href.startswith("file:") else href)}" '
+                f'target="_blank">{html.escape(self.name)}</a> <span style="color:#868e96">({size / 1024:.0f} KB: '
+                "a self-contained page; it plays from the file, with no kernel or server)</span>")
+
+
+def default_export_name(insp) -> str:
+    """`KERNEL.html` in the working folder (the notebook's), KERNEL the demangled kernel name."""
+    name = insp.program.get("kernel_name") or insp.program.get("kernel") or "launch"
+    return re.sub(r"[^\w.-]+", "_", name).strip("_.") + ".html"
+
+
 def export_html(insp, path=None, title: str | None = None, layers: str | None = "all") -> str:
     """The inspector `insp` (a `qwengpu_widgets.Inspector`) as one self-contained HTML file: every
     position's payload and the widget's script; written to `path` if given, returned as text.
@@ -133,7 +161,7 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
             from qwengpu.lab.payload import snapshot_payload
             frames.append({"state": snapshot_payload(insp.view.snapshot(p))})
     data = {"frames": frames, "bytes": ["gdn", "attn", "latt"],
-            "values": {"program": insp.program, "position": keep, "fmt": insp.fmt,
+            "values": {"exported": True, "program": insp.program, "position": keep, "fmt": insp.fmt,
                        "breakpoints": list(insp.breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
                        "selections": list(insp.selections)}}
     if layers == "all" and insp.machine_mode:
@@ -153,4 +181,4 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
     return text
 
 
-__all__ = ["export_html", "MAX_POSITIONS"]
+__all__ = ["export_html", "ExportedHTML", "default_export_name", "MAX_POSITIONS"]

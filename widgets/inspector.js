@@ -141,6 +141,11 @@ function render({ model, el }) {
     <div class="qg-foot"><kbd>←</kbd> <kbd>→</kbd> step · <kbd>space</kbd> play · <kbd>Home</kbd>/<kbd>End</kbd> · <kbd>b</kbd> breakpoint at pc · click the ROM gutter to toggle breakpoints</div>`;
   el.appendChild(root);
   const $ = (s) => root.querySelector(s);
+  // a static export (qwengpu_widgets.export) carries the raw state of the memory picked when it was
+  // written, at every position: another memory needs the kernel, so the picker is off and says why
+  const exported = !!model.get("exported");
+  const pickerNote = (m) => `this export carries the raw state of ${m} only: picking another memory needs the kernel ` +
+    "(pick it in the live widget, or set insp.gdn_memory, then export again)";
   const slider = $(".qg-slider"), posEl = $(".qg-pos"), rom = $(".qg-rom");
   let prog = model.get("program") || {};
   let playing = false, timer = null, pending = false, lastSent = -1, tReq = 0;
@@ -556,7 +561,7 @@ function render({ model, el }) {
       for (const m of prog.memories || []) opts += `<option value="${esc(m.name)}"${m.name === g.memory ? " selected" : ""}>${esc(m.where)} ${esc(m.name)}</option>`;
       let rows = "";
       for (const s of g.slots) rows += `<tr class="${s.changed ? "qg-chgrow" : ""}"><td>${esc(s.label)}</td><td>${esc(s.value)}</td><td>${s.margin}</td></tr>`;
-      h += `<div class="qg-lrow qg-gdnrow"><div class="qg-lname">${esc(g.where)}<div class="qg-lbl">${esc(g.memory)}</div></div><div class="qg-gdn"><div><select class="qg-memsel" title="the memory whose raw GDN state is shown">${opts}</select><br><canvas class="qg-gdncv"></canvas><div class="qg-lbl">raw state: rows = slots (keys${g.banks > 1 ? `; ${g.banks} banks of key heads put together` : ""}), columns = value heads × dual-rail bit pairs; |max| ${g.scale.toFixed(1)}</div></div>
+      h += `<div class="qg-lrow qg-gdnrow"><div class="qg-lname">${esc(g.where)}<div class="qg-lbl">${esc(g.memory)}</div></div><div class="qg-gdn"><div>${exported ? `<select class="qg-memsel" disabled title="${esc(pickerNote(g.memory))}">${opts}</select><div class="qg-lbl qg-static-why">${esc(pickerNote(g.memory))}</div>` : `<select class="qg-memsel" title="the memory whose raw GDN state is shown">${opts}</select>`}<br><canvas class="qg-gdncv"></canvas><div class="qg-lbl">raw state: rows = slots (keys${g.banks > 1 ? `; ${g.banks} banks of key heads put together` : ""}), columns = value heads × dual-rail bit pairs; |max| ${g.scale.toFixed(1)}</div></div>
         <table class="qg-tbl qg-dec"><tr><th>slot</th><th>decoded word</th><th>margin</th></tr>${rows || '<tr><td colspan="3" class="qg-lbl">no slot written</td></tr>'}</table></div></div>`;
     }
     const am = model.get("attn_meta") || [];
@@ -601,7 +606,7 @@ function render({ model, el }) {
         const cv = body.querySelector(".qg-gdncv");
         paintGrid(cv, show, g.cols, (r, c2) => q[r * g.cols + c2] / 127, () => diverging, px, py);
       }
-      body.querySelector(".qg-memsel").addEventListener("change", (ev) => { model.set("gdn_memory", ev.target.value); model.save_changes(); });
+      if (!exported) body.querySelector(".qg-memsel").addEventListener("change", (ev) => { model.set("gdn_memory", ev.target.value); model.save_changes(); });
     }
     const att = bytesOf(model.get("attn"));
     let off = 0;
@@ -755,8 +760,10 @@ function render({ model, el }) {
   }
 
   // a launch recorded in the background (Inspector(..., background=True)): its progress, and cancel
+  let cancelAsked = false;       // the cancel button was pressed: shown at once, before Python answers
   function renderRecording() {
-    const r = model.get("recording") || {};
+    const r0 = model.get("recording") || {};
+    const r = cancelAsked && r0.status === "recording" ? Object.assign({}, r0, { status: "cancelling" }) : r0;
     root.classList.toggle("qg-recording", prog.mode === "recording");   // nothing recorded yet: the bar only
     const on = !!r.status && r.status !== "done";
     const box = $(".qg-rec");
@@ -772,11 +779,13 @@ function render({ model, el }) {
     const shown = prog.mode === "machine" ? ` · showing passes 0..${positions() - 1}: scrub them while it records` : "";
     const st = model.get("state");
     if (prog.mode === "machine" && st && st.pos !== undefined) renderBadge(st);   // the badge follows the recording's status
-    $(".qg-rectext").textContent = r.status === "cancelled" ? `recording cancelled${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ` (${r.error || ""})`}`
+    $(".qg-rectext").textContent = r.status === "cancelling" ? `cancelling… the recording stops at its next pass (${n} so far)`
+      : r.status === "cancelled" ? `recording cancelled${prog.mode === "machine" ? ` · the ${positions()} passes recorded are shown` : ` (${r.error || ""})`}`
       : r.status === "failed" ? `recording failed: ${r.error || ""}`
-      : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`;
+      : `recording the launch on the ${eng}… ${n}${of ? ` of ${of}` : ""} pass${(of || n) === 1 ? "" : "es"}${of ? " (the simulator's count)" : " so far"}${r.token ? ` · last token ${r.token}` : ""}${shown}`
+        + (n === 0 && r.engine === "compact" ? " · starting the engine: the first launch in a kernel loads it, a few seconds (numba compiles it once after an install, ~80 s, unless qwengpu lab's warm-up did)" : "");
   }
-  $(".qg-cancel").addEventListener("click", () => model.send({ cancel: true }));
+  $(".qg-cancel").addEventListener("click", () => { cancelAsked = true; renderRecording(); model.send({ cancel: true }); });
 
   function renderAll() {
     // one message may carry a new program and a state of it (a recording's next view): its

@@ -257,10 +257,14 @@ class Inspector(anywidget.AnyWidget):
         return self
 
     def cancel(self) -> "Inspector":
-        """Stop a recording started with `background=True` at its next pass (the widget's cancel button)."""
+        """Stop a recording started with `background=True` at its next pass (the widget's cancel
+        button). The widget says "cancelling" at once; "cancelled" when the recording has stopped."""
         ev = getattr(self, "_cancel", None)
         if ev is not None:
             ev.set()
+            with self._lock:
+                if self.recording.get("status") == "recording":
+                    self.recording = {**self.recording, "status": "cancelling"}
         return self
 
     # -- Python API --------------------------------------------------------------------------------
@@ -302,12 +306,16 @@ class Inspector(anywidget.AnyWidget):
         self.breakpoints = sorted(bps)
         return self
 
-    def export_html(self, path=None, layers: str | None = "all") -> str:
-        """One self-contained HTML file of this launch that plays and scrubs without a kernel or a
-        server (no CDN): every position's payload, every layer's attention card (`layers="all"`)
-        and the widget's script (`qwengpu_widgets.export`)."""
-        from .export import export_html
-        return export_html(self, path, layers=layers)
+    def export_html(self, path=None, layers: str | None = "all"):
+        """Write one self-contained HTML file of this launch that plays and scrubs without a kernel
+        or a server (no CDN): every position's payload, every layer's attention card
+        (`layers="all"`) and the widget's script (`qwengpu_widgets.export`). `path`: default
+        `KERNEL.html` in the working folder. Returns the path (`ExportedHTML`: shown in a notebook
+        as a link to the file); `qwengpu_widgets.export.export_html(insp)` gives the text."""
+        from .export import ExportedHTML, default_export_name, export_html
+        target = ExportedHTML(path if path is not None else default_export_name(self))
+        export_html(self, target, layers=layers)
+        return target
 
     def to_html(self) -> str:
         """The static view of the current position (what exports show)."""

@@ -1,12 +1,13 @@
 """A tiny micro-op emitter used by lowering routines (soft-float and friends), and a straight-line
 evaluator for testing them without the rest of the machine.
 
-Routines written against `Emitter` only use ALU micro-ops (see `qwengpu.machine.uops.ALU_OPS`) and
-must be straight-line (use SEL instead of branches).
+Routines written against `Emitter` use ALU micro-ops (`qwengpu.machine.uops.ALU_OPS`) and, on a
+machine with a float unit, its micro-ops (`FPU_OPS`); they must be straight-line (use SEL instead of
+branches).
 """
 from __future__ import annotations
 
-from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, src
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, fpu, fpu_eval, src
 
 
 class Emitter:
@@ -22,6 +23,17 @@ class Emitter:
             raise ValueError(f"unknown ALU op {op}")
         r = self.new_reg()
         self.out.append(alu(op, r, a, b, c, cin=cin, sets_flag=sets_flag, ptx_pc=self.ptx_pc))
+        return src(r)
+
+    def fpu(self, op: str, a, b=None, c=None, **mods) -> Src:
+        """A float-unit micro-op (`uops.fpu`: its modifiers rnd, ftz, sat, compare, nan, signed)."""
+        def port_value(x):         # its ports read registers and immediates: copy anything else
+            x = x if x is None or isinstance(x, Src) else src(x)
+            if x is not None and not isinstance(x.value, Imm) and (x.inv or not isinstance(x.value, VReg)):
+                return self.alu("MOV", x)
+            return x
+        r = self.new_reg()
+        self.out.append(fpu(op, r, port_value(a), port_value(b), port_value(c), ptx_pc=self.ptx_pc, **mods))
         return src(r)
 
     def add64(self, a: tuple, b: tuple, sub: bool = False) -> tuple:
@@ -61,6 +73,9 @@ class Recorder:
             return (~x & M32) if s.inv else x & M32
 
         for op in self.ops:
+            if op.kind == "fpu":
+                env[op.dst[0]] = fpu_eval(op.op, op.extra, val(op.a), val(op.b), val(op.c))
+                continue
             cin = {"0": 0, "1": 1}.get(op.cin, flag)
             r, f = alu_eval(op.op, val(op.a), val(op.b), val(op.c), cin)
             env[op.dst[0]] = r

@@ -23,6 +23,10 @@ def _subst(s: Src | None, env: dict) -> Src | None:
 
 
 def _map_srcs(op: MicroOp, f):
+    if op.kind == "fpu":            # the float unit's ports read registers and immediates only:
+        g = f                       # no special registers, no inverted operands
+        f = lambda s: s if (r := g(s)) is not None and (isinstance(r.value, Special) or
+                                                         r.inv and not isinstance(r.value, Imm)) else r
     op.a, op.b, op.c, op.guard = f(op.a), f(op.b), f(op.c), f(op.guard)
     for k in ("addr", "data", "cmp", "bsrc", "csrc"):
         if op.extra.get(k):
@@ -372,7 +376,7 @@ def optimize(prog: MicroProgram, specials: dict | None = None) -> MicroProgram:
         for b in prog.blocks:
             keep = []
             for op in b.ops:
-                dead = op.kind == "alu" and all(d not in used for d in op.writes())
+                dead = op.kind in ("alu", "fpu") and all(d not in used for d in op.writes())
                 if dead and not op.sets_flag:
                     changed = True
                     continue

@@ -24,13 +24,13 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
     specials = {"tid.x": (0, bx - 1), "tid.y": (0, by - 1), "tid.z": (0, bz - 1),
                 "ctaid.x": (0, gx - 1), "ctaid.y": (0, gy - 1), "ctaid.z": (0, gz - 1),
                 "laneid": (0, 3), "warpid": (0, nwarps - 1)}
-    prog = optimize(lower(module, spec, fn, lay), specials)
+    prog = optimize(lower(module, spec, fn, lay, fpu_ops=config.fpu_ops), specials)
     try:
         return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
     except RomOverflow as inlined:
         # too large with every float routine inlined: call shared copies instead (`lower/shared.py`)
         lay = machine_layout(module, spec, fn.name)
-        prog = optimize(lower(module, spec, fn, lay, share_routines=True), specials)
+        prog = optimize(lower(module, spec, fn, lay, share_routines=True, fpu_ops=config.fpu_ops), specials)
         try:
             return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
         except RomOverflow as shared:

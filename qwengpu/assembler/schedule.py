@@ -9,7 +9,8 @@ virtual registers need a physical register.
 """
 from __future__ import annotations
 
-from qwengpu.machine.config import ALU, MEM, XLANE, MachineConfig
+from qwengpu.machine.config import ALU, FPU, MEM, XLANE, MachineConfig
+from qwengpu.machine.format import fpu_port_slots
 from qwengpu.machine.image import PORTS, TERM_PORTS, Bundle, Image, SlotOp, Source
 from qwengpu.machine.uops import Imm, MicroOp, Special, Src, VReg
 
@@ -17,7 +18,7 @@ from .lower import AssemblerError, Block, MicroProgram
 
 
 def _kind(op: MicroOp) -> str:
-    return {"alu": ALU, "mem": MEM, "xlane": XLANE}[op.kind]
+    return {"alu": ALU, "mem": MEM, "xlane": XLANE, "fpu": FPU}[op.kind]
 
 
 def _operands(op: MicroOp) -> list[tuple[str, Src]]:
@@ -82,6 +83,8 @@ class _Packer:
             return None, -1
         if v in b.writes:
             j, part = b.writes[v]
+            if kind == FPU or self.cfg.slots[j] == FPU:
+                return None, -1     # the float unit neither forwards nor takes forwarded values
             return Source("slothi" if part else "slot", j, s.inv), j
         k = self._port(ports, ("reg", v), limit)
         return (None, -1) if k is None else (Source("port", k, s.inv), -1)
@@ -110,6 +113,10 @@ class _Packer:
                 continue
             if op.cin == "flag" and k != flag_slot + 1:
                 continue          # the circuits chain the carry flag from the slot just before only
+            if kind == FPU:
+                if not self._place_fpu(b, k, op):
+                    continue
+                return True
             ports = list(b.slot_ports[k])
             srcs, earliest, ok = {}, -1, True
             for name, sv in _operands(op):
@@ -132,6 +139,42 @@ class _Packer:
                 b.ptx_pcs.append(op.ptx_pc)
             return True
         return False
+
+    def _place_fpu(self, b: Bundle, k: int, op: MicroOp) -> bool:
+        """The float unit reads each operand (a register or an immediate, never a value of this
+        bundle) on a read port of the first two ALU slots, shared with their own operands."""
+        home = fpu_port_slots(self.cfg)
+        ports = {j: list(b.slot_ports[j]) for j in home}
+        srcs = {}
+        for name in ("a", "b", "c"):
+            s = getattr(op, name)
+            if s is None:
+                continue
+            v = s.value
+            if isinstance(v, Imm):
+                entry = ("imm", (~v.value & 0xFFFFFFFF) if s.inv else v.value)
+                if entry[1] == 0:
+                    srcs[name] = Source("zero")
+                    continue
+            elif isinstance(v, VReg) and not s.inv and v not in b.writes:
+                entry = ("reg", v)
+            else:
+                return False
+            where = next(((j, ports[j].index(entry)) for j in home if entry in ports[j]), None)
+            if where is None:
+                j = next((j for j in home if len(ports[j]) < PORTS[ALU]), None)
+                if j is None:
+                    return False
+                ports[j].append(entry)
+                where = (j, len(ports[j]) - 1)
+            srcs[name] = Source("sport", where)
+        for j in home:
+            b.slot_ports[j] = ports[j]
+        b.slots[k] = SlotOp(op, srcs)
+        b.writes[op.dst[0]] = (k, 0)
+        if op.ptx_pc not in b.ptx_pcs:
+            b.ptx_pcs.append(op.ptx_pc)
+        return True
 
     def _with_remat(self, b: Bundle, group: list[MicroOp]) -> list[MicroOp]:
         """Recompute cheap launch-constant values in this bundle instead of reading them from a
@@ -194,7 +237,8 @@ class _Packer:
             if ops[i].sets_flag and i + 1 < len(ops) and ops[i + 1].cin == "flag":
                 group.append(ops[i + 1])
             live = after[i + len(group) - 1]
-            if i + len(group) == len(ops) and pred is not None and pred not in live_out:
+            if i + len(group) == len(ops) and pred is not None and pred not in live_out \
+                    and not any(op.kind == "fpu" and pred in op.writes() for op in ops):
                 live = live - {pred}      # the terminator reads it from this bundle's unit
             if not self.place_group(b, group, live):
                 b = self.new_bundle(blk.label + "+")
@@ -217,6 +261,9 @@ class _Packer:
         # the terminator's predicate: a result of this bundle or the control unit's own port
         if blk.term[0] == "branch":
             sv = blk.term[1]
+            if isinstance(sv.value, VReg) and sv.value in b.writes and self.cfg.slots[b.writes[sv.value][0]] == FPU:
+                b = self.new_bundle(blk.label + "+")     # a float compare is carried, then branched on
+                out.append(b)
             src_, _ = self.operand(b, sv, b.term_ports, TERM_PORTS, "pred", "term")
             if src_ is not None and src_.kind == "port":
                 src_ = Source("tport", src_.index, src_.inv)

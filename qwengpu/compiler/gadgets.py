@@ -26,7 +26,8 @@ PROD_K = 64.0
 STEP_LIMIT = 2.0 ** 12
 
 
-def _bound(prog: Program, form: Lin) -> float:
+def form_bound(prog: Program, form: Lin) -> float:
+    """The largest |form| over its variables' ranges (bits and one-hots in [0, 1])."""
     ranges = {}
     for (name, i) in form.terms:
         if name == ANCHOR_FEATURE[0]:
@@ -47,7 +48,7 @@ def n_linear(form: Lin, out: dict) -> list[Neuron]:
 def n_step(form: Lin, t: float, out: dict, prog: Program | None = None) -> list[Neuron]:
     """Adds coef*[form >= t] to each (feature: coef) of `out`."""
     if prog is not None:
-        b = _bound(prog, form) + abs(t)
+        b = form_bound(prog, form) + abs(t)
         if b > STEP_LIMIT:
             raise CompileError(f"threshold on a form of magnitude up to {b:g} (> {STEP_LIMIT:g}): "
                                "split it into smaller digits")

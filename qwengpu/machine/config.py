@@ -16,6 +16,7 @@ from qwengpu.interp.interpreter import LANES as LANES
 ALU = "alu"
 MEM = "mem"
 XLANE = "xlane"
+FPU = "fpu"             # the float unit: reads its own ports, its result is only carried (docs/float_units.md)
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,19 @@ class MachineConfig:
     shifters: tuple | None = None     # ALU slots with a barrel shifter (None: all)
     bitcount: tuple | None = None     # ALU slots with CLZ/POPC/BREV (None: all)
     multipliers: tuple = ()           # ALU slots with MUL/MULHU/MULHS
+    fpu_ops: tuple = ()               # the float unit's micro-ops (`uops.FPU_OPS`) this machine has
 
     @property
     def rom_bundles(self) -> int:
         return 1 << self.pc_bits
+
+    @property
+    def has_fpu(self) -> bool:
+        return FPU in self.slots
+
+    def __post_init__(self):
+        if bool(self.fpu_ops) != self.has_fpu:
+            raise ValueError(f"machine {self.name}: a float unit slot needs its ops (fpu_ops) and fpu_ops a float unit")
 
     def slot_kinds(self) -> list[str]:
         return list(self.slots)
@@ -49,6 +59,11 @@ class MachineConfig:
             return k in self.multipliers or not self.multipliers and self.name == "compact-sim"
         return True
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "MachineConfig":
+        """A geometry from its fields as JSON holds them (lists where it has tuples)."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
     def describe(self) -> str:
         return (f"machine {self.name}: bundle {' > '.join(self.slots)}, {self.reg_ports} register ports, "
                 f"{self.carry_slots} carries/pass, {self.registers} registers/warp, {self.max_warps} warps/block, "
@@ -61,13 +76,18 @@ SIM = MachineConfig(name="compact-sim", pc_bits=9)
 COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), registers=32, shifters=(0, 3), bitcount=(4,),
                         multipliers=(3,), pc_bits=9)
 
+#: the built-in machine with the float unit beside its units (docs/float_units.md)
+COMPACT_FPU = MachineConfig(name="compact-fpu", slots=(ALU, ALU, MEM, ALU, ALU, XLANE, FPU), registers=32,
+                            shifters=(0, 3), bitcount=(4,), multipliers=(3,), pc_bits=9,
+                            fpu_ops=("FADD", "FSUB", "FMUL", "FFMA", "FSETP", "FMIN", "FMAX"))
+
 #: the smallest machine that runs ordinary kernels (tests build it): one ALU slot with every
 #: capability, the memory unit, two carries per pass
 TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2, shifters=(0,), bitcount=(0,),
                      multipliers=(0,))
 
 #: configurations by name (`qwengpu build --config NAME`)
-CONFIGS = {c.name: c for c in (SIM, COMPACT, TINY)}
+CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, TINY)}
 
 
 def config_named(machine, what: str = "machine") -> MachineConfig:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import ALU, LANES, MEM, XLANE, MachineConfig
+from .config import ALU, FPU, LANES, MEM, XLANE, MachineConfig
 from .image import PORTS, Bundle, Image, Source
-from .uops import ALU_OPS
+from .uops import ALU_OPS, FPU_COMPARES, FPU_OPS, FPU_ROUNDINGS
 
 MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
 
@@ -66,6 +66,10 @@ SPECIALS = ["tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "laneid"
 
 #: the ALU operations the circuits implement, by opcode number (the micro-ISA's list, `uops.ALU_OPS`)
 ALU_OPCODES = list(ALU_OPS)
+#: the float unit's operations by opcode number (`uops.FPU_OPS`); F2I/FRND's roundings rni..rpi
+#: share the codes of rn..rp
+FPU_OPCODES = list(FPU_OPS)
+FPU_SOURCES = ["a", "b", "c"]
 MEM_OPS = ["NONE", "LD", "ST", "ATOM"]
 ATOM_OPS = ["add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"]
 SPACES = ["global", "shared", "local", "const"]
@@ -85,6 +89,8 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
     kinds = list(cfg.slots)
     earlier = []
     for j in range(min(k, len(kinds))):
+        if kinds[j] == FPU:             # the float unit runs beside the others: nothing reads it in its pass
+            continue
         earlier.append(("slot", j))
         if kinds[j] in (MEM, XLANE):
             earlier.append(("slothi", j))
@@ -92,6 +98,8 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
         return [("tport", 0)] + earlier
     kind = kinds[k]
     nports = PORTS[kind]
+    if kind == FPU:                     # any read port of the first two ALU slots (read near the top)
+        return [("sport", j, p) for j in fpu_port_slots(cfg) for p in range(PORTS[ALU])] + [("zero",)]
     if kind == ALU:
         if name == "a":
             return ([("port", p) for p in range(nports)] + [("zero",), ("zero", "inv")] + earlier
@@ -107,9 +115,17 @@ def sources_for(cfg: MachineConfig, k: int, name: str) -> list[tuple]:
     return [("port", p) for p in range(nports)] + [("zero",)] + earlier
 
 
+def fpu_port_slots(cfg: MachineConfig) -> tuple:
+    """The slots whose read ports the float unit shares (the first two ALU slots), and whose
+    bundle segment (the first of them) holds its fields."""
+    return tuple(k for k, kind in enumerate(cfg.slots) if kind == ALU)[:2]
+
+
 def source_key(s: Source) -> tuple:
     """A Source as an entry of `sources_for` lists."""
     inv = ("inv",) if s.inv else ()
+    if s.kind == "sport":
+        return ("sport",) + tuple(s.index)
     if s.kind in ("port", "tport"):
         return (s.kind, s.index) + inv
     if s.kind == "zero":
@@ -155,7 +171,10 @@ class WordFormat:
         self.cfg = cfg
         self.segments: list[Segment] = []
         byte = 0
+        fpu_home = fpu_port_slots(cfg)[0] if cfg.has_fpu else None
         for k, kind in enumerate(cfg.slots):
+            if kind == FPU:
+                continue                     # its fields ride in the segment of the slot whose ports it reads
             seg = Segment(f"s{k}")
             f = seg.fields
             if kind == ALU:
@@ -171,6 +190,13 @@ class WordFormat:
                 f += [Field("op", 2), Field("mode", 2)]
                 for n in XLANE_SOURCES:
                     f.append(Field(n, _bits_for(len(sources_for(cfg, k, n)))))
+            if k == fpu_home:
+                kf = cfg.slots.index(FPU)
+                f += [Field("f_op", _bits_for(len(FPU_OPCODES))), Field("f_rnd", 2), Field("f_ftz", 1),
+                      Field("f_sat", 1), Field("f_compare", _bits_for(len(FPU_COMPARES))), Field("f_nan", 1),
+                      Field("f_signed", 1)]
+                for n in FPU_SOURCES:
+                    f.append(Field(f"f_{n}", _bits_for(len(sources_for(cfg, kf, n)))))
             for p in range(PORTS[kind]):
                 f += [Field(f"p{p}_en", 1), Field(f"p{p}_reg", REG_BITS), Field(f"p{p}_imm", 32)]
             self._place(seg, byte)
@@ -259,6 +285,19 @@ class WordFormat:
                 for n in XLANE_SOURCES:
                     if n in so.srcs:
                         values[(seg, n)] = _index(cfg, k, n, so.srcs[n])
+            elif kind == FPU:
+                ex = op.extra
+                seg = f"s{fpu_port_slots(cfg)[0]}"
+                values[(seg, "f_op")] = FPU_OPCODES.index(op.op)
+                values[(seg, "f_rnd")] = FPU_ROUNDINGS.index(ex.get("rnd", "rn").removesuffix("i"))
+                values[(seg, "f_ftz")] = int(bool(ex.get("ftz")))
+                values[(seg, "f_sat")] = int(bool(ex.get("sat")))
+                values[(seg, "f_compare")] = FPU_COMPARES.index(ex.get("compare", "eq"))
+                values[(seg, "f_nan")] = int(bool(ex.get("nan")))
+                values[(seg, "f_signed")] = int(bool(ex.get("signed")))
+                for n in FPU_SOURCES:
+                    values[(seg, f"f_{n}")] = _index(cfg, k, n, so.srcs[n]) if n in so.srcs else \
+                        sources_for(cfg, k, n).index(("zero",))
         for j, (reg, (slot, part)) in enumerate(zip(b.carry_regs, (s for _, s in b.carries))):
             values[("tail", f"c{j}_en")] = 1
             values[("tail", f"c{j}_reg")] = reg

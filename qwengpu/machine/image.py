@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import ALU, MEM, XLANE, MachineConfig
+from .config import ALU, FPU, MEM, XLANE, MachineConfig
 from .uops import MicroOp
 
-#: register read ports per unit kind, and the terminator's
-PORTS = {ALU: 2, MEM: 4, XLANE: 3}
+#: register read ports per unit kind, and the terminator's (the float unit has none of its own: it
+#: reads the ports of the first two ALU slots, `format.fpu_port_slots`)
+PORTS = {ALU: 2, MEM: 4, XLANE: 3, FPU: 0}
 TERM_PORTS = 1
 
 
@@ -21,7 +22,7 @@ TERM_PORTS = 1
 class Source:
     """Where a unit's operand comes from: a read port, an earlier slot's result (or carry flag),
     an immediate, or a special value; `inv` = bitwise NOT."""
-    kind: str                 # "port" | "slot" | "flag" | "imm" | "special"
+    kind: str                 # "port" | "sport" (another slot's port: index (slot, port)) | "slot" | "flag" | "imm" | "special"
     index: object = 0         # port number, slot number, immediate value, special name
     inv: bool = False
 

@@ -37,7 +37,7 @@ from .config import LANES
 from .format import WARP_BITS
 from .image import Image, Source
 from .layout import MEMORY_BYTES
-from .uops import M32, alu_eval
+from .uops import M32, alu_eval, fpu_eval
 
 RUN, BARRIER, EXITED = 0, 1, 2
 FAULT_KINDS = ["read", "write", "misaligned", "atomic"]
@@ -369,6 +369,11 @@ class Simulator:
                     if cin is None:
                         cin = val("cin", l)
                     results[k][l], flags[k][l] = alu_eval(op.op, a, bb, c, cin)
+            elif op.kind == "fpu":                # its operands: other slots' read ports
+                for l in range(LANES):
+                    abc = [slot_ports[s.index[0]][s.index[1]][l] if s.kind == "sport" else 0
+                           for s in (so.srcs.get(n, Source("zero")) for n in ("a", "b", "c"))]
+                    results[k][l] = fpu_eval(op.op, op.extra, *abc)
             elif op.kind == "mem":
                 try:
                     served, memw = self._memory(so, warp, lanes, val, results[k])

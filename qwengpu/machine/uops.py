@@ -29,6 +29,18 @@ ALU_OPS = {
     "CLZ": 1, "POPC": 1, "BREV": 1,
 }
 
+#: float-unit micro-ops on f32 words: name -> number of sources, in opcode order (`fpu_eval` below is
+#: their semantics: the interpreter's, `docs/floats.md`). Modifiers ride in `MicroOp.extra`: "rnd"
+#: (rn rz rm rp; F2I/FRND: rni rzi rmi rpi), "ftz", "sat", "compare" (one of `FPU_COMPARES`),
+#: "nan" (min/max .NaN), "signed" (I2F/F2I's integer side: s32 or u32)
+FPU_OPS = {
+    "FADD": 2, "FSUB": 2, "FMUL": 2, "FFMA": 3,
+    "FSETP": 2, "FMIN": 2, "FMAX": 2,
+    "I2F": 1, "F2I": 1, "FRND": 1,
+}
+FPU_ROUNDINGS = ("rn", "rz", "rm", "rp")
+FPU_COMPARES = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+
 
 @dataclass(frozen=True)
 class VReg:
@@ -79,9 +91,10 @@ def src(x, inv: bool = False) -> Src:
 
 @dataclass
 class MicroOp:
-    """One micro-op. `kind`: "alu", "mem", "xlane", "ctl". Fields are used per kind.
+    """One micro-op. `kind`: "alu", "fpu", "mem", "xlane", "ctl". Fields are used per kind.
 
     alu:  op, dst, a, b, c, cin ("0", "1", "flag"), sets_flag (carry out kept for the next unit)
+    fpu:  op (`FPU_OPS`), dst, a, b, c, extra: the modifiers (rnd, ftz, sat, compare, nan, signed)
     mem:  op (LD/ST/ATOM), space, width (bytes: 1,2,4,8), signed, dst (lo, hi), addr (lo, hi),
           data (lo, hi), cmp (lo, hi) for CAS, atom op
     xlane: op (SHFL/VOTE/ACTIVEMASK/MATCH), ...
@@ -127,6 +140,50 @@ class MicroOp:
 def alu(op: str, dst, a, b=None, c=None, cin: str = "0", sets_flag: bool = False, ptx_pc: int = -1) -> MicroOp:
     return MicroOp("alu", op, (dst,), src(a), None if b is None else src(b), None if c is None else src(c),
                    cin=cin, sets_flag=sets_flag, ptx_pc=ptx_pc)
+
+
+def fpu(op: str, dst, a, b=None, c=None, ptx_pc: int = -1, **mods) -> MicroOp:
+    """A float-unit micro-op; `mods`: its modifiers (`FPU_OPS`), checked here."""
+    if op not in FPU_OPS:
+        raise ValueError(f"unknown float-unit op {op}")
+    rnd = mods.get("rnd")
+    allowed = tuple(r + "i" for r in FPU_ROUNDINGS) if op in ("F2I", "FRND") else FPU_ROUNDINGS
+    if rnd is not None and rnd not in allowed or op in ("FADD", "FSUB", "FMUL", "FFMA", "I2F", "F2I", "FRND") \
+            and rnd is None:
+        raise ValueError(f"{op}: rounding {rnd!r} (one of {', '.join(allowed)})")
+    if op == "FSETP" and mods.get("compare") not in FPU_COMPARES:
+        raise ValueError(f"FSETP: compare {mods.get('compare')!r}")
+    srcs = [None if x is None else src(x) for x in (a, b, c)]
+    if sum(x is not None for x in srcs) != FPU_OPS[op]:
+        raise ValueError(f"{op} takes {FPU_OPS[op]} sources")
+    return MicroOp("fpu", op, (dst,), *srcs, extra={k: v for k, v in mods.items() if v}, ptx_pc=ptx_pc)
+
+
+def fpu_eval(op: str, mods: dict, a: int, b: int = 0, c: int = 0) -> int:
+    """The f32 result word (or 0/1 for FSETP) of a float-unit micro-op on one lane: the reference
+    interpreter's float semantics (`qwengpu.interp.floats`), so the machine and the oracle share
+    one definition."""
+    from qwengpu.interp import floats as F          # the oracle's definitions (imported late: heavy)
+    rnd, ftz, sat = mods.get("rnd"), bool(mods.get("ftz")), bool(mods.get("sat"))
+    a, b, c = a & M32, b & M32, c & M32
+    if op in ("FADD", "FSUB", "FMUL"):
+        fn = {"FADD": F.fadd, "FSUB": F.fsub, "FMUL": F.fmul}[op]
+        r = fn(a, b, width=32, rnd=rnd, ftz=ftz, sat=sat)
+    elif op == "FFMA":
+        r = F.ffma(a, b, c, width=32, rnd=rnd, ftz=ftz, sat=sat)
+    elif op == "FSETP":
+        r = F.fcompare(mods["compare"], a, b, width=32, ftz=ftz)
+    elif op in ("FMIN", "FMAX"):
+        r = (F.fmin if op == "FMIN" else F.fmax)(a, b, width=32, ftz=ftz, nan=bool(mods.get("nan")))
+    elif op == "I2F":
+        r = F.cvt(a, "f32", "s32" if mods.get("signed") else "u32", rnd=rnd, ftz=ftz, sat=sat)
+    elif op == "F2I":
+        r = F.cvt(a, "s32" if mods.get("signed") else "u32", "f32", rnd=rnd, ftz=ftz)
+    elif op == "FRND":
+        r = F.cvt(a, "f32", "f32", rnd=rnd, ftz=ftz, sat=sat)
+    else:
+        raise ValueError(f"unknown float-unit op {op}")
+    return int(r.reshape(-1)[0]) & M32 if hasattr(r, "reshape") else int(r) & M32
 
 
 # ---------------------------------------------------------------------------------------------

@@ -398,10 +398,7 @@ def open_machine(path) -> Machine:
     from dataclasses import fields
     known = {f.name for f in fields(MachineConfig)}
     cfg = {k: v for k, v in meta["config"].items() if k in known}
-    for k in ("slots", "shifters", "bitcount", "multipliers"):
-        if cfg.get(k) is not None:
-            cfg[k] = tuple(cfg[k])
-    config = MachineConfig(**cfg)
+    config = MachineConfig.from_dict(cfg)
     if set(meta["config"]) - known or meta.get("source_hash") != source_hash(config, {}):
         raise ValueError(f"the machine at {path} was built from other circuits than this version of qwengpu's; "
                          f"rebuild it (`qwengpu build --config {config.name} --out {path}`)")
@@ -527,6 +524,7 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
     Every load checks the build's files (`verify_build`): a corrupt cached build is said and
     rebuilt; a corrupt build at `path` raises `CorruptBuild` naming the file. Concurrent callers
     wanting the same missing build wait for one of them to build it (`build_lock`)."""
+    config = config_named(config)
     kw = with_budgets(target_kw)
     cached = path is None
     p = Path(path) if path is not None else _cache_path(config, kw)

@@ -18,7 +18,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble
 from qwengpu.engines.forwards import FORWARDS, best_device
-from qwengpu.machine.config import COMPACT, MachineConfig
+from qwengpu.machine.config import COMPACT, MachineConfig, config_named
 from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, read_buffers,
                                       step_limit_message, trap_fault)
 from qwengpu.machine.tokens import ends_launch, parse_token, token_kind, token_text
@@ -58,9 +58,10 @@ def _lane_instructions(image, tokens) -> int:
     return n
 
 
-def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig = COMPACT,
+def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig | str = COMPACT,
                      max_tokens: int | None = None) -> LaunchResult:
-    img = assemble(module, spec, kernel, config)
+    """One launch on the token simulator of the machine `config` (a geometry or its name)."""
+    img = assemble(module, spec, kernel, config_named(config, "machine"))
     res = Simulator(img, module, spec, max_tokens=check_step_limit(max_tokens) or default_max_tokens(spec)).run()
     texts = [token_text(t) for t in res.tokens]
     return LaunchResult(img.kernel, "sim", res.buffers, steps=len(res.passes), tokens=len(texts),

@@ -433,11 +433,7 @@ def open_spliced_machine(model_dir, check_source: bool = True) -> SplicedMachine
     if not mm:
         raise ValueError(f"{path}: the spliced GPU is not the machine (program {meta['gpu']['program']!r}); "
                          "splice it with `qwengpu build --base PATH --out DIR --machine tiny`")
-    d = dict(mm["config"])
-    for k in ("slots", "shifters", "bitcount", "multipliers"):
-        if d.get(k) is not None:
-            d[k] = tuple(d[k])
-    config = MachineConfig(**d)
+    config = MachineConfig.from_dict(mm["config"])
     if check_source and mm.get("source_hash") != source_hash(config, {}):
         raise ValueError(f"the machine in {path} was built from other circuits than this version of qwengpu's; "
                          f"splice it again (`qwengpu build --base BASE --out {path} --machine {config.name} "

@@ -33,9 +33,12 @@ class Lowerer(LowererCore, CallOps, SharedRoutineOps, IntegerOps, CompareOps, Mo
     """PTX instructions of one kernel (device functions inlined) -> micro-ops in basic blocks."""
 
 
-def lower(module: Module, spec: LaunchSpec, kernel: Function, layout, share_routines: bool = False) -> MicroProgram:
+def lower(module: Module, spec: LaunchSpec, kernel: Function, layout, share_routines: bool = False,
+          fpu_ops: tuple = ()) -> MicroProgram:
     """`share_routines`: float routines emitted once and called (`shared`), for programs that do
-    not fit the ROM with them inlined."""
+    not fit the ROM with them inlined; `fpu_ops`: the machine's float-unit micro-ops (the f32
+    instructions they cover become them instead of soft-float routines)."""
     lw = Lowerer(module, spec, kernel, layout)
     lw.share_routines = share_routines
+    lw.fpu = frozenset(fpu_ops)
     return lw.run()

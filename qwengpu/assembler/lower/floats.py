@@ -10,7 +10,11 @@ from .core import AssemblerError, type_bits
 
 
 class FloatOps:
-    """The `op_*` / `float_*` methods of a `Lowerer` for these instructions."""
+    """The `op_*` / `float_*` methods of a `Lowerer` for these instructions. On a machine with a
+    float unit (`fpu`), f32 arithmetic, compares, min/max and the int/f32 conversions are its
+    micro-ops; everything else stays soft-float (docs/float_units.md lists which)."""
+
+    fpu = frozenset()          # the machine's float-unit micro-ops
 
     def floats(self, ctx, ins, t: str, *idx) -> list:
         """Operands `idx` of `ins` read as float type t: (lo, hi) pairs for f64, else a word."""
@@ -45,6 +49,10 @@ class FloatOps:
             return
         self.f64_plain(ins, info)
         a, b = self.floats(ctx, ins, t, 1, 2)
+        if t == "f32" and FPU_ARITH.get(ins.op) in self.fpu:
+            self.put(ctx, ins, t, self.em(ctx).fpu(FPU_ARITH[ins.op], a, b, rnd=info.rnd or "rn", ftz=info.ftz,
+                                                   sat=info.sat))
+            return
         fn = FARITH[(ins.op, t == "f64")]
         kw = {} if t == "f64" else {"ftz": info.ftz} if ins.op == "div" else {"ftz": info.ftz, "sat": info.sat}
         if ins.op == "div" and info.sat:
@@ -62,6 +70,9 @@ class FloatOps:
         self.f64_plain(ins, info)
         a, b, c = self.floats(ctx, ins, t, 1, 2, 3)
         rnd = info.rnd or "rn"
+        if t == "f32" and "FFMA" in self.fpu:
+            self.put(ctx, ins, t, self.em(ctx).fpu("FFMA", a, b, c, rnd=rnd, ftz=info.ftz, sat=info.sat))
+            return
         r = self.routine(ctx, ins, sf.fma64, (a, b, c), (rnd,)) if t == "f64" else \
             self.routine(ctx, ins, sf.fma, (a, b, c), (rnd,), ftz=info.ftz, sat=info.sat)
         self.put(ctx, ins, t, r)
@@ -135,6 +146,8 @@ class FloatOps:
                 raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (.NaN on .f64 is "
                                      "not PTX)", ins)
             r = self.soft(ins, sf.min64 if ins.op == "min" else sf.max64, em, a, b)
+        elif ("FMIN" if ins.op == "min" else "FMAX") in self.fpu:
+            r = em.fpu("FMIN" if ins.op == "min" else "FMAX", a, b, ftz=info.ftz, nan=nan)
         else:
             r = self.soft(ins, sf.min if ins.op == "min" else sf.max, em, a, b, ftz=info.ftz, nan=nan)
         self.put(ctx, ins, t, r)
@@ -188,6 +201,8 @@ class FloatOps:
             a, b = self.value(ctx, a_op, t, ins), self.value(ctx, b_op, t, ins)
             return self.soft(ins, sf.compare64, em, cmp, a, b)
         a, b = self.value(ctx, a_op, t, ins)[0], self.value(ctx, b_op, t, ins)[0]
+        if "FSETP" in self.fpu:
+            return em.fpu("FSETP", a, b, compare=cmp, ftz=ftz)
         return self.soft(ins, sf.compare, em, cmp, a, b, ftz=ftz)
 
     def float_cvt(self, ctx, ins, info):
@@ -223,6 +238,9 @@ class FloatOps:
 
         if dt == st and rnd is None and not ftz and not sat:
             return parts                                   # cvt.f64.f64 (.f32, .f16) with no modifier
+        unit = self.fpu_convert(ctx, parts, dt, st, rnd, sat, ftz)
+        if unit is not None:
+            return unit
         if dt[0] in "usb" and sat:
             sat = False                                    # float -> integer clamps anyway
         if dt == "f64" and sat:
@@ -258,6 +276,21 @@ class FloatOps:
             return soft(y, "f16", "f32", rnd, sat)
         return soft(parts, dt, st, rnd, sat, ftz)
 
+    def fpu_convert(self, ctx, parts: tuple, dt: str, st: str, rnd, sat: bool, ftz: bool) -> tuple | None:
+        """The float unit's conversions: f32 <- s32/u32 (I2F), s32/u32 <- f32 (F2I, which clamps:
+        PTX's float -> integer saturates anyway), f32 <- f32 rounded to an integer (FRND); None
+        for every other conversion (soft-float)."""
+        if not self.fpu:
+            return None
+        em = self.em(ctx)
+        if dt == "f32" and st in ("s32", "u32") and rnd in sf.FROUND and "I2F" in self.fpu:
+            return (em.fpu("I2F", parts[0], rnd=rnd, ftz=ftz, sat=sat, signed=st == "s32"),)
+        if st == "f32" and dt in ("s32", "u32") and rnd in sf.IROUND and "F2I" in self.fpu:
+            return (em.fpu("F2I", parts[0], rnd=rnd, ftz=ftz, signed=dt == "s32"),)
+        if st == dt == "f32" and rnd in sf.IROUND and "FRND" in self.fpu:
+            return (em.fpu("FRND", parts[0], rnd=rnd, ftz=ftz, sat=sat),)
+        return None
+
     def sat64(self, ctx, x: tuple) -> tuple:
         """.sat on an f64 value: NaN and negative values (-0 too) give +0, values above 1 give 1."""
         em = self.em(ctx)
@@ -275,6 +308,9 @@ class FloatOps:
 
 HALVES = ("f16", "f16x2")
 
+
+#: the float unit's micro-op of each f32 arithmetic instruction
+FPU_ARITH = {"add": "FADD", "sub": "FSUB", "mul": "FMUL"}
 
 #: soft-float arithmetic by (PTX op, f64?)
 FARITH = {("add", False): sf.add, ("sub", False): sf.sub, ("mul", False): sf.mul,

@@ -12,7 +12,8 @@ Sections (top to bottom of the network):
 - register file: one GDN copy per unit (its read ports), written whole by CARRY tokens from a
   staging copy that takes the carried byte.
 - units: ALU slots (operand multiplexer, two arithmetic levels), the memory unit (addresses,
-  pending addresses for MEMW, line memory, load byte selection, atomics), the cross-lane unit.
+  pending addresses for MEMW, line memory, load byte selection, atomics), the cross-lane unit,
+  the float unit (`fpu`: beside the others, its result only carried).
 - control: next lane states, the lane table, the warp summary, the next control token.
 - emitter: which token comes out: a carry byte, a memory byte, or the control token."""
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from qwengpu.compiler.program import topo_order
 from qwengpu.compiler.run import emitted
 
-from ..config import ALU, MEM, MachineConfig
+from ..config import ALU, FPU, MEM, XLANE, MachineConfig
 from ..tokens import ends_launch
 from .alu import alu
 from .builder import Builder
@@ -28,6 +29,7 @@ from .carries import carry_buffer
 from .control import control, early
 from .control_state import control_state, prompt_enables
 from .emitter import emitter, faults
+from .fpu import CIRCUIT_OPS, fpu
 from .lanes import lane_states
 from .mem import mem
 from .regfile import register_write
@@ -56,8 +58,13 @@ class Hardware(Builder):
                 alu(self, k)
             elif kind == MEM:
                 mem(self, k)
-            else:
+            elif kind == XLANE:
                 xlane(self, k)
+            else:                # built after the units it runs beside: it takes the room they leave
+                missing = set(cfg.fpu_ops) - set(CIRCUIT_OPS)
+                if missing:
+                    raise ValueError(f"machine {cfg.name}: the float unit's circuits lack {', '.join(sorted(missing))}")
+                self.units.append(fpu(self, k))
         if not partial:
             if self.mem_info is None:
                 raise ValueError("the machine needs a memory slot")

@@ -12,8 +12,8 @@ from ..image import PORTS
 from .builder import Builder, Unit, match
 from .multiplier import multiplier
 from .operands import mux, source_forms
-from .regfile import regfile
-from .rom import rom
+from .regfile import ports_of
+from .rom import segment
 
 
 def alu(hw: Builder, k: int):
@@ -52,8 +52,8 @@ def _operands(hw: Builder, k: int):
     the operand multiplexers: a and b (32 bits), SEL's condition c and the carry in (1 bit) per lane."""
     cfg = hw.cfg
     segname = f"s{k}"
-    seg = rom(hw, segname)
-    ports = regfile(hw, k, seg, PORTS[ALU])
+    seg = segment(hw, segname)
+    ports = ports_of(hw, k, PORTS[ALU])
     opts = {n: sources_for(cfg, k, n) for n in ("a", "b", "c", "cin")}
     op = hw.decode_field(seg, segname, "op", len(ALU_OPCODES), f"op.{k}")
     sel = {n: hw.decode_field(seg, segname, n, len(opts[n]), f"sel.{k}.{n}") for n in opts}

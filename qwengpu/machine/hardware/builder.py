@@ -69,6 +69,8 @@ class Builder:
         self.spaces = [s.name for s in self.fmt.segments] + ["mem", "ltab", "btab", "conf"]
         self.F = max([s.nbytes for s in self.fmt.segments] + [MEM_FIELDS, LTAB_BYTES, BTAB_BYTES, CONF_BYTES])
         self.mem_info = None
+        self.segments: dict = {}          # segment name -> its word this pass (`rom.segment`)
+        self.unit_ports: dict = {}        # slot -> its read ports (`regfile.ports_of`)
 
     def bits(self, name, n):
         return self.p.bits_var(name, n)

@@ -29,8 +29,8 @@ def multiplier(hw: Builder, k: int, l: int, A: list, B: list, o) -> "object":
     columns sum to ~550 with outputs weighted by 64 (~1/128 per rounding)."""
     A, B = _clean_operands(hw, k, l, A, B)
     T, tmax = _column_sums(hw, k, l, A, B, o("MULHS"))
-    V, vmax = _carry_save(hw, k, l, T, tmax)
-    X, Y = _digit_bits(hw, k, l, V, vmax)
+    V, vmax = carry_save(hw, k, l, T, tmax)
+    X, Y = digit_bits(hw, k, l, V, vmax)
     return _add64(hw, k, l, X, Y, o("MUL"), o("MULHU") + o("MULHS"))
 
 
@@ -75,11 +75,13 @@ def _column_sums(hw: Builder, k: int, l: int, A: list, B: list, hs: Lin):
     return T, tmax
 
 
-def _carry_save(hw: Builder, k: int, l: int, T: list, tmax: list):
+def carry_save(hw: Builder, k: int, l: int, T: list, tmax: list, tag: str = "m"):
     """M2: move multiples of 64 two columns up (U_s <= 63 + 8); M3: multiples of 8 one column
-    up (V_s <= 7 + 9). Columns above bit 63 are dropped (the product is taken mod 2^64)."""
+    up (V_s <= 7 + 9). Columns above the last are dropped (the product is taken mod 8^columns).
+    `tag` names the variables (the float unit builds its own)."""
+    COLUMNS = len(T)
     umax = [63 + (tmax[s - 2] // 64 if s >= 2 else 0) for s in range(COLUMNS)]
-    U = [hw.p.number_var(f"mU.{k}.{l}.{s}", 0, umax[s]) for s in range(COLUMNS)]
+    U = [hw.p.number_var(f"{tag}U.{k}.{l}.{s}", 0, umax[s]) for s in range(COLUMNS)]
     n2 = []
     for s in range(COLUMNS):
         n2 += n_linear(T[s].f(0), {U[s].feature(0): 1})
@@ -88,9 +90,9 @@ def _carry_save(hw: Builder, k: int, l: int, T: list, tmax: list):
             if s + 2 < COLUMNS:
                 out[U[s + 2].feature(0)] = 1
             n2 += n_step(T[s].f(0), 64 * m, out)
-    hw.circ(f"mul2.{k}.{l}", U, n2)
+    hw.circ(f"{tag}ul2.{k}.{l}", U, n2)
     vmax = [7 + (umax[s - 1] // 8 if s >= 1 else 0) for s in range(COLUMNS)]
-    V = [hw.p.number_var(f"mV.{k}.{l}.{s}", 0, vmax[s]) for s in range(COLUMNS)]
+    V = [hw.p.number_var(f"{tag}V.{k}.{l}.{s}", 0, vmax[s]) for s in range(COLUMNS)]
     n3 = []
     for s in range(COLUMNS):
         n3 += n_linear(U[s].f(0), {V[s].feature(0): 1})
@@ -99,26 +101,26 @@ def _carry_save(hw: Builder, k: int, l: int, T: list, tmax: list):
             if s + 1 < COLUMNS:
                 out[V[s + 1].feature(0)] = 1
             n3 += n_step(U[s].f(0), 8 * m, out)
-    hw.circ(f"mul3.{k}.{l}", V, n3)
+    hw.circ(f"{tag}ul3.{k}.{l}", V, n3)
     return V, vmax
 
 
-def _digit_bits(hw: Builder, k: int, l: int, V: list, vmax: list):
+def digit_bits(hw: Builder, k: int, l: int, V: list, vmax: list, nbits: int = 64, tag: str = "m"):
     """M4: the bits of each digit V_s (<= 16): bits 0-2 are X's, bits 3-4 are Y's (one column
-    up); bits above 63 are dropped."""
-    X = hw.bits(f"mX.{k}.{l}", 64)
-    Y = hw.bits(f"mY.{k}.{l}", 64)
+    up); bits from `nbits` up are dropped."""
+    X = hw.bits(f"{tag}X.{k}.{l}", nbits)
+    Y = hw.bits(f"{tag}Y.{k}.{l}", nbits)
     n4 = []
-    for s in range(COLUMNS):
+    for s in range(len(V)):
         for v in range(1, vmax[s] + 1):
             for bit in range(5):
                 d = ((v >> bit) & 1) - (((v - 1) >> bit) & 1)
                 pos = 3 * s + bit
-                if not d or pos >= 64:
+                if not d or pos >= nbits:
                     continue
                 target = X if bit < 3 else Y
                 n4 += n_step(V[s].f(0), v, {target.feature(pos): d})
-    hw.circ(f"mul4.{k}.{l}", [X, Y], n4)
+    hw.circ(f"{tag}ul4.{k}.{l}", [X, Y], n4)
     return X, Y
 
 

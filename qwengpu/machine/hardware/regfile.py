@@ -13,7 +13,7 @@ from qwengpu.compiler.gadgets import n_gated, n_step
 from ..config import LANES
 from ..format import REG_BITS, WARP_BITS
 from .builder import Builder
-from .rom import rom
+from .rom import rom, segment
 
 
 def register_write(hw: Builder):
@@ -61,3 +61,11 @@ def regfile(hw: Builder, k: int, seg, nports: int) -> list:
         lines.append([[r.f(32 * l + i) + imm[i] for i in range(32)] for l in range(LANES)])
     mem.late = True
     return lines
+
+
+def ports_of(hw: Builder, k: int, nports: int) -> list:
+    """Slot k's register read ports (`regfile`), built once: the float unit reads the ports of
+    the ALU slots it shares them with."""
+    if k not in hw.unit_ports:
+        hw.unit_ports[k] = regfile(hw, k, segment(hw, f"s{k}"), nports)
+    return hw.unit_ports[k]

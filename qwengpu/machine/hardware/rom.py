@@ -30,3 +30,11 @@ def rom(hw: Builder, segname: str):
     out = mem.read(hw.c_pc, name=f"seg.{segname}")
     mem.late = True
     return out
+
+
+def segment(hw: Builder, segname: str):
+    """The current bundle's segment `segname`, read once (units that share a segment, the float
+    unit and the first ALU slot, read the same word)."""
+    if segname not in hw.segments:
+        hw.segments[segname] = rom(hw, segname)
+    return hw.segments[segname]
