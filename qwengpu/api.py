@@ -74,10 +74,10 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
             raise TypeError(f"unexpected options for the interpreter: {', '.join(options)}")
         return interpret(module, spec, kernel=kernel, max_steps=max_steps, trace=trace)
     if engine == "sim":
-        from .runtime.engines import run_on_simulator
+        from .runtime.run import run_on_simulator
         return run_on_simulator(module, spec, kernel=kernel, max_tokens=max_steps, **options)
     if engine in MODEL_ENGINES:
-        from .runtime.engines import run_on_model
+        from .runtime.run import run_on_model
         return run_on_model(module, spec, kernel=kernel, max_tokens=max_steps, forward=engine, **options)
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
 
@@ -151,7 +151,7 @@ def run_many(programs, launches, *, engine: str = "compact", kernels: list | Non
             except Exception as e:
                 failed(i, e)
         return out
-    from .runtime.engines import run_batch_on_model
+    from .runtime.run import run_batch_on_model
     if options.get("machine") is None:            # load once for every batch
         options["machine"] = default_machine(engine, options.get("progress", True))
     size = batch_size or max(1, len(todo))

@@ -22,7 +22,7 @@ from qwengpu.machine.config import COMPACT
 from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS
 from qwengpu.machine.layout import LINE, LOCAL_BYTES as MACHINE_LOCAL_BYTES, LOCAL_THREADS, REGIONS
 from qwengpu.ptx.parser import MAX_REGISTERS, PTX_VERSIONS
-from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS, TOKENS_PER_WARP
+from qwengpu.runtime.run import DEFAULT_MAX_TOKENS, TOKENS_PER_WARP
 
 
 def _refusal(check, *args) -> str:
@@ -140,7 +140,7 @@ def limits_page() -> str:
             "Messages quote the code (N, L, V stand for the numbers of the case). The tables behind them: "
             "`qwengpu.launch.CUDA_LIMITS` and `MAX_GLOBAL_BYTES`, `qwengpu.ptx.parser.MAX_REGISTERS` and "
             "`PTX_VERSIONS`, `qwengpu.machine.layout.REGIONS` and `qwengpu.machine.format`, the step "
-            "limits in `qwengpu.interp.interpreter` and `qwengpu.runtime.engines`.",
+            "limits in `qwengpu.interp.interpreter` and `qwengpu.runtime.run`.",
             ""]
     return "\n".join(out)
 

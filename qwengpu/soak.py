@@ -73,7 +73,7 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
 
     from . import suite
     from .runtime.checkpoint import load_machine
-    from .runtime.engines import run_on_model
+    from .runtime.run import run_on_model
     from .api import load_program, run
     from .verify import compare_buffers
     machine = machine or load_machine(progress=progress)
@@ -87,7 +87,7 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
     def on_token(i, text, state):
         if (i + 1) % window:
             return
-        _, mem_margin = machine.memory_image(state)
+        _, mem_margin = machine.reader.memory(state)
         windows.append({"end": i + 1, "memory": mem_margin,
                         "residual": 0.5 - state.residual_worst if machine.probes else None,
                         "form_noise": state.noise_worst if machine.lattices else None})

@@ -345,7 +345,7 @@ def compact_machine():
 
     from qwengpu.machine.config import COMPACT
     from qwengpu.runtime.checkpoint import load_machine
-    return load_machine(COMPACT, progress=False).fast()
+    return load_machine(COMPACT, progress=False).compact_engine()
 
 
 @pytest.mark.timeout(900)

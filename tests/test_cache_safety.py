@@ -22,7 +22,7 @@ import qwengpu
 from qwengpu.cli import main
 from qwengpu.cuda import CudaCompileError
 from qwengpu.machine.config import TINY
-from qwengpu.runtime.checkpoint import (MACHINE_FILE, CorruptBuild, cached_build_path, fast_file, load_machine,
+from qwengpu.runtime.checkpoint import (MACHINE_FILE, CorruptBuild, cached_build_path, engine_file, load_machine,
                                         open_machine, verify_build)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,7 +100,7 @@ def test_build_overwrite_replaces_the_folder_but_not_its_partial_neighbour(built
     assert (out / MACHINE_FILE).is_file() and not (out / "notes").exists()
     assert _files(out.parent / "out.partial") == before["partial"]             # not ours: untouched
     assert [p.name for p in out.parent.iterdir() if p.name.startswith(".out.partial")] == []
-    assert verify_build(out)["files"][fast_file()]["size"] == (out / fast_file()).stat().st_size
+    assert verify_build(out)["files"][engine_file()]["size"] == (out / engine_file()).stat().st_size
 
 
 @needs_nvcc
@@ -184,7 +184,7 @@ def test_a_corrupt_build_is_named(built, tmp_path, damage):
     shutil.copytree(built[0], out)
     meta = out / MACHINE_FILE
     if damage == "truncated engine weights":
-        bad = out / fast_file()
+        bad = out / engine_file()
         bad.write_bytes(bad.read_bytes()[:1000])
     elif damage == "empty tokenizer":
         bad = out / "tokenizer.json"
@@ -193,11 +193,11 @@ def test_a_corrupt_build_is_named(built, tmp_path, damage):
         bad = meta
         bad.write_bytes(meta.read_bytes()[:5000])
     else:                          # metadata as qwengpu wrote it before builds recorded their files
-        bad = out / fast_file()
+        bad = out / engine_file()
         meta.write_text(json.dumps({k: v for k, v in json.loads(meta.read_text()).items() if k != "files"}))
         bad.write_bytes(b"")
     with pytest.raises(CorruptBuild) as e:
-        load_machine(TINY, path=out, progress=False).fast()
+        load_machine(TINY, path=out, progress=False).compact_engine()
     assert e.value.file == bad and str(bad) in str(e.value)
     assert f"--out {out}" in str(e.value)                        # and how to rebuild it
 
@@ -238,7 +238,7 @@ def test_a_corrupt_cached_build_is_named_and_rebuilt(built, tmp_path, monkeypatc
     final = cached_build_path(TINY)
     shutil.copytree(built[0], final)
     assert load_machine(TINY, progress=False).path == final          # the copy is a valid cached build
-    weights = final / fast_file()
+    weights = final / engine_file()
     weights.write_bytes(weights.read_bytes()[:-1])
     m = load_machine(TINY, progress=False)
     err = capsys.readouterr().err

@@ -16,6 +16,7 @@ from qwengpu.compiler import attention as A
 from qwengpu.compiler import margins as MG
 from qwengpu.compiler import report as R
 from qwengpu.compiler.run import measure_margins
+from qwengpu.engines import compact_engine
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -210,9 +211,9 @@ def test_form_noise_is_measured_on_every_gate_and_catches_a_perturbation():
     gated = sum(1 for ns in c.schedule.mlp.values() for n in ns for nr in n.neurons if nr.shape in ("step", "gated"))
     assert probed >= gated > 0
     ids = [rng.choice(prog.tokens).id for _ in range(150)]
-    fast = c.fast()
+    engine = compact_engine(c)
     noise = MG.FormNoise(lat)
-    fast.forward(ids, fast.new_state(), gate_hook=noise)
+    engine.forward(ids, engine.new_state(), gate_hook=noise)
     assert 0 <= noise.worst < 0.01 and noise.where in {n.name for ns in c.schedule.mlp.values() for n in ns}
     L = min(lat)
     k, period = lat[L]["index"][0], lat[L]["period"][0]
@@ -224,5 +225,5 @@ def test_form_noise_is_measured_on_every_gate_and_catches_a_perturbation():
         noise(layer, g)
 
     noise = MG.FormNoise(lat)
-    fast.forward(ids[:20], fast.new_state(), gate_hook=push)
+    engine.forward(ids[:20], engine.new_state(), gate_hook=push)
     assert noise.worst == pytest.approx(0.3, abs=0.02) and noise.where == victim

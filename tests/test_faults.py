@@ -221,7 +221,7 @@ def test_barriers_in_a_partial_warp_over_two_blocks(k):
 @pytest.mark.parametrize("bad", [5, 7, 1 << 20])
 def test_a_jump_table_index_past_the_table_is_the_same_fault(bad):
     """brx.idx: the lane whose index is past the table faults (kind `branch`), on both engines."""
-    from test_machine_lower import brx_kernel
+    from test_assembler_lower import brx_kernel
     spec = {"grid": 1, "block": 8, "args": [{"buffer": "uint32", "data": [1, 2, 0, 4, 3, bad, 1, bad]},
                                             {"buffer": "uint32", "size": 8}]}
     seen = []

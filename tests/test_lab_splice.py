@@ -18,7 +18,8 @@ from qwengpu.compiler.placement import decode_memory
 from qwengpu.lab import trace_launch
 from qwengpu.lab.attention import layer_attention, layers_overview
 from qwengpu.lab.payload import layer_attention_payload
-from qwengpu.lab.recorder import decode_fields, prefix_tokens, words_of
+from qwengpu.lab.recorder import prefix_tokens
+from qwengpu.runtime.readback import MachineReader
 from qwengpu.splice import fixtures
 from qwengpu.splice.machine_splice import fitting_text_config, open_spliced_machine
 from qwengpu_widgets import Inspector
@@ -69,12 +70,14 @@ def test_the_inspector_opens_a_spliced_checkpoint(insp, checkpoint):
     insp.goto(len(view) - 1)
     out = insp.snapshot.region("out")
     assert int.from_bytes(out.data[:4], "little") == 32
-    # the lab's decoding of every memory equals the compiler's decoder on the model's final states
-    state = tr.context
-    for name, info in tr.memories.items():
-        raw = state.get_recurrent_state(info.layer)[0].float().numpy()
-        vals, written, _ = decode_fields(raw, info)
-        assert words_of(vals, written, info) == decode_memory(raw, m.placements[name])[0], name
+    # the lab's decoding of every memory (the raw block it rebuilds, the record's machine state)
+    # equals the compiler's decoder on the model's final states
+    state, last = tr.context, len(view) - 1
+    assert MachineReader(m.placements).state(state) == tr.records[last].machine
+    for name, pl in tr.memories.items():
+        raw = state.get_recurrent_state(pl.layer)[0].float().numpy()
+        got = {d.slot: d.value for d in view.gdn_state(last, name).decode()[name] if d.value is not None}
+        assert got == decode_memory(raw, m.placements[name])[0], name
     # the GDN panel shows a memory of a late GPU layer
     insp.gdn_memory = "reg.emit"
     assert insp.state["gdn"]["layer"] == tr.memories["reg.emit"].layer > 20 and insp.gdn

@@ -9,9 +9,9 @@ import pytest
 
 from qwengpu import suite
 from qwengpu.compiler.placement import decode_memory
-from qwengpu.lab import trace_launch
+from qwengpu.lab import slot_label, trace_launch
 from qwengpu.lab.payload import gdn_payload, selection_payload
-from qwengpu.lab.recorder import decode_fields, memory_infos, words_of
+from qwengpu.runtime.readback import MachineReader
 from qwengpu.splice import fixtures
 from qwengpu.splice.machine_splice import fitting_text_config, machine_for_geometry
 from qwengpu_widgets import Inspector
@@ -31,36 +31,35 @@ def dot(machine):
     return trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine, names=["a", "b", "out"])
 
 
-def _spread(infos):
-    banked = [n for n, i in infos.items() if len({pc[3] for pc in i.pieces}) > 1]
-    layered = [n for n, i in infos.items() if len(i.layers) > 1]
+def _spread(placements):
+    banked = [n for n, pl in placements.items() if pl.banks > 1]
+    layered = [n for n, pl in placements.items() if len(pl.layers) > 1]
     return banked, layered
 
 
 def test_the_geometry_splits_memories_over_banks_and_layers(machine):
-    infos = memory_infos(machine, machine.compiled.config.linear_num_value_heads
-                         // machine.compiled.config.linear_num_key_heads)
-    banked, layered = _spread(infos)
+    placements = machine.placements
+    banked, layered = _spread(placements)
     assert "mem" in banked and layered, (banked, layered)
     for name in banked + layered:
-        info, pl = infos[name], machine.placements[name]
-        assert pl.pieces is not None and info.layers == pl.layers
+        pl = placements[name]
+        assert pl.pieces is not None
         # every bit of every slot sits in exactly one piece (port 0's copy)
-        cover = np.zeros((info.slots, info.width), int)
-        for L, h, f, s0, n in info.pieces:
-            lo, w = info.fields[f]
+        cover = np.zeros((pl.slots, pl.width), int)
+        for L, h, lo, w, s0, n in pl.all_pieces():
             cover[s0:s0 + n, lo:lo + w] += 1
         assert (cover == 1).all(), name
         # every port has a key head for every bank
-        for keys in info.ports:
-            assert {s0 for _, _, s0 in keys} == {pc[3] for pc in info.pieces}
-    assert infos["mem"].where.startswith("L") and "-" in infos[layered[0]].where
-    assert infos["mem"].rail(200, 5)[2] == 200 - 128          # slot 200's bit 5: row 72 of the second bank
+        for keys in pl.port_keys():
+            assert {s0 for _, _, s0 in keys} == {pc[4] for pc in pl.all_pieces()}
+    assert placements["mem"].where.startswith("L") and "-" in placements[layered[0]].where
+    assert placements["mem"].rail(200, 5)[2] == 200 - 128          # slot 200's bit 5: row 72 of the second bank
 
 
 def test_a_launch_is_recorded_exactly_and_decoded_as_the_compiler_decodes(dot, machine):
-    """Every memory's words after the last pass, as the lab decodes them (the recorder's words and
-    the raw block's map), equal the compiler's decoder on the model's own final states; the
+    """Every memory's words after the last pass, as the lab decodes them (the recorder's machine
+    state and the raw block it rebuilds), equal the compiler's decoder on the model's own final
+    states (the runtime's reader of the machine state, for the record's state); the
     recorder's incremental decoding (only the slots a pass moved) equals a full decode after every
     pass (a user's hook turns the increments off)."""
     tr = dot.trace
@@ -76,10 +75,9 @@ def test_a_launch_is_recorded_exactly_and_decoded_as_the_compiler_decodes(dot, m
     assert full.consistency["exact"]
     assert [r.machine for r in full.trace.records] == [r.machine for r in tr.records]
     last = len(dot) - 1
-    for name, info in tr.memories.items():
+    assert MachineReader(machine.placements).state(final) == tr.records[last].machine
+    for name in tr.memories:
         want = decode_memory(lambda L: final[L], machine.placements[name])[0]
-        vals, written, _ = decode_fields({L: final[L] for L in info.layers}, info)
-        assert words_of(vals, written, info) == want, name
         assert {d.slot: d.value for d in dot.gdn_state(last, name).decode()[name] if d.value is not None} == want, name
     assert int.from_bytes(dot.snapshot(last).region("out").data[:4], "little") == 32
 
@@ -107,7 +105,7 @@ def test_shared_memory_lines_live_in_the_second_bank(machine):
     assert view.consistency["exact"], view.consistency
     s = view.selection("mem")
     high = {x for x in s.write_slot[s.write > 0.5].tolist() if x >= 128}
-    assert high and all(view.trace.memories["mem"].label(x).startswith("shared") for x in high)
+    assert high and all(slot_label("mem", x).startswith("shared") for x in high)
     words = {d.slot for d in view.gdn_state(len(view) - 1, "mem").decode()["mem"] if d.value is not None}
     assert high <= words
 
@@ -118,11 +116,12 @@ def test_the_raw_block_puts_banks_and_layers_together(dot):
     for name in {"mem", *layered}:
         info = tr.memories[name]
         g = gdn_payload(dot, len(dot) - 1, name)
-        assert g["where"] == info.where and g["fields"] == len(info.fields)
-        assert g["banks"] == len({pc[3] for pc in info.pieces})
+        assert g["where"] == info.where and g["fields"] == len(info.spans)
+        assert g["banks"] == info.banks
         block = dot.gdn_state(len(dot) - 1, name).state
-        assert block.shape[:2] == (len(info.fields), info.slots)
-        for L, h, f, s0, n in info.pieces[:3]:      # a piece's rows are its head's rows in its layer
+        assert block.shape[:2] == (len(info.spans), info.slots)
+        for L, h, lo, w, s0, n in info.all_pieces()[:3]:      # a piece's rows are its head's rows in its layer
+            f = info.spans.index((lo, w))
             base = tr.base_raw[L][h, :n]
             assert np.array_equal(dot.gdn_state(0, name).state[f, s0:s0 + n], base)
         # stepping back and forth gives the same block

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from qwengpu import suite
+from qwengpu.compiler.placement import MemoryPlacement
 from qwengpu.interp.interpreter import Interpreter
-from qwengpu.lab import (EngineUnavailable, Field, LaunchView, MachineView, MemoryMap, decode_state, fmt_all,
+from qwengpu.lab import (EngineUnavailable, LaunchView, MachineView, decode_state, fmt_all,
                          trace_launch)
 from qwengpu.ptx.isa import validate_module
 from qwengpu.ptx.parser import parse_ptx
@@ -187,14 +188,15 @@ def _encode_words(words: dict, rows: int, width: int, level: float = 32.0) -> np
 
 def test_decode_dual_rail_state():
     state = _encode_words({0: 0xA5, 3: 0x7E}, 4, 8)
-    mm = MemoryMap("ram", ["s0", "s1", "s2", "s3"], [Field(0, 0, 8)], 8)
-    dec = decode_state(state, mm)
-    assert [d.value for d in dec] == [0xA5, None, None, 0x7E]
+    ram = MemoryPlacement("ram", 0, [(0, 0, 8)], 4)
+    dec = decode_state(state, ram, ["s0", "s1", "s2", "s3"])
+    assert [d.value for d in dec] == [0xA5, None, None, 0x7E] and dec[3].label == "s3"
+    assert dec[0].bits == [1, 0, 1, 0, 0, 1, 0, 1]
     assert dec[0].margin == 16.0 and dec[1].margin == float("inf")      # the 1-rail against half the level
     # two fields in two value heads (a 16-bit word as bytes)
     st = np.concatenate([_encode_words({1: 0x34}, 2, 8), _encode_words({1: 0x12}, 2, 8)])
-    mm2 = MemoryMap("w16", ["a", "b"], [Field(0, 0, 8), Field(1, 8, 8)], 16)
-    assert [d.value for d in decode_state(st, mm2)] == [None, 0x1234]
+    w16 = MemoryPlacement("w16", 0, [(0, 0, 8), (1, 8, 8)], 2)
+    assert [d.value for d in decode_state(st, w16)] == [None, 0x1234]
 
 
 # -- the model engines: the dot product through the built-in machine's forward passes --------------
@@ -338,8 +340,6 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
 
     from qwengpu.compiler.memory import VALUE_L
-    from qwengpu.lab.recorder import memory_infos
-
     k = suite.get("dot")
     hit = []
 
@@ -358,8 +358,7 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
     from qwengpu.machine.config import COMPACT
     from qwengpu.runtime.checkpoint import load_machine
     machine = load_machine(COMPACT, progress=False)
-    engine = machine.fast()
-    infos = memory_infos(machine, engine.hv // engine.hk)
+    infos = machine.placements
     v = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine, on_token=corrupt, names=["a", "b", "out"])
     assert "reg.emit" in hit and len(hit) >= 2
     c = v.consistency
@@ -379,7 +378,7 @@ def test_decoder_reads_a_real_gdn_memory():
     import torch
 
     from qwengpu.compiler import Program, compile_program, memory
-    from qwengpu.lab import memory_map_of, recurrent_state
+    from qwengpu.lab import recurrent_state
 
     prog = Program("ram")
     addr = prog.input_onehot("addr", 8)
@@ -400,6 +399,6 @@ def test_decoder_reads_a_real_gdn_memory():
     with torch.no_grad():
         out = model(input_ids=torch.tensor([[c.token_id(t) for t in seq]]), use_cache=True)
     state = recurrent_state(out.past_key_values, ram.layer)
-    dec = decode_state(state, memory_map_of(ram))
+    dec = decode_state(state, c.placement(ram))
     assert {d.slot: d.value for d in dec if d.value is not None} == words
     assert min(d.margin for d in dec if d.value is not None) > 15.9        # of 16: the 1-rail against half the level

@@ -1,8 +1,10 @@
 """The dependency contract, checked on the sources (imports inside functions included).
 
-    ptx -> interp -> machine -> assembler -> runtime -> api, verify, bench, soak, cli -> lab, splice, the lab's widgets (`qwengpu_widgets`)
+    ptx -> interp -> machine -> assembler -> runtime -> api -> verify, opbench, limits -> bench, soak, fuzz
+        -> lab, splice -> cli, the lab's widgets (`qwengpu_widgets`)
     compiler: stands alone (imports nothing of qwengpu outside itself); the machine's circuits and
     everything above the machine may use it
+    engines: the compiler only (a compiled model's forward passes); the runtime and splice use them
     suite: the kernels and their oracles (launch specs only)
 
 A package may import its own modules and the packages below it, never one above; no module imports
@@ -19,6 +21,8 @@ ALLOWED = {
     "qwengpu.launch": set(),
     "qwengpu.cuda": set(),
     "qwengpu.compiler": set(),
+    # the engines that run a compiled model's forward passes: weights in, logits and states out
+    "qwengpu.engines": {"qwengpu.compiler"},
     "qwengpu.ptx": {"qwengpu.launch"},
     "qwengpu.interp": {"qwengpu.ptx", "qwengpu.launch"},
     "qwengpu.suite": {"qwengpu.launch", "qwengpu.cuda"},
@@ -26,9 +30,9 @@ ALLOWED = {
     "qwengpu.machine": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.compiler"},
     # kernel IR -> the machine's program image
     "qwengpu.assembler": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.machine"},
-    # running the machine: checkpoints, prompts, the engines
+    # running the machine: checkpoints, prompts, launches on the simulator and the engines
     "qwengpu.runtime": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.machine", "qwengpu.assembler",
-                        "qwengpu.compiler"},
+                        "qwengpu.compiler", "qwengpu.engines"},
     # the entry points
     "qwengpu.api": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.runtime"},
     "qwengpu.verify": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite"},
@@ -43,7 +47,7 @@ ALLOWED = {
     "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.compiler",
                     "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu.splice": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp",
-                       "qwengpu.compiler", "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime", "qwengpu.suite",
+                       "qwengpu.compiler", "qwengpu.engines", "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime", "qwengpu.suite",
                        "qwengpu.verify"},
     "qwengpu.soak": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify", "qwengpu.runtime"},
     "qwengpu.cli": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.cuda", "qwengpu.suite", "qwengpu.verify",
@@ -116,6 +120,30 @@ def test_packages_import_only_what_is_below_them():
             if other != own and other not in ALLOWED[own]:
                 bad.append(f"{src}:{line} imports {dst} ({own} may not import {other})")
     assert not bad, "imports against the dependency contract:\n" + "\n".join(bad)
+
+
+def _map_line() -> list[list[str]]:
+    """The groups of the dependency line of docs/architecture.md ("The dependency contract"), left
+    to right, as ALLOWED names them."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("## The dependency contract", 1)[1].split("```", 2)[1]
+    line = block.strip().splitlines()[0]
+    return [[n.strip() if n.strip() == "qwengpu_widgets" else f"qwengpu.{n.strip()}" for n in group.split(",")]
+            for group in line.split("->")]
+
+
+def test_the_architecture_map_states_this_contract():
+    """docs/architecture.md's dependency line names every package of the chain once, and each
+    imports (in ALLOWED) only packages of groups left of its own."""
+    groups = _map_line()
+    where = {name: i for i, group in enumerate(groups) for name in group}
+    assert sum(len(g) for g in groups) == len(where), "a package twice in the line"
+    apart = {"qwengpu", "qwengpu.__main__", "qwengpu.launch", "qwengpu.cuda", "qwengpu.compiler", "qwengpu.engines",
+             "qwengpu.suite"}                  # the line's notes below it, and the top-level module
+    assert set(where) == set(ALLOWED) - apart, set(where) ^ (set(ALLOWED) - apart)
+    bad = [f"{name} imports {dep} (not left of it)" for name, i in where.items() for dep in ALLOWED[name]
+           if dep in where and where[dep] >= i]
+    assert not bad, bad
 
 
 def test_no_private_names_across_modules():

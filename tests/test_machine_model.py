@@ -20,7 +20,7 @@ from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
 from qwengpu.machine.simulator import MachineStepLimit
 from qwengpu.runtime.checkpoint import load_machine, open_machine
-from qwengpu.runtime.engines import best_device
+from qwengpu.runtime.run import best_device
 from qwengpu.runtime.prompt import prompt_tokens
 from qwengpu.verify import compare_buffers
 
@@ -111,7 +111,7 @@ def test_compact_engine_agrees_with_the_stock_forward(tiny):
     ids = [tiny.token_id(t) for t in res.extra["prompt"] + res.extra["generated"]]
     with torch.no_grad():
         stock = tiny.model(input_ids=torch.tensor([ids])).logits[0]
-    fast = tiny.fast()
+    fast = tiny.compact_engine()
     st = fast.new_state()
     n = len(res.extra["prompt"])
     fast.forward(ids[:n - 1], st)
@@ -142,7 +142,7 @@ def test_compact_engine_runs_the_suite_exactly(compact, name):
 @pytest.mark.slow
 def test_the_whole_suite_in_batches_gives_each_kernel_its_single_run(compact):
     """`run_many` in batches of 4 over every suite kernel the machine takes: each launch's tokens,
-    buffers and margins are its single run's (the CI-sized version: tests/test_engine.py)."""
+    buffers and margins are its single run's (the CI-sized version: tests/test_engines.py)."""
     names = [n for n in _machine_kernels() if n != "lcg_soak"]
     for i in range(0, len(names), 4):
         ks = [suite.get(n) for n in names[i:i + 4]]
@@ -164,7 +164,7 @@ def test_state_check_catches_a_corrupted_register_file(compact):
         if i == 6:                      # after the first pass wrote r0 (tokens 1-4) and EXEC 1 came
             state.get_recurrent_state(layer).zero_()
 
-    with pytest.raises(ExecutionFault, match="register r0 of warp 0 is None; the simulator has"):
+    with pytest.raises(ExecutionFault, match="register r0 of warp 0, lane 0 is 0; the simulator has"):
         run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
 
 
@@ -180,7 +180,7 @@ def test_state_check_compares_memory_after_every_store(compact):
         if text.startswith("<memw"):
             state.get_recurrent_state(layer).zero_()
 
-    with pytest.raises(ExecutionFault, match="memory byte at machine address 0x[0-9a-f]+ is 0x00; the simulator has"):
+    with pytest.raises(ExecutionFault, match=r"memory byte at machine address 0x[0-9a-f]+ \(line \d+\) is 0; the simulator has"):
         run(m, spec, engine="compact", machine=compact, progress=False, check_states=True, on_token=wipe)
 
 
@@ -289,17 +289,20 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
 
 
 def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypatch):
-    """A build's cache key hashes the circuits' and the compiler's sources, not the compact engines'
-    (a change to the engine must not rebuild the machine)."""
+    """A build's cache key hashes every source of the packages it is built from (the circuits, their
+    specification, the compiler), found by walking them (a new module counts without a list to
+    keep), and none of the engines' (a change to an engine must not rebuild the machine)."""
     from pathlib import Path
 
     from qwengpu.runtime import checkpoint as mm
     read = []
     real = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real(self))
     mm.source_hash(TINY, {})
-    assert "compiling.py" in read and "config.py" in read
-    assert not set(mm.ENGINE_SOURCES) & set(read) and set(mm.ENGINE_SOURCES) == {"fast.py", "engine.py"}
+    root = Path(mm.__file__).resolve().parent.parent
+    every = {f for pkg in ("compiler", "machine") for f in (root / pkg).rglob("*.py")}
+    assert set(read) == every and (root / "machine" / "hardware" / "alu.py") in read
+    assert not any("engines" in f.parts for f in read)
 
 
 def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):

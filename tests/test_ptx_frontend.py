@@ -201,3 +201,17 @@ def test_nvcc_error_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
     with pytest.raises(CudaCompileError, match="error"):
         compile_cuda("__global__ void broken(int *x) { x[0] = ; }\n")
+
+
+def test_docs_ir_lists_the_supported_instructions_from_the_decoders():
+    """docs/ir.md's table is `isa.supported_table()`; every opcode the decoders take is in a group of
+    it, and every opcode a group names has a decoder."""
+    from pathlib import Path
+
+    from qwengpu.ptx import isa
+    listed = {op for _, ops, _ in isa.SUPPORTED for op in ops}
+    assert set(isa.DECODERS) <= listed, sorted(set(isa.DECODERS) - listed)
+    assert listed <= set(isa.DECODERS), sorted(listed - set(isa.DECODERS))
+    page = (Path(__file__).resolve().parent.parent / "docs" / "ir.md").read_text()
+    table = isa.supported_table()
+    assert table in page, "docs/ir.md's table differs from qwengpu.ptx.isa.SUPPORTED; write it as:\n" + table

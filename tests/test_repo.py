@@ -59,9 +59,6 @@ OUTPUT_EXT = (".json", ".safetensors", ".txt", ".png", ".pt", ".html")
 ABSENT = {
     "qwengpu/suite/goldens/NAME.json": "hardware goldens: none recorded yet (docs/suite.md)",
     "tests/artifacts/inspector.png": "written by tests/test_browser.py (git-ignored)",
-    # qwengpu/compiler/fast.py's docstring (the engine's tests are in tests/test_machine_model.py);
-    # fast.py is being rewritten for issue 12: fix it there
-    "tests/test_fast_engine.py": "named by compiler/fast.py's docstring, fixed with issue 12",
 }
 #: dotted names in the docs that are not Python: a margin kind, a checkpoint tensor, the machine's
 #: memories (GDN memories of the circuits, named like `rom.s0`)

@@ -179,7 +179,7 @@ def test_stock_prefill_path(spliced, prefix):
     """The whole sequence (text prefix, prompt, generated tokens) in one chunked-prefill forward
     (text and GPU tokens in the same GDN chunks): every generated token is the model's top
     prediction, with the compiled logit gap."""
-    from qwengpu.runtime.engines import _check_prefill
+    from qwengpu.runtime.run import _check_prefill
     base, out, rep, m = spliced
     sim = run(*_dot()[1:], engine="sim", config=m.config)
     exact, gap = _check_prefill(m.model, m, sim.extra["prompt"], sim.extra["generated"], "cpu",

@@ -199,20 +199,10 @@ def _finish(plan_fn, freqs, hd, context):
 # nodes
 
 
-def _form_value(prog: Program, form: Lin, env: dict) -> float:
-    vals = {}
-    for (name, i) in form.terms:
-        if name.startswith("@"):
-            continue
-        v = prog.vars[name]
-        vals[(name, i)] = v.encode(evaluate_view(v, env))[i]
-    return form.evaluate(vals)
-
-
 def _bit(prog: Program, form: Lin | None, env: dict, what: str) -> int:
     if form is None:
         return 1
-    x = _form_value(prog, form, env)
+    x = prog.form_value(form, env)
     b = int(round(x))
     if b not in (0, 1) or abs(x - b) > 1e-6:
         raise CompileError(f"{what} must be a 0/1 form; it is {x}")

@@ -431,17 +431,6 @@ class Compiled:
     state_dict: dict
     report: dict
 
-    def fast(self, probes: dict | None = None, lattices: dict | None = None):
-        """The compact engine (`qwengpu.compiler.engine.SparseEngine`) on these weights; `probes`
-        and `lattices` as `SparseEngine` takes them (the margins its runs measure)."""
-        from .engine import SparseEngine
-        return SparseEngine(self.fast_reference(), probes, lattices)
-
-    def fast_reference(self):
-        """The reference compact engine (`qwengpu.compiler.fast.FastModel`) on these weights."""
-        from .fast import FastModel
-        return FastModel.from_state_dict(self.config, self.state_dict)
-
     def model(self, dtype=None):
         import torch
         if any(not isinstance(v, torch.Tensor) for v in self.state_dict.values()):
@@ -508,7 +497,7 @@ class _SparseSink(dict):
     def __setitem__(self, key, value):
         import torch
 
-        from .fast import SparseMatrix
+        from .sparse import SparseMatrix
         t = torch.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32)))
         super().__setitem__(key, SparseMatrix(t) if t.dim() == 2 else t)
 
@@ -516,7 +505,8 @@ class _SparseSink(dict):
 def compile_program(prog: Program, target: Target | None = None, dense: bool = True) -> Compiled:
     """Compile `prog` for `target`, pass by pass: schedule and layout, the model's geometry, the
     weights, the report and the static margins. With dense=False the weights are kept as sparse
-    tensors: enough for the compact engine (`Compiled.fast()`), not for `Compiled.model()`."""
+    tensors (`sparse.SparseMatrix`): enough for the compact engine (`qwengpu.engines.compact_engine`),
+    not for `Compiled.model()`."""
     target = target or Target.compact()
     if target.tied_head:
         _add_tied_head(prog)

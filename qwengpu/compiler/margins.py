@@ -376,7 +376,7 @@ def gate_lattices(compiled) -> dict:
 class FormNoise:
     """The largest distance of measured gate pre-activations from their lattices over a run (in
     lattice spacings; the design's premise: <= TAU), and the node where it was. Feed it each
-    layer's gate pre-activations [T, intermediate] (`FastModel.forward(gate_hook=...)`, or a hook
+    layer's gate pre-activations [T, intermediate] (`ReferenceEngine.forward(gate_hook=...)`, or a hook
     on a stock model's `mlp.gate_proj`)."""
 
     def __init__(self, lattices: dict):

@@ -165,14 +165,14 @@ class GDNMemory(Node):
             if w.field_enable is not None:
                 old = mem.get(slot, 0)
                 for f, fe in zip(self.granules, w.field_enable):
-                    if round(_eval_form(fe, env, self.prog)) == 1:
+                    if round(self.prog.form_value(fe, env)) == 1:
                         m = ((1 << f.width) - 1) << f.lo
                         old = (old & ~m) | (val & m)
                 mem[slot] = old
-            elif round(_eval_form(w.enable, env, self.prog)) == 1:
+            elif round(self.prog.form_value(w.enable, env)) == 1:
                 mem[slot] = val
         for r in self.reads:
-            if r.enable is not None and round(_eval_form(r.enable, env, self.prog)) != 1:
+            if r.enable is not None and round(self.prog.form_value(r.enable, env)) != 1:
                 env[r.out.name] = 0
                 continue
             env[r.out.name] = mem.get(evaluate_view(r.addr, env), 0)
@@ -211,16 +211,6 @@ class Previous(Node):
 def previous(prog: Program, var: Var, back: int = 1, name: str | None = None) -> Var:
     node = Previous(prog, var, back, name or prog.fresh(f"prev{back}({var.name})"))
     return node.outputs[0]
-
-
-def _eval_form(form: Lin, env: dict, prog: Program) -> float:
-    vals = {}
-    for (name, i) in form.terms:
-        if name.startswith("@"):
-            continue
-        v = prog.vars[name]
-        vals[(name, i)] = v.encode(evaluate_view(v, env))[i]
-    return form.evaluate(vals)
 
 
 def key_form(addr, i: int) -> Lin:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .core import CompileError, EmbedNode, Lin, MLPNode, Neuron, Node, OutputRule, Token, Var, View
+from .core import CompileError, EmbedNode, Lin, MLPNode, Neuron, Node, OutputRule, Token, Var, View, evaluate_view
 
 
 class Program:
@@ -215,6 +215,17 @@ class Program:
                          lambda x: ((int(x) << k) if k >= 0 else (int(x) >> -k)) & m, [v])
 
     # -- queries ---------------------------------------------------------------------------------------
+
+    def form_value(self, form: Lin, env: dict) -> float:
+        """The value of a linear form in an environment of variable values (`evaluate`'s): each
+        feature it reads is its variable's encoded value; the anchor's terms are its constant."""
+        vals = {}
+        for (name, i) in form.terms:
+            if name.startswith("@"):
+                continue
+            v = self.vars[name]
+            vals[(name, i)] = v.encode(evaluate_view(v, env))[i]
+        return form.evaluate(vals)
 
     @property
     def residual_vars(self) -> list[Var]:

@@ -53,25 +53,26 @@ def cache_kwarg(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, device="cpu") -> ModelRun:
-    """Run the model on a token sequence (chunked prefill, or one token at a time through the
-    cache) and capture the residual stream after every sublayer."""
+def text_model(model):
+    """The Qwen3_5TextModel inside a causal LM (or inside a multimodal model's `language_model`)."""
+    m = model.model
+    return getattr(m, "language_model", m)
+
+
+def run_layers(model, ids: list[int], mode: str = "prefill", layers: int | None = None, start: int = 0,
+               device="cpu") -> ModelRun:
+    """Run token ids through a stock Qwen3.5 model (chunked prefill, or one token at a time through
+    the cache) and capture the residual stream after every sublayer of its first `layers` decoder
+    layers (all by default), from position `start` on: the one harness of hooks the compiler's
+    checks and a spliced checkpoint's (`qwengpu.splice.spliced`) read the residual with."""
     import torch
     from transformers import DynamicCache
-    model = model or compiled.model()
-    ids = torch.tensor([[compiled.token_id(t) for t in tokens]], device=device)
-    layers = model.model.layers
-    nsub = 2 * len(layers)
+    ids = torch.tensor([list(ids)], device=device)
+    tm = text_model(model)
+    layers = len(tm.layers) if layers is None else layers
     captured: dict = {}
-
-    def grab(k):
-        def f(*args):
-            x = args[1][0] if len(args) == 2 else args[2]
-            captured.setdefault(k, []).append(x.detach())
-        return f
-
-    hooks = [model.model.norm.register_forward_pre_hook(lambda m, a: captured.setdefault("final", []).append(a[0].detach()))]
-    for L, layer in enumerate(layers):
+    hooks = [tm.norm.register_forward_pre_hook(lambda m, a: captured.setdefault("final", []).append(a[0].detach()))]
+    for L, layer in enumerate(tm.layers[:layers]):
         hooks.append(layer.post_attention_layernorm.register_forward_pre_hook(
             lambda m, a, L=L: captured.setdefault(2 * L, []).append(a[0].detach())))
         hooks.append(layer.register_forward_hook(
@@ -98,8 +99,13 @@ def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, de
     finally:
         for h in hooks:
             h.remove()
-    subs = [cat[k].float().cpu().numpy() for k in range(nsub)]
-    return ModelRun(cat["final"].float().cpu().numpy(), logits.float().cpu().numpy(), subs, cache)
+    subs = [cat[k][start:].float().cpu().numpy() for k in range(2 * layers)]
+    return ModelRun(cat["final"][start:].float().cpu().numpy(), logits[start:].float().cpu().numpy(), subs, cache)
+
+
+def run_model(compiled, tokens: list[str], mode: str = "prefill", model=None, device="cpu") -> ModelRun:
+    """Run the compiled model on a token sequence (`run_layers`: every sublayer captured)."""
+    return run_layers(model or compiled.model(), [compiled.token_id(t) for t in tokens], mode, device=device)
 
 
 @dataclass

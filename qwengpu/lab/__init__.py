@@ -11,9 +11,9 @@ The widgets (`qwengpu_widgets.Inspector`) and the static HTML export draw these 
 from qwengpu.machine.tokens import parse_token
 
 from .machine_view import BundleView, MachineReg, MachineSnapshot, MachineView
-from .record import (DEFAULT_SELECTIONS, Field, GDNState, LayerInfo, MachineState, MemoryMap, Mismatch, ModelRecord,
-                     ModelTrace, RegCheck, Selection, decode_state, memory_map_of, recurrent_state, selection_of)
-from .recorder import MemoryInfo, decode_fields, record_launch, slot_label
+from .record import (DEFAULT_SELECTIONS, GDNState, LayerInfo, MachineState, Mismatch, ModelRecord, ModelTrace, RegCheck,
+                     Selection, decode_state, memory_role, recurrent_state, selection_of, slot_label)
+from .recorder import record_launch
 from .trace import trace_launch
 from .values import fmt, fmt_all
 from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, MemoryView, Operand, RegRow, Snapshot,
@@ -21,7 +21,6 @@ from .view import (EngineUnavailable, Instruction, LaunchView, MemoryRegion, Mem
 
 __all__ = ["trace_launch", "record_launch", "interp_view", "DEFAULT_SELECTIONS", "LaunchView", "Snapshot", "RegRow", "Operand", "Instruction",
            "MemoryRegion", "MemoryView", "MachineView", "MachineSnapshot", "MachineReg", "BundleView",
-           "EngineUnavailable", "ModelTrace", "ModelRecord", "MachineState", "GDNState", "MemoryMap", "Field",
-           "LayerInfo", "Mismatch", "RegCheck", "Selection", "MemoryInfo", "decode_state",
-           "decode_fields", "memory_map_of", "recurrent_state", "selection_of", "slot_label", "parse_token",
+           "EngineUnavailable", "ModelTrace", "ModelRecord", "MachineState", "GDNState",
+           "LayerInfo", "Mismatch", "RegCheck", "Selection", "decode_state", "memory_role", "recurrent_state", "selection_of", "slot_label", "parse_token",
            "fmt", "fmt_all"]

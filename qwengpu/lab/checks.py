@@ -1,76 +1,15 @@
-"""The lab's cross-checks of a launch recorded from the model (`MachineView.check`):
-
-* against the simulator, every token: `ReferenceRun` drives the token-level simulator with its
-  own tokens and takes, after every consumed token, the state the model must hold
-  (`Simulator.held_state`); `compare_states` lists where a decoded state differs;
-* against the interpreter, where comparable: the PTX names of the carried virtual registers
-  (`ptx_aliases`), the interpreter's per-lane register histories (`register_histories`) and the PTX
-  instructions the lowering turned into loops (`micro_loop_pcs`, whose carried values can be
-  intermediate).
+"""The lab's cross-checks of a launch recorded from the model (`MachineView.check`) against the
+interpreter, where comparable (against the simulator, every token, it uses the runtime's
+per-pass check, `qwengpu.runtime.statecheck`): the PTX names of the carried virtual registers
+(`ptx_aliases`), the interpreter's per-lane register histories (`register_histories`) and the PTX
+instructions the lowering turned into loops (`micro_loop_pcs`, whose carried values can be
+intermediate).
 """
 from __future__ import annotations
 
 from qwengpu.assembler.lower import lower
 from qwengpu.machine.config import LANES
-from qwengpu.machine.simulator import Simulator
 from qwengpu.machine.uops import VReg
-
-from .record import MachineState, Mismatch
-
-
-class ReferenceRun:
-    """The simulator driven with its own tokens, kept between calls: `upto(limit)` extends its
-    passes only as far as asked (a recording still running asks again with more passes)."""
-
-    def __init__(self, image, module, spec, max_tokens: int):
-        self.sim = Simulator(image, module, spec, max_tokens=max_tokens)
-        self.tokens: list = []
-        self.states: list = []
-        self.errors: list = []
-        self._next = ("GO",)
-
-    def upto(self, limit: int) -> tuple[list, list, list]:
-        """(the tokens it emits, the state the model must hold after each consumed token, replay
-        errors: the held state differing from the simulator's own at the end of a pass, a bug of
-        the simulator's token semantics) for its first `limit` passes (fewer where it stops)."""
-        sim = self.sim
-        while len(self.tokens) < limit and self._next is not None:
-            tok = self._next
-            out = sim.step(tok)
-            held = sim.held_state()
-            self.states.append(held)
-            self.tokens.append(out)
-            if tok[0] in ("EXEC", "CARRY", "MEMW") and out[0] not in ("CARRY", "MEMW", "FAULT"):
-                for key, vals in sim.regs.items():         # the pass is complete: same as the simulator
-                    if list(held.regs.get(key, [0] * LANES)) != list(vals):
-                        self.errors.append(f"replayed register {key} differs from the simulator's")
-                if held.memory != bytes(sim.memory):
-                    self.errors.append("replayed memory differs from the simulator's")
-            self._next = None if out[0] in ("HALT", "FAULT") else out
-        n = min(limit, len(self.tokens))
-        return self.tokens[:n], self.states[:n], list(self.errors)
-
-
-def compare_states(position: int, index: int, got: MachineState, want: MachineState, lanes_used: int) -> list:
-    """Differences between the state decoded from the model and the reference state."""
-    out = []
-    for what in ("pc", "mask", "warp", "block", "epoch"):
-        a, b = getattr(want, what), getattr(got, what)
-        if a != b:
-            out.append(Mismatch(index, position, what, a, b))
-    for i in range(lanes_used):
-        if got.lanes[i] != want.lanes[i]:
-            out.append(Mismatch(index, position, f"lane {i % LANES} of warp {i // LANES}", want.lanes[i], got.lanes[i]))
-    for key in sorted(set(got.regs) | set(want.regs)):
-        a = list(want.regs.get(key, [0] * LANES))
-        b = list(got.regs.get(key, [0] * LANES))
-        if a != b:
-            lane = next(i for i in range(LANES) if a[i] != b[i])
-            out.append(Mismatch(index, position, f"register r{key[1]} of warp {key[0]}, lane {lane}", a[lane], b[lane]))
-    if got.memory != want.memory:
-        i = next(k for k in range(len(want.memory)) if want.memory[k] != got.memory[k])
-        out.append(Mismatch(index, position, f"memory byte {i} (line {i // 16})", want.memory[i], got.memory[i]))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qwengpu.compiler.placement import MemoryPlacement
 from qwengpu.machine.config import LANES
-from qwengpu.machine.tokens import parse_token, token_text
+from qwengpu.machine.tokens import parse_token, token_kind, token_text
+from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
-from .checks import ReferenceRun, compare_states, micro_loop_pcs, ptx_aliases, register_histories
+from .checks import micro_loop_pcs, ptx_aliases, register_histories
 from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
@@ -140,7 +142,7 @@ class _ChecksMixin:
             # the pass that emits <fault>: the circuits still write the served lanes' next pc and
             # state, the simulator stops at the fault; the launch ends there, so its lane table is
             # not compared (everything else is)
-            faulting = rec.text.startswith("<fault")
+            faulting = token_kind(rec.text) == "FAULT"
             mism += compare_states(i, rec.index, rec.machine, ref_states[i], 0 if faulting else used)
             compared = i + 1
             want = token_text(ref_tokens[i])
@@ -239,9 +241,9 @@ class _ChecksMixin:
             # records t, t+1, ... emit the pass's carries and stores; record c emits the control
             # token: its state has consumed all of them
             c = t
-            while c < n and recs[c].text.startswith(("<carry", "<memw")):
+            while c < n and token_kind(recs[c].text) in ("CARRY", "MEMW"):
                 c += 1
-            if c >= n or recs[c].text.startswith("<fault"):
+            if c >= n or token_kind(recs[c].text) == "FAULT":
                 continue
             ms = recs[c].machine
             b = self.image.bundles[tok[1]]
@@ -383,20 +385,21 @@ class MachineView(_ChecksMixin):
     def gdn_state(self, position: int, memory: str) -> GDNState:
         """The raw recurrent state holding `memory` after pass `position`, as one block [fields,
         slots, value dim]: field f's row of slot s is the row of the value head (port 0's copy) and
-        layer of the piece holding it (`MemoryInfo.pieces`; a memory in banks or spread over layers
-        is put together), rebuilt from the state after the prompt and the rows every pass wrote,
-        with the map that decodes it."""
-        info = self.trace.memories[memory]
+        layer of the piece holding it (`MemoryPlacement.pieces`; a memory in banks or spread over
+        layers is put together), rebuilt from the state after the prompt and the rows every pass
+        wrote, with the placement that decodes it (field f in head f)."""
+        pl = self.trace.memories[memory]
+        spans = {span: f for f, span in enumerate(pl.spans)}
         key = ("raw", memory)
         cached = self._gdn_cache.get(key)
         if cached is None:
             base = self.trace.base_raw
-            block = np.zeros((len(info.fields), info.slots, base[info.layer].shape[-1]), np.float32)
-            for L, h, f, s0, n in info.pieces:
-                block[f, s0:s0 + n] = base[L][h, :n]
+            block = np.zeros((len(spans), pl.slots, base[pl.layer].shape[-1]), np.float32)
+            for L, h, lo, w, s0, n in pl.all_pieces():
+                block[spans[(lo, w)], s0:s0 + n] = base[L][h, :n]
             cached = [0, block]
         t0, block = cached
-        layers = set(info.layers)
+        layers = set(pl.layers)
 
         def apply(t, new: bool):
             for L, hh, rr, old, nw in self.trace.updates[t]:
@@ -404,9 +407,9 @@ class MachineView(_ChecksMixin):
                     continue
                 vals = nw if new else old
                 for k, h in enumerate(hh):
-                    pc = info.piece_at.get((L, int(h)))
-                    if pc is not None and rr[k] < pc[4]:
-                        block[pc[2], pc[3] + rr[k]] = vals[k]
+                    pc = pl.piece_at(L, int(h))
+                    if pc is not None and rr[k] < pc[5]:
+                        block[spans[(pc[2], pc[3])], pc[4] + rr[k]] = vals[k]
         while t0 < position:
             t0 += 1
             apply(t0, True)
@@ -415,7 +418,8 @@ class MachineView(_ChecksMixin):
             t0 -= 1
         cached[0] = t0
         self._gdn_cache[key] = cached
-        return GDNState(info.layer, block.copy(), [info.memory_map()])
+        shown = MemoryPlacement(memory, pl.layer, [(f, lo, w) for (lo, w), f in spans.items()], pl.slots)
+        return GDNState(pl.layer, block.copy(), [shown])
 
     def bundle(self, pc: int) -> BundleView:
         got = self._bundles.get(pc)
@@ -464,7 +468,7 @@ class MachineView(_ChecksMixin):
         memory = self._memory_views(ms, prev, rec)
         sim_bad = [m for m in self.trace.mismatches if m.position == t and m.against == "simulator"]
         compared = t < self._compared
-        finished = t == n - 1 and rec.text in ("<halt>",) or rec.text.startswith("<fault")
+        finished = (t == n - 1 and token_kind(rec.text) == "HALT") or token_kind(rec.text) == "FAULT"
         return MachineSnapshot(
             position=t, positions=n, index=rec.index, input=self.trace.tokens[rec.index - 1], token=rec.text,
             pc=ms.pc, mask=ms.mask, warp=w, block=ms.block, epoch=ms.epoch, in_pass=in_pass,

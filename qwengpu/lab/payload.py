@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from qwengpu.machine.config import LANES
-from qwengpu.machine.format import WARP_BITS, ctl_pc, lane_entry
+from qwengpu.machine.format import ctl_fields
 from qwengpu.ptx.ir import demangled_name
+from qwengpu.runtime.readback import lane_table_of
 
-from .record import DEFAULT_SELECTIONS
+from .record import DEFAULT_SELECTIONS, memory_role, slot_label
 from .values import fmt_all, type_width
 from .view import LaunchView, Snapshot
 
@@ -205,8 +205,9 @@ def _memory_meta(view, m) -> dict:
     for p in range(s.read_slot.shape[1]):
         used |= set(s.read_slot[s.read[:, p] >= USED, p].tolist())
     used = sorted(int(x) for x in used if 0 <= x < m.slots)
-    return {"name": m.name, "layer": m.layer, "where": m.where, "slots": m.slots, "width": m.width, "ports": len(m.ports),
-            "role": m.role, "used": used, "labels": [m.label(x) for x in used]}
+    return {"name": m.name, "layer": m.layer, "where": m.where, "slots": m.slots, "width": m.width,
+            "ports": len(m.port_keys()), "role": memory_role(m.name), "used": used,
+            "labels": [slot_label(m.name, x) for x in used]}
 
 
 def _word_text(memory: str, word: int, width: int) -> str:
@@ -219,11 +220,10 @@ def _word_text(memory: str, word: int, width: int) -> str:
         valid = word >> 128
         return f"{data.hex(' ')} · valid {valid:016b}"[::1]
     if memory == "ctl":
-        return (f"pc {ctl_pc(word)} · mask {(word >> 8) & 0xF:04b} · warp {(word >> 16) & 7} · block {(word >> 24) & 0xFF}"
-                f" · epoch {(word >> 48) & 0xF}")
+        c = ctl_fields(word)
+        return f"pc {c['pc']} · mask {c['mask']:04b} · warp {c['warp']} · block {c['block']} · epoch {c['epoch']}"
     if memory == "lanes":
-        entries = [lane_entry(word, i, width) for i in range(LANES << WARP_BITS)]
-        return " ".join(f"{pc}:{st}" for pc, st in entries)
+        return " ".join(f"{pc}:{st}" for pc, st in lane_table_of(word, width))
     return f"0x{word:0{(width + 3) // 4}x}"
 
 
@@ -276,8 +276,8 @@ def selection_payload(view, position: int, memories=None) -> dict:
         w = np.stack([s.write_slot[rows], np.round(s.write[rows].astype(np.float64) * 255)], -1).astype(np.int64).tolist()
         r = np.stack([s.read_slot[rows], np.round(s.read[rows].astype(np.float64) * 255)], -1).astype(np.int64).tolist()
         info = tr.memories[name]
-        mems.append({"name": name, "layer": info.layer, "where": info.where, "slots": info.slots, "ports": len(info.ports),
-                     "role": info.role, "w": w, "r": r})
+        mems.append({"name": name, "layer": info.layer, "where": info.where, "slots": info.slots,
+                     "ports": len(info.port_keys()), "role": memory_role(name), "w": w, "r": r})
     return {"start": start, "cur": cur - start, "tokens": tr.tokens[start:cur + 1], "mems": mems}
 
 
@@ -301,7 +301,7 @@ def gdn_payload(view, position: int, memory: str) -> dict:
     slots = [{"slot": d.slot, "label": d.label, "value": _word_text(memory, d.value, info.width),
               "margin": round(float(d.margin), 3), "changed": d.slot in changed}
              for d in dec if d.value is not None]
-    return {"memory": memory, "layer": info.layer, "where": info.where, "role": info.role, "heads": info.heads,
+    return {"memory": memory, "layer": info.layer, "where": info.where, "role": memory_role(memory), "heads": info.heads,
             "banks": info.banks,
             "rows": int(st.shape[1]), "fields": int(st.shape[0]), "cols": int(st.shape[0] * st.shape[2]),
             "scale": float(np.abs(st).max()) if st.size else 0.0, "slots": slots,

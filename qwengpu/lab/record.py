@@ -22,13 +22,12 @@ states are read.
         margins={"mem": 16.0, ...},            # the code margin of every memory (of 16)
     )
 
-A `MemoryMap` says how to read a word memory out of a GDN layer's state [value heads, key dim,
-value dim] (the layout `qwengpu.compiler.memory.GDNMemory` writes): slot s is key row s; field f
-of the word sits in value head `fields[f].head`, columns `column + 2j` (the "1" rail) and
-`column + 2j + 1` (the "0" rail) for bit `lo + j`. `decode_state` reads every slot's word with the
-compiler's reader (`qwengpu.compiler.placement.read_rails`, as the circuits read: a bit is 1 when its
-1-rail exceeds half the rail level; the margin is the distance from that level; a slot whose rails
-are all below a quarter of the level was never written).
+A memory's place in the model is its `qwengpu.compiler.placement.MemoryPlacement` (the one layout:
+slot s is key row s of its bank; field f of the word sits in a value head, columns 2j (the "1"
+rail) and 2j + 1 (the "0" rail) for its bit j). `decode_state` reads every slot's word with the
+compiler's decoder (`decode_words`, as the circuits read: a bit is 1 when its 1-rail exceeds half
+the rail level; the margin is the distance from that level; a slot whose rails are all below a
+quarter of the level was never written), labelled for the lab (`slot_label`, `memory_role`).
 
 The lab never invents these records: with engine="interp" there is no `ModelTrace`.
 """
@@ -38,32 +37,66 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qwengpu.compiler.memory import VALUE_L
-from qwengpu.compiler.placement import read_rails
+from qwengpu.compiler.placement import MemoryPlacement, decode_words
+from qwengpu.machine.format import WARP_BITS
+from qwengpu.machine.layout import LINE, REGIONS
 from qwengpu.machine.simulator import LANE_BARRIER, LANE_EPOCH, LANE_RUN, MachineState  # noqa: F401 (the record's state)
+from qwengpu.runtime.statecheck import Mismatch  # noqa: F401 (a record's check)
 
 
-@dataclass
-class Field:
-    """Bits lo .. lo+width-1 of a word, in value head `head`, dual-rail from value column `column`."""
-    head: int
-    lo: int
-    width: int
-    column: int = 0
+# -- the memories as the lab labels them
+
+ROLES = {
+    "ctl": "control word: pc, mask, warp, block, epoch",
+    "ltab": "launch table: lanes' thread ids per warp",
+    "btab": "block table: ctaid per block",
+    "conf": "launch configuration",
+    "rom.tail": "ROM: terminator, carries, ports (slot = bundle pc)",
+    "pa": "pending addresses of the last memory op",
+    "mem": "machine memory: 256 lines of 16 bytes (slot = line)",
+    "mbuf": "store buffer",
+    "reg.term": "register file copy read by the terminator",
+    "lanes": "lane table: next pc and state of every lane",
+    "cbuf": "carry buffer: the values a bundle's carries write",
+    "reg.emit": "register file copy read by the emitter (slot = warp + 8 x register)",
+}
 
 
-@dataclass
-class MemoryMap:
-    """A word memory held by one GDN layer's state (see the module docstring)."""
-    name: str
-    slots: list                    # a label per key row (slot index = key row)
-    fields: list                   # [Field]
-    width: int                     # word width in bits
-    level: float = VALUE_L         # the rail level of a written bit (after SiLU)
-    key_rows: list | None = None   # key row of each slot when not 0..len(slots)-1
+def memory_role(name: str) -> str:
+    """What memory `name` holds, as the lab labels it."""
+    if name in ROLES:
+        return ROLES[name]
+    if name.startswith("rom.s"):
+        return f"ROM segment of unit {name[5:]} (slot = bundle pc)"
+    if name.startswith("reg."):
+        return f"register file copy read by unit {name[4:]} (slot = warp + 8 x register)"
+    return ""
 
-    def rows(self) -> list[int]:
-        return list(self.key_rows) if self.key_rows is not None else list(range(len(self.slots)))
+
+# ---------------------------------------------------------------------------------------------
+# where the machine's memories live in the model
+
+
+def slot_label(name: str, slot: int) -> str:
+    if name.startswith("rom."):
+        return f"pc {slot}"
+    if name.startswith("reg."):
+        return f"w{slot & ((1 << WARP_BITS) - 1)} r{slot >> WARP_BITS}"
+    if name == "mem":
+        for space, (first, lines, _, base) in REGIONS.items():
+            if first <= slot < first + lines:
+                off = (slot - first) * LINE
+                if space == "global":
+                    return f"0x{base + off:x}"
+                if space == "local":
+                    return f"local t{off // 32} +{off % 32}"
+                return f"{space} 0x{off:x}"
+    if name == "ltab":
+        return f"warp {slot}"
+    if name == "btab":
+        return f"block {slot}"
+    return str(slot)
+
 
 
 @dataclass
@@ -79,50 +112,31 @@ class SlotValue:
 class GDNState:
     layer: int
     state: np.ndarray              # [value_heads, key_dim, value_dim] (or the heads of one memory)
-    maps: list = field(default_factory=list)
+    placements: list = field(default_factory=list)     # [MemoryPlacement] of the memories it shows
 
     def decode(self) -> dict:
-        """{map name: [SlotValue]}"""
-        return {m.name: decode_state(self.state, m) for m in self.maps}
+        """{memory name: [SlotValue]}"""
+        return {pl.name: decode_state(self.state, pl) for pl in self.placements}
 
 
-def decode_state(state: np.ndarray, mmap: MemoryMap) -> list[SlotValue]:
-    """Every slot of `mmap` decoded from one layer's recurrent state [heads, dk, dv]
-    (`qwengpu.compiler.placement.read_rails`, vectorised over slots)."""
-    st = np.asarray(state, dtype=np.float64)
-    rows = np.asarray(mmap.rows(), dtype=np.int64)
-    n = len(rows)
-    width = max((f.lo + f.width for f in mmap.fields), default=0)
-    bits = np.zeros((n, width), dtype=np.int64)
-    margin = np.full(n, np.inf)
-    written = np.zeros(n, dtype=bool)
-    for f in mmap.fields:
-        b, m, w = read_rails(st[f.head][rows][:, f.column:f.column + 2 * f.width], mmap.level)
-        bits[:, f.lo:f.lo + f.width] = b
-        margin = np.minimum(margin, m)
-        written |= w
-    weights = [1 << j for j in range(width)]
+def decode_state(state: np.ndarray, placement: MemoryPlacement, labels: list | None = None) -> list[SlotValue]:
+    """Every slot of a memory decoded from one layer's recurrent state [heads, dk, dv] (the
+    compiler's decoder, `qwengpu.compiler.placement.decode_words`), as `SlotValue`s labelled by
+    `labels` (default: the lab's slot labels of the machine's memories, `slot_label`)."""
+    vals, written, margin = decode_words(state, placement, per_slot=True)
+    spans = placement.spans
+    width = max((lo + w for lo, w in spans), default=0)
     out = []
-    for s in range(n):
-        label = mmap.slots[s] if s < len(mmap.slots) else str(s)
+    for s in range(placement.slots):
+        label = labels[s] if labels is not None and s < len(labels) else slot_label(placement.name, s)
         if not written[s]:
             out.append(SlotValue(s, label, None, float("inf"), []))
             continue
-        bl = bits[s].tolist()
-        out.append(SlotValue(s, label, sum(w for w, b in zip(weights, bl) if b), float(margin[s]), bl))
+        value = 0
+        for f, (lo, _) in enumerate(spans):
+            value |= int(vals[f, s]) << lo
+        out.append(SlotValue(s, label, value, float(margin[s]), [value >> j & 1 for j in range(width)]))
     return out
-
-
-def memory_map_of(gdn_memory, port: int = 0, key_heads_before: int = 0, value_heads_per_key: int | None = None,
-                  labels: list | None = None) -> MemoryMap:
-    """The `MemoryMap` of a compiler `GDNMemory` (`qwengpu.compiler.memory`), read through key head
-    `key_heads_before + port` of its layer (every port holds an identical copy). Value heads are
-    grouped per key head (`value_heads_per_key`, default: the memory's field count)."""
-    group = value_heads_per_key or len(gdn_memory.fields)
-    h = key_heads_before + port
-    fields = [Field(h * group + fi, f.lo, f.width, 0) for fi, f in enumerate(gdn_memory.fields)]
-    slots = labels or [str(i) for i in range(gdn_memory.slots)]
-    return MemoryMap(gdn_memory.name, slots, fields, gdn_memory.width)
 
 
 def recurrent_state(cache, layer: int, batch: int = 0) -> np.ndarray:
@@ -157,20 +171,6 @@ class LayerInfo:
     kind: str                      # "full_attention" | "linear_attention"
     role: str = ""                 # what it does for the machine (the memories it holds, "inert", ...)
     part: str = "gpu"              # "gpu", or "base": a spliced checkpoint's own layer (after the GPU's)
-
-
-@dataclass
-class Mismatch:
-    token: int                     # sequence index of the token whose pass disagrees
-    position: int
-    what: str                      # "pc", "mask", "register r3 of warp 0, lane 2", "memory byte 32", "token"
-    expected: object
-    got: object
-    against: str = "simulator"     # or "interpreter"
-
-    def __str__(self) -> str:
-        return (f"position {self.position} (token {self.token}): {self.what} decodes to {self.got!r}, "
-                f"the {self.against} has {self.expected!r}")
 
 
 @dataclass
@@ -221,7 +221,8 @@ class Selection:
 
 class ModelTrace:
     """All tokens of one launch on the model (see the module docstring). The recorder also sets:
-    `engine`, `memories` ({name: qwengpu.lab.recorder.MemoryInfo}), `prompt_len`, `taps` (the key
+    `engine`, `memories` ({name: qwengpu.compiler.placement.MemoryPlacement}), `group` (value heads per
+    key head), `prompt_len`, `taps` (the key
     heads' selections per consumed token), `base_raw`/`updates` (the raw GDN states), `raw_exact`,
     `seconds` (the run, recording included) and, once checked, `consistency`."""
 
@@ -253,25 +254,27 @@ DEFAULT_SELECTIONS = ("ctl", "rom.s0", "reg.0", "mem", "reg.emit", "lanes")
 
 def selection_of(trace, name: str) -> Selection:
     """The slot selections of memory `name` for every consumed token (`Selection`). A memory in
-    banks (`MemoryInfo.pieces`) writes and reads through the key head of the bank its address lies
-    in (the others' strengths are closed by the bank match): each token's slot is taken from the
+    banks (`MemoryPlacement.pieces`) writes and reads through the key head of the bank its address
+    lies in (the others' strengths are closed by the bank match): each token's slot is taken from the
     strongest of them."""
-    info = trace.memories[name]
+    pl = trace.memories[name]
+    group = trace.group
+    pieces = pl.all_pieces()
     li = {L: i for i, L in enumerate(trace.gdn_layers)}
     # the write strength: key weight x beta of the memory's own value heads (port 0's copy; the
     # other value heads of its key heads have no weights: beta 0.5 on zero values writes nothing)
-    w_str = np.stack([trace.taps[:, li[L], h // info.group, 3] * trace.betas[:, li[L], h]
-                      for L, h, _, _, _ in info.pieces], axis=1)                      # [rows, pieces]
-    w_slot = np.stack([trace.taps[:, li[L], h // info.group, 2] + s0 for L, h, _, s0, _ in info.pieces], axis=1)
+    w_str = np.stack([trace.taps[:, li[L], h // group, 3] * trace.betas[:, li[L], h]
+                      for L, h, _, _, _, _ in pieces], axis=1)                      # [rows, pieces]
+    w_slot = np.stack([trace.taps[:, li[L], h // group, 2] + s0 for L, h, _, _, s0, _ in pieces], axis=1)
     write, write_slot = _strongest(w_str, w_slot)
     read, read_slot = [], []
-    for keys in info.ports:
+    for keys in pl.port_keys():
         r_str = np.stack([trace.taps[:, li[L], kh, 1] * trace.taps[:, li[L], kh, 5] for L, kh, _ in keys], axis=1)
         r_slot = np.stack([trace.taps[:, li[L], kh, 0] + s0 for L, kh, s0 in keys], axis=1)
         strength, slot = _strongest(r_str, r_slot)
         read.append(strength)
         read_slot.append(slot)
-    return Selection(name, info.layer, info.slots, write_slot.astype(np.int64), np.clip(write, 0, 1),
+    return Selection(name, pl.layer, pl.slots, write_slot.astype(np.int64), np.clip(write, 0, 1),
                      np.stack(read_slot, axis=1).astype(np.int64), np.clip(np.stack(read, axis=1), 0, 1))
 
 

@@ -48,231 +48,37 @@ projections; the simulator and the interpreter are only compared against.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
-from qwengpu.compiler.placement import read_rails
+from qwengpu.compiler.placement import MemoryPlacement, decode_words, words_of
 from qwengpu.interp.memory import ExecutionFault
 from qwengpu.launch import LaunchSpec
-from qwengpu.machine.config import COMPACT, LANES
-from qwengpu.machine.format import WARP_BITS, ctl_pc, lane_entry
-from qwengpu.machine.layout import LINE, REGIONS
+from qwengpu.machine.config import COMPACT
+from qwengpu.machine.tokens import token_kind
 from qwengpu.runtime.checkpoint import load_machine
-from qwengpu.runtime.engines import DEFAULT_MAX_TOKENS
+from qwengpu.runtime.run import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
+from qwengpu.runtime.readback import state_of_words
+from qwengpu.runtime.statecheck import ReferenceRun
 
-from .checks import ReferenceRun
 from .machine_view import MachineView
 from .text import prefix_tokens
-from .record import Field, LayerInfo, MachineState, MemoryMap, ModelRecord, ModelTrace
+from .record import LayerInfo, ModelRecord, ModelTrace
 from .view import interp_view
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
-M32 = 0xFFFFFFFF
 
-ROLES = {
-    "ctl": "control word: pc, mask, warp, block, epoch",
-    "ltab": "launch table: lanes' thread ids per warp",
-    "btab": "block table: ctaid per block",
-    "conf": "launch configuration",
-    "rom.tail": "ROM: terminator, carries, ports (slot = bundle pc)",
-    "pa": "pending addresses of the last memory op",
-    "mem": "machine memory: 256 lines of 16 bytes (slot = line)",
-    "mbuf": "store buffer",
-    "reg.term": "register file copy read by the terminator",
-    "lanes": "lane table: next pc and state of every lane",
-    "cbuf": "carry buffer: the values a bundle's carries write",
-    "reg.emit": "register file copy read by the emitter (slot = warp + 8 x register)",
-}
-
-
-def _role(name: str) -> str:
-    if name in ROLES:
-        return ROLES[name]
-    if name.startswith("rom.s"):
-        return f"ROM segment of unit {name[5:]} (slot = bundle pc)"
-    if name.startswith("reg."):
-        return f"register file copy read by unit {name[4:]} (slot = warp + 8 x register)"
-    return ""
-
-
-# ---------------------------------------------------------------------------------------------
-# where the machine's memories live in the model
-
-
-@dataclass
-class MemoryInfo:
-    """A machine memory in the model. Its words (port 0's copy) are held in `pieces`: (GDN layer,
-    value head, field, first slot, slots) each, one field's bits for one bank of slots. On the
-    machine's own geometry that is one piece per field, every slot, all in one layer; in a base
-    model's fixed geometry (`qwengpu.compiler.placement.key_banks`) a memory larger than the key
-    head dimension is split in banks of slots, and a large one over several layers. `ports`: per
-    read port, its key heads (layer, key head, first slot), one per chunk of fields and bank; every
-    port's copy holds the same words."""
-    name: str
-    slots: int
-    fields: list                   # [(first bit, width)]: the word's fields, in bit order
-    pieces: list                   # [(layer, value head, field, first slot, slots)]
-    group: int                     # value heads per key head
-    ports: list                    # per port: [(layer, key head, first slot)]
-    role: str = ""
-    layers: list = field(init=False)   # the GDN layers holding its pieces, in order
-    width: int = field(init=False)     # bits of a word
-
-    def __post_init__(self):
-        self.piece_at = {(pc[0], pc[1]): pc for pc in self.pieces}       # (layer, value head) -> piece
-        self.layers = sorted({pc[0] for pc in self.pieces})
-        self.width = sum(w for _, w in self.fields)
-        blocks: dict = {}
-        for L, h, f, s0, n in self.pieces:                             # pieces read in one numpy index
-            blocks.setdefault((L, self.fields[f][1], s0, n), []).append((h, f))
-        self.blocks = blocks
-
-    @property
-    def layer(self) -> int:
-        """The layer holding slot 0's first field (the first of `layers` for a spread memory)."""
-        return self.pieces[0][0]
-
-    @property
-    def where(self) -> str:
-        """Its layers as the lab labels them: "L18", "L15-17", "L1-2, L5-7"."""
-        runs: list = []
-        for L in self.layers:
-            if runs and runs[-1][1] == L - 1:
-                runs[-1][1] = L
-            else:
-                runs.append([L, L])
-        return ", ".join(f"L{a}" if a == b else f"L{a}-{b}" for a, b in runs)
-
-    @property
-    def heads(self) -> list[int]:
-        """The value heads of port 0's copy (in the order of `pieces`)."""
-        return [pc[1] for pc in self.pieces]
-
-    def slots_of_rows(self, layer: int, heads, rows) -> set:
-        """The memory's slots that rows `rows` of value heads `heads` of `layer` hold."""
-        out = set()
-        for h, r in zip(heads, rows):
-            pc = self.piece_at.get((layer, int(h)))
-            if pc is not None and r < pc[4]:
-                out.add(pc[3] + int(r))
-        return out
-
-    @property
-    def banks(self) -> int:
-        """Banks of key heads its slots are held in (1: every slot in one key head)."""
-        return len({pc[3] for pc in self.pieces})
-
-    def rail(self, slot: int, bit: int) -> tuple[int, int, int, int]:
-        """Where bit `bit` of slot `slot`'s word is held (port 0's copy): (layer, value head, key
-        row, column of its 1-rail; its 0-rail is the next column)."""
-        for L, h, f, s0, n in self.pieces:
-            lo, w = self.fields[f]
-            if s0 <= slot < s0 + n and lo <= bit < lo + w:
-                return L, h, slot - s0, 2 * (bit - lo)
-        raise ValueError(f"{self.name} has no bit {bit} of slot {slot} ({self.slots} slots of {self.width} bits)")
-
-    def label(self, slot: int) -> str:
-        return slot_label(self.name, slot)
-
-    def memory_map(self):
-        """The `qwengpu.lab.MemoryMap` of this memory's block (`MachineView.gdn_state`: one row
-        of value-head columns per field, every slot)."""
-        got = self.__dict__.get("_map")
-        if got is None:
-            got = self.__dict__["_map"] = self._new_map()
-        return got
-
-    def _new_map(self):
-        return MemoryMap(self.name, [self.label(s) for s in range(self.slots)],
-                         [Field(f, lo, w, 0) for f, (lo, w) in enumerate(self.fields)], self.width)
-
-
-def slot_label(name: str, slot: int) -> str:
-    if name.startswith("rom."):
-        return f"pc {slot}"
-    if name.startswith("reg."):
-        return f"w{slot & ((1 << WARP_BITS) - 1)} r{slot >> WARP_BITS}"
-    if name == "mem":
-        for space, (first, lines, _, base) in REGIONS.items():
-            if first <= slot < first + lines:
-                off = (slot - first) * LINE
-                if space == "global":
-                    return f"0x{base + off:x}"
-                if space == "local":
-                    return f"local t{off // 32} +{off % 32}"
-                return f"{space} 0x{off:x}"
-    if name == "ltab":
-        return f"warp {slot}"
-    if name == "btab":
-        return f"block {slot}"
-    return str(slot)
-
-
-def memory_infos(machine, group: int) -> dict:
-    """{name: MemoryInfo} of every memory of a built machine, from its placements
-    (`qwengpu.compiler.placement.MemoryPlacement`: pieces and key heads)."""
-    out = {}
-    for name, pl in machine.placements.items():
-        if pl.keys is None:
-            raise ValueError(f"the placement of {name} does not name its key heads (metadata of an older "
-                             "qwengpu): build the machine or splice the checkpoint again")
-        raw = pl.all_pieces()
-        fields = sorted({(lo, w) for _, _, lo, w, _, _ in raw})
-        index = {f: i for i, f in enumerate(fields)}
-        pieces = [(L, h, index[(lo, w)], s0, n) for L, h, lo, w, s0, n in raw]
-        ports = 1 + max(p for _, _, p, _ in pl.keys)
-        keys = [[(L, kh, s0) for L, kh, p, s0 in pl.keys if p == port] for port in range(ports)]
-        out[name] = MemoryInfo(name, pl.slots, fields, pieces, group, keys, _role(name))
-    return out
-
-
-def decode_fields(state, info: MemoryInfo, slots=None, per_slot: bool = False):
-    """Every field of every slot of a memory, read from the recurrent states [hv, dk, dv] that hold
-    it with the compiler's reader (`qwengpu.compiler.placement.read_rails`, as `decode_memory`
-    does), vectorised over the pieces of one layer, width and bank: (values [fields, slots] int64,
-    written [slots] bool, margin). `state`: the state of the memory's layer, or {layer: state} (a
-    memory spread over layers). `slots`: only these slots (the columns, in this order);
-    `per_slot`: the margin of each slot [slots] instead of the smallest."""
-    states = state if isinstance(state, dict) else None
-    if states is None and len(info.layers) > 1:
-        raise ValueError(f"{info.name} spans layers {info.layers}: pass {{layer: state}}")
-    want = np.arange(info.slots) if slots is None else np.asarray(slots, dtype=np.int64)
-    ns = len(want)
-    vals = np.zeros((len(info.fields), ns), dtype=np.int64)
-    written = np.zeros(ns, dtype=bool)
-    margin = np.full(ns, np.inf)
-    for (L, w, s0, n), hf in info.blocks.items():
-        cols = np.nonzero((want >= s0) & (want < s0 + n))[0]
-        if not len(cols):
-            continue
-        st = np.asarray(states[L] if states is not None else state)
-        heads = [h for h, _ in hf]
-        if slots is None:                                            # every slot: the bank's rows
-            rows = st[heads, :n, :2 * w]
-        else:
-            rows = st[np.ix_(heads, want[cols] - s0)][..., :2 * w]
-        bits, m, wr = read_rails(rows)                               # [k, cols, w], [k, cols] x2
-        vals[np.ix_([f for _, f in hf], cols)] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
-        written[cols] |= wr.any(axis=0)
-        margin[cols] = np.minimum(margin[cols], m.min(axis=0))
-    return vals, written, (margin if per_slot else float(margin.min(initial=np.inf)))
-
-
-def words_of(vals, written, info: MemoryInfo) -> dict:
-    """{slot: word} of the written slots (decode_fields' output as integers)."""
-    out = {}
-    for s in np.nonzero(written)[0]:
-        w = 0
-        for f, (lo, _) in enumerate(info.fields):
-            w |= int(vals[f, s]) << lo
-        out[int(s)] = w
-    return out
+def memory_placements(machine) -> dict:
+    """{name: MemoryPlacement} of every memory of a built machine (`qwengpu.compiler.placement`: its
+    pieces and key heads), refused when its metadata predates the key heads."""
+    for pl in machine.placements.values():
+        pl.port_keys()                      # raises for metadata of an older qwengpu
+    return dict(machine.placements)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,14 +329,14 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     prefix_ids, prefix_texts = prefix_tokens(machine, prefix)
 
     geo = _ModelGeometry(machine, engine)
-    infos = memory_infos(machine, geo.group)
+    placements = memory_placements(machine)
     taps = _Taps(geo.gdn_layers, geo.hk, geo.dk, geo.group)
-    tap = _CompactTap(geo.fast, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
+    tap = _CompactTap(geo.engine, taps) if engine == "compact" else _StockTap(geo.model, taps, geo.attending)
     activity = _ActivityTap(geo.model) if engine == "model" else None
-    rec = _PassRecorder(machine, geo, infos, taps, len(prefix_ids) + len(prompt), on_token)
+    rec = _PassRecorder(machine, geo, placements, taps, len(prefix_ids) + len(prompt), on_token)
     t_start = time.perf_counter()
     if live is not None:
-        live._start(dict(engine=engine, tokens=prefix_texts + prompt, rec=rec, geo=geo, infos=infos, taps=taps,
+        live._start(dict(engine=engine, tokens=prefix_texts + prompt, rec=rec, geo=geo, placements=placements, taps=taps,
                          activity=activity, t_start=t_start, module=module, spec=spec, fn=fn, image=image,
                          ref_view=ref_view, machine=machine, names=names, max_tokens=max_tokens))
     fault = None
@@ -543,14 +349,14 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
             result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
                                  progress=progress, max_steps=max_tokens, prefix_ids=prefix_ids or None)
         except ExecutionFault as e:
-            if not rec.records or not rec.records[-1].text.startswith("<fault"):
+            if not rec.records or token_kind(rec.records[-1].text) != "FAULT":
                 raise
             fault = e
     finally:
         tap.remove()
         if activity is not None:
             activity.remove()
-    trace = _trace(engine, prefix_texts + prompt, rec, geo, infos, taps, time.perf_counter() - t_start, activity)
+    trace = _trace(engine, prefix_texts + prompt, rec, geo, placements, taps, time.perf_counter() - t_start, activity)
     trace.prefix_len = len(prefix_ids)
     trace.context = rec.last_state if engine == "model" else None
     view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
@@ -564,22 +370,22 @@ class _ModelGeometry:
     zero)."""
 
     def __init__(self, machine, engine: str):
-        self.fast = self.model = None
+        self.engine = self.model = None
         # a spliced checkpoint: the GPU's layers first, then the base's (`qwengpu.splice`)
         self.gpu_count = int(getattr(machine, "gpu_layers", 0) or 0) or None
         if engine == "compact":
-            fast = machine.fast()
-            fast = self.fast = getattr(fast, "engine", fast)      # a spliced checkpoint's: its GPU layers' engine
-            self.kinds = list(fast.kinds)
-            self.gdn_layers = list(fast.gdn_layers)
-            self.hk, self.hv, self.dk = fast.hk, fast.hv, fast.dk
+            engine = machine.compact_engine()
+            engine = self.engine = getattr(engine, "engine", engine)   # a spliced checkpoint's: its GPU layers' engine
+            self.kinds = list(engine.kinds)
+            self.gdn_layers = list(engine.gdn_layers)
+            self.hk, self.hv, self.dk = engine.hk, engine.hv, engine.dk
             self.attending: list = []
             if self.gpu_count is not None:
                 cfg = _checkpoint_text_config(machine)
                 self.kinds = list(cfg["layer_types"])             # the base's layers too (not run here)
                 self.attn_heads = int(cfg.get("num_attention_heads", 1) or 1)
             else:
-                cfg = getattr(machine.fast_reference(), "config", None)
+                cfg = getattr(machine.reference_engine(), "config", None)
                 self.attn_heads = int(getattr(cfg, "num_attention_heads", 1) or 1)
         else:
             model = self.model = machine.model
@@ -645,8 +451,8 @@ class _PassRecorder:
     raw state rows the pass moved."""
     decoded = ("ctl", "lanes", "reg.emit", "mem")
 
-    def __init__(self, machine, geo: _ModelGeometry, infos: dict, taps, prompt_len: int, user_hook):
-        self.machine, self.geo, self.infos, self.taps = machine, geo, infos, taps
+    def __init__(self, machine, geo: _ModelGeometry, placements: dict, taps, prompt_len: int, user_hook):
+        self.machine, self.geo, self.placements, self.taps = machine, geo, placements, taps
         self.prompt_len, self.user_hook = prompt_len, user_hook
         self.records: list = []
         self.last_state = None
@@ -658,7 +464,7 @@ class _PassRecorder:
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
         self.held_by: dict = {}            # GDN layer -> the memories with pieces in it
-        for name, info in infos.items():
+        for name, info in placements.items():
             for L in info.layers:
                 self.held_by.setdefault(L, []).append(name)
 
@@ -683,22 +489,22 @@ class _PassRecorder:
         touched: dict = {}                             # memory -> the slots of the rows this pass moved
         for L, hh, rr, _, _ in moved or ():
             for name in self.held_by.get(L, ()):
-                touched.setdefault(name, set()).update(self.infos[name].slots_of_rows(L, hh, rr))
-        for name, info in self.infos.items():
+                touched.setdefault(name, set()).update(self.placements[name].slots_of_rows(L, hh, rr))
+        for name, info in self.placements.items():
             self._decode(name, info, raws, None if moved is None else touched.get(name, ()))
             margins[name] = float(self.slot_margin[name].min(initial=np.inf))
             if name in self.decoded:
-                words[name] = self.words[name]
+                words[name] = words_of(*self.words[name], info)
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
-                                        position=i, machine=_machine_state(words, self.infos), margins=margins))
+                                        position=i, machine=state_of_words(words, self.placements), margins=margins))
 
-    def _decode(self, name: str, info: MemoryInfo, raws: dict, slots):
+    def _decode(self, name: str, info: MemoryPlacement, raws: dict, slots):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
         all slots at the first pass (or after a user's hook: `slots` None), then only `slots`, those
         of the rows the pass moved (`_moved_rows`: every other row is as the previous pass left it,
         to ROW_EPS)."""
         if slots is None or name not in self.slot_margin:
-            vals, written, margin = decode_fields(raws, info, per_slot=True)
+            vals, written, margin = decode_words(raws, info, per_slot=True)
             self.slot_margin[name] = margin
             if name in self.decoded:
                 self.words[name] = (vals, written)
@@ -706,7 +512,7 @@ class _PassRecorder:
         if not slots:
             return
         slots = sorted(slots)
-        vals, written, margin = decode_fields(raws, info, slots=slots, per_slot=True)
+        vals, written, margin = decode_words(raws, info, slots=slots, per_slot=True)
         self.slot_margin[name][slots] = margin
         if name in self.decoded:
             old_vals, old_written = self.words[name]
@@ -764,7 +570,7 @@ class LiveRecording:
         n = self.passes
         if p is None or n == 0:
             return None
-        trace = _trace(p["engine"], p["tokens"], p["rec"], p["geo"], p["infos"], p["taps"],
+        trace = _trace(p["engine"], p["tokens"], p["rec"], p["geo"], p["placements"], p["taps"],
                        time.perf_counter() - p["t_start"], p["activity"], upto=n)
         view = MachineView(p["module"], p["spec"], p["fn"], p["image"], trace, p["ref_view"], None, None, p["machine"],
                            p["names"])
@@ -772,7 +578,7 @@ class LiveRecording:
         return view
 
 
-def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, infos: dict, taps,
+def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, placements: dict, taps,
            seconds: float, activity=None, upto: int | None = None) -> ModelTrace:
     """The `ModelTrace` of a recorded launch; the raw states rebuilt from the kept rows are compared
     with the model's final states (`raw_exact`). `upto`: the first `upto` passes of a recording
@@ -789,7 +595,7 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
     launch_rows = slice(rec.prompt_len - 1, None)          # the rows of the launch's consumed tokens
     layers = []
     for L, kind in enumerate(geo.kinds):
-        held = [n for n, info in infos.items() if L in info.layers]
+        held = [n for n, info in placements.items() if L in info.layers]
         if geo.is_base(L):
             if act is None:
                 role = "base layer: not run by the compact engine (it adds exactly 0 to a GPU token, docs/splice.md)"
@@ -807,7 +613,8 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
     trace = ModelTrace(prompt + [r.text for r in records], records, layers)
     trace.activity = act
     trace.engine = engine
-    trace.memories = infos
+    trace.memories = placements
+    trace.group = geo.group
     trace.gdn_layers = geo.gdn_layers
     trace.taps = taps.table()[:rows]
     trace.betas = taps.beta_table()[:rows]
@@ -822,20 +629,3 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, i
     trace.raw_exact = None if raw_error is None else raw_error <= ROW_EPS
     trace.seconds = seconds
     return trace
-
-
-def _machine_state(words: dict, infos: dict) -> MachineState:
-    vals, written = words["ctl"]
-    ctl = words_of(vals, written, infos["ctl"]).get(0, 0)
-    table = words_of(*words["lanes"], infos["lanes"]).get(0, 0)
-    lanes = [lane_entry(table, i, infos["lanes"].width) for i in range(LANES << WARP_BITS)]
-    rv, rw = words["reg.emit"]
-    regs = {}
-    for slot, w in words_of(rv, rw, infos["reg.emit"]).items():
-        regs[(slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS)] = [(w >> (32 * l)) & M32 for l in range(LANES)]
-    mv, mw = words["mem"]
-    data = np.zeros((mv.shape[1], LINE), np.uint8)            # [lines, 16 data bytes]
-    for line, w in words_of(mv, mw, infos["mem"]).items():
-        data[line] = np.frombuffer((w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little"), np.uint8)
-    return MachineState(pc=ctl_pc(ctl), mask=(ctl >> 8) & 0xF, warp=(ctl >> 16) & 0x7, block=(ctl >> 24) & 0xFF,
-                        epoch=(ctl >> 48) & 0xF, lanes=lanes, regs=regs, memory=data.reshape(-1).tobytes())

@@ -119,7 +119,7 @@ def prepare_machine(progress: bool = True):
     from qwengpu.machine.config import COMPACT
     from qwengpu.runtime.checkpoint import load_machine
     m = load_machine(COMPACT, progress=progress)
-    m.fast_reference()              # the compact engine's weights file, written next to the machine
+    m.reference_engine()              # the compact engine's weights file, written next to the machine
     return m
 
 

@@ -35,9 +35,31 @@ def lane_entry(table: int, i: int, width: int) -> tuple[int, int]:
     return e & ((1 << (F - 3)) - 1), e >> (F - 3)
 
 
+# -- the control word (`ctl` memory): its fields by name -------------------------------------------
+# The circuits (`hardware/control_state.py`) lay the word out a byte per token kind that writes it;
+# every reader of the word (the runtime's machine state, the lab) takes its fields from here.
+
+#: field -> (first bit, width) of each part of the control word. The pc's bits 8.. sit above the mask
+#: (`pc_hi`), the prompt cursor's address bits 8.. above its space (`addr_hi`).
+CTL_FIELDS = {"pc_lo": (0, 8), "mask": (8, LANES), "pc_hi": (12, MAX_PC_BITS - 8), "warp": (16, WARP_BITS),
+              "block": (24, BLOCK_BITS), "space": (32, 4), "addr_hi": (36, 4), "addr": (40, 8),
+              "epoch": (48, EPOCH_BITS)}
+
+
+def ctl_field(word: int, name: str) -> int:
+    """Field `name` of `CTL_FIELDS` from a control word."""
+    lo, width = CTL_FIELDS[name]
+    return (word >> lo) & ((1 << width) - 1)
+
+
 def ctl_pc(word: int) -> int:
-    """The pc in the control word (`ctl` memory): bits 0..7, then bits 12..15 (above the mask)."""
-    return (word & 0xFF) | ((word >> 12) & 0xF) << 8
+    """The pc in the control word: bits 0..7, then bits 12..15 (above the mask)."""
+    return ctl_field(word, "pc_lo") | ctl_field(word, "pc_hi") << 8
+
+
+def ctl_fields(word: int) -> dict:
+    """The architectural fields of a control word: pc, mask, warp, block, epoch."""
+    return {"pc": ctl_pc(word), **{n: ctl_field(word, n) for n in ("mask", "warp", "block", "epoch")}}
 
 SPECIALS = ["tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "laneid", "warpid",
             "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_gt", "lanemask_ge"]

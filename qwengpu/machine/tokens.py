@@ -64,6 +64,11 @@ def parse_token(text: str) -> tuple:
     return (kind,)
 
 
+def token_kind(text: str) -> str:
+    """The kind of a machine token's word, as `parse_token` names it ("EXEC", "CARRY", "FAULT", ...)."""
+    return text.strip("<>").split(maxsplit=1)[0].upper()
+
+
 def ends_launch(text: str) -> bool:
     """Does this generated word end the launch (`<halt>` or a fault)?"""
     return text == "<halt>" or text.startswith("<fault")

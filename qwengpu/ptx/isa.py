@@ -453,46 +453,33 @@ def _d_bar(instr):
     return info
 
 
-def _d_shfl(instr):
+def _warp_op(instr, modes: set, allowed: set, nops: int, pre_volta: bool = True, mode: str | None = None):
+    """A warp-wide op (`shfl`, `vote`, `match`): its mode (`mode` when the caller knows it), .sync
+    (the pre-Volta forms without it are refused), one type of `allowed`, `nops` operands."""
     types, rest = _split(instr)
-    info = OpInfo("shfl")
-    info.mode = _take(rest, {"up", "down", "bfly", "idx"})
+    info = OpInfo(instr.op)
+    info.mode = _take(rest, modes) if mode is None else mode
     if info.mode is None:
-        _fail(instr, "shfl mode")
+        _fail(instr, f"{instr.op} mode")
     if "sync" not in instr.mods:
-        _fail(instr, "shfl without .sync (pre-Volta form)")
-    info.type = _one_type(instr, types, {"b32"})
+        _fail(instr, f"{instr.op} without .sync" + (" (pre-Volta form)" if pre_volta else ""))
+    info.type = _one_type(instr, types, allowed)
     _no_rest(instr, rest)
-    _nops(instr, 5)
+    _nops(instr, nops)
     return info
+
+
+def _d_shfl(instr):
+    return _warp_op(instr, {"up", "down", "bfly", "idx"}, {"b32"}, 5)
 
 
 def _d_vote(instr):
-    types, rest = _split(instr)
-    info = OpInfo("vote")
-    info.mode = _take(rest, {"any", "all", "uni", "ballot"}) if "uni" not in instr.mods else "uni"
-    if info.mode is None:
-        _fail(instr, "vote mode")
-    if "sync" not in instr.mods:
-        _fail(instr, "vote without .sync (pre-Volta form)")
-    info.type = _one_type(instr, types, {"pred", "b32"})
-    _no_rest(instr, rest)
-    _nops(instr, 3)
-    return info
+    return _warp_op(instr, {"any", "all", "uni", "ballot"}, {"pred", "b32"}, 3,
+                    mode="uni" if "uni" in instr.mods else None)
 
 
 def _d_match(instr):
-    types, rest = _split(instr)
-    info = OpInfo("match")
-    info.mode = _take(rest, {"any", "all"})
-    if info.mode is None:
-        _fail(instr, "match mode")
-    if "sync" not in instr.mods:
-        _fail(instr, "match without .sync")
-    info.type = _one_type(instr, types, {"b32", "b64"})
-    _no_rest(instr, rest)
-    _nops(instr, 3)
-    return info
+    return _warp_op(instr, {"any", "all"}, {"b32", "b64"}, 3, pre_volta=False)
 
 
 def _d_simple(instr):
@@ -653,3 +640,53 @@ def validate_module(module: Module, approx: bool = True) -> Module:
     if errors:
         raise ModuleUnsupported(errors)
     return module
+
+
+# -- the supported subset, as docs/ir.md lists it ------------------------------------------------------
+
+#: the supported instructions by group: (group, its opcodes, the forms they take). Every opcode of
+#: `DECODERS` is in a group and every group's opcodes decode, and docs/ir.md's table is
+#: `supported_table()` (`tests/test_ptx_frontend.py` checks all three and prints the table when the
+#: page differs).
+SUPPORTED = (
+    ("integer", ("add", "sub", "addc", "subc", "mul", "mad", "madc", "mul24", "mad24", "div", "rem", "abs", "neg",
+                 "min", "max", "sad", "dp4a", "dp2a"),
+     "add/sub (.cc, .sat.s32), addc/subc, mul/mad (.lo/.hi/.wide, .cc), madc, mul24/mad24, div, rem, abs, neg, "
+     "min, max, sad, dp4a, dp2a"),
+    ("bits", ("and", "or", "xor", "not", "cnot", "shl", "shr", "shf", "popc", "clz", "brev", "bfind", "bfe", "bfi",
+              "prmt", "lop3"),
+     "and, or, xor, not, cnot, shl, shr, shf (.l/.r .wrap/.clamp), popc, clz, brev, bfind (.shiftamt), bfe, bfi, "
+     "prmt (all modes), lop3"),
+    ("compare/select", ("setp", "set", "selp", "slct"),
+     "setp (all comparisons, .and/.or/.xor, `p|q`), set, selp, slct"),
+    ("float (f32, f64)", ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "min", "max", "abs", "neg",
+                          "copysign", "testp"),
+     "add, sub, mul, fma, mad.f32, div.rn/rz/rm/rp, rcp.rn..., sqrt.rn..., min, max (.NaN), abs, neg, copysign, "
+     "testp; .ftz, .sat"),
+    ("half (f16, f16x2; the machine through f32: `softfloat.f16`)", tuple(sorted(HALF_OPS)) + ("setp",),
+     "add, sub, mul (.rn), fma.rn, neg, abs, min, max (.NaN), setp.f16; .ftz, .sat. An f16x2 operation computes "
+     "each half on its own (`qwengpu.interp.floats` at width 16, correctly rounded)"),
+    ("approximate (f32; `.ftz`)", tuple(sorted(APPROX_OPS)) + ("rcp", "sqrt", "div"),
+     "ex2, lg2, sin, cos, tanh, rsqrt `.approx`; rcp/sqrt/div `.approx`, `div.full`; `rcp.approx.ftz.f64`, "
+     "`rsqrt.approx.f64`: qwenGPU's definitions, within the ISA's stated error, not bit-identical to NVIDIA "
+     "hardware (`docs/floats.md`, \"Approximate instructions\"); `approx=\"refuse\"` rejects them"),
+    ("conversion", ("cvt", "cvta", "mov"),
+     "cvt (all integer and float pairs incl. f16, rounding modes, .sat, .ftz), cvta (to/from global, shared, "
+     "local, const), mov (incl. vector pack/unpack, symbols, special registers)"),
+    ("memory", ("ld", "ldu", "st", "atom", "red"),
+     "ld/ldu/st (global, shared, local, const, param, generic; .v2/.v4; cache and ordering qualifiers ignored), "
+     "atom/red (add, min, max, inc, dec, and, or, xor, exch, cas; 32/64-bit; f32/f64 add)"),
+    ("control", ("bra", "brx", "call", "ret", "exit", "trap", "brkpt"),
+     "bra (.uni), brx.idx, call.uni (direct), ret, exit, trap, brkpt; `call vprintf` (printf: rewritten into "
+     "plain PTX by `qwengpu.ptx.printf.expand_printf`, below)"),
+    ("warp / block", ("shfl", "vote", "match", "activemask", "bar", "barrier", "membar", "fence", "nanosleep"),
+     "shfl.sync (up/down/bfly/idx), vote.sync (any/all/uni/ballot), match.sync (any/all), activemask, "
+     "bar.sync/barrier.sync, bar.red (popc/and/or), bar.warp.sync, membar/fence, nanosleep"),
+)
+
+
+def supported_table() -> str:
+    """docs/ir.md's table of the supported instructions, from `SUPPORTED`."""
+    rows = ["| group | instructions |", "|---|---|"]
+    rows += [f"| {group} | {forms} |" for group, _, forms in SUPPORTED]
+    return "\n".join(rows) + "\n"

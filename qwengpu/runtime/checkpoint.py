@@ -3,7 +3,7 @@
     machine = load_machine()                 # the built-in COMPACT machine (built once, then cached)
     machine.model                            # a transformers Qwen3_5ForCausalLM
     machine.token_id("<go>"), machine.text(id)
-    machine.memory_state(cache)              # the machine memory, decoded from a GDN state
+    machine.reader.memory(cache)             # the machine memory, decoded from the GDN states
 
 A build writes `save_pretrained` files plus `qwengpu_machine.json` (the vocabulary, where the
 machine's memories live in the model, for decoding, and the size and sha256 of every file the build
@@ -26,46 +26,53 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwengpu.compiler.margins import gate_lattices
-from qwengpu.machine.config import COMPACT, LANES, MachineConfig, config_named
-from qwengpu.machine.format import WARP_BITS
-from qwengpu.machine.layout import LINE, LINES
+from qwengpu.engines import reference_engine
+from qwengpu.machine.config import COMPACT, MachineConfig, config_named
+from qwengpu.machine.tokens import ends_launch
 
 from .tokenizer import machine_tokenizer, save_tokenizer
 
 MACHINE_FILE = "qwengpu_machine.json"
-FAST_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
+ENGINE_FILE = "compact_engine-{}.pt"      # tagged by the engine's source
 #: what a saved machine's metadata holds (part of the cache key: 2 added the residual probes, 3 the
 #: gate lattices)
 META_VERSION = 3
 
 
-#: the compiler's files that only run a built machine (the compact engines), which its cache key
-#: leaves out: a change to them must not rebuild the machine
-ENGINE_SOURCES = ("fast.py", "engine.py")
-#: the sources a built machine depends on (beside the compiler's, the compact engines excepted): the
-#: circuits and what they are built from
-MACHINE_SOURCES = ("hardware", "config.py", "format.py", "image.py", "layout.py", "tokens.py", "uops.py")
+#: the packages a built machine is made from: its cache key hashes every source of them (the
+#: circuits, their specification and the compiler), so a change there is never served from a stale
+#: cache. The engines that run a built machine (`qwengpu.engines`) are apart: a change to them does
+#: not rebuild it (their weights file is tagged by its own sources, `engine_file`).
+BUILD_PACKAGES = ("compiler", "machine")
+
+
+def build_sources() -> list[Path]:
+    """Every source file of `BUILD_PACKAGES`, in a fixed order."""
+    qwengpu_dir = Path(__file__).resolve().parent.parent
+    return [f for pkg in BUILD_PACKAGES for f in sorted((qwengpu_dir / pkg).rglob("*.py"))]
 
 
 def source_hash(config: MachineConfig, target_kw: dict) -> str:
-    """The cache key of a build: the geometry, the compiler options and the sources of the
-    circuits and the compiler."""
-    qwengpu_dir = Path(__file__).resolve().parent.parent
+    """The cache key of a build: the geometry, the compiler options and the sources it is built
+    from (`build_sources`)."""
     h = hashlib.sha256(repr((config, sorted(target_kw.items()), META_VERSION)).encode())
-    files = sorted(f for f in (qwengpu_dir / "compiler").glob("*.py") if f.name not in ENGINE_SOURCES)
-    for name in MACHINE_SOURCES:
-        p = qwengpu_dir / "machine" / name
-        files += sorted(p.rglob("*.py")) if p.is_dir() else [p if p.suffix else p.with_suffix(".py")]
-    for f in files:
+    for f in build_sources():
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
-def fast_file() -> str:
-    """The compact engine's cache file, tagged by the source that reads it: a pickled FastModel
-    (the sparse weights; the compact engine is packed from them when loaded)."""
-    import qwengpu.compiler.fast as fast_module
-    return FAST_FILE.format(hashlib.sha256(Path(fast_module.__file__).read_bytes()).hexdigest()[:8])
+def engine_file() -> str:
+    """The compact engine's cache file: the pickled reference engine (the sparse weights; the
+    compact engine is packed from them when loaded), tagged by the sources of the classes it
+    pickles, so that another version of them never unpickles a stale file."""
+    import inspect
+
+    from qwengpu.compiler.sparse import SparseMatrix
+    from qwengpu.engines import reference
+    h = hashlib.sha256()
+    for src in (inspect.getsourcefile(reference), inspect.getsourcefile(SparseMatrix)):
+        h.update(Path(src).read_bytes())
+    return ENGINE_FILE.format(h.hexdigest()[:8])
 
 
 def cache_root() -> Path:
@@ -210,27 +217,27 @@ class Machine:
             self._model.eval()
         return self._model
 
-    def fast(self):
-        """The compact engine (`qwengpu.compiler.engine.SparseEngine`) on this machine's weights,
+    def compact_engine(self):
+        """The compact engine (`qwengpu.engines.compact.CompactEngine`) on this machine's weights,
         measuring the residual code margin and the form noise of every run."""
-        if getattr(self, "_fast", None) is None:
-            from qwengpu.compiler.engine import SparseEngine
-            self._fast = SparseEngine(self.fast_reference(), self.probes, self.lattices)
-        return self._fast
+        if getattr(self, "_compact", None) is None:
+            from qwengpu.engines.compact import CompactEngine
+            self._compact = CompactEngine(self.reference_engine(), self.probes, self.lattices)
+        return self._compact
 
-    def fast_reference(self):
-        """The reference compact engine (`qwengpu.compiler.fast.FastModel`, `--engine compact-ref`):
-        the sparse weights in torch, cached next to the checkpoint."""
+    def reference_engine(self):
+        """The compact engine's reference (`qwengpu.engines.reference.ReferenceEngine`,
+        `--engine compact-ref`): the sparse weights in torch, cached next to the checkpoint."""
         if getattr(self, "_reference", None) is None:
             import torch
 
-            from qwengpu.compiler.fast import FastModel
-            f = self.path / fast_file() if self.path is not None else None
+            from qwengpu.engines.reference import ReferenceEngine
+            f = self.path / engine_file() if self.path is not None else None
             if f is None:
-                self._reference = FastModel(self.model)
+                self._reference = ReferenceEngine(self.model)
                 return self._reference
             try:
-                self._reference = self._load_fast_file(f) if f.exists() else None
+                self._reference = self._load_engine_file(f) if f.exists() else None
             except CorruptBuild as e:
                 if not has_checkpoint(self.path):      # nothing to remake it from
                     raise
@@ -238,14 +245,14 @@ class Machine:
                       file=sys.stderr)
                 self._reference = None
             if self._reference is None:          # made from the stock checkpoint, kept beside it
-                self._reference = FastModel(self.model)
+                self._reference = ReferenceEngine(self.model)
                 write_atomically(f, lambda tmp: torch.save(self._reference, tmp))
                 record = f.with_name(f.name + RECORD_SUFFIX)
                 write_atomically(record, lambda tmp: tmp.write_text(json.dumps(file_record(f))))
         return self._reference
 
-    def _load_fast_file(self, f: Path):
-        """The pickled `FastModel` at `f`, checked against its record (the build's metadata, or the
+    def _load_engine_file(self, f: Path):
+        """The pickled `ReferenceEngine` at `f`, checked against its record (the build's metadata, or the
         record written beside it) first."""
         import torch
         record, hash_limit = self.records.get(f.name), 0    # the build's records: hashed when it was opened
@@ -284,34 +291,14 @@ class Machine:
     def text(self, token_id: int) -> str:
         return self.tokens[token_id]
 
-    # -- decoding the model's state ------------------------------------------------------------------
-
-    def state_of(self, cache, name: str):
-        from qwengpu.compiler.placement import decode_memory
-        pl = self.placements[name]
-        return decode_memory(lambda L: cache.get_recurrent_state(L)[0].detach().float().cpu().numpy(), pl)
-
-    def memory_image(self, cache) -> tuple[bytearray, float]:
-        """The machine memory (LINES x LINE bytes) held in the model's state, and its code margin."""
-        words, margin = self.state_of(cache, "mem")
-        mem = bytearray(LINES * LINE)
-        for line, w in words.items():
-            mem[line * LINE:(line + 1) * LINE] = (w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little")
-        return mem, margin
-
-    def pending_addresses(self, cache) -> list[int]:
-        words, _ = self.state_of(cache, "pa")
-        w = words.get(0, 0)
-        return [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
-
-    def registers(self, cache) -> dict:
-        """{(warp, physical register): [value per lane]} of every written register."""
-        words, _ = self.state_of(cache, "reg.emit")
-        out = {}
-        for slot, w in words.items():
-            warp, reg = slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS
-            out[(warp, reg)] = [(w >> (32 * l)) & 0xFFFFFFFF for l in range(LANES)]
-        return out
+    @property
+    def reader(self):
+        """The machine's state read from the model's GDN states (`qwengpu.runtime.readback.MachineReader`
+        on this machine's placements)."""
+        if getattr(self, "_reader", None) is None:
+            from .readback import MachineReader
+            self._reader = MachineReader(self.placements)
+        return self._reader
 
 
 def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **target_kw) -> Machine:
@@ -333,7 +320,7 @@ def machine_of(config: MachineConfig, compiled) -> Machine:
                 {mem.name: compiled.placement(mem) for mem in prog.memories}, _report(compiled),
                 residual_probes(compiled), gate_lattices(compiled))
     dense = all(isinstance(v, torch.Tensor) and v.layout == torch.strided for v in compiled.state_dict.values())
-    m._reference = compiled.fast_reference() if not dense else None
+    m._reference = reference_engine(compiled) if not dense else None
     if dense:
         m._model = compiled.model()
     m.compiled = compiled
@@ -461,13 +448,13 @@ def _build_locked(config: MachineConfig, path: Path, cached: bool, progress: boo
         if dense:
             model = compiled.model()
             # stock generate() stops where the launch ends: <halt> or a fault
-            ends = [i for i, t in enumerate(hw.p.tokens) if t.text == "<halt>" or t.text.startswith("<fault")]
+            ends = [i for i, t in enumerate(hw.p.tokens) if ends_launch(t.text)]
             model.generation_config.eos_token_id = ends
             model.generation_config.pad_token_id = ends[0]
             model.save_pretrained(tmp)
         bar.update(1)
-        reference = compiled.fast_reference()
-        torch.save(reference, tmp / fast_file())
+        reference = reference_engine(compiled)
+        torch.save(reference, tmp / engine_file())
         save_tokenizer(tmp, [t.text for t in hw.p.tokens])
         _save_meta(tmp, config, compiled, hw, _report(compiled))
         if not cached:
@@ -544,13 +531,13 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
 
     def opened():
         """The machine at p when it is there, complete and intact; None when it must be built."""
-        ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / fast_file()).exists())
+        ready = has_checkpoint(p) if dense else (has_checkpoint(p) or (p / engine_file()).exists())
         if not ((p / MACHINE_FILE).exists() and ready):
             return None
         try:
             m = open_machine(p)
             if not dense and not m.records:     # built before builds recorded hashes: read its weights now
-                m.fast_reference()
+                m.reference_engine()
         except CorruptBuild as e:
             if not cached:
                 raise CorruptBuild(e.file, f"{e.reason}; rebuild it (`qwengpu build --target {config.name} "

@@ -166,7 +166,7 @@ def sample_launch(config: MachineConfig) -> list[str]:
     """The dot-product launch on `config`: its prompt then the tokens the machine generates."""
     from qwengpu.api import load_program
     from qwengpu.assembler import assemble
-    from qwengpu.runtime.engines import run_on_simulator
+    from qwengpu.runtime.run import run_on_simulator
     from qwengpu.runtime.prompt import prompt_tokens
     from qwengpu.suite import get
     k = get(SAMPLE_KERNEL)
@@ -277,16 +277,17 @@ class SplicedCompact:
     """The compact engine on a spliced checkpoint's GPU layers (see the module doc): the same
     interface as the engine (`new_state`, `forward`, `step`), in the spliced model's token ids;
     logits over the whole vocabulary, base tokens at -inf. `reference`: the reference engine
-    (`FastModel`, `--engine compact-ref`) instead of `SparseEngine`."""
+    (`ReferenceEngine`, `--engine compact-ref`) instead of `CompactEngine`."""
 
     def __init__(self, path, meta: dict, cache: bool = True, reference: bool = False):
         import torch
         from safetensors import safe_open
         from transformers import Qwen3_5TextConfig
 
-        from qwengpu.compiler.engine import SparseEngine
-        from qwengpu.compiler.fast import FastModel, SparseMatrix
-        from qwengpu.runtime.checkpoint import fast_file
+        from qwengpu.engines.compact import CompactEngine
+        from qwengpu.compiler.sparse import SparseMatrix
+        from qwengpu.engines.reference import ReferenceEngine
+        from qwengpu.runtime.checkpoint import engine_file
         path = Path(path)
         self.path = path
         self.offset = int(meta["gpu"]["token_offset"])
@@ -297,7 +298,7 @@ class SplicedCompact:
         tc = dict(cfg.get("text_config", cfg)) if cfg.get("model_type") == "qwen3_5" else dict(cfg)
         self.prefix = "model.language_model." if cfg.get("model_type") == "qwen3_5" else "model."
         self.wmap = _safetensors_index(path)
-        f = path / fast_file().replace("compact_engine", "compact_gpu_layers")
+        f = path / engine_file().replace("compact_engine", "compact_gpu_layers")
         if cache and f.exists():
             self.weights = torch.load(f, weights_only=False)
         else:
@@ -323,13 +324,13 @@ class SplicedCompact:
             head = "lm_head.weight" if "lm_head.weight" in self.wmap else P + "embed_tokens.weight"    # tied
             sd["lm_head.weight"] = self._rows(head, self.offset, self.vocab)
             sd["model.norm.weight"] = self._rows(P + "norm.weight", None, None)
-            self.weights = FastModel.from_state_dict(config, sd)
+            self.weights = ReferenceEngine.from_state_dict(config, sd)
             if cache:
                 try:
                     torch.save(self.weights, f)
                 except OSError:
                     pass
-        self.engine = self.weights if reference else SparseEngine(self.weights)
+        self.engine = self.weights if reference else CompactEngine(self.weights)
         self.text_rows: dict = {}          # text token id -> local row (appended after the GPU tokens)
 
     def _rows(self, name: str, lo, hi):
@@ -373,7 +374,7 @@ class SplicedCompact:
         return self.engine.new_batch(size)
 
     def step_batch(self, tokens, batch):
-        """`SparseEngine.step_batch` in the spliced model's ids: logits [B, whole vocabulary]."""
+        """`CompactEngine.step_batch` in the spliced model's ids: logits [B, whole vocabulary]."""
         import torch
         logits = self.engine.step_batch([None if t is None else self._local(t) for t in tokens], batch)
         out = torch.full((len(tokens), self.vocab), float("-inf"))
@@ -387,7 +388,7 @@ class SplicedCompact:
 @dataclass
 class SplicedMachine(Machine):
     """A `Machine` whose model is a spliced checkpoint: GPU token k is id `token_offset + k`;
-    `model` is the whole spliced checkpoint (AutoModelForCausalLM, fp32), `fast()` the compact
+    `model` is the whole spliced checkpoint (AutoModelForCausalLM, fp32), `compact_engine()` the compact
     engine on its GPU layers (`SplicedCompact`)."""
     token_offset: int = 0
     gpu_layers: int = 0
@@ -402,12 +403,12 @@ class SplicedMachine(Machine):
             return self.tokens[k]
         return f"<text {token_id}>"          # a base token where a GPU token was due: a mismatch
 
-    def fast(self):
-        if getattr(self, "_fast", None) is None:
-            self._fast = SplicedCompact(self.path, self.meta)
-        return self._fast
+    def compact_engine(self):
+        if getattr(self, "_compact", None) is None:
+            self._compact = SplicedCompact(self.path, self.meta)
+        return self._compact
 
-    def fast_reference(self):
+    def reference_engine(self):
         if getattr(self, "_reference", None) is None:
             self._reference = SplicedCompact(self.path, self.meta, reference=True)
         return self._reference

@@ -40,7 +40,7 @@ NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
 
 def _nonzero_cols(v, rows=None) -> set:
     """Columns with a non-zero entry (in `rows` only, when given) of a dense tensor or a
-    qwengpu.compiler.fast.SparseMatrix."""
+    qwengpu.compiler.sparse.SparseMatrix."""
     import torch
     if isinstance(v, torch.Tensor):
         t = v if rows is None else v[list(rows)]

@@ -164,6 +164,17 @@ def _pad_rows(t, width: int, scale: float = 1.0):
 # the splice
 
 
+def wide_dtype(rows, dt, tol: float = 0.0):
+    """`dt` when it holds the GPU rows (float64) exactly (or, with `tol`, to within that relative
+    error: the compiler's own fp32 rounding of values meant to be round), else fp32."""
+    torch = _torch()
+    if dt in (torch.float32, torch.float64):
+        return dt
+    cand = rows.to(dt).to(torch.float64)
+    err = ((cand - rows).abs() / rows.abs().clamp_min(1e-300)).max() if rows.numel() else 0.0
+    return dt if float(err) <= tol else torch.float32
+
+
 class _Splicer:
     def __init__(self, ck: BaseCheckpoint, compiled, out: Path, mtp: str, token_texts: list[str]):
         self.ck = ck
@@ -272,7 +283,7 @@ class _Splicer:
         v = self.csd[key]
         if isinstance(v, torch.Tensor):
             return v.detach().to(torch.float32)
-        out = torch.zeros(v.shape, dtype=torch.float32)          # a qwengpu.compiler.fast.SparseMatrix
+        out = torch.zeros(v.shape, dtype=torch.float32)          # a qwengpu.compiler.sparse.SparseMatrix
         out[v.rows, v.cols] = v.vals
         return out
 
@@ -314,16 +325,6 @@ class _Splicer:
                 raise SpliceError(f"a GPU pre-activation could reach {worst:.3g} on text, too close to fp32's range")
         return t
 
-    def _wide_dtype(self, rows, dt, tol: float = 0.0):
-        """`dt` when it holds the GPU rows (float64) exactly (or, with `tol`, to within that
-        relative error: the compiler's own fp32 rounding of values meant to be round), else fp32."""
-        torch = _torch()
-        if dt in (torch.float32, torch.float64):
-            return dt
-        cand = rows.to(dt).to(torch.float64)
-        err = ((cand - rows).abs() / rows.abs().clamp_min(1e-300)).max() if rows.numel() else 0.0
-        return dt if float(err) <= tol else torch.float32
-
     def embed(self, t) -> dict:
         """[V + g, W]: text rows (ALPHA * e, indicator, 0), GPU rows (the compiled embedding; tied:
         plus the GPU's unembedding rows, `tied_gpu_rows`). Built in the storage dtype (no float64
@@ -333,7 +334,7 @@ class _Splicer:
         rows = self.gpu_rows("model.embed_tokens.weight")
         if self.tied:
             rows = rows + self.tied_gpu_rows(t.dtype)
-        dt = self._wide_dtype(rows, t.dtype, tol=2.0 ** -20 if self.tied else 0.0)
+        dt = wide_dtype(rows, t.dtype, tol=2.0 ** -20 if self.tied else 0.0)
         e = torch.zeros((V + self.g, W), dtype=dt)
         e[:V, :H] = t.to(dt) * g.alpha if dt == t.dtype else t.double().mul(g.alpha).to(dt)
         for k, c in enumerate(g.indicator):
@@ -382,7 +383,7 @@ class _Splicer:
         u[switch, g.anchor] = torch.tensor([_round_to(float(x), t.dtype) for x in u[switch, g.anchor]],
                                            dtype=torch.float64)
         u[:, g.ind] = _round_to(g.gpu_logit_weight(), t.dtype)
-        dt = self._wide_dtype(u, t.dtype, tol=2.0 ** -20)      # multiples of the logit scale, up to fp32 noise
+        dt = wide_dtype(u, t.dtype, tol=2.0 ** -20)      # multiples of the logit scale, up to fp32 noise
         m = torch.zeros((V + self.g, W), dtype=dt)
         m[:V, :H] = t.to(dt)
         m[:V, g.anchor] = _round_to(g.base_logit_weight(), dt)

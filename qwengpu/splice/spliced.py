@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qwengpu.compiler.run import run_layers
+
 from .sharing import feature_map
 from .splice import read_meta
 
@@ -29,60 +31,11 @@ def load_spliced(model_dir, dtype=None, multimodal: bool = False):
     return model, meta
 
 
-def text_model(model):
-    """The Qwen3_5TextModel inside a causal-LM or a conditional-generation model."""
-    m = model.model
-    return getattr(m, "language_model", m)
-
-
-@dataclass
-class GPURun:
-    hidden: np.ndarray        # [positions, width] residual before the final norm (from `start` on)
-    logits: np.ndarray        # [positions, vocab]
-    sublayers: list           # residual after every sublayer of the first layers: [2L] after mixer L,
-                              # [2L+1] after layer L (from `start` on)
-
-    def at(self, sublayer: int) -> np.ndarray:
-        return self.hidden if sublayer >= len(self.sublayers) else self.sublayers[sublayer]
-
-
-def run_tokens(model, ids: list[int], start: int, mode: str = "prefill", layers: int = 0) -> GPURun:
-    """Run `ids` through the model; return the residual before the final norm, the logits and the
-    residual after every sublayer of the first `layers` decoder layers, from position `start` on."""
-    import torch
-    from transformers import DynamicCache
-    tm = text_model(model)
-    captured: dict = {}
-    hooks = [tm.norm.register_forward_pre_hook(
-        lambda m, a: captured.setdefault("final", []).append(a[0].detach()))]
-    for L, layer in enumerate(tm.layers[:layers]):
-        hooks.append(layer.post_attention_layernorm.register_forward_pre_hook(
-            lambda m, a, L=L: captured.setdefault(2 * L, []).append(a[0].detach())))
-        hooks.append(layer.register_forward_hook(
-            lambda m, a, out, L=L: captured.setdefault(2 * L + 1, []).append(
-                (out[0] if isinstance(out, tuple) else out).detach())))
-    x = torch.tensor([ids])
-    try:
-        with torch.no_grad():
-            if mode == "prefill":
-                logits = model(input_ids=x).logits[0]
-                cat = {k: v[0][0] for k, v in captured.items()}
-            elif mode == "decode":
-                cache = DynamicCache(config=model.config)
-                lg = []
-                for t in range(x.shape[1]):
-                    out = model(input_ids=x[:, t:t + 1], cache=cache, use_cache=True)
-                    cache = out.cache
-                    lg.append(out.logits[0, -1])
-                logits = torch.stack(lg)
-                cat = {k: torch.cat([r[0] for r in v]) for k, v in captured.items()}
-            else:
-                raise ValueError(f"mode must be prefill or decode, not {mode!r}")
-    finally:
-        for h in hooks:
-            h.remove()
-    subs = [cat[k][start:].float().numpy() for k in range(2 * layers)]
-    return GPURun(cat["final"][start:].float().numpy(), logits[start:].float().numpy(), subs)
+def run_tokens(model, ids: list[int], start: int, mode: str = "prefill", layers: int = 0):
+    """Run `ids` through the model; return (`qwengpu.compiler.run.ModelRun`) the residual before the
+    final norm, the logits and the residual after every sublayer of the first `layers` decoder
+    layers, from position `start` on (the compiler's harness, `run_layers`)."""
+    return run_layers(model, ids, mode, layers, start)
 
 
 @dataclass

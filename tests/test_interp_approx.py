@@ -8,7 +8,7 @@ import pytest
 import sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_machine_lower import kernel
+from test_assembler_lower import kernel
 from test_softfloat import Built
 
 from qwengpu import load_program, run

@@ -1,5 +1,5 @@
-"""The compact engine: the stock Qwen3.5 decode path (one token per forward pass, cached state)
-with sparse weights.
+"""The compact engine's reference (`--engine compact-ref`): the stock Qwen3.5 decode path (one
+token per forward pass, cached state) with sparse weights, in torch.
 
 A compiled model is >99.8% zeros, so a sparse matrix-vector product does the work of the dense
 one at a fraction of the cost. The arithmetic follows `transformers`' Qwen3.5 modules step by step
@@ -8,8 +8,9 @@ rule, gated RMSNorm, SwiGLU), in float32. Full-attention layers must be inert (z
 projection): the compiled machine never attends, and such a layer adds exactly zero.
 
 It is not claimed bit-identical to the dense path (sums run in a different order); what is
-checked (`tests/test_fast_engine.py`, `qwengpu bench`) is that it predicts the same tokens with the
-same margins and decodes the same states, over whole launches.
+checked (`tests/test_engines.py`, `qwengpu bench`) is that it predicts the same tokens with the
+same margins and decodes the same states, over whole launches. The compact engine
+(`qwengpu.engines.compact.CompactEngine`) is built from its weights and checked against it.
 """
 from __future__ import annotations
 
@@ -17,40 +18,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-
-class SparseMatrix:
-    """A matrix as (row, column, value) triples; y = W x by one gather and one scatter-add."""
-
-    def __init__(self, w: torch.Tensor):
-        w = w.detach()
-        rows, cols = torch.nonzero(w, as_tuple=True)
-        vals = w[rows, cols]
-        self.shape = tuple(w.shape)
-        self.rows, self.cols, self.vals = rows.long(), cols.long(), vals.float()
-
-    @property
-    def nnz(self) -> int:
-        return int(self.vals.numel())
-
-    def row(self, i: int) -> torch.Tensor:
-        out = torch.zeros(self.shape[1])
-        m = self.rows == i
-        out[self.cols[m]] = self.vals[m]
-        return out
-
-    def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
-        """W x for a vector x, or (W X^T)^T for positions X [T, in] -> [T, out]."""
-        if x.dim() == 1:
-            return torch.zeros(self.shape[0]).index_add_(0, self.rows, self.vals * x[self.cols])
-        return torch.zeros(x.shape[0], self.shape[0]).index_add_(1, self.rows, x[:, self.cols] * self.vals)
+from qwengpu.compiler.sparse import SparseMatrix
 
 
 def _sparse(w):
     return w if isinstance(w, SparseMatrix) or w.dim() != 2 else SparseMatrix(w)
-
-
-def _mv(w, x):
-    return w @ x
 
 
 @dataclass
@@ -83,7 +55,7 @@ class _Layer:
 
 
 @dataclass
-class FastState:
+class ReferenceState:
     """The cached state of a run: per GDN layer its conv window and recurrent state."""
     conv: dict = field(default_factory=dict)       # layer -> [channels, kernel - 1]
     recurrent: dict = field(default_factory=dict)  # layer -> [hv, dk, dv]
@@ -94,7 +66,7 @@ class FastState:
         return self.recurrent[layer].unsqueeze(0)
 
 
-class FastModel:
+class ReferenceEngine:
     """A sparse copy of a `Qwen3_5ForCausalLM` for the decode path."""
 
     def __init__(self, model):
@@ -102,7 +74,7 @@ class FastModel:
         self._load(model.config, {k: v for k, v in model.state_dict().items()})
 
     @classmethod
-    def from_state_dict(cls, config, sd: dict) -> "FastModel":
+    def from_state_dict(cls, config, sd: dict) -> "ReferenceEngine":
         """From a config and a state dict whose matrices may be dense or sparse CSR."""
         self = cls.__new__(cls)
         self._load(config, sd)
@@ -156,8 +128,8 @@ class FastModel:
         self.embed_start = torch.cat([self.embed_start, self.embed_start[-1:] + len(cols)])
         return k
 
-    def new_state(self) -> FastState:
-        s = FastState()
+    def new_state(self) -> ReferenceState:
+        s = ReferenceState()
         for L, lay in enumerate(self.layers):
             if lay.gdn is not None:
                 g = lay.gdn
@@ -168,7 +140,7 @@ class FastModel:
     def _norm(self, x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + w)
 
-    def _gdn(self, g: _GDN, x, L: int, state: FastState):
+    def _gdn(self, g: _GDN, x, L: int, state: ReferenceState):
         """The GDN mixer on positions x [T, width] (projections batched, the recurrence in order)."""
         T = x.shape[0]
         qkv = g.qkv @ x                                                        # [T, channels]
@@ -212,7 +184,7 @@ class FastModel:
         return g.out @ o.reshape(T, -1)
 
     @torch.no_grad()
-    def forward(self, token_ids: list, state: FastState, hidden_hook=None, gate_hook=None) -> torch.Tensor:
+    def forward(self, token_ids: list, state: ReferenceState, hidden_hook=None, gate_hook=None) -> torch.Tensor:
         """Forward passes for consecutive tokens (layer by layer, the recurrences in token order);
         returns the last token's logits. `hidden_hook(sublayer, h)` sees the residual [T, width]
         after every sublayer (2L: after the mixer of layer L, 2L+1: after its MLP);
@@ -238,6 +210,6 @@ class FastModel:
         state.length += T
         return self.lm_head @ self._norm(h[-1:], self.final_norm)[0]
 
-    def step(self, token_id: int, state: FastState, hidden_hook=None, gate_hook=None) -> torch.Tensor:
+    def step(self, token_id: int, state: ReferenceState, hidden_hook=None, gate_hook=None) -> torch.Tensor:
         """One forward pass for one token (the decode path); returns its logits."""
         return self.forward([token_id], state, hidden_hook, gate_hook)

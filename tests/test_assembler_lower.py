@@ -1,5 +1,5 @@
-"""The machine's lowering of integer PTX (`qwengpu/assembler/lower.py` with the routines of
-`intcode.py`), checked end to end: small kernels run on the token simulator (`engine="sim"`: assemble,
+"""The machine's lowering of integer PTX (`qwengpu.assembler.lower` with the routines of
+`qwengpu.assembler.intcode`), checked end to end: small kernels run on the token simulator (`engine="sim"`: assemble,
 optimise, pack, simulate) must write exactly what the reference interpreter writes. Also: the packer
 respects the carry limit, and every suite kernel the machine accepts gives the oracle's results.
 
@@ -638,7 +638,7 @@ def test_suite_kernels_the_machine_accepts_are_exact():
     for name in ("int_divrem", "int64_arith", "int_mulhi", "int_minmax", "int_intrinsics", "bit_count",
                  "bitfield_asm", "bitwise", "byte_perm", "funnel_shift", "gcd", "shifts", "predication", "vote"):
         assert name in accepted or name not in SUITE, f"{name}: {refused.get(name)}"
-    # and the float kernels (soft floating point, `softfloat.py`), float and 64-bit atomics
+    # and the float kernels (soft floating point, `assembler.softfloat`), float and 64-bit atomics
     for name in ("const_mem", "f2i_convert", "f32_arith", "f32_minmax_nan", "f32_rounding", "f32_sqrt_fma",
                  "f64_convert", "i2f_convert", "matvec", "saxpy", "shared_minmax16", "struct_param", "vector_load",
                  "atomic_float_add", "atomic64", "atomics_shared_more", "switch_jumptable", "device_calls", "match_sync", "syncthreads_reduce"):

@@ -1,9 +1,9 @@
-"""The compact engine (`qwengpu.compiler.engine.SparseEngine`) is the stock Qwen3.5 forward:
+"""The compact engine (`qwengpu.engines.compact.CompactEngine`) is the stock Qwen3.5 forward:
 
 - on random Qwen3.5 models (dense keys, decaying heads, conv taps: every general path) and on
   compiled circuits, its logits follow the stock forward's, in the chunked prefill path and the
   cached decode path, within fp32 summation-order noise;
-- on the machine, against the reference compact engine (`FastModel`) token by token: the same
+- on the machine, against the reference compact engine (`ReferenceEngine`) token by token: the same
   tokens, the same states, the same hooks' views;
 - a prompt run as blocks of tokens (`forward(..., block=B)`) is bit for bit the same run token
   after token: logits, states, conv windows and margins;
@@ -24,8 +24,11 @@ from numba import njit
 import qwengpu
 from qwengpu import suite
 from qwengpu.compiler import Program, compile_program, gadgets, memory
-from qwengpu.compiler.engine import SCALE_UP, SparseEngine, _expf, _silu, _tiny_product, top2
-from qwengpu.compiler.fast import FastModel
+from qwengpu.engines import compact_engine, reference_engine
+from qwengpu.engines.compact import CompactEngine
+from qwengpu.engines.floats import SCALE_UP, expf, silu, tiny_product
+from qwengpu.engines.kernels import top2
+from qwengpu.engines.reference import ReferenceEngine
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import compile_machine
 
@@ -80,13 +83,13 @@ def test_random_qwen35_models_match_the_stock_forward(seed):
     """General weights: keys dense after SiLU, decaying heads, a causal conv over earlier tokens."""
     model = _random_qwen(seed)
     ids = random.Random(seed).choices(range(64), k=40)
-    engine = SparseEngine(FastModel(model))
+    engine = CompactEngine(ReferenceEngine(model))
     got, state = _engine_logits(engine, ids)
     scale = float(got.abs().max())
     for mode in ("decode", "prefill"):
         want = _stock_logits(model, ids, mode)
         assert float((got - want).abs().max()) <= 2e-5 * max(1.0, scale), mode
-    ref = FastModel(model)
+    ref = ReferenceEngine(model)
     rs = ref.new_state()
     for t in ids:
         ref.step(t, rs)
@@ -123,7 +126,7 @@ def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block)
     partial) is bit for bit the run token after token, and follows the stock prefill."""
     model = _random_qwen(seed)
     ids = random.Random(seed).choices(range(64), k=37)
-    engine = SparseEngine(FastModel(model))
+    engine = CompactEngine(ReferenceEngine(model))
     got = _same_run(engine, ids, block)
     want = _stock_logits(model, ids, "prefill")[-1]
     assert float((got - want).abs().max()) <= 2e-5 * max(1.0, float(got.abs().max()))
@@ -135,7 +138,7 @@ def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block)
 def test_a_block_prefill_is_the_token_by_token_run_on_the_machine(tiny, name, block, start):
     """A launch's prompt and generated tokens, from a state already part-way through (the blocks'
     positions continue the state's), in blocks: bit for bit the run token after token."""
-    engine = tiny.fast()
+    engine = tiny.compact_engine()
     r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
     ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
     _same_run(engine, ids[start:], block, head=ids[:start])
@@ -146,17 +149,17 @@ def test_the_lm_head_by_codes_is_the_lm_head_by_segments(tiny, name):
     """The LM head run by codes (few distinct weights per column) gives the logits of the
     segment-by-segment product bit for bit, on every pass of a launch; so does a random model's
     dense head (all its weights distinct)."""
-    ref = tiny.fast_reference()
-    by_codes = SparseEngine(ref, tiny.probes, tiny.lattices)
-    by_segments = SparseEngine(ref, tiny.probes, tiny.lattices, lm_table=False)
+    ref = tiny.reference_engine()
+    by_codes = CompactEngine(ref, tiny.probes, tiny.lattices)
+    by_segments = CompactEngine(ref, tiny.probes, tiny.lattices, lm_table=False)
     assert by_codes.W.lm_codes.shape[0] > 0 and by_segments.W.lm_codes.shape[0] == 0
     r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
     ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
     a, b = _engine_logits(by_codes, ids)[0], _engine_logits(by_segments, ids)[0]
     assert np.array_equal(a.numpy().view(np.int32), b.numpy().view(np.int32))
-    fast = FastModel(_random_qwen(3))
-    a = _engine_logits(SparseEngine(fast), list(range(40)))[0]
-    b = _engine_logits(SparseEngine(fast, lm_table=False), list(range(40)))[0]
+    fast = ReferenceEngine(_random_qwen(3))
+    a = _engine_logits(CompactEngine(fast), list(range(40)))[0]
+    b = _engine_logits(CompactEngine(fast, lm_table=False), list(range(40)))[0]
     assert np.array_equal(a.numpy().view(np.int32), b.numpy().view(np.int32))
 
 
@@ -189,9 +192,9 @@ def test_compiled_circuits_match_the_stock_forward_and_the_reference_engine(seed
     c = compile_program(prog)
     model = c.model()
     ids = [c.token_id(t) for t in tokens]
-    engine = c.fast()
+    engine = compact_engine(c)
     got, state = _engine_logits(engine, ids)
-    ref = c.fast_reference()
+    ref = reference_engine(c)
     rs = ref.new_state()
     want_ref = torch.stack([ref.step(t, rs).clone() for t in ids])
     # the same arithmetic but for the C library's exp against torch's (an ulp, here and there)
@@ -209,7 +212,7 @@ def test_keys_and_queries_are_exactly_sparse():
     entry: the engine touches one row per head."""
     prog, tokens = _memory_program(1)
     c = compile_program(prog)
-    engine = c.fast()
+    engine = compact_engine(c)
     seen = []
     state = engine.new_state()
     for t in tokens[:20]:
@@ -226,7 +229,7 @@ def test_hooks_see_what_the_reference_engine_sees():
     c = compile_program(prog)
     ids = [c.token_id(t) for t in tokens[:12]]
     views = []
-    for engine in (c.fast(), c.fast_reference()):
+    for engine in (compact_engine(c), reference_engine(c)):
         hid, gates = {}, {}
         engine.forward(ids, engine.new_state(),
                        hidden_hook=lambda s, h: hid.setdefault(s, []).append(h.clone()),
@@ -258,7 +261,7 @@ def test_machine_tokens_states_and_margins_match_the_reference_engine(tiny):
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=30))
 def test_a_batch_steps_every_sequence_exactly_as_alone(tiny, order):
     """Sequences stepped together, some sitting out some steps, give bit for bit their own runs."""
-    engine = tiny.fast()
+    engine = tiny.compact_engine()
     kernels = ["dot", "syncwarp", "switch_sparse", "shift_clamp"]
     streams = []
     for name in kernels:
@@ -332,7 +335,7 @@ def test_run_many_on_the_stock_forward_left_pads_a_batch(tmp_path):
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2 ** 31 - 1), st.integers(-149, 20), st.integers(-60, 60))
 def test_tiny_products_are_the_float32_products(bits, x_exp, w_exp):
-    """`_tiny_product(w, x * 2^149)` == float32 w * x, sign of zero and ties included, for any
+    """`tiny_product(w, x * 2^149)` == float32 w * x, sign of zero and ties included, for any
     input (a column takes it for inputs below its `ctiny` threshold, which depends on its weights:
     subnormal or not) and weights small and large."""
     rng = np.random.default_rng(bits)
@@ -342,7 +345,7 @@ def test_tiny_products_are_the_float32_products(bits, x_exp, w_exp):
     xs = np.float64(x) * SCALE_UP
     with np.errstate(under="ignore", over="ignore"):
         want = (ws * x).astype(np.float32)
-    got = np.array([_tiny_product(w, xs) for w in ws], np.float32)
+    got = np.array([tiny_product(w, xs) for w in ws], np.float32)
     assert np.array_equal(got.view(np.int32), want.view(np.int32))
 
 
@@ -364,14 +367,14 @@ def _library_silu(xs, out_exp, out_silu):
 def _engine_silu(xs, out_exp, out_silu):
     for i in range(xs.shape[0]):
         x = xs[i]
-        out_exp[i] = _expf(min(max(-x, np.float32(-17.0)), np.float32(89.0)))
-        out_silu[i] = _silu(x)
+        out_exp[i] = expf(min(max(-x, np.float32(-17.0)), np.float32(89.0)))
+        out_silu[i] = silu(x)
 
 
 def test_the_engines_exp_and_silu_are_the_c_librarys():
-    """`_expf` (glibc's algorithm as straight-line code, so that SiLU loops vectorise) is bit for bit
+    """`expf` (glibc's algorithm as straight-line code, so that SiLU loops vectorise) is bit for bit
     the C library's expf on SiLU's range [-17, 89] (every float32 of it was compared once, off
-    line; here a random sample and the edges), and `_silu` is x / (1 + exp(-x)) with it, the ends
+    line; here a random sample and the edges), and `silu` is x / (1 + exp(-x)) with it, the ends
     included (SiLU(x) = x from 17 up, -0 from -89 down, +-0 itself)."""
     rng = np.random.default_rng(0)
     edges = np.array([0.0, -0.0, 17.0, np.nextafter(17, 0), -17.0, -89.0, np.nextafter(-89, 0), -88.72283935546875,

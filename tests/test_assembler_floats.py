@@ -1,5 +1,5 @@
-"""Floating-point PTX on the machine (`qwengpu/assembler/lower.py` with the routines of
-`softfloat.py`), checked end to end: one-instruction kernels run on the reference interpreter and on
+"""Floating-point PTX on the machine (`qwengpu.assembler.lower` with the routines of
+`qwengpu.assembler.softfloat`), checked end to end: one-instruction kernels run on the reference interpreter and on
 the token simulator (`engine="sim"`: lower, optimise, pack, simulate), results compared bit for bit.
 Operands are drawn from hypothesis seeds (random patterns mixed with zeros, infinities, NaNs,
 subnormals, extreme exponents, short significands that make ties, small integers and halves, related
@@ -567,7 +567,7 @@ def test_float_atomics(instr, t, guard, seed):
     check_atomic(instr, t, init, vals, [0] * 32, guard)
 
 
-# Conversions lower.py composes from softfloat routines (f16 through f32, round-to-odd for f16
+# Conversions the lowering (`assembler.lower.floats`) composes from softfloat routines (f16 through f32, round-to-odd for f16
 # results of f64, .sat on f64 results) and f64 round-to-integral: bulk checks at the micro-op level.
 
 class _Composer:
@@ -672,7 +672,7 @@ def test_unsupported_float_forms_name_the_line(instr, dst, operands):
                                              ("div.approx.f32", F("f32", "f32")), ("div.full.f32", F("f32", "f32")),
                                              ("rcp.approx.ftz.f64", F("f64")), ("rsqrt.approx.f64", F("f64"))])
 def test_approximate_instructions_are_refused_on_request(instr, operands):
-    """Approximate forms are qwenGPU's definitions (tests/test_approx.py); `approx="refuse"` refuses
+    """Approximate forms are qwenGPU's definitions (tests/test_interp_approx.py); `approx="refuse"` refuses
     them when the PTX is read (the line and the construct named), for the interpreter and the
     machine alike."""
     ptx = kernel(instr, operands[0], operands)

@@ -1,0 +1,53 @@
+"""Oracles of the kernels reduced from `qwengpu fuzz` disagreements."""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import cdiv, ints, oracle, s32, s64, u32, u64
+
+
+@oracle("fuzz_inverted_divisor", tags={"int", "convert", "fuzz"},
+        about="division and u32->f32 conversion of a bitwise NOT (reduced from qwengpu fuzz)")
+def fuzz_inverted_divisor(x, uq, iq, fv):
+    xs = ints(x)
+    uq = np.array([u32(xs[t]) // u32(~t) for t in range(4)], dtype=np.uint32)
+    q = []
+    for t in range(4):
+        d, n = s32(~xs[t]), xs[t + 4]
+        q.append(n if d == 0 or (n == -(1 << 31) and d == -1) else cdiv(n, d))
+    fv = np.array([u32(~t) for t in range(4)], dtype=np.float64).astype(np.float32)   # exact, then rounded once
+    return [x, uq, np.array(q, dtype=np.int32), fv]
+
+
+@oracle("fuzz_inverted_select_u64", tags={"int64", "float", "fuzz"},
+        about="64-bit remainder by a guarded bitwise NOT, of a value chosen by a float compare (reduced from qwengpu fuzz)")
+def fuzz_inverted_select_u64(l, f, q, out):
+    res = []
+    for t in range(4):
+        qt = int(q[t])
+        b = u64(~(qt >> (qt & 63)))
+        a = u64(int(l[t])) if np.float32(t) >= f[t] else 0
+        res.append(a if b == 0 else a % b)
+    return [l, f, q, np.array(res, dtype=np.uint64)]
+
+
+@oracle("fuzz_shared_8", tags={"shared", "sync", "multiwarp", "int64", "fuzz"},
+        about="2 blocks of 8 threads: shifted values through shared memory between barriers (reduced from qwengpu fuzz)")
+def fuzz_shared_8(ii, il, fi, oi, ol, of):
+    oi, ol, of = oi.copy(), ol.copy(), of.copy()
+    for blk in range(2):
+        sh = [s32(1546137605 << ((t * t) & 31)) for t in range(8)]
+        for t in range(8):
+            g = blk * 8 + t
+            u0 = u32(int(ii[g * 3 + 2])) ^ 2654435769
+            u1 = u32(int(ii[g * 3 + 1])) ^ 1013904242
+            oi[g * 4:g * 4 + 4] = [int(ii[g * 3]), sh[(t + 7) % 8], s32(u0), s32(u1)]
+            ol[g * 2:g * 2 + 2] = [int(il[g * 2]), s64(u64(int(il[g * 2 + 1])) * 2685821657736338717)]
+            of[g * 2:g * 2 + 2] = fi[g * 3:g * 3 + 2]
+    return [ii, il, fi, oi, ol, of]
+
+
+@oracle("fuzz_loop_break_not", tags={"int", "loop", "control", "predicate", "fuzz"},
+        about="a NOT inside a loop nest left by break after one trip (reduced from qwengpu fuzz)")
+def fuzz_loop_break_not(x, f, out):
+    return [x, f, np.array([u32(~(u32(int(v)) ^ 2654435769)) for v in x], dtype=np.uint32)]
