@@ -34,3 +34,14 @@ def test_the_float_unit_costs_its_results_carries(fpu_machine):
     soft = run(module, spec, engine="sim")
     assert on_unit.tokens * 5 < soft.tokens
     assert on_unit.buffers[-1].tobytes() == soft.buffers[-1].tobytes()
+
+
+def test_the_lab_names_a_float_op_with_its_modifiers_and_registers(fpu_machine):
+    """The inspector's bundle view: the unit's op with its PTX modifiers, its operands as the
+    registers on the ALU ports it shares."""
+    from qwengpu.lab.recorder import record_launch
+    k = suite.get("saxpy")
+    view = record_launch(k.ptx(), k.spec(), engine="compact", machine=fpu_machine)
+    texts = [text for pc in range(len(view.image.bundles)) for unit, text in view.bundle(pc).ops if unit.endswith("fpu")]
+    assert texts and any(t.startswith(("FMUL rn ", "FFMA rn ", "FADD rn ")) for t in texts), texts
+    assert all("port" not in t and "←" in t for t in texts), texts

@@ -131,10 +131,11 @@ def _check_arguments(seed, count, start, engines, compact_every, batch, reduce) 
 
 def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_every: int = 0,
          batch: int = 40, out_dir=None, reduce: int = 10, reduce_tries: int = 300, machine=None,
-         log: Callable[[str], None] | None = None, start: int = 0) -> FuzzReport:
+         log: Callable[[str], None] | None = None, start: int = 0, geometry: str | None = None) -> FuzzReport:
     """Kernels `start` .. `start+count-1` of seed `seed`, each on `engines` and (every
     `compact_every`-th, when > 0) on the compact engine with `machine` (default: the built-in
-    one), against the host oracle. Disagreements go to `out_dir` (when given); the first `reduce`
+    one, or the geometry named by `geometry`, which the simulator then runs too: "compact-fpu"
+    puts the float unit under test), against the host oracle. Disagreements go to `out_dir` (when given); the first `reduce`
     of them reduced (each reduction compiles and runs the kernel up to `reduce_tries` times)."""
     _check_arguments(seed, count, start, engines, compact_every, batch, reduce)
     t0 = time.perf_counter()
@@ -163,11 +164,11 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
             index = int(k.name.rsplit("_", 1)[1])
             todo = list(engines) + (["compact"] if compact_every > 0 and index % compact_every == 0 else [])
             for engine in todo:
-                options = {}
+                options = {"config": geometry} if engine == "sim" and geometry else {}
                 if engine == "compact":
                     if machine is None:
                         from ..api import default_machine
-                        machine = default_machine("compact", progress=False)
+                        machine = default_machine("compact", progress=False, machine=geometry or "compact")
                     options = {"machine": machine, "progress": False}
                 src = _only(program, k.name) if program is not None else compile_ptx([k])
                 detail = _check(src, k, engine, host[k.name], options)

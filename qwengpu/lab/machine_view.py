@@ -595,9 +595,10 @@ class MachineView(_ChecksMixin):
                 dst_name[k] = d
 
             def src(s, k=k):
-                if s.kind in ("port", "tport"):
-                    ent = b.ports[k][s.index] if k < len(b.ports) and s.index < len(b.ports[k]) else None
-                    txt = (f"r{ent[1]}" if ent[0] == "reg" else f"#{ent[1]:#x}") if ent else f"port{s.index}"
+                if s.kind in ("port", "tport", "sport"):     # sport: another slot's port (the float unit's)
+                    j, p = s.index if s.kind == "sport" else (k, s.index)
+                    ent = b.ports[j][p] if j < len(b.ports) and p < len(b.ports[j]) else None
+                    txt = (f"r{ent[1]}" if ent[0] == "reg" else f"#{ent[1]:#x}") if ent else f"port{p}"
                 elif s.kind in ("slot", "slothi", "flag"):
                     txt = {"slot": "", "slothi": "hi ", "flag": "flag "}[s.kind] + dst_name.get(s.index, f"u{s.index}")
                 elif s.kind == "imm":
@@ -615,6 +616,10 @@ class MachineView(_ChecksMixin):
             extra = op.extra.get("mode") or op.extra.get("atom") or ""
             if op.kind == "mem":
                 extra = f"{op.extra.get('space', '')}.{op.extra.get('width', '')}B" + (f" {op.extra['atom']}" if op.extra.get("atom") else "")
+            elif op.kind == "fpu":                          # its modifiers as PTX spells them
+                ex = op.extra
+                extra = ".".join(m for m in (ex.get("compare"), ex.get("rnd"), "ftz" if ex.get("ftz") else None,
+                                             "sat" if ex.get("sat") else None, "NaN" if ex.get("nan") else None) if m)
             text = f"{op.op}{(' ' + extra) if extra else ''} {', '.join(dsts) or '—'} ← {', '.join(args)}"
             ops.append((f"{k}:{unit_names[k] if k < len(unit_names) else '?'}", text))
         ptx = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 from qwengpu.compiler.program import topo_order
 from qwengpu.compiler.run import emitted
 
-from ..config import ALU, FPU, MEM, XLANE, MachineConfig
+from ..config import ALU, MEM, XLANE, MachineConfig
 from ..tokens import ends_launch
 from .alu import alu
 from .builder import Builder

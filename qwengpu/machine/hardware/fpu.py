@@ -420,6 +420,9 @@ class _Lane:
             lv.step(-1 * sum(self.M[n - t:], Lin()), 0, {zp.feature(t): 1})
         mz = lv.flag("mz")                 # the magnitude is zero (its own variable: zp dies at L11)
         lv.step(-1 * sum(self.M, Lin()), 0, {mz.feature(0): 1})
+        te = lv.bits("te", 104)            # te[t + 24] = [e0 >= t]: thresholds on a form of hundreds,
+        for t in range(-24, 80):           # taken once each, so that q's codes below add clean steps
+            lv.step(self.e0, t, {te.feature(t + 24): 1})
         for t in range(n):
             lv.step(sum(self.M[:t + 1], Lin()), 1, {lo.feature(t): 1})
         lv.done()
@@ -437,7 +440,7 @@ class _Lane:
             if s_ % 8 == 0:
                 out.update({qc.feature(s_ // 8): 1, qc.feature(s_ // 8 - 1): -1})
             # [q >= v]: lzc <= 54 - v (the top 55 - v bits are not all zero), or e0 <= 54 - v
-            lv.step(600 * (1 - zpf(55 - v)) + (54 - v) - self.e0, 0, out)
+            lv.step((1 - zpf(55 - v)) + (1 - te.f(55 - v + 24)), 1, out)
         kb = lv.bits("k", 9)               # bits of K = max(e0 - lzc, 0) (K < 255), and [K >= 1]
         kf = self.e0 - lzc
         for t in range(1, 255):
