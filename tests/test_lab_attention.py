@@ -102,7 +102,7 @@ def test_a_read_draws_on_the_last_write_to_its_slot(dot_model):
             slot = sel.read_slot[t, 0]
             rows = layer_attention(tr, t, info.layer, by="value")
             for h in info.heads:
-                c = h // info.group
+                c = h // tr.group
                 writes = [s for s in range(t + 1) if tr.taps[s, li, c, 2] == slot and tr.taps[s, li, c, 3] > 0.5
                           and tr.betas[s, li, h] > 0.5 and tr.vnorms[s, li, h] > 0]
                 if not writes:

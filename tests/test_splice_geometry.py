@@ -37,4 +37,4 @@ def test_geometry_errors_say_what_is_wrong(tmp_path, capsys):
     assert main(["verify", "dot", "--geometry", "qwen3.5-2b"]) == 2             # interp has no machine
     assert "--geometry apply to the model engines" in capsys.readouterr().err
     assert main(["verify", "dot", "--engine", "compact", "--geometry", "qwen3.5-2b", "--model", str(tmp_path)]) == 2
-    assert "give one" in capsys.readouterr().err
+    assert "give neither --geometry nor --machine" in capsys.readouterr().err
