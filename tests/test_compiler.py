@@ -373,3 +373,19 @@ def test_a_tied_head_refuses_rules_that_read_a_token_input_directly():
     with pytest.raises(CompileError, match="x is read by the unembedding and holds a value before layer 0's MLP"):
         compile_program(prog, Target(tied_head=True))
     compile_program(prog, Target())                  # untied: fine
+
+
+def test_a_64_bit_field_decodes_whole():
+    """A value head of 128 dims holds a 64-bit field (the 2B geometry's register words): every bit,
+    the top one too, comes back (an int64 accumulation once turned such words into -1)."""
+    import numpy as np
+
+    from qwengpu.compiler.memory import VALUE_L
+    from qwengpu.compiler.placement import MemoryPlacement, decode_memory
+    words = [0xFFFFFFFFFFFFFFFB, 1 << 63, 0x0123456789ABCDEF]
+    state = np.zeros((1, len(words), 128), dtype=np.float32)
+    for slot, word in enumerate(words):
+        for bit in range(64):
+            state[0, slot, 2 * bit + (0 if word >> bit & 1 else 1)] = VALUE_L
+    got, margin = decode_memory(state, MemoryPlacement("m", 0, [(0, 0, 64)], len(words)))
+    assert got == dict(enumerate(words)) and margin > 0

@@ -190,7 +190,7 @@ def decode_words(state, placement: MemoryPlacement, slots=None, per_slot: bool =
     """Every field of every slot of a memory, read from the recurrent states [value heads, key dim,
     value dim] that hold it with `read_rails` (as the circuits read: a bit is its 1-rail against half
     the rail level; an unwritten slot holds only ~1e-16 crosstalk), vectorised over the pieces of
-    one layer, width and bank. Returns (values [spans, slots] int64, written [slots] bool, margin:
+    one layer, width and bank. Returns (values [spans, slots] uint64, written [slots] bool, margin:
     the smallest distance of a 1-rail from the decision level).
 
     `state`: the state of the memory's layer, {layer: state}, or a function of the layer (a memory
@@ -208,7 +208,7 @@ def decode_words(state, placement: MemoryPlacement, slots=None, per_slot: bool =
         get = (lambda _layer: state)
     want = np.arange(placement.slots) if slots is None else np.asarray(list(slots), dtype=np.int64)
     ns = len(want)
-    vals = np.zeros((len(placement.spans), ns), dtype=np.int64)
+    vals = np.zeros((len(placement.spans), ns), dtype=np.uint64)     # a field holds up to 64 bits
     written = np.zeros(ns, dtype=bool)
     margin = np.full(ns, np.inf)
     states: dict = {}
@@ -224,7 +224,8 @@ def decode_words(state, placement: MemoryPlacement, slots=None, per_slot: bool =
         else:
             rows = states[L][np.ix_(heads, want[cols] - s0)][..., :2 * w]
         bits, m, wr = read_rails(rows)                               # [k, cols, w], [k, cols] x2
-        vals[np.ix_([f for _, f in hf], cols)] = (bits.astype(np.int64) << np.arange(w, dtype=np.int64)).sum(-1)
+        vals[np.ix_([f for _, f in hf], cols)] = (bits.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(
+            -1, dtype=np.uint64)
         written[cols] |= wr.any(axis=0)
         margin[cols] = np.minimum(margin[cols], m.min(axis=0))
     return vals, written, (margin if per_slot else float(margin.min(initial=np.inf)))
