@@ -16,7 +16,7 @@ from qwengpu.interp.interpreter import LANES as LANES
 ALU = "alu"
 MEM = "mem"
 XLANE = "xlane"
-FPU = "fpu"             # the float unit: reads its own ports, its result is only carried (docs/float_units.md)
+FPU = "fpu"             # the float unit: reads the first ALU slots' ports, its result is only carried (docs/float_units.md)
 
 
 @dataclass(frozen=True)

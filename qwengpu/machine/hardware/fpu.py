@@ -1,8 +1,9 @@
 """The float unit (an FPU slot): f32 fused multiply-add in every rounding mode with .ftz and .sat
 (add, sub and mul are FMAs with a fixed operand), compares, min and max, each in one pass.
 
-It runs beside the other units: it reads its own register ports at the top of the network and its
-result goes only to the carry buffer, so its ~17 MLP levels cost width, not layers. One lane's
+It runs beside the other units: it reads the read ports of the first two ALU slots near the top of
+the network and its result goes only to the carry buffer, so its ~17 MLP levels cost width, not
+layers. One lane's
 datapath (docs/float_units.md has the argument for each step):
 
     L1   the operands from the read ports they are on, as clean bits, and per operand class flags
