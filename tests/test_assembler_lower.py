@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sizes
+from ptxkit import check_atomic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -365,50 +366,6 @@ def test_unsupported_constructs_name_the_line():
 
 # ---------------------------------------------------------------------------------------------
 # 64-bit atomics (two 32-bit atomics, or one lane at a time)
-
-
-def atomic_kernel(instr: str, t: str, naddr: int, guard: bool, cas: bool = False) -> str:
-    """Every thread does `instr` on word gid % naddr of buffer `mem` (8-byte slots) with its own
-    operand(s) from `vals` (and `cmps`), optionally only the odd lanes; the old values go to
-    `out` (0 where a lane did not run; none for red)."""
-    w = int(t[1:])
-    r = {32: "%r", 64: "%rd"}[w]
-    red = instr.startswith("red")
-    ops = [f"{r}3"] + ([f"{r}4"] if cas else [])
-    body = [".reg .pred %p<4>;", ".reg .b32 %r<16>;", ".reg .b64 %rd<24>;",
-            "mov.u32 %r10, %tid.x;", "mov.u32 %r11, %ctaid.x;", "mov.u32 %r12, %ntid.x;",
-            "mad.lo.s32 %r10, %r11, %r12, %r10;", "cvt.u64.u32 %rd10, %r10;",
-            "and.b32 %r13, %r10, 1;", "setp.eq.u32 %p1, %r13, 1;",
-            f"rem.u32 %r14, %r10, {naddr};", "cvt.u64.u32 %rd11, %r14;",
-            "ld.param.u64 %rd12, [mem];", "mad.lo.u64 %rd12, %rd11, 8, %rd12;",
-            "ld.param.u64 %rd13, [vals];", f"mad.lo.u64 %rd13, %rd10, {w // 8}, %rd13;",
-            f"ld.global.b{w} {r}3, [%rd13];",
-            "ld.param.u64 %rd14, [cmps];", f"mad.lo.u64 %rd14, %rd10, {w // 8}, %rd14;",
-            f"ld.global.b{w} {r}4, [%rd14];", f"mov.b{w} {r}5, 0;"]
-    g = "@%p1 " if guard else ""
-    if red:
-        body.append(f"{g}{instr} [%rd12], {', '.join(ops)};")
-    else:
-        body.append(f"{g}{instr} {r}5, [%rd12], {', '.join(ops)};")
-    body += ["ld.param.u64 %rd20, [out];", f"mad.lo.u64 %rd20, %rd10, {w // 8}, %rd20;",
-             f"st.global.b{w} [%rd20], {r}5;", "ret;"]
-    return (f"{HEADER}.visible .entry k(.param .u64 mem, .param .u64 vals, .param .u64 cmps, .param .u64 out)\n"
-            "{\n" + "\n".join(body) + "\n}\n")
-
-
-def check_atomic(instr: str, t: str, init: list, vals: list, cmps: list, guard: bool = False,
-                 blocks: int = 2):
-    """The atomic on the interpreter and the simulator: the memory and the old values must agree."""
-    w = int(t[1:])
-    n = len(vals)
-    slots = [x for v in init for x in ((v & 0xFFFFFFFF, v >> 32) if w == 64 else (v, 0))]
-    spec = {"grid": blocks, "block": n // blocks,
-            "args": [{"buffer": "uint32", "data": slots}, {"buffer": f"uint{w}", "data": vals},
-                     {"buffer": f"uint{w}", "data": cmps}, {"buffer": f"uint{w}", "size": n}]}
-    ptx = atomic_kernel(instr, t, len(init), guard, cas=".cas" in instr)
-    want, got = run(ptx, spec).buffers, run(ptx, spec, engine="sim").buffers
-    for k in (0, 3):
-        assert np.array_equal(want[k], got[k]), f"{instr}: buffer {k}: sim {got[k]} interp {want[k]}"
 
 
 ATOM64 = ["atom.global.add.u64", "atom.global.and.b64", "atom.global.or.b64", "atom.global.xor.b64",
