@@ -83,8 +83,8 @@ class _Packer:
             return None, -1
         if v in b.writes:
             j, part = b.writes[v]
-            if kind == FPU or self.cfg.slots[j] == FPU:
-                return None, -1     # the float unit neither forwards nor takes forwarded values
+            if self.cfg.slots[j] == FPU:
+                return None, -1     # nothing reads the float unit's result in its pass (`_place_fpu`: nor does it forward)
             return Source("slothi" if part else "slot", j, s.inv), j
         k = self._port(ports, ("reg", v), limit)
         return (None, -1) if k is None else (Source("port", k, s.inv), -1)
