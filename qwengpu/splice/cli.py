@@ -4,7 +4,8 @@
     qwengpu build --base PATH --out DIR [--machine compact|tiny | --program MODULE:FUNC] [--mtp widen|drop]
                   [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
-    qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact [--write]] [--json]
+    qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact|compact-fpu [--write]] [--json]
+    qwengpu splice-size [--machine compact] [--widest N] [--json]       layers, widths, GiB before writing
 
 `add_parsers(subparsers)` adds them; each sets `func` to a `cmd_*` taking the parsed args and
 returning an exit status.
@@ -87,6 +88,22 @@ def cmd_bench_splice(args) -> int:
     return 0
 
 
+def cmd_splice_size(args) -> int:
+    from dataclasses import asdict
+
+    from .size import splice_size
+    r = splice_size(args.machine, widest=args.widest)
+    if args.json:
+        print(json.dumps(asdict(r)))
+    else:
+        print(r.summary())
+    return 0
+
+
+#: the machines a splice takes (`machine.config.config_named`)
+MACHINES = ["tiny", "compact", "compact-fpu"]
+
+
 def add_parsers(sub) -> None:
     b = sub.add_parser("build", help="build the machine checkpoint; with --base, splice it into a Qwen3.5 checkpoint")
     b.add_argument("--base", help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
@@ -97,7 +114,7 @@ def add_parsers(sub) -> None:
                    help="without --base: only the compact engine's sparse weights, no stock checkpoint")
     b.add_argument("--program", help="MODULE:FUNC giving another GPU program for a target (e.g. the stand-in, "
                    "qwengpu.splice.demo:standin)")
-    b.add_argument("--machine", choices=["tiny", "compact"],
+    b.add_argument("--machine", choices=MACHINES,
                    help="with --base: the machine (the SIMT GPU) to splice, default compact; refused, with what it "
                         "needs, when the base's layer geometry cannot hold it")
     b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
@@ -124,7 +141,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--workdir", help="where to write the checkpoints (default: a temporary folder)")
     s.add_argument("--keep", action="store_true", help="keep the checkpoints")
     s.add_argument("--program", help="MODULE:FUNC giving the GPU program for a target")
-    s.add_argument("--machine", choices=["tiny", "compact"],
+    s.add_argument("--machine", choices=MACHINES,
                    help="splice the machine (the SIMT GPU): dry-run splice, kernels on its GPU layers, "
                         "estimated decode speed")
     s.add_argument("--write", action="store_true",
@@ -137,3 +154,10 @@ def add_parsers(sub) -> None:
     s.add_argument("--no-base", action="store_true", help="skip the base model's tokens/s")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench_splice)
+
+    z = sub.add_parser("splice-size", help="a machine compiled for Qwen3.5-2B's shapes: GPU layers, spliced width, "
+                                            "fp32 size, the widest residual boundaries and what is live there")
+    z.add_argument("--machine", choices=MACHINES, default="compact")
+    z.add_argument("--widest", type=int, default=3, help="how many of the widest sublayer boundaries to list")
+    z.add_argument("--json", action="store_true")
+    z.set_defaults(func=cmd_splice_size)
