@@ -6,13 +6,16 @@ from qwengpu.machine.uops import Src
 
 from .. import softfloat as sf
 from ..softfloat import approx as sf_approx
+from ..softfloat import unit as sf_unit
 from .core import AssemblerError, type_bits
 
 
 class FloatOps:
     """The `op_*` / `float_*` methods of a `Lowerer` for these instructions. On a machine with a
     float unit (`fpu`), f32 arithmetic, compares, min/max and the int/f32 conversions are its
-    micro-ops; everything else stays soft-float (docs/float_units.md lists which)."""
+    micro-ops, and f32 div, rcp, sqrt (and rsqrt.approx, their composition) are sequences on it
+    (`softfloat.unit`) when it has FFMA and FMUL; everything else stays soft-float
+    (docs/float_units.md lists which)."""
 
     fpu = frozenset()          # the machine's float-unit micro-ops
 
@@ -57,6 +60,8 @@ class FloatOps:
         kw = {} if t == "f64" else {"ftz": info.ftz} if ins.op == "div" else {"ftz": info.ftz, "sat": info.sat}
         if ins.op == "div" and info.sat:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
+        if ins.op == "div" and t == "f32" and sf_unit.has_sequences(self.fpu):
+            fn = sf_unit.div
         self.put(ctx, ins, t, self.routine(ctx, ins, fn, (a, b), (info.rnd or "rn",), **kw))
 
     float_sub = float_mul = float_div = float_add
@@ -112,7 +117,8 @@ class FloatOps:
         if t == "f64":
             r = self.routine(ctx, ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, (a,), (rnd,))
         else:
-            r = self.routine(ctx, ins, sf.rcp if ins.op == "rcp" else sf.sqrt, (a,), (rnd,), ftz=info.ftz)
+            lib = sf_unit if sf_unit.has_sequences(self.fpu) else sf
+            r = self.routine(ctx, ins, lib.rcp if ins.op == "rcp" else lib.sqrt, (a,), (rnd,), ftz=info.ftz)
         self.put(ctx, ins, t, r)
 
     float_sqrt = float_rcp
@@ -127,6 +133,11 @@ class FloatOps:
         if info.type != "f32":
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (only .f32)", ins)
         a, = self.floats(ctx, ins, "f32", 1)
+        if ins.op == "rsqrt" and sf_unit.has_sequences(self.fpu):
+            # rsqrt.approx is rcp.rn(sqrt.rn(x)) (`interp.approx.rsqrt_f32`): both on the unit
+            root = self.routine(ctx, ins, sf_unit.sqrt, (a,), ("rn",), ftz=info.ftz)
+            self.put(ctx, ins, "f32", self.routine(ctx, ins, sf_unit.rcp, (root,), ("rn",), ftz=info.ftz))
+            return
         self.put(ctx, ins, "f32", self.soft(ins, sf_approx.approximate, self.em(ctx), ins.op, a, info.ftz))
 
     op_lg2 = op_sin = op_cos = op_tanh = op_rsqrt = op_ex2
