@@ -1,6 +1,6 @@
 """f32 div, rcp, sqrt (and rsqrt.approx) as sequences on the float unit (`softfloat.unit`): the
 seeds' error bounds, the sequences against the interpreter (a few hundred operands per mode here;
-`python -m qwengpu.assembler.softfloat.unit` checks millions), the lowering on a machine with the
+`python -m qwengpu.assembler.softfloat.unitcheck` checks millions), the lowering on a machine with the
 unit (the simulator of `compact-fpu` against the interpreter), and the fallback to soft-float on a
 unit without FFMA."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from qwengpu import run
 from qwengpu.assembler import softfloat as sf
 from qwengpu.assembler.emit import Recorder
-from qwengpu.assembler.softfloat import unit
+from qwengpu.assembler.softfloat import unit, unitcheck
 from qwengpu.machine.config import COMPACT_FPU
 from qwengpu.machine.uops import fpu_eval
 
@@ -43,7 +43,7 @@ def test_lane_evaluator_is_the_one_lane_definition():
     (`alu_eval`, `fpu_eval`) computes, lane by lane."""
     rng = np.random.default_rng(5)
     for op, rnd in (("div", "rn"), ("sqrt", "rp"), ("rcp", "rm")):
-        fn, nin = unit.SEQUENCES[op]
+        fn, nin = unitcheck.SEQUENCES[op]
         rec = Recorder()
         ins = [rec.input() for _ in range(nin)]
         out = fn(rec.emitter(), *ins, rnd=rnd, ftz=False)
@@ -54,11 +54,11 @@ def test_lane_evaluator_is_the_one_lane_definition():
 
 
 def test_sequences_use_the_unit_and_few_micro_ops():
-    for op, (fn, nin) in unit.SEQUENCES.items():
+    for op, (fn, nin) in unitcheck.SEQUENCES.items():
         rec = Recorder()
         fn(rec.emitter(), *[rec.input() for _ in range(nin)], rnd="rn")
         kinds = [o.kind for o in rec.ops]
-        assert kinds.count("fpu") == {"div": 7, "rcp": 6, "sqrt": 9}[op]
+        assert kinds.count("fpu") == {"div": 8, "rcp": 7, "sqrt": 9}[op]
         assert all(o.extra.get("rnd") == "rn" for o in rec.ops if o.kind == "fpu")
 
 
@@ -69,8 +69,8 @@ def test_sequences_match_the_interpreter_on_hard_operands(op, rnd, ftz):
     """A few hundred operands of every kind `hard_operands` makes (random patterns, subnormals,
     specials, thresholds, powers of two, exact quotients, near-midpoints)."""
     rng = np.random.default_rng([7, len(op), MODES.index(rnd), ftz])
-    xs = unit.hard_operands(op, 400, rng)
-    got, want = unit.run_lanes(op, rnd, ftz, *xs), unit.reference(op, rnd, ftz, *xs)
+    xs = unitcheck.hard_operands(op, 400, rng)
+    got, want = unitcheck.run_lanes(op, rnd, ftz, *xs), unitcheck.reference(op, rnd, ftz, *xs)
     bad = np.nonzero(got != want)[0]
     assert not len(bad), [(tuple(hex(int(x[i])) for x in xs), hex(int(got[i])), hex(int(want[i]))) for i in bad[:4]]
 
@@ -82,7 +82,7 @@ def test_division_sequence_one_lane(a, b, rnd, ftz):
     rec = Recorder()
     x, y = rec.input(), rec.input()
     out = unit.div(rec.emitter(), x, y, rnd=rnd, ftz=ftz)
-    want = int(unit.reference("div", rnd, ftz, np.array([a], dtype=np.uint64), np.array([b], dtype=np.uint64))[0])
+    want = int(unitcheck.reference("div", rnd, ftz, np.array([a], dtype=np.uint64), np.array([b], dtype=np.uint64))[0])
     assert rec.evaluate({x.value: a, y.value: b}, out) == want
 
 
@@ -137,7 +137,7 @@ def test_lowered_sequences_on_the_simulator(instr, nin, seed):
     """Each form on 16 lanes of `compact-fpu`'s simulator: hard operands (`hard_operands`, mixed)."""
     op = instr.split(".")[0]
     op = {"rsqrt": "sqrt"}.get(op, op)
-    xs = unit.hard_operands(op, 64, np.random.default_rng(seed))
+    xs = unitcheck.hard_operands(op, 64, np.random.default_rng(seed))
     pick = np.random.default_rng(seed + 1).choice(len(xs[0]), 16, replace=False)
     _check_on_simulator(instr, [x[pick] for x in xs])
 
@@ -154,7 +154,7 @@ def test_lowering_uses_the_sequences_only_on_a_unit_with_ffma():
     def unit_ops(config):
         img = assemble(module, spec, config=config)
         return sum(1 for b in img.bundles for s in b.slots if s is not None and s.op.kind == "fpu")
-    assert unit_ops(COMPACT_FPU) == 7
+    assert unit_ops(COMPACT_FPU) == 8
     assert unit_ops(no_fma) == 0
     assert unit.has_sequences(COMPACT_FPU.fpu_ops) and not unit.has_sequences(no_fma.fpu_ops)
     x = np.array([0x3F800000, 0x00000003, 0x7F7FFFFF, 0x40490FDB], dtype=np.uint64)
