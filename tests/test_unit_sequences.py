@@ -58,7 +58,7 @@ def test_sequences_use_the_unit_and_few_micro_ops():
         rec = Recorder()
         fn(rec.emitter(), *[rec.input() for _ in range(nin)], rnd="rn")
         kinds = [o.kind for o in rec.ops]
-        assert kinds.count("fpu") == {"div": 8, "rcp": 7, "sqrt": 9}[op]
+        assert kinds.count("fpu") == {"div": 9, "rcp": 8, "sqrt": 9}[op]
         assert all(o.extra.get("rnd") == "rn" for o in rec.ops if o.kind == "fpu")
 
 
@@ -154,9 +154,32 @@ def test_lowering_uses_the_sequences_only_on_a_unit_with_ffma():
     def unit_ops(config):
         img = assemble(module, spec, config=config)
         return sum(1 for b in img.bundles for s in b.slots if s is not None and s.op.kind == "fpu")
-    assert unit_ops(COMPACT_FPU) == 8
+    assert unit_ops(COMPACT_FPU) == 9
     assert unit_ops(no_fma) == 0
     assert unit.has_sequences(COMPACT_FPU.fpu_ops) and not unit.has_sequences(no_fma.fpu_ops)
     x = np.array([0x3F800000, 0x00000003, 0x7F7FFFFF, 0x40490FDB], dtype=np.uint64)
     _check_on_simulator("div.rn.f32", [x, x[::-1].copy()], config=no_fma)
     assert sf.div is not unit.div
+
+
+def test_divisions_by_one_register_share_its_reciprocal_until_it_is_written():
+    """`FloatOps.unit_divisor`: the second division by %f2 reuses the divisor's part (6 unit ops
+    fewer); after %f2 is written the third computes it again, and every result is the interpreter's."""
+    from qwengpu import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.launch import LaunchSpec
+    body = ("div.rn.f32 %f3, %f1, %f2;\ndiv.rn.f32 %f4, %f3, %f2;\nadd.rn.f32 %f2, %f2, %f1;\n"
+            "div.rn.f32 %f5, %f4, %f2;\nadd.rn.f32 %f7, %f5, %f4;\n//")
+    ptx = _kernel(body, 2).replace(" %f7, %f1, %f2;", ";")
+    n = 16
+    rng = np.random.default_rng(3)
+    a = np.concatenate([unitcheck.hard_operands("div", 64, rng)[0][:8], rng.integers(0, 1 << 32, 8, dtype=np.uint64)])
+    b = np.concatenate([rng.integers(0x3E000000, 0x41000000, 8, dtype=np.uint64), a[:8][::-1]])
+    spec = {"grid": 1, "block": n, "args": [{"buffer": "uint32", "data": [int(v) for v in x]} for x in (a, b)]
+            + [{"buffer": "uint32", "size": n}]}
+    want = run(ptx, spec).buffers[-1]
+    got = run(ptx, spec, engine="sim", config=COMPACT_FPU).buffers[-1]
+    assert np.array_equal(want, got)
+    img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT_FPU)
+    ops = [s.op.op for bl in img.bundles for s in bl.slots if s is not None and s.op.kind == "fpu"]
+    assert len(ops) == 3 * 6 + 2 * 3 + 2      # three quotients, two divisor parts (not three), two adds

@@ -2,7 +2,7 @@
 including the conversions softfloat does not have, composed from its routines (`convert`)."""
 from __future__ import annotations
 
-from qwengpu.machine.uops import Src
+from qwengpu.machine.uops import Src, VReg
 
 from .. import softfloat as sf
 from ..softfloat import approx as sf_approx
@@ -61,10 +61,29 @@ class FloatOps:
         if ins.op == "div" and info.sat:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
         if ins.op == "div" and t == "f32" and sf_unit.has_sequences(self.fpu):
-            fn = sf_unit.div
+            parts = self.unit_divisor(ctx, ins, b, info.ftz)
+            self.put(ctx, ins, t, self.routine(ctx, ins, sf_unit.quotient, (a, b) + parts, (info.rnd or "rn",),
+                                               ftz=info.ftz))
+            return
         self.put(ctx, ins, t, self.routine(ctx, ins, fn, (a, b), (info.rnd or "rn",), **kw))
 
     float_sub = float_mul = float_div = float_add
+
+    def unit_divisor(self, ctx, ins, c: Src, ftz: bool) -> tuple:
+        """`softfloat.unit.divisor(c)`, computed once per block for the divisions by one operand
+        while its register is not written again: `x / b` repeated pays for b's reciprocal once."""
+        blk = self.cur
+        cache = getattr(self, "_divisors", None)
+        if cache is None or cache[0] is not blk:
+            cache = self._divisors = (blk, {})
+        hit = cache[1].get((c, ftz))
+        if hit is not None:
+            parts, start = hit
+            if not (isinstance(c.value, VReg) and any(c.value in op.writes() for op in blk.ops[start:])):
+                return parts
+        parts = self.soft(ins, sf_unit.divisor, self.em(ctx), c, ftz=ftz)    # inline: three results
+        cache[1][(c, ftz)] = (parts, len(blk.ops))
+        return parts
 
     def float_fma(self, ctx, ins, info):
         """fma/mad.rnd{.ftz}{.sat}.{f32,f64} (mad.f64 without a rounding: .rn, as interpreted)."""

@@ -29,7 +29,7 @@ runs the sequences against the interpreter on millions of operands
 from __future__ import annotations
 
 from .builder import ABS, F32_INF, F32_NAN, F32_ONE, FROUND, S31, routine
-from .f32 import check_mode, flush32, ftz_out32, pack32, round30, special_div32, unpack_norm32
+from .f32 import check_mode, flush32, ftz_out32, pack32
 
 #: the float-unit micro-ops the sequences need
 UNIT_OPS = frozenset({"FFMA", "FMUL"})
@@ -77,32 +77,55 @@ def _significand(b, x):
     return sig, e22
 
 
-def _div_unit32(b, a, c, mode, ftz, unit_dividend=False):
-    # The nodes are built in the order the (in-order) bundle packer should meet them: the divisor's
-    # part first, then a bundle's worth of work between the unit's ops, the rounding last.
+def _divisor32(b, c, ftz):
+    """What a division needs of its divisor alone: (-B, y, c22, rc, special) with B = c's
+    significand in [1, 2) (garbage for a zero, infinite or NaN c), y ~ 1/B with |1 - B*y| < 2^-12.9,
+    c's exponent (`_significand`), rc a stand-in for 1/c where c is special (infinity for a zero,
+    a zero for an infinity, c itself for a NaN, 1 otherwise, with c's sign: a*rc is IEEE's a/c
+    whenever a or c is zero, infinite or NaN), and whether c is one of those. The lowering shares
+    it between divisions by one register."""
     if ftz:
-        a, c = flush32(b, a), flush32(b, c)
-    big_b, c22 = _significand(b, c)                  # B in [1, 2) (garbage for a zero or infinite c)
+        c = flush32(b, c)
+    big_b, c22 = _significand(b, c)
     neg_b = big_b | S31
     y0 = b.sub(DIV_SEED, big_b)                      # 1 - B*y0 = e, |e| < 2^-4.3
     e = _ffma(b, neg_b, y0, F32_ONE)
-    sign = (a ^ c) & S31
-    sp, sv = special_div32(b, a, c, sign)            # zeros, infinities, NaN
-    sig_a, a22 = _significand(b, a)
+    mag = c & ABS
+    rc = b.sel(mag, b.sel(b.eq(mag, F32_INF), 0, b.sel(b.ltu(F32_INF, mag), mag, F32_ONE)), F32_INF) | (c & S31)
     t = _ffma(b, e, e, e)
+    special = _is_special(b, c)
+    y = _ffma(b, y0, t, y0)                          # y0 (1 + e + e^2): B*y = 1 - e^3
+    return neg_b, y, c22, rc, special
+
+
+def _is_special(b, x):
+    """0/1: x is a zero, an infinity or a NaN."""
+    return b.leu(0xFEFFFFFF, b.sub(x << 1, 1))
+
+
+def _quotient32(b, a, c, neg_b, y, c22, rc, c_special, mode, ftz, unit_dividend=False):
+    """a/c rounded in `mode`, given `_divisor32(c)`. The nodes are built in the order the (in-order)
+    bundle packer should meet them: a bundle's worth of work between the unit's ops."""
+    if ftz:
+        a, c = flush32(b, a), flush32(b, c)
+    sign = (a ^ c) & S31
+    sig_a, a22 = _significand(b, a)
+    big_b = neg_b & ABS
     u = b.ltu(sig_a, big_b)                          # A = 2^u * a's significand in [B, 2B): X = A/B in [1, 2)
     u23 = u << 23
     big_a = sig_a + u23
-    y = _ffma(b, y0, t, y0)                          # y0 (1 + e + e^2): B*y = 1 - e^3, |e^3| < 2^-12.9
+    sp = _is_special(b, a) | c_special               # zeros, infinities, NaN: IEEE's a/c is a*rc
+    sv = b.fpu("FMUL", a, rc, **_RN)
     sc22 = b.sub(a22 - c22, u << 22)                 # |a/c| = X * 2^scale, sc22 = scale << 22
-    q0 = y + u23 if unit_dividend else b.fpu("FMUL", big_a, y, **_RN)    # 1.0 / B: A*y is exact
     tiny = b.lt(sc22, -126 << 22)                    # a subnormal result (or one that rounds up to 2^-126)
     sc23 = b.sel(b.lt(129 << 22, sc22), 129 << 23, sc22 << 1)    # (any scale above 128 overflows)
-    r0 = _ffma(b, neg_b, q0, big_a)
     clamp = b.sel(b.lt(sc22, -160 << 22), -160 << 22, sc22)    # (every scale below -151 rounds alike)
     z_b0 = (clamp << 1) + ((40 + 127) << 23)         # 2^(scale + 40)
+    s40 = sign - (40 << 23)
+    q0 = y + u23 if unit_dividend else b.fpu("FMUL", big_a, y, **_RN)    # 1.0 / B: A*y is exact
+    r0 = _ffma(b, neg_b, q0, big_a)
     q1 = _ffma(b, r0, y, q0)                         # faithful: |q1 - X| < 2^-24.8 + u/2
-    z_a0 = q1 + (sign - (40 << 23))                  # q1 * 2^-40 with the sign
+    z_a0 = q1 + s40                                  # q1 * 2^-40 with the sign
     p0 = q1 + sc23                                   # q1 * 2^scale, when that is normal
     r1 = _ffma(b, neg_b, q1, big_a)                  # A - B*q1, exact: its sign is X - q1's
     # a subnormal result: the unit rounds Z * 2^scale, Z = q1 if exact, else a product of two floats
@@ -125,6 +148,10 @@ def _div_unit32(b, a, c, mode, ftz, unit_dividend=False):
     res = b.sel(tiny, sub, normal)
     res = b.sel(sp, sv, res)
     return ftz_out32(b, res) if ftz else res
+
+
+def _div_unit32(b, a, c, mode, ftz, unit_dividend=False):
+    return _quotient32(b, a, c, *_divisor32(b, c, ftz), mode, ftz, unit_dividend)
 
 
 def _sqrt_unit32(b, a, mode, ftz):
@@ -174,6 +201,17 @@ def rcp(em, a, rnd="rn", ftz=False):
     """rcp.rnd{.ftz}.f32 on the float unit (`f32.rcp`'s results)."""
     mode = check_mode(rnd, FROUND, "rcp.f32")
     return routine(em, lambda bl, a: _div_unit32(bl, F32_ONE, a, mode, ftz, unit_dividend=True), a)
+
+
+def divisor(em, c, ftz=False):
+    """The divisor's part of `div` (`_divisor32`), as Srcs."""
+    return routine(em, lambda bl, c: _divisor32(bl, c, ftz), c)
+
+
+def quotient(em, a, c, neg_b, y, c22, rc, c_special, rnd="rn", ftz=False):
+    """`div`'s result from the parts `divisor(em, c, ftz)` returns."""
+    mode = check_mode(rnd, FROUND, "div.f32")
+    return routine(em, lambda bl, *x: _quotient32(bl, *x, mode, ftz), a, c, neg_b, y, c22, rc, c_special)
 
 
 def sqrt(em, a, rnd="rn", ftz=False):
