@@ -2,29 +2,25 @@
 has FFMA and FMUL (`UNIT_OPS`): the same results as the soft-float routines (`f32.div`, `rcp`,
 `sqrt`), bit for bit, for every operand, rounding mode and `.ftz`.
 
-The float unit does the arithmetic in round-to-nearest on normalised operands, where nothing
-overflows or underflows; integer micro-ops do the rest, as in the soft-float routines, with which
-these share their parts (`f32.unpack_norm32`, the special cases, `denorm`/`round30`/`pack32`):
+The unit computes in round-to-nearest on normalised operands, where nothing overflows or
+underflows; integer micro-ops do the rest:
 
-* the operands' significands as f32 values in [1, 2) (subnormals normalised by `CLZ`), the result's
-  exponent, the special cases (zeros, infinities, NaN: the interpreter's canonical NaN);
+* the operands' significands as f32 values in [1, 2) (subnormals normalised by `CLZ`) and their
+  exponents (`_significand`);
 * a seed by integer arithmetic on the bit pattern (`DIV_SEED`, `RSQRT_SEED`), refined on the unit
-  until the approximation q1 of the significand's quotient or root X in [1, 2) is *faithful*:
+  until the approximation q1 of the significands' quotient or root X in [1, 2) is *faithful*:
   |q1 - X| < u = 2^-23 (one of the two floats around X);
 * an exact remainder from one more FFMA (r = A - B*q1, or q1*q1 - M), whose sign says on which
-  side of q1 X lies, and whose size against B*u/2 (q1*u) on which side of the midpoint:
-  W = 4 q1/u + d, d in {0, +-1, +-3}, is X rounded to odd at u/4 (d odd: strictly between
-  two multiples of u/2). Every rounding breakpoint of the result -- a float or a midpoint of the
-  u-grid, or of the coarser grid of a subnormal result -- is a multiple of u/2, so rounding W in
-  any mode at u or coarser is rounding X (docs/softfloat.md, "Sequences on the float unit");
-* that rounding, subnormal results and overflow by the soft-float path (`denorm`, `round30`,
-  `pack32`).
+  side of q1 X lies, and whose size against B*u/2 (q1*u for the root) whether X is beyond the
+  midpoint (a quotient of 24-bit significands is never a midpoint, a square root never is);
+* a normal result: q1 moved by at most one ulp and rescaled by an integer add to its exponent
+  (overflow as `pack32`); a subnormal quotient: the unit's FMUL in the instruction's mode rounds
+  Z * 2^scale, Z a product of two floats strictly between q1 and its neighbour on X's side;
+* special operands: the unit's a*rc, rc a stand-in for 1/c (`_divisor32`), gives IEEE's a/c.
 
-A quotient of two 24-bit significands is never a midpoint of the u-grid and a square root never
-is, so |r| = B*u/2 (|d| = q1*u for the root, tested with the strictness the multiples of 2^-46
-allow) cannot decide a tie wrongly. docs/softfloat.md has the error bounds of each step; `check`
-runs the sequences against the interpreter on millions of operands
-(`python -m qwengpu.assembler.softfloat.unitcheck`).
+docs/softfloat.md ("Sequences on the float unit") has the error bound of each step and the
+correctness arguments; `unitcheck` runs the sequences against the interpreter on millions of
+operands (`python -m qwengpu.assembler.softfloat.unitcheck`).
 """
 from __future__ import annotations
 
