@@ -183,3 +183,20 @@ def test_divisions_by_one_register_share_its_reciprocal_until_it_is_written():
     img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT_FPU)
     ops = [s.op.op for bl in img.bundles for s in bl.slots if s is not None and s.op.kind == "fpu"]
     assert len(ops) == 3 * 6 + 2 * 3 + 2      # three quotients, two divisor parts (not three), two adds
+
+
+def test_many_divisions_share_one_copy_when_the_rom_is_short():
+    """30 divisions by changing divisors do not fit the ROM inlined: the whole division becomes one
+    shared routine (`FloatOps.float_add` with `share_routines`), still exact."""
+    from qwengpu import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.launch import LaunchSpec
+    steps = "\n".join("div.rn.f32 %f1, %f2, %f1;\nadd.rn.f32 %f2, %f2, %f1;" for _ in range(30))
+    ptx = _kernel(steps + "\nmov.f32 %f7, %f1;\n//", 2).replace(" %f7, %f1, %f2;", ";")
+    rng = np.random.default_rng(11)
+    a, b = (rng.integers(0x3F000000, 0x40800000, 8, dtype=np.uint64) for _ in range(2))
+    spec = {"grid": 1, "block": 8, "args": [{"buffer": "uint32", "data": [int(v) for v in x]} for x in (a, b)]
+            + [{"buffer": "uint32", "size": 8}]}
+    img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT_FPU)
+    assert len(img.bundles) <= COMPACT_FPU.rom_bundles and any("routine" in bl.label for bl in img.bundles)
+    assert np.array_equal(run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim", config=COMPACT_FPU).buffers[-1])

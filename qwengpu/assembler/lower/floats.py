@@ -61,6 +61,9 @@ class FloatOps:
         if ins.op == "div" and info.sat:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
         if ins.op == "div" and t == "f32" and sf_unit.has_sequences(self.fpu):
+            if self.share_routines:            # short of ROM: one shared copy of the whole division
+                self.put(ctx, ins, t, self.routine(ctx, ins, sf_unit.div, (a, b), (info.rnd or "rn",), ftz=info.ftz))
+                return
             parts = self.unit_divisor(ctx, ins, b, info.ftz)
             self.put(ctx, ins, t, self.routine(ctx, ins, sf_unit.quotient, (a, b) + parts, (info.rnd or "rn",),
                                                ftz=info.ftz))
