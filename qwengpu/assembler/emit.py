@@ -82,3 +82,80 @@ class Recorder:
             if op.sets_flag:
                 flag = f
         return val(result)
+
+    def evaluate_lanes(self, inputs: dict, results) -> list:
+        """`evaluate` on many lanes at once (numpy uint64 arrays of 32-bit words, one element a
+        lane): inputs {VReg: array}; returns the values of `results` (a sequence of Srcs). For
+        checking routines on millions of operands; `evaluate` is the one-lane definition."""
+        import numpy as np
+        n = len(next(iter(inputs.values())))
+        env = {k: np.asarray(v, dtype=np.uint64) & M32 for k, v in inputs.items()}
+        flag = np.zeros(n, dtype=np.uint64)
+
+        def val(s):
+            if s is None:
+                return np.zeros(n, dtype=np.uint64)
+            v = s.value
+            x = np.full(n, v.value, dtype=np.uint64) if isinstance(v, Imm) else env[v]
+            return x ^ M32 if s.inv else x
+
+        for op in self.ops:
+            a, b, c = val(op.a), val(op.b), val(op.c)
+            if op.kind == "fpu":
+                env[op.dst[0]] = fpu_lanes(op.op, op.extra, a, b, c)
+                continue
+            if op.op == "ADD":
+                t = a + b + {"0": np.uint64(0), "1": np.uint64(1)}.get(op.cin, flag)
+                r, f = t & M32, t >> 32
+            else:
+                r, f = alu_lanes(op.op, a, b, c), np.zeros(n, dtype=np.uint64)
+            env[op.dst[0]] = r
+            if op.sets_flag:
+                flag = f
+        return [val(s) for s in results]
+
+
+def alu_lanes(op: str, a, b, c):
+    """`uops.alu_eval`'s result on numpy lanes (ADD without a carry in; `evaluate_lanes` adds it)."""
+    import numpy as np
+
+    from qwengpu.interp.approx import NpBuilder
+    if op == "MOV":
+        return a
+    if op == "ADD":
+        return (a + b) & M32
+    if op in ("AND", "OR", "XOR"):
+        return {"AND": a & b, "OR": a | b, "XOR": a ^ b}[op]
+    if op in ("SHL", "SHR"):            # amounts of 32 or more give 0
+        k = np.minimum(b, 31)
+        return np.where(b < 32, ((a << k) & M32) if op == "SHL" else a >> k, 0).astype(np.uint64)
+    if op == "POPC":
+        return np.array([bin(int(x)).count("1") for x in a], dtype=np.uint64)
+    if op == "BREV":
+        return np.array([int(format(int(x), "032b")[::-1], 2) for x in a], dtype=np.uint64)
+    return NpBuilder(a.shape).op(op, a, b, c).v
+
+
+def fpu_lanes(op: str, mods: dict, a, b, c):
+    """`uops.fpu_eval` on numpy lanes: the interpreter's float functions, which take arrays."""
+    import numpy as np
+
+    from qwengpu.interp import floats as F
+    rnd, ftz, sat = mods.get("rnd"), bool(mods.get("ftz")), bool(mods.get("sat"))
+    if op in ("FADD", "FSUB", "FMUL"):
+        r = {"FADD": F.fadd, "FSUB": F.fsub, "FMUL": F.fmul}[op](a, b, width=32, rnd=rnd, ftz=ftz, sat=sat)
+    elif op == "FFMA":
+        r = F.ffma(a, b, c, width=32, rnd=rnd, ftz=ftz, sat=sat)
+    elif op == "FSETP":
+        r = F.fcompare(mods["compare"], a, b, width=32, ftz=ftz)
+    elif op in ("FMIN", "FMAX"):
+        r = (F.fmin if op == "FMIN" else F.fmax)(a, b, width=32, ftz=ftz, nan=bool(mods.get("nan")))
+    elif op == "I2F":
+        r = F.cvt(a, "f32", "s32" if mods.get("signed") else "u32", rnd=rnd, ftz=ftz, sat=sat)
+    elif op == "F2I":
+        r = F.cvt(a, "s32" if mods.get("signed") else "u32", "f32", rnd=rnd, ftz=ftz)
+    elif op == "FRND":
+        r = F.cvt(a, "f32", "f32", rnd=rnd, ftz=ftz, sat=sat)
+    else:
+        raise ValueError(f"unknown float-unit op {op}")
+    return np.asarray(r, dtype=np.uint64).reshape(-1) & M32

@@ -2,17 +2,20 @@
 including the conversions softfloat does not have, composed from its routines (`convert`)."""
 from __future__ import annotations
 
-from qwengpu.machine.uops import Src
+from qwengpu.machine.uops import Src, VReg
 
 from .. import softfloat as sf
 from ..softfloat import approx as sf_approx
+from ..softfloat import unit as sf_unit
 from .core import AssemblerError, type_bits
 
 
 class FloatOps:
     """The `op_*` / `float_*` methods of a `Lowerer` for these instructions. On a machine with a
     float unit (`fpu`), f32 arithmetic, compares, min/max and the int/f32 conversions are its
-    micro-ops; everything else stays soft-float (docs/float_units.md lists which)."""
+    micro-ops, and f32 div, rcp, sqrt (and rsqrt.approx, their composition) are sequences on it
+    (`softfloat.unit`) when it has FFMA and FMUL; everything else stays soft-float
+    (docs/float_units.md lists which)."""
 
     fpu = frozenset()          # the machine's float-unit micro-ops
 
@@ -57,9 +60,33 @@ class FloatOps:
         kw = {} if t == "f64" else {"ftz": info.ftz} if ins.op == "div" else {"ftz": info.ftz, "sat": info.sat}
         if ins.op == "div" and info.sat:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (div takes no .sat)", ins)
+        if ins.op == "div" and t == "f32" and sf_unit.has_sequences(self.fpu):
+            if self.share_routines:            # short of ROM: one shared copy of the whole division
+                self.put(ctx, ins, t, self.routine(ctx, ins, sf_unit.div, (a, b), (info.rnd or "rn",), ftz=info.ftz))
+                return
+            parts = self.unit_divisor(ctx, ins, b, info.ftz)
+            self.put(ctx, ins, t, self.routine(ctx, ins, sf_unit.quotient, (a, b) + parts, (info.rnd or "rn",),
+                                               ftz=info.ftz))
+            return
         self.put(ctx, ins, t, self.routine(ctx, ins, fn, (a, b), (info.rnd or "rn",), **kw))
 
     float_sub = float_mul = float_div = float_add
+
+    def unit_divisor(self, ctx, ins, c: Src, ftz: bool) -> tuple:
+        """`softfloat.unit.divisor(c)`, computed once per block for the divisions by one operand
+        while its register is not written again: `x / b` repeated pays for b's reciprocal once."""
+        blk = self.cur
+        cache = getattr(self, "_divisors", None)
+        if cache is None or cache[0] is not blk:
+            cache = self._divisors = (blk, {})
+        hit = cache[1].get((c, ftz))
+        if hit is not None:
+            parts, start = hit
+            if not (isinstance(c.value, VReg) and any(c.value in op.writes() for op in blk.ops[start:])):
+                return parts
+        parts = self.soft(ins, sf_unit.divisor, self.em(ctx), c, ftz=ftz)    # inline: three results
+        cache[1][(c, ftz)] = (parts, len(blk.ops))
+        return parts
 
     def float_fma(self, ctx, ins, info):
         """fma/mad.rnd{.ftz}{.sat}.{f32,f64} (mad.f64 without a rounding: .rn, as interpreted)."""
@@ -112,7 +139,8 @@ class FloatOps:
         if t == "f64":
             r = self.routine(ctx, ins, sf.rcp64 if ins.op == "rcp" else sf.sqrt64, (a,), (rnd,))
         else:
-            r = self.routine(ctx, ins, sf.rcp if ins.op == "rcp" else sf.sqrt, (a,), (rnd,), ftz=info.ftz)
+            lib = sf_unit if sf_unit.has_sequences(self.fpu) else sf
+            r = self.routine(ctx, ins, lib.rcp if ins.op == "rcp" else lib.sqrt, (a,), (rnd,), ftz=info.ftz)
         self.put(ctx, ins, t, r)
 
     float_sqrt = float_rcp
@@ -127,6 +155,11 @@ class FloatOps:
         if info.type != "f32":
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (only .f32)", ins)
         a, = self.floats(ctx, ins, "f32", 1)
+        if ins.op == "rsqrt" and sf_unit.has_sequences(self.fpu):
+            # rsqrt.approx is rcp.rn(sqrt.rn(x)) (`interp.approx.rsqrt_f32`): both on the unit
+            root = self.routine(ctx, ins, sf_unit.sqrt, (a,), ("rn",), ftz=info.ftz)
+            self.put(ctx, ins, "f32", self.routine(ctx, ins, sf_unit.rcp, (root,), ("rn",), ftz=info.ftz))
+            return
         self.put(ctx, ins, "f32", self.soft(ins, sf_approx.approximate, self.em(ctx), ins.op, a, info.ftz))
 
     op_lg2 = op_sin = op_cos = op_tanh = op_rsqrt = op_ex2

@@ -8,6 +8,8 @@ never chained.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu.machine.uops import M32, Imm, Src, src
 
 from ..simplify import Operand, Sym, simplify
@@ -126,6 +128,13 @@ def _inv(x):
     return (x ^ M32) if isinstance(x, int) else ~x
 
 
+@dataclass(frozen=True)
+class UnitOp:
+    """A builder node's operation when it is a float-unit micro-op: its name and modifiers."""
+    op: str
+    mods: tuple
+
+
 class Builder:
     """Builds one routine: constant folding, identities, CSE, dead-code removal."""
 
@@ -166,6 +175,10 @@ class Builder:
                 mapped[i] = node[1]
                 continue
             op, a, b, c, cin, sf = node
+            if isinstance(op, UnitOp):
+                args = [None if x is None else self._src(x, mapped) for x in (a, b, c)]
+                mapped[i] = em.fpu(op.op, *args, **dict(op.mods))
+                continue
             if sf and not (i + 1 < n and i + 1 in live and self.nodes[i + 1][4] == "flag"):
                 sf = False
             args = [None if x is None else self._src(x, mapped) for x in (a, b, c)]
@@ -207,6 +220,18 @@ class Builder:
         v = Value(self, len(self.nodes) - 1)
         if cin != "flag" and not sets_flag:
             self.cse[key] = v
+        return v
+
+    def fpu(self, op, a, b=None, c=None, **mods):
+        """A float-unit micro-op (`uops.FPU_OPS`, modifiers as `uops.fpu`): never folded or
+        simplified (its semantics are the interpreter's), only shared and, if unused, dropped."""
+        unit = UnitOp(op, tuple(sorted((k, v) for k, v in mods.items() if v)))
+        args = tuple(x & M32 if isinstance(x, int) else x for x in (a, b, c))
+        key = (unit,) + tuple(self._k(x) for x in args)
+        if key in self.cse:
+            return self.cse[key]
+        self.nodes.append([unit, *args, "0", False])
+        v = self.cse[key] = Value(self, len(self.nodes) - 1)
         return v
 
     @staticmethod

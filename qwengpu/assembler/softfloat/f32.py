@@ -429,7 +429,7 @@ def fma(em, a, b, c, rnd="rn", ftz=False, sat=False):
 # ---------------------------------------------------------------------------------------------
 # div / rcp
 
-def _unpack_norm32(b, x, e23):
+def unpack_norm32(b, x, e23):
     """Normalised significand (leading bit at 31; 0 for a zero) and biased exponent (below 1
     for a subnormal) of a finite x: value = m * 2^(e - 158)."""
     v = x << 9
@@ -455,7 +455,7 @@ def recip32(b, m):
     return r
 
 
-def _special_div32(b, a, c, sign):
+def special_div32(b, a, c, sign):
     """(is_special, value) for a/c when an operand is zero, infinite or NaN."""
     x, y = a & ABS, c & ABS
     gt = b.ltu(y, x)
@@ -472,8 +472,8 @@ def _div32(b, a, c, mode, ftz):
         a, c = flush32(b, a), flush32(b, c)
     sign = (a ^ c) & S31
     ea23, ec23 = a & F32_INF, c & F32_INF
-    ma, ea, _ = _unpack_norm32(b, a, ea23)
-    mc, ec, _ = _unpack_norm32(b, c, ec23)
+    ma, ea, _ = unpack_norm32(b, a, ea23)
+    mc, ec, _ = unpack_norm32(b, c, ec23)
     # quotient: A' = ma * 2^u in [mc, 2 mc); Q = floor(A' * 2^25 / mc) in [2^25, 2^26)
     u = b.ltu(ma, mc)
     r = recip32(b, mc)
@@ -488,7 +488,7 @@ def _div32(b, a, c, mode, ftz):
     n, ek = denorm(b, n, ek)
     rd = round30(b, n, mode, sign)
     res = pack32(b, ek, rd, mode, sign)
-    sp, sv = _special_div32(b, a, c, sign)
+    sp, sv = special_div32(b, a, c, sign)
     res = b.sel(sp, sv, res)
     if ftz:
         res = ftz_out32(b, res)
@@ -540,7 +540,7 @@ def _sqrt32(b, a, mode, ftz):
     if ftz:
         a = flush32(b, a)
     ea23 = a & F32_INF
-    m, ea, _ = _unpack_norm32(b, a, ea23)
+    m, ea, _ = unpack_norm32(b, a, ea23)
     par = ~ea & 1                              # radicand m * 2^par: even total exponent
     s0, x = _isqrt26(b, m, par)
     rem = x - b.mul(s0, s0)                    # exact, in [0, 2(2S+1))

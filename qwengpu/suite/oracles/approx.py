@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._fp import ex2_approx, fma, fma_mode
+from .._fp import ex2_approx, fma, fma_mode, sqrt_round
 from .common import M32, oracle
 
 
@@ -187,3 +187,59 @@ def fast_log_rsqrt(x, y):
 @oracle("fast_sin", tags={"float", "grid", "approx"}, about="__sinf over 8 floats up to 300 (sin.approx.f32)")
 def fast_sin(x, y):
     return [x, np.array([sin_approx(v) for v in x.astype(np.float32)], dtype=np.float32)]
+
+
+_LOGF_POLY = (0x3E1039F6, 0xBDF8CDCC, 0x3E0F2955, 0xBE2AD8B9, 0x3E4CED0B, 0xBE7FFF22, 0x3EAAAA78, 0xBF000000)
+
+
+def logf(x):
+    """libdevice's logf as nvcc 13 emits it (-O3, sm_75): x = 2^e m with m in [2/3, 4/3) taken
+    from the bit pattern (a subnormal scaled by 2^23 first), log(m) = t + t^2 P(t) (t = m - 1,
+    Horner in fmas), + e ln 2; infinities, NaN and negatives through fma(x, inf, inf), zero -> -inf."""
+    x = np.float32(x)
+    tiny = x < f32_bits(0x00800000)
+    m = np.float32(x * np.float32(8388608.0)) if tiny else x
+    e0 = f32_bits(0xC1B80000) if tiny else np.float32(0.0)        # -23
+    bits = bits_f32(m)
+    k = (bits - 0x3F2AAAAB) & 0xFF800000
+    f = f32_bits((bits - k) & M32)
+    e = fma(np.float32(k - (1 << 32) if k >> 31 else k), f32_bits(0x34000000), e0)
+    t = np.float32(f - np.float32(1.0))
+    p = fma(f32_bits(0xBE055027), t, f32_bits(_LOGF_POLY[0]))
+    for c in _LOGF_POLY[1:]:
+        p = fma(p, t, f32_bits(c))
+    r = fma(e, f32_bits(0x3F317218), fma(np.float32(t * p), t, t))
+    if not bits < 0x7F800000:
+        r = fma(m, np.float32(np.inf), np.float32(np.inf))
+    return np.float32(-np.inf) if m == 0 else r
+
+
+def _normal_cdf(d):
+    """black_scholes.cu's normal_cdf: Abramowitz & Stegun 26.2.17 in the kernel's f32 steps."""
+    one = np.float32(1.0)
+    k = np.float32(one / fma(f32_bits(0x3E6D3389), np.float32(abs(d)), one))
+    p = fma(f32_bits(0x3FAA466F), k, f32_bits(0xBFE91EEA))
+    for c in (0x3FE40778, 0xBEB68F87, 0x3EA385FA):
+        p = fma(p, k, f32_bits(c))
+    p = np.float32(p * k)
+    density = np.float32(f32_bits(0x3ECC422A) * expf(np.float32(np.float32(np.float32(-0.5) * d) * d)))
+    tail = np.float32(density * p)
+    return np.float32(one - tail) if d > 0 else tail
+
+
+@oracle("black_scholes", tags={"float", "grid", "approx", "algo", "divergence", "loop", "heavy"},
+        about="Black-Scholes call and put prices of 16 options: logf, sqrtf, expf, divisions, a polynomial "
+              "cumulative normal")
+def black_scholes(price, strike, years, call, put, rate, vol):
+    rate, vol = np.float32(rate), np.float32(vol)
+    calls, puts = [], []
+    for s, x, t in zip(price.astype(np.float32), strike.astype(np.float32), years.astype(np.float32)):
+        vol_root_t = np.float32(vol * sqrt_round(t))
+        drift = fma(np.float32(np.float32(0.5) * vol), vol, rate)
+        d1 = np.float32(fma(drift, t, logf(np.float32(s / x))) / vol_root_t)
+        d2 = np.float32(d1 - vol_root_t)
+        n1, n2 = _normal_cdf(d1), _normal_cdf(d2)
+        discounted = np.float32(x * expf(np.float32(-rate * t)))
+        calls.append(fma(s, n1, -np.float32(discounted * n2)))
+        puts.append(fma(discounted, np.float32(1.0 - n2), -np.float32(s * np.float32(1.0 - n1))))
+    return [price, strike, years, np.array(calls, dtype=np.float32), np.array(puts, dtype=np.float32), None, None]

@@ -1,0 +1,202 @@
+"""f32 div, rcp, sqrt (and rsqrt.approx) as sequences on the float unit (`softfloat.unit`): the
+seeds' error bounds, the sequences against the interpreter (a few hundred operands per mode here;
+`python -m qwengpu.assembler.softfloat.unitcheck` checks millions), the lowering on a machine with the
+unit (the simulator of `compact-fpu` against the interpreter), and the fallback to soft-float on a
+unit without FFMA."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qwengpu import run
+from qwengpu.assembler import softfloat as sf
+from qwengpu.assembler.emit import Recorder
+from qwengpu.assembler.softfloat import unit, unitcheck
+from qwengpu.machine.config import COMPACT_FPU
+from qwengpu.machine.uops import fpu_eval
+
+MODES = ("rn", "rz", "rm", "rp")
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
+
+
+def test_seeds_error_bounds_over_every_significand():
+    f = np.arange(1 << 23, dtype=np.int64)
+    b_bits = 0x3F800000 + f
+    b = b_bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    y0 = ((unit.DIV_SEED - b_bits) & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(np.float64)
+    err = np.abs(y0 * b - 1).max()
+    assert err < 0.0506 and err ** 3 < 2 ** -12.9          # the cubic step leaves |1 - B y| < 2^-12.9
+    m_bits = np.concatenate([b_bits, b_bits + (1 << 23)])  # M in [1, 4)
+    m = m_bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    g0 = ((unit.RSQRT_SEED - (m_bits >> 1)) & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(np.float64)
+    assert np.abs(g0 * np.sqrt(m) - 1).max() < 0.0343
+
+
+def test_lane_evaluator_is_the_one_lane_definition():
+    """`Recorder.evaluate_lanes` (numpy, used for the big check) computes what `evaluate`
+    (`alu_eval`, `fpu_eval`) computes, lane by lane."""
+    rng = np.random.default_rng(5)
+    for op, rnd in (("div", "rn"), ("sqrt", "rp"), ("rcp", "rm")):
+        fn, nin = unitcheck.SEQUENCES[op]
+        rec = Recorder()
+        ins = [rec.input() for _ in range(nin)]
+        out = fn(rec.emitter(), *ins, rnd=rnd, ftz=False)
+        xs = [rng.integers(0, 1 << 32, 40, dtype=np.uint64) for _ in ins]
+        lanes = rec.evaluate_lanes({s.value: x for s, x in zip(ins, xs)}, [out])[0]
+        one = [rec.evaluate({s.value: int(x[i]) for s, x in zip(ins, xs)}, out) for i in range(40)]
+        assert [int(v) for v in lanes] == one
+
+
+def test_sequences_use_the_unit_and_few_micro_ops():
+    for op, (fn, nin) in unitcheck.SEQUENCES.items():
+        rec = Recorder()
+        fn(rec.emitter(), *[rec.input() for _ in range(nin)], rnd="rn")
+        kinds = [o.kind for o in rec.ops]
+        assert kinds.count("fpu") == {"div": 9, "rcp": 8, "sqrt": 9}[op]
+        assert all(o.extra.get("rnd") == "rn" for o in rec.ops if o.kind == "fpu")
+
+
+@pytest.mark.parametrize("op", ["div", "rcp", "sqrt"])
+@pytest.mark.parametrize("rnd", MODES)
+@pytest.mark.parametrize("ftz", [False, True])
+def test_sequences_match_the_interpreter_on_hard_operands(op, rnd, ftz):
+    """A few hundred operands of every kind `hard_operands` makes (random patterns, subnormals,
+    specials, thresholds, powers of two, exact quotients, near-midpoints)."""
+    rng = np.random.default_rng([7, len(op), MODES.index(rnd), ftz])
+    xs = unitcheck.hard_operands(op, 400, rng)
+    got, want = unitcheck.run_lanes(op, rnd, ftz, *xs), unitcheck.reference(op, rnd, ftz, *xs)
+    bad = np.nonzero(got != want)[0]
+    assert not len(bad), [(tuple(hex(int(x[i])) for x in xs), hex(int(got[i])), hex(int(want[i]))) for i in bad[:4]]
+
+
+@SETTINGS
+@given(a=st.integers(0, 2**32 - 1), b=st.integers(0, 2**32 - 1), rnd=st.sampled_from(MODES), ftz=st.booleans())
+def test_division_sequence_one_lane(a, b, rnd, ftz):
+    """The one-lane definition (`fpu_eval` for the unit's ops) against the interpreter."""
+    rec = Recorder()
+    x, y = rec.input(), rec.input()
+    out = unit.div(rec.emitter(), x, y, rnd=rnd, ftz=ftz)
+    want = int(unitcheck.reference("div", rnd, ftz, np.array([a], dtype=np.uint64), np.array([b], dtype=np.uint64))[0])
+    assert rec.evaluate({x.value: a, y.value: b}, out) == want
+
+
+def test_fpu_lanes_is_fpu_eval():
+    from qwengpu.assembler.emit import fpu_lanes
+    rng = np.random.default_rng(9)
+    a, b, c = (rng.integers(0, 1 << 32, 30, dtype=np.uint64) for _ in range(3))
+    for op, mods in (("FFMA", {"rnd": "rz"}), ("FMUL", {"rnd": "rn", "ftz": True}), ("FADD", {"rnd": "rp", "sat": True}),
+                     ("FSETP", {"compare": "ltu"}), ("FMAX", {"nan": True})):
+        got = fpu_lanes(op, mods, a, b, c)
+        assert [int(v) for v in got] == [fpu_eval(op, mods, int(a[i]), int(b[i]), int(c[i])) for i in range(30)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the lowering on the simulator
+
+
+def _kernel(instr: str, nin: int) -> str:
+    loads = "\n".join(f"ld.param.u64 %rd{k + 1}, [in{k}]; add.u64 %rd{k + 1}, %rd{k + 1}, %rd9; "
+                      f"ld.global.f32 %f{k + 1}, [%rd{k + 1}];" for k in range(nin))
+    params = ", ".join([f".param .u64 in{k}" for k in range(nin)] + [".param .u64 out"])
+    srcs = ", ".join(f"%f{k + 1}" for k in range(nin))
+    return (f"{HEADER}.visible .entry k({params})\n{{\n.reg .f32 %f<8>;\n.reg .b32 %r<4>;\n.reg .b64 %rd<12>;\n"
+            "mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd9, %r1, 4;\n"
+            f"{loads}\n{instr} %f7, {srcs};\n"
+            "ld.param.u64 %rd8, [out]; add.u64 %rd8, %rd8, %rd9; st.global.f32 [%rd8], %f7;\nret;\n}\n")
+
+
+def _check_on_simulator(instr: str, inputs: list, config=COMPACT_FPU):
+    n = len(inputs[0])
+    args = [{"buffer": "uint32", "data": [int(v) for v in x]} for x in inputs] + [{"buffer": "uint32", "size": n}]
+    spec = {"grid": 1, "block": n, "args": args}
+    ptx = _kernel(instr, len(inputs))
+    want = run(ptx, spec).buffers[-1]
+    got = run(ptx, spec, engine="sim", config=config).buffers[-1]
+    bad = [i for i in range(n) if want[i] != got[i]]
+    assert not bad, [(instr, [hex(int(x[i])) for x in inputs], hex(int(got[i])), hex(int(want[i]))) for i in bad[:4]]
+
+
+FORMS = [(f"{op}.{r}{f}.f32", n) for op, n in (("div", 2), ("rcp", 1), ("sqrt", 1)) for r in MODES
+         for f in ("", ".ftz")] + [
+    ("div.full.f32", 2), ("div.approx.f32", 2), ("div.approx.ftz.f32", 2), ("rcp.approx.f32", 1),
+    ("rcp.approx.ftz.f32", 1), ("sqrt.approx.f32", 1), ("sqrt.approx.ftz.f32", 1), ("rsqrt.approx.f32", 1),
+    ("rsqrt.approx.ftz.f32", 1)]
+
+
+@pytest.mark.parametrize("instr,nin", FORMS, ids=[f[0] for f in FORMS])
+@settings(max_examples=1, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_lowered_sequences_on_the_simulator(instr, nin, seed):
+    """Each form on 16 lanes of `compact-fpu`'s simulator: hard operands (`hard_operands`, mixed)."""
+    op = instr.split(".")[0]
+    op = {"rsqrt": "sqrt"}.get(op, op)
+    xs = unitcheck.hard_operands(op, 64, np.random.default_rng(seed))
+    pick = np.random.default_rng(seed + 1).choice(len(xs[0]), 16, replace=False)
+    _check_on_simulator(instr, [x[pick] for x in xs])
+
+
+def test_lowering_uses_the_sequences_only_on_a_unit_with_ffma():
+    from qwengpu import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.launch import LaunchSpec
+    module = load_program(_kernel("div.rn.f32", 2))
+    spec = LaunchSpec.from_json({"grid": 1, "block": 4, "args": [{"buffer": "uint32", "size": 4}] * 3})
+    no_fma = dataclasses.replace(COMPACT_FPU, name="fpu-no-fma",
+                                 fpu_ops=tuple(o for o in COMPACT_FPU.fpu_ops if o != "FFMA"))
+
+    def unit_ops(config):
+        img = assemble(module, spec, config=config)
+        return sum(1 for b in img.bundles for s in b.slots if s is not None and s.op.kind == "fpu")
+    assert unit_ops(COMPACT_FPU) == 9
+    assert unit_ops(no_fma) == 0
+    assert unit.has_sequences(COMPACT_FPU.fpu_ops) and not unit.has_sequences(no_fma.fpu_ops)
+    x = np.array([0x3F800000, 0x00000003, 0x7F7FFFFF, 0x40490FDB], dtype=np.uint64)
+    _check_on_simulator("div.rn.f32", [x, x[::-1].copy()], config=no_fma)
+    assert sf.div is not unit.div
+
+
+def test_divisions_by_one_register_share_its_reciprocal_until_it_is_written():
+    """`FloatOps.unit_divisor`: the second division by %f2 reuses the divisor's part (6 unit ops
+    fewer); after %f2 is written the third computes it again, and every result is the interpreter's."""
+    from qwengpu import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.launch import LaunchSpec
+    body = ("div.rn.f32 %f3, %f1, %f2;\ndiv.rn.f32 %f4, %f3, %f2;\nadd.rn.f32 %f2, %f2, %f1;\n"
+            "div.rn.f32 %f5, %f4, %f2;\nadd.rn.f32 %f7, %f5, %f4;\n//")
+    ptx = _kernel(body, 2).replace(" %f7, %f1, %f2;", ";")
+    n = 16
+    rng = np.random.default_rng(3)
+    a = np.concatenate([unitcheck.hard_operands("div", 64, rng)[0][:8], rng.integers(0, 1 << 32, 8, dtype=np.uint64)])
+    b = np.concatenate([rng.integers(0x3E000000, 0x41000000, 8, dtype=np.uint64), a[:8][::-1]])
+    spec = {"grid": 1, "block": n, "args": [{"buffer": "uint32", "data": [int(v) for v in x]} for x in (a, b)]
+            + [{"buffer": "uint32", "size": n}]}
+    want = run(ptx, spec).buffers[-1]
+    got = run(ptx, spec, engine="sim", config=COMPACT_FPU).buffers[-1]
+    assert np.array_equal(want, got)
+    img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT_FPU)
+    ops = [s.op.op for bl in img.bundles for s in bl.slots if s is not None and s.op.kind == "fpu"]
+    assert len(ops) == 3 * 6 + 2 * 3 + 2      # three quotients, two divisor parts (not three), two adds
+
+
+def test_many_divisions_share_one_copy_when_the_rom_is_short():
+    """30 divisions by changing divisors do not fit the ROM inlined: the whole division becomes one
+    shared routine (`FloatOps.float_add` with `share_routines`), still exact."""
+    from qwengpu import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.launch import LaunchSpec
+    steps = "\n".join("div.rn.f32 %f1, %f2, %f1;\nadd.rn.f32 %f2, %f2, %f1;" for _ in range(30))
+    ptx = _kernel(steps + "\nmov.f32 %f7, %f1;\n//", 2).replace(" %f7, %f1, %f2;", ";")
+    rng = np.random.default_rng(11)
+    a, b = (rng.integers(0x3F000000, 0x40800000, 8, dtype=np.uint64) for _ in range(2))
+    spec = {"grid": 1, "block": 8, "args": [{"buffer": "uint32", "data": [int(v) for v in x]} for x in (a, b)]
+            + [{"buffer": "uint32", "size": 8}]}
+    img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT_FPU)
+    assert len(img.bundles) <= COMPACT_FPU.rom_bundles and any("routine" in bl.label for bl in img.bundles)
+    assert np.array_equal(run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim", config=COMPACT_FPU).buffers[-1])
