@@ -126,6 +126,8 @@ def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     """One suite kernel on `engine`, checked against its oracle (and, on the model engines, the
     simulator's token stream; hardware goldens where recorded)."""
     from .api import run
+    if kernel.max_steps and engine != "interp":
+        options.setdefault("max_steps", kernel.max_steps)
     t0 = time.perf_counter()
     try:
         res = run(kernel.ptx(), kernel.spec(), engine=engine, **options)

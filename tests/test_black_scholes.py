@@ -72,3 +72,13 @@ def test_logf_oracle_is_the_interpreters_logf():
     got = run(src, spec).buffers[1]
     want = np.array([logf(v) for v in xs], dtype=np.float32)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
+def test_the_suite_gives_the_soft_float_machine_the_tokens_it_needs():
+    """On COMPACT (soft-float) the kernel takes ~158,000 tokens, over the runtime's default limit
+    for its 4 warps: the suite declares a budget, and verify runs the kernel with it."""
+    from qwengpu.runtime.run import default_max_tokens
+    from qwengpu.verify import verify_kernel
+    assert KERNEL.max_steps and KERNEL.max_steps > default_max_tokens(KERNEL.spec())
+    row = verify_kernel(KERNEL, "sim")
+    assert row.exact, row.detail

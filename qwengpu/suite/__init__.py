@@ -37,6 +37,7 @@ class SuiteKernel:
     spec_path: Path
     tags: frozenset
     about: str
+    max_steps: int | None = None      # the token budget verify gives it, where the default is too small
 
     def spec(self) -> LaunchSpec:
         return LaunchSpec.from_json(self.spec_path)
@@ -85,7 +86,8 @@ def _load() -> dict[str, SuiteKernel]:
         orc = ORACLES.get(name)
         out[name] = SuiteKernel(name=name, cu_path=cu, ptx_path=cu.with_suffix(".ptx"),
                                 spec_path=cu.with_suffix(".json"),
-                                tags=orc.tags if orc else frozenset(), about=orc.about if orc else "")
+                                tags=orc.tags if orc else frozenset(), about=orc.about if orc else "",
+                                max_steps=orc.max_steps if orc else None)
     return out
 
 

@@ -19,14 +19,15 @@ class Oracle:
     fn: Callable
     tags: frozenset
     about: str
+    max_steps: int | None = None      # a token budget above the runtime's default (verify runs with it)
 
 
-def oracle(name: str, tags=(), about: str = ""):
+def oracle(name: str, tags=(), about: str = "", max_steps: int | None = None):
     """Register `fn` as the oracle of suite kernel `name`."""
     def deco(fn):
         if name in ORACLES:
             raise ValueError(f"duplicate oracle {name!r}")
-        ORACLES[name] = Oracle(name, fn, frozenset(tags), about)
+        ORACLES[name] = Oracle(name, fn, frozenset(tags), about, max_steps)
         return fn
     return deco
 
