@@ -8,7 +8,8 @@
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only] [--overwrite]
     qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F] [--faults]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
-    qwengpu soak [--tokens 1000000] [--window 10000] [--json F] [--plot F.png]
+    qwengpu soak [--tokens 1000000] [--window 10000] [--kernel lcg_soak|float_soak] [--machine NAME]
+                 [--json F] [--plot F.png]
     qwengpu lab [--dir DIR] [--port 8888] [--ip 127.0.0.1] [--token T | --no-token] [--no-build] [--no-browser]
                 [-- JUPYTER_OPTION ...]
 
@@ -227,7 +228,8 @@ def cmd_demo(args) -> int:
 
 def cmd_soak(args) -> int:
     from .soak import plot, soak
-    rep = soak(tokens=args.tokens, window=args.window, progress=not args.quiet)
+    rep = soak(tokens=args.tokens, window=args.window, progress=not args.quiet, kernel=args.kernel,
+               machine=args.machine)
     w = rep.worst()
     print(f"soak: {rep.kernel} with a loop of {rep.loop_count:,}: {rep.tokens:,} tokens in {rep.seconds:.0f} s "
           f"({rep.tokens_per_s:.0f} tokens/s) on the {rep.engine} engine; "
@@ -387,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--json", help="write the report (per-window margins) to this JSON file")
     so.add_argument("--plot", help="write the margins per window to this PNG")
     so.add_argument("--quiet", action="store_true", help="no progress bar")
+    so.add_argument("--kernel", choices=["lcg_soak", "float_soak"], default="lcg_soak",
+                    help="the loop: integer LCG steps (default) or a float logistic map (the float unit's ops)")
+    so.add_argument("--machine", default="compact",
+                    help="the machine's geometry: compact (the built-in one), compact-fpu (with the float unit)")
     so.set_defaults(func=cmd_soak)
 
     lb = sub.add_parser("lab", help="JupyterLab on the tutorial notebooks (prints the URL; no browser needed)")

@@ -1,9 +1,10 @@
 """`qwengpu soak`: one long launch on the compact engine, its result checked against the
 interpreter, its margins followed over the whole run.
 
-The launch is the suite's `lcg_soak` kernel (a loop of 32-bit LCG steps on 4 lanes: multiplier,
-adder, selects) with its loop count chosen so that the machine generates at least `tokens`
-tokens. Every `window` generated tokens the run records the smallest logit gap, the memory code
+The launch is a suite kernel whose second argument is a loop count: `lcg_soak` (32-bit LCG steps
+on 4 lanes: multiplier, adder, selects; the default) or `float_soak` (a logistic map in f32: the
+float unit's multiplies, FMAs, compares and max on `--machine compact-fpu`), with its loop count
+chosen so that the machine generates at least `tokens` tokens. Every `window` generated tokens the run records the smallest logit gap, the memory code
 margin, the residual code margin and the largest form noise of that window, so a drift shows where
 it starts (the reference system's engines were seen to diverge at token 1.67 M).
 """
@@ -48,12 +49,16 @@ class SoakReport:
                 "detail": self.detail, "window": self.window, "worst": self.worst(), "windows": self.windows}
 
 
-def loop_count_for(tokens: int, config=None) -> int:
-    """The `lcg_soak` loop count whose launch generates at least `tokens` tokens (the token count
+#: the suite kernels made for soaking: (out, loop count)
+SOAK_KERNELS = ("lcg_soak", "float_soak")
+
+
+def loop_count_for(tokens: int, config=None, kernel: str = "lcg_soak") -> int:
+    """The loop count of `kernel` whose launch generates at least `tokens` tokens (the token count
     is linear in it, measured on the simulator at two small counts)."""
     from . import suite
     from .api import run
-    k = suite.get("lcg_soak")
+    k = suite.get(kernel)
     opts = {} if config is None else {"config": config}
 
     def count(n):
@@ -67,8 +72,10 @@ def loop_count_for(tokens: int, config=None) -> int:
     return n + 4 * max(1, n // 400)                      # 1% more: the count is not quite linear
 
 
-def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: bool = True) -> SoakReport:
-    """Run `lcg_soak` for at least `tokens` generated tokens on the compact engine."""
+def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: bool = True,
+         kernel: str = "lcg_soak") -> SoakReport:
+    """Run `kernel` (one of `SOAK_KERNELS`) for at least `tokens` generated tokens on the compact
+    engine; `machine`: a built machine or a geometry's name (default the built-in one)."""
     import numpy as np
 
     from . import suite
@@ -76,9 +83,12 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
     from .runtime.run import run_on_model
     from .api import load_program, run
     from .verify import compare_buffers
-    machine = machine or load_machine(progress=progress)
-    k = suite.get("lcg_soak")
-    n = loop_count_for(tokens, machine.config)
+    if kernel not in SOAK_KERNELS:
+        raise ValueError(f"soak runs {', '.join(SOAK_KERNELS)}, not {kernel!r}")
+    if machine is None or isinstance(machine, str):
+        machine = load_machine(machine or "compact", progress=progress)
+    k = suite.get(kernel)
+    n = loop_count_for(tokens, machine.config, kernel)
     spec = k.spec()
     spec.args[1].value = spec.args[1].value.__class__(n)
     module = load_program(k.ptx())
@@ -108,7 +118,7 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
     interp = run(module, spec, engine="interp")
     detail = compare_buffers(res.buffers, interp.buffers, nan_equal=False) or \
         compare_buffers(res.buffers, k.expected(spec), nan_equal=False)
-    return SoakReport(res.kernel, "compact", res.tokens, n, dt, detail is None, detail or "", window, windows)
+    return SoakReport(kernel, "compact", res.tokens, n, dt, detail is None, detail or "", window, windows)
 
 
 def plot(report: SoakReport, path) -> None:

@@ -45,3 +45,13 @@ def test_the_lab_names_a_float_op_with_its_modifiers_and_registers(fpu_machine):
     texts = [text for pc in range(len(view.image.bundles)) for unit, text in view.bundle(pc).ops if unit.endswith("fpu")]
     assert texts and any(t.startswith(("FMUL rn ", "FFMA rn ", "FADD rn ")) for t in texts), texts
     assert all("port" not in t and "←" in t for t in texts), texts
+
+
+def test_a_float_soak_runs_exactly_on_the_unit(fpu_machine):
+    """`qwengpu soak --kernel float_soak --machine compact-fpu`, short: the logistic map's muls,
+    FMAs, compares and max on the unit for the tokens asked, exact, margins in every window."""
+    from qwengpu.soak import soak
+    rep = soak(tokens=2000, window=1000, machine=fpu_machine, progress=False, kernel="float_soak")
+    assert rep.exact, rep.detail
+    assert rep.tokens >= 2000 and rep.kernel == "float_soak"
+    assert all(w["logit_gap"] > 8 and w["form_noise"] < 0.1 for w in rep.windows)

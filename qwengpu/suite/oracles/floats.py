@@ -145,3 +145,19 @@ def half_arith(x, out):
                h(Fraction(float(h(A * A))) + A), h(Fraction(float(h(B * B))) + B), a]
         out[9 * t:9 * t + 9] = np.array([float(v) for v in row], dtype=np.float32)
     return [x, out]
+
+
+@oracle("float_soak", tags={"float", "loop"},
+        about="n steps of a logistic map per lane (mul, fma, a compare picking max or a fused accumulate; "
+              "the float soak test's loop, n is an argument)")
+def float_soak(out, n):
+    out = out.copy()
+    f = np.float32
+    for t in range(len(out)):
+        x, acc = fma(f(t), f(0.2), f(0.1)), f(0.0)
+        for _ in range(int(n)):
+            s = f(f(3.7) * x)                       # float32 products are correctly rounded
+            x = fma(s, -x, s)
+            acc = fmax(acc, x) if x > f(0.5) else fma(x, f(0.25), acc)
+        out[t] = f(acc + x)
+    return [out, n]
