@@ -406,6 +406,10 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             assert [c.strip() for c in cells[1:]] == ["0x2", "0x0", "0x0", "0x0"], cells
             assert root.locator('tr[data-reg="r1"] td.chg').count() == 1
             assert root.locator(".qg-rom .qg-row.cur").count() >= 1
+            # the pass says what it is: a carry, of the mul's result (its PTX line highlighted)
+            assert "carry byte 0 of r1 (%r4) for lane 0" in root.locator(".qg-where").text_content()
+            assert "mul.lo.s32" in root.locator(".qg-rom .qg-row.qg-ptx.cur").text_content()
+            assert root.locator(".qg-pass .qg-kind").text_content() == "carry"
             # pick another memory for the raw-state panel: Python follows
             root.locator(".qg-memsel").select_option("mem")
             page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine .qg-gdnrow .qg-lbl')"

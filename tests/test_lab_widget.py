@@ -119,6 +119,11 @@ def test_model_panels_render_from_the_model(dot_model):
     # 6 patterns + raw state + the attention card (overview, the layer's heads now, a heatmap per head)
     assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"]
     assert "mul.lo.s32" in html and "decoded from GDN memory mem" in html
+    assert "memory write byte 0 of lane 3" in html and "then: " in html and "halt: the launch is over" in html
+    w.goto(0)                                            # the start: no bundle has run, bundle 0 is next
+    html = w.to_html()
+    assert "block start: block 0" in html and "last ran" not in html and 'class="qg-row nxt" data-pc="0"' in html
+    w.goto(18)
     w.run_to_pc(1)                                       # no later pass runs bundle 1: stay
     assert w.position == 18
     w.goto(0).run_to_pc(1)

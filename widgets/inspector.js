@@ -108,7 +108,7 @@ function render({ model, el }) {
       <button class="qg-btn" data-act="last" title="last position (End)">${ICON.last}</button>
       <input class="qg-slider" type="range" min="0" value="0" step="1" aria-label="position">
       <span class="qg-pos"></span>
-      <span class="qg-lbl">token</span><input class="qg-num qg-tok" type="number" min="0" title="jump to a token (position)">
+      <span class="qg-lbl qg-toklbl">step</span><input class="qg-num qg-tok" type="number" min="0" title="jump to a step (position)">
       <span class="qg-lbl">pc</span><input class="qg-num qg-pcin" type="number" min="0" title="run to the next time this pc is next">
       <button class="qg-btn" data-act="topc" title="run to pc">run to pc</button>
       <span class="qg-seg qg-fmt"><button data-f="hex">hex</button><button data-f="dec">dec</button><button data-f="float">float</button></span>
@@ -444,23 +444,47 @@ function render({ model, el }) {
     for (const b of prog.bundles || []) {
       h += `<div class="qg-lab">${esc(b.label)}</div>`;
       h += `<div class="qg-row" data-pc="${b.pc}"><span class="qg-gut ${bp.has(b.pc) ? "bp" : ""}" data-bp="${b.pc}">●</span><span class="qg-pcn">${b.pc}</span><span>${esc(b.term)}</span></div>`;
-      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" title="PTX line ${line}"><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
+      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" data-ptxpc="${p}" title="PTX line ${line}"><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
     }
     rom.innerHTML = h;
     romFn = "__bundles__";
   }
+  // the pass's bundle and the PTX instructions it belongs to (a carry: the one that computed the
+  // value; a memory write: the store); between bundles, the bundle that runs next
   function highlightBundle(p) {
     if (romFn !== "__bundles__") buildBundles();
-    rom.querySelectorAll(".cur, .prev").forEach((e) => e.classList.remove("cur", "prev"));
-    const pc = (prog.step_pc || [])[p];
+    rom.querySelectorAll(".cur, .prev, .inb, .nxt").forEach((e) => e.classList.remove("cur", "prev", "inb", "nxt"));
     const st = model.get("state") || {};
-    const cls = st.pos === p && !st.in_pass ? "prev" : "cur";
-    rom.querySelectorAll(`[data-pc="${pc}"], [data-bpc="${pc}"]`).forEach((e) => e.classList.add(cls));
+    const w = st.pos === p ? st.what : null;
+    let pc = w ? w.bundle : (prog.step_pc || [])[p];
+    let cls = "cur";
+    if (w && (pc === null || pc === undefined)) {
+      const m = /^execute bundle (\d+)/.exec(w.then || "");
+      pc = m ? +m[1] : null;
+      cls = "nxt";
+    }
+    if (pc === null || pc === undefined) return;
+    const mine = new Set(((w && cls === "cur") ? w.ptx : []).map((x) => x[0]));
+    rom.querySelectorAll(`[data-pc="${pc}"]`).forEach((e) => e.classList.add(cls));
+    rom.querySelectorAll(`[data-bpc="${pc}"]`).forEach((e) => e.classList.add(cls === "cur" && !mine.has(+e.dataset.ptxpc) ? "inb" : cls));
     const e = rom.querySelector(`.qg-row[data-pc="${pc}"]`);
     if (e) {
       const top = e.offsetTop, bottom = top + e.offsetHeight;
       if (top < rom.scrollTop + 20 || bottom > rom.scrollTop + rom.clientHeight - 20) rom.scrollTop = Math.max(0, top - 30);
     }
+  }
+  // a pass in words: what its consumed token makes it do, and what it emitted
+  function passHTML(st) {
+    const w = st.what;
+    if (!w) return `<div class="qg-meta">pass ${st.pos}: ${esc(st.input)} → ${esc(st.token)}</div>`;
+    return `<div class="qg-pass"><span class="qg-kind k-${w.kind.replace(/ /g, "-")}">${esc(w.kind)}</span> ${esc(w.text)}</div>
+      <div class="qg-meta">then: <span class="qg-kind k-${w.then_kind.replace(/ /g, "-")}">${esc(w.then_kind)}</span> ${esc(w.then)}</div>
+      <div class="qg-meta">pass ${st.pos} consumed <span class="qg-mono">${esc(st.input)}</span> → emitted <span class="qg-mono">${esc(st.token)}</span></div>`;
+  }
+  // a lane's word (the lane table after the pass) and, while a bundle is in flight, whether it runs for the lane
+  function laneWord(st, l, s) {
+    const run = st.in_pass && ((st.running >> l) & 1);
+    return `<span class="qg-ls ${s}">${s}</span>${run ? `<span class="qg-run" title="the bundle in flight (bundle ${st.pc}) runs for this lane">▸ runs</span>` : ""}`;
   }
   function renderMachineWarp(st) {
     const f = FMT_INDEX[fmt()];
@@ -473,13 +497,14 @@ function render({ model, el }) {
       let rows = "";
       for (const [u, t] of b.ops) rows += `<tr><td class="role">${esc(u)}</td><td class="qg-mono">${esc(t)}</td></tr>`;
       for (const [j, r, n] of b.carries) rows += `<tr><td class="role">carry ${j}</td><td class="qg-mono">r${r} ← ${esc(n)}</td></tr>`;
-      nx.innerHTML = `<div class="qg-meta">pass ${st.pos}: consumed <b class="qg-mono">${esc(st.input)}</b> → emitted <b class="qg-mono">${esc(st.token)}</b></div>
-        <div class="qg-meta">${st.in_pass ? "running" : "last ran"} bundle ${b.pc} · lanes ${maskDots(st.mask)} · ${esc(b.term)}</div><table class="qg-tbl">${rows}</table>`;
-    } else nx.innerHTML = `<div class="qg-meta">pass ${st.pos}: ${esc(st.input)} → ${esc(st.token)}</div>`;
+      nx.innerHTML = passHTML(st) + (st.in_pass
+        ? `<div class="qg-meta">bundle ${b.pc} in flight · lanes ${maskDots(st.running)} · ${esc(b.term)}</div><table class="qg-tbl">${rows}</table>`
+        : `<div class="qg-meta">between bundles: no bundle in flight</div>`);
+    } else nx.innerHTML = passHTML(st);
     let h = `<thead><tr><th>reg</th>`;
     for (let l = 0; l < 4; l++) {
       const t = st.tids[l];
-      h += `<th>lane ${l}<span class="qg-tid">${t ? "tid " + t.join(",") : "—"}</span><span class="qg-ls ${ls[l]}">${ls[l]}</span></th>`;
+      h += `<th>lane ${l}<span class="qg-tid">${t ? "tid " + t.join(",") : "—"}</span>${laneWord(st, l, ls[l])}</th>`;
     }
     h += `</tr></thead><tbody>`;
     for (const r of st.regs) {
@@ -499,7 +524,7 @@ function render({ model, el }) {
     lt += `</tr>`;
     for (const [w, row] of st.lanes) {
       lt += `<tr class="${w === st.warp ? "qg-top" : ""}"><td class="qg-mono">${w}</td>`;
-      for (const [pc, s] of row) lt += `<td class="qg-mono">pc ${pc} <span class="qg-ls ${s}">${s}</span></td>`;
+      row.forEach(([pc, s], l) => { lt += `<td class="qg-mono">pc ${pc} ${w === st.warp ? laneWord(st, l, s) : `<span class="qg-ls ${s}">${s}</span>`}</td>`; });
       lt += `</tr>`;
     }
     lt += `</table>`;
@@ -727,7 +752,8 @@ function render({ model, el }) {
     $(".qg-badge.engine").textContent = ENGINES[prog.engine] || prog.engine;
     renderBadge(st);
     $(".qg-faultb").style.display = prog.fault ? "" : "none";
-    $(".qg-where").innerHTML = `pass <b>${st.pos}</b> · <b class="qg-mono">${esc(st.input)}</b> → <b class="qg-mono">${esc(st.token)}</b> · block <b>${st.block}</b> · warp <b>${st.warp}</b>`;
+    const w = st.what;
+    $(".qg-where").innerHTML = `pass <b>${st.pos}</b> · ${w ? `<b>${esc(w.text)}</b>` : `<b class="qg-mono">${esc(st.input)}</b> → <b class="qg-mono">${esc(st.token)}</b>`} · block <b>${st.block}</b> · warp <b>${st.warp}</b>`;
     $(".qg-fn").textContent = "bundles (ROM slots) and their PTX";
     root.querySelector(".qg-col-mem h4 .qg-sub").textContent = "decoded from GDN memory mem";
     const fb = $(".qg-faultbox");
@@ -806,6 +832,9 @@ function render({ model, el }) {
     posEl.innerHTML = `<b>${st.pos}</b> / ${positions() - 1}`;
     $(".qg-tok").value = st.pos;
     root.classList.toggle("qg-machine", M());
+    // the interpreter's unit is a step (one warp-instruction); the model's a pass (one token)
+    const unit = M() ? "pass" : "step";
+    if ($(".qg-toklbl").textContent !== unit) { $(".qg-toklbl").textContent = unit; $(".qg-tok").title = `jump to a ${unit} (position)`; }
     if (M()) {
       renderMachineHead(st);
       highlightRom(st.pos);

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -320,8 +321,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
                  f'<span class="qg-badge qg-cons {cls}" title="{_e(title)}">{_e(text)}</span>'
                  f'{"<span class=qg-badge fault>fault</span>" if program.get("fault") else ""}'
                  f'<div class="qg-where">pass <b>{st["pos"]}</b> / {st["positions"] - 1} · '
-                 f'<b class="qg-mono">{_e(st["input"])}</b> → <b class="qg-mono">{_e(st["token"])}</b> · '
-                 f'block <b>{st["block"]}</b> · warp <b>{st["warp"]}</b></div></div>')
+                 f'{_pass_where(st)} · block <b>{st["block"]}</b> · warp <b>{st["warp"]}</b></div></div>')
     parts.append('<div class="qg-static-note">Static view of one forward pass (no live kernel): run the notebook '
                  'to scrub, step and set breakpoints. Every value below is decoded from the model\'s own state.</div>')
     parts.append('<div class="qg-grid">')
@@ -344,33 +344,71 @@ def _mem_where(program: dict, name: str):
     return "?"
 
 
+def _pass_where(st: dict) -> str:
+    w = st.get("what")
+    if not w:
+        return f'<b class="qg-mono">{_e(st["input"])}</b> → <b class="qg-mono">{_e(st["token"])}</b>'
+    return f'<b>{_e(w["text"])}</b>'
+
+
+def pass_html(st: dict) -> str:
+    """A pass in words: what its consumed token makes it do, what it emitted, the tokens."""
+    w = st.get("what")
+    if not w:
+        return f'<div class="qg-meta">pass {st["pos"]}: {_e(st["input"])} → {_e(st["token"])}</div>'
+    kind = lambda k: f'<span class="qg-kind k-{k.replace(" ", "-")}">{_e(k)}</span>'
+    return (f'<div class="qg-pass">{kind(w["kind"])} {_e(w["text"])}</div>'
+            f'<div class="qg-meta">then: {kind(w["then_kind"])} {_e(w["then"])}</div>'
+            f'<div class="qg-meta">pass {st["pos"]} consumed <span class="qg-mono">{_e(st["input"])}</span> → emitted '
+            f'<span class="qg-mono">{_e(st["token"])}</span></div>')
+
+
+def _next_bundle(w: dict):
+    m = re.match(r"execute bundle (\d+)", w.get("then", "")) if w else None
+    return int(m.group(1)) if m else None
+
+
 def _bundles_html(program: dict, st: dict) -> str:
     rows = []
+    w = st.get("what")
+    cur = w["bundle"] if w else (st["pc"] if st["in_pass"] else None)
+    nxt = _next_bundle(w) if cur is None else None
+    mine = {p for p, _, _ in w["ptx"]} if w else set()
     for b in program["bundles"]:
-        cls = "cur" if b["pc"] == st["pc"] and st["in_pass"] else ("prev" if b["pc"] == st["pc"] else "")
+        cls = "cur" if b["pc"] == cur else ("nxt" if b["pc"] == nxt else "")
         rows.append(f'<div class="qg-lab">{_e(b["label"])}</div>')
         rows.append(f'<div class="qg-row {cls}" data-pc="{b["pc"]}"><span class="qg-gut">●</span>'
                     f'<span class="qg-pcn">{b["pc"]}</span><span>{_e(b["term"])}</span></div>')
         for p, line, text in b["ptx"]:
-            rows.append(f'<div class="qg-row qg-ptx {cls}"><span></span><span class="qg-pcn">{p}</span>'
+            pcls = ("cur" if p in mine or not w else "inb") if cls == "cur" else cls
+            rows.append(f'<div class="qg-row qg-ptx {pcls}"><span></span><span class="qg-pcn">{p}</span>'
                         f'<span>{_e(text)}</span></div>')
     b = program["bundles"][st["pc"]] if st["pc"] < len(program["bundles"]) else None
-    det = ""
-    if b is not None:
+    det = f'<div class="qg-next">{pass_html(st)}</div>'
+    if b is not None and st["in_pass"]:
         ops = "".join(f'<tr><td class="role">{_e(u)}</td><td class="qg-mono">{_e(t)}</td></tr>' for u, t in b["ops"])
         car = "".join(f'<tr><td class="role">carry {j}</td><td class="qg-mono">r{r} ← {_e(n)}</td></tr>'
                       for j, r, n in b["carries"])
-        det = (f'<div class="qg-next"><div class="qg-meta">{"running" if st["in_pass"] else "last ran"} bundle '
-               f'{b["pc"]} · lanes {_mask(st["mask"])} · {_e(b["term"])}</div>'
+        det = (f'<div class="qg-next">{pass_html(st)}<div class="qg-meta">bundle {b["pc"]} in flight · lanes '
+               f'{_mask(st.get("running", st["mask"]))} · {_e(b["term"])}</div>'
                f'<table class="qg-tbl">{ops}{car}</table></div>')
     return (f'<div class="qg-card qg-col-rom"><h4>Program <span class="qg-sub">bundles (ROM slots) and their PTX</span></h4>'
             f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{det}</div></div>')
 
 
+def _lane_word(st, lane: int, word: str) -> str:
+    """A lane's word (the lane table after the pass) and, while a bundle is in flight, whether it
+    runs for the lane (`st` None: another warp's lane)."""
+    run = st is not None and st["in_pass"] and st.get("running", st["mask"]) >> lane & 1
+    mark = (f'<span class="qg-run" title="the bundle in flight (bundle {st["pc"]}) runs for this lane">▸ runs</span>'
+            if run else "")
+    return f'<span class="qg-ls {word}">{word}</span>{mark}'
+
+
 def _machine_warp_html(st: dict, f: int) -> str:
     ls = st["lane_state"]
     head = "".join(f'<th>lane {lane}<span class="qg-tid">{"tid " + ",".join(map(str, st["tids"][lane])) if st["tids"][lane] else "—"}'
-                   f'</span><span class="qg-ls {ls[lane]}">{ls[lane]}</span></th>' for lane in range(4))
+                   f'</span>{_lane_word(st, lane, ls[lane])}</th>' for lane in range(4))
     body = []
     for r in st["regs"]:
         cells = ""
@@ -387,7 +425,8 @@ def _machine_warp_html(st: dict, f: int) -> str:
     for w, row in st["lanes"]:
         cur = ' class="qg-top"' if w == st["warp"] else ""
         lanes.append(f'<tr{cur}><td class="qg-mono">{w}</td>' + "".join(
-            f'<td class="qg-mono">pc {pc} <span class="qg-ls {s}">{s}</span></td>' for pc, s in row) + "</tr>")
+            f'<td class="qg-mono">pc {pc} {_lane_word(st, lane, s) if w == st["warp"] else _lane_word(None, lane, s)}</td>'
+            for lane, (pc, s) in enumerate(row)) + "</tr>")
     lanes.append("</table>")
     chk = st.get("checks") or {}
     note = ""

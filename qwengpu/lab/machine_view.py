@@ -21,6 +21,7 @@ from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token, token_kind, token_text
 from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
+from .passes import PassLabel, pass_label, served_lanes
 from .checks import micro_loop_pcs, ptx_aliases, register_histories
 from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
 from .values import pretty_text
@@ -78,7 +79,7 @@ class MachineSnapshot:
     epoch: int
     in_pass: bool                  # the pass consumed an EXEC, CARRY or MEMW: bundle pc is being run
     bundle: BundleView
-    lane_state: list               # focus warp: active | ready | waiting | barrier | exited | absent
+    lane_state: list               # focus warp, after the pass (the lane table): ready | waiting | barrier | exited | absent
     lane_pc: list
     tids: list
     lanes: list                    # every present warp: [(warp, [(pc, state) per lane])]
@@ -91,9 +92,13 @@ class MachineSnapshot:
     checks: list                   # RegChecks made at this position
     finished: bool = False
     fault: str | None = None
+    label: PassLabel | None = None  # what this pass did and what it emitted (`qwengpu.lab.passes`)
 
     @property
     def active(self) -> int:
+        """The lanes the bundle in flight runs for (its EXEC's mask; 0 between bundles). A lane
+        the bundle's terminator ends is already `exited` in `lane_state`, the lane table after the
+        pass, while its carries and writes are still to come."""
         return self.mask if self.in_pass else 0
 
     def reg(self, name: str) -> MachineReg:
@@ -112,6 +117,13 @@ class MachineSnapshot:
             if m.region.name == name or m.region.key == name:
                 return m
         raise KeyError(f"no memory region {name}")
+
+
+def _itemsize(dtype) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return 1
 
 
 class _ChecksMixin:
@@ -260,7 +272,7 @@ class _ChecksMixin:
                                                  "f16": 16}.get(typ, 32)
                 mask = (1 << bits) - 1
                 r = b.carry_regs[j]
-                for lane in self._served(b, tok[2]):
+                for lane in served_lanes(b, tok[2]):
                     got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
                     hist = H.get((block, warp, lane, name), [(0, None, -1)])
                     key = (block, warp, lane, name, half)
@@ -313,6 +325,7 @@ class MachineView(_ChecksMixin):
         self.arg_names = list(names) if names else None
         self._bundles: dict = {}
         self._gdn_cache: dict = {}
+        self._labels_cache: dict = {}
         self._parse()
 
     # -- public ------------------------------------------------------------------------------------
@@ -451,20 +464,11 @@ class MachineView(_ChecksMixin):
             regs.append(MachineReg(r, list(labels.get((w, r), [""] * LANES)), cur, vals is not None, changed,
                                    [checks.get((w, r, l)) for l in range(LANES)]))
         # lanes
-        present = lambda ww, l: ww * LANES + l < self.spec.threads_per_block
+        # lanes: one word per lane, the lane table after the pass, the same in every panel
         in_pass = self._in_pass[t]
-        lane_state, lane_pc = [], []
-        for l in range(LANES):
-            pc, st = ms.lanes[w * LANES + l]
-            lane_pc.append(pc)
-            lane_state.append(self._lane_word(present(w, l), st, in_pass and ms.mask >> l & 1 and self._exec_warp[t] == w))
-        lanes = []
-        for ww in range((self.spec.threads_per_block + LANES - 1) // LANES):
-            row = []
-            for l in range(LANES):
-                pc, st = ms.lanes[ww * LANES + l]
-                row.append((pc, self._lane_word(present(ww, l), st, False)))
-            lanes.append((ww, row))
+        lanes = [(ww, self.lane_words(t, ww)) for ww in range(self.warps)]
+        lane_pc = [pc for pc, _ in lanes[w][1]] if w < len(lanes) else [0] * LANES
+        lane_state = [word for _, word in lanes[w][1]] if w < len(lanes) else ["absent"] * LANES
         memory = self._memory_views(ms, prev, rec)
         sim_bad = [m for m in self.trace.mismatches if m.position == t and m.against == "simulator"]
         compared = t < self._compared
@@ -477,7 +481,58 @@ class MachineView(_ChecksMixin):
             memory=memory, margin=rec.margin, margins=dict(rec.margins),
             consistent=(not sim_bad) if compared else None,
             first_mismatch=self.trace.first_mismatch(t), checks=self._checks_at.get(t, []),
-            finished=finished, fault=str(self.fault) if self.fault is not None and t == n - 1 else None)
+            finished=finished, fault=str(self.fault) if self.fault is not None and t == n - 1 else None,
+            label=self.pass_label(t))
+
+    @property
+    def warps(self) -> int:
+        """Warps in a block."""
+        return (self.spec.threads_per_block + LANES - 1) // LANES
+
+    def lane_words(self, position: int, warp: int) -> list[tuple[int, str]]:
+        """Warp `warp`'s lanes after pass `position`, from the lane table the model holds: (next
+        pc, state) per lane; state: `ready` (runs when the warp runs next: at the warp's lowest pc),
+        `waiting` (diverged: at a higher pc, runs after the others reconverge with it),
+        `barrier` (waits at a barrier), `exited`, `absent` (no thread)."""
+        ms = self.trace.records[position].machine
+        row = [ms.lanes[warp * LANES + l] for l in range(LANES)]
+        present = [warp * LANES + l < self.spec.threads_per_block for l in range(LANES)]
+        running = [pc for (pc, st), p in zip(row, present) if p and st & LANE_RUN and not st & LANE_BARRIER]
+        low = min(running) if running else None
+        out = []
+        for (pc, st), p in zip(row, present):
+            word = self._lane_word(p, st)
+            if word == "ready" and pc != low:
+                word = "waiting"
+            out.append((pc, word))
+        return out
+
+    def pass_label(self, position: int) -> PassLabel:
+        """What pass `position` did and what it emitted (`qwengpu.lab.passes.PassLabel`)."""
+        got = self._labels_cache.get(position)
+        if got is None:
+            got = self._labels_cache[position] = pass_label(self, position)
+        return got
+
+    def register_name(self, vreg) -> str:
+        """The PTX register a virtual register of the image holds (`%r2`, `%rd4.lo`), or `vN`."""
+        return self._vname(vreg)
+
+    def written_bytes(self, position: int) -> list[str]:
+        """The bytes of the launch's buffers (and shared memory) pass `position` changed, as
+        `out[0] byte 0` (element and byte of the buffer's own type)."""
+        if position == 0:
+            return []
+        now = self.trace.records[position].machine.memory
+        before = self.trace.records[position - 1].machine.memory
+        out = []
+        for r in self._regions:
+            m = self._maddr(r)
+            size = _itemsize(r.dtype)
+            for i in range(r.size):
+                if now[m + i] != before[m + i]:
+                    out.append(f"{r.name}[{i // size}] byte {i % size}" if size > 1 else f"{r.name}[{i}]")
+        return out
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -498,7 +553,7 @@ class MachineView(_ChecksMixin):
                 self._exec_pc[t] = tok[1]
                 ew = rec.machine.warp
                 b = self.image.bundles[tok[1]]
-                served = self._served(b, tok[2])
+                served = served_lanes(b, tok[2])
                 labels = dict(labels)
                 for j, (v, _) in enumerate(b.carries):
                     key = (ew, b.carry_regs[j])
@@ -510,13 +565,6 @@ class MachineView(_ChecksMixin):
             self._in_pass[t] = tok[0] in ("EXEC", "CARRY", "MEMW")
             self._labels.append(labels)
         self._build_regions()
-
-    @staticmethod
-    def _served(bundle, mask: int) -> list[int]:
-        lanes = [l for l in range(LANES) if mask >> l & 1]
-        if any(so is not None and so.op.op == "ATOM" for so in bundle.slots):
-            return lanes[:1]
-        return lanes
 
     @property
     def aliases(self) -> dict:
@@ -538,11 +586,9 @@ class MachineView(_ChecksMixin):
         return name + ((".hi" if half else ".lo") if wide else "")
 
     @staticmethod
-    def _lane_word(present: bool, st: int, active: bool) -> str:
+    def _lane_word(present: bool, st: int) -> str:
         if not present:
             return "absent"
-        if active:
-            return "active"
         if st & LANE_BARRIER:
             return "barrier"
         if st & LANE_RUN:

@@ -245,7 +245,8 @@ def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selectio
     out = {
         "mode": "machine", "pos": snap.position, "positions": snap.positions, "index": snap.index,
         "input": snap.input, "token": snap.token, "pc": snap.pc, "mask": snap.mask, "warp": snap.warp,
-        "block": snap.block, "epoch": snap.epoch, "in_pass": snap.in_pass,
+        "block": snap.block, "epoch": snap.epoch, "in_pass": snap.in_pass, "running": snap.active,
+        "what": pass_label_payload(snap.label),
         "lane_state": snap.lane_state, "lane_pc": snap.lane_pc,
         "tids": [list(t) if t is not None else None for t in snap.tids],
         "lanes": [[w, [[pc, st] for pc, st in row]] for w, row in snap.lanes],
@@ -260,6 +261,15 @@ def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selectio
         "gdn": gdn_payload(view, snap.position, gdn_memory) if gdn_memory else None,
     }
     return out
+
+
+def pass_label_payload(label) -> dict | None:
+    """A pass in words (`qwengpu.lab.passes.PassLabel`)."""
+    if label is None:
+        return None
+    return {"kind": label.kind, "text": label.text, "then_kind": label.then_kind, "then": label.then,
+            "bundle": label.bundle, "lanes": list(label.lanes), "ptx": [list(p) for p in label.ptx],
+            "cuda": [list(c) for c in label.cuda]}
 
 
 def selection_payload(view, position: int, memories=None) -> dict:
