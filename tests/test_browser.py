@@ -592,6 +592,35 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             out = page.evaluate(RUN_CODE_JS, "print(list(insp.snapshot.region('x').data[:4]))")
             page.screenshot(path=str(ARTIFACTS / "cuda_magic.png"), full_page=False)
             assert out.split()[:4] == ["[10,", "0,", "0,", "0]"], out
+            # the cell's CUDA beside the PTX: the current line (cell lines: %%cuda is 1) and its PTX
+            # rows highlighted, moving with the scrubber
+            assert root.locator(".qg-col-src").is_visible() and root.locator(".qg-srow").count() == 4
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            seen = []
+            for k in range(1, n):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k}'")
+                now = root.get_attribute("data-cuda-lines")
+                seen.append(now)
+                if now:
+                    assert root.locator(".qg-srow.cur").get_attribute("data-line") == now
+                    assert root.locator(f'.qg-rom .qg-row.src[data-cl="{now}"], .qg-rom .qg-row.cur[data-cl="{now}"]').count() >= 1
+                if now == "4" and k < 12:
+                    page.screenshot(path=str(ARTIFACTS / "cuda_source.png"), full_page=False)
+            assert {"3", "4"} <= set(seen), seen                 # the highlight moved from line to line
+            # a breakpoint on CUDA line 4 (its gutter): play stops where the line starts
+            root.locator('.qg-srow[data-line="4"] .qg-gut').click()
+            want = page.evaluate(RUN_CODE_JS, "print(insp.line_breakpoints, insp.view.find_line(4))").split()
+            assert want[0] == "[4]", want
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            page.keyboard.press(" ")
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{want[1]}' && "
+                                   "!document.querySelector('.qg-insp .qg-play').classList.contains('on')", timeout=10_000)
+            assert root.locator(".qg-srow.cur").get_attribute("data-line") == "4"
+            page.screenshot(path=str(ARTIFACTS / "cuda_breakpoint.png"), full_page=False)
             # --background: the widget shows the recording's progress on the model, and cancels it
             rec = page.locator(".qg-rec[data-status='recording']")
             rec.wait_for(state="attached", timeout=60_000)

@@ -115,8 +115,14 @@ function render({ model, el }) {
       <select class="qg-speed" title="play speed (steps per second)"><option value="4">4/s</option><option value="10" selected>10/s</option><option value="30">30/s</option></select>
     </div>
     <div class="qg-grid">
+      <div class="qg-card qg-col-src" style="display:none">
+        <h4>CUDA <span class="qg-sub qg-srcname"></span></h4>
+        <div class="qg-src"></div>
+        <div class="qg-lbl qg-srccap">the current line and its PTX lines highlighted; click a line to run to it, its gutter for a breakpoint</div>
+      </div>
       <div class="qg-card qg-col-rom">
         <h4>ROM <span class="qg-sub qg-fn"></span></h4>
+        <div class="qg-srcnote" style="display:none"></div>
         <div class="qg-rom"></div>
         <div class="qg-stack"></div>
       </div>
@@ -156,6 +162,19 @@ function render({ model, el }) {
   function M() { return prog.mode === "machine"; }
   function fmt() { return model.get("fmt") || "hex"; }
   function bps() { return new Set(model.get("breakpoints") || []); }
+  function lbps() { return new Set(model.get("line_breakpoints") || []); }
+  // CUDA lines: per position as a list (the interpreter sends one number, -1 for none)
+  const asLines = (x) => Array.isArray(x) ? x : (x === undefined || x < 0 ? [] : [x]);
+  function linesAt(p) { return asLines((prog.step_lines || [])[p]); }
+  function hitsAt(p) { return asLines((prog.line_hits || [])[p]); }
+  // a colour per CUDA line, shared by the line and its PTX rows (Compiler Explorer's colouring)
+  const PALETTE = ["#4dabf7", "#69db7c", "#ffa94d", "#da77f2", "#ff8787", "#3bc9db", "#ffd43b", "#9775fa", "#a9e34b", "#f783ac"];
+  function lineColour(n) { return PALETTE[((n % PALETTE.length) + PALETTE.length) % PALETTE.length]; }
+  function cudaOf(ptxLine) { const s = prog.source; return s ? s.ptx[String(ptxLine)] : undefined; }
+  function clAttr(ptxLine) {
+    const n = cudaOf(ptxLine);
+    return n === undefined ? "" : ` data-cl="${n}" style="--qg-cl:${lineColour(n)}" title="CUDA line ${n}"`;
+  }
   function positions() { return prog.positions || 1; }
 
   function setPosition(p) {
@@ -171,6 +190,65 @@ function render({ model, el }) {
     model.save_changes();
   }
 
+  // ---------------- CUDA source ----------------
+  let srcBuilt = null;
+  function buildSource() {
+    const src = prog.source;
+    srcBuilt = src || null;
+    root.classList.toggle("qg-hassrc", !!src);
+    $(".qg-col-src").style.display = src ? "" : "none";
+    const note = $(".qg-srcnote");
+    note.style.display = src ? "none" : "";
+    note.textContent = src ? "" : (prog.source_note || "");
+    if (!src) return;
+    $(".qg-srcname").textContent = src.name;
+    const used = new Set(Object.values(src.ptx));
+    const bp = lbps();
+    let h = "";
+    src.lines.forEach((text, i) => {
+      const n = i + src.first_line;
+      const u = used.has(n);
+      h += `<div class="qg-srow${u ? " used" : ""}" data-line="${n}"${u ? ` style="--qg-cl:${lineColour(n)}"` : ""}><span class="qg-gut${bp.has(n) ? " bp" : ""}" data-lbp="${n}" title="breakpoint on line ${n}">●</span><span class="qg-ln">${n}</span><span class="qg-stext">${esc(text) || " "}</span></div>`;
+    });
+    $(".qg-src").innerHTML = h;
+  }
+  function highlightSource(p) {
+    if (srcBuilt !== (prog.source || null)) buildSource();
+    if (!prog.source) return;
+    const cur = new Set(linesAt(p));
+    const box = $(".qg-src");
+    box.querySelectorAll(".qg-srow.cur").forEach((e) => e.classList.remove("cur"));
+    rom.querySelectorAll(".qg-row.src").forEach((e) => e.classList.remove("src"));
+    for (const n of cur) {
+      const e = box.querySelector(`.qg-srow[data-line="${n}"]`);
+      if (e) {
+        e.classList.add("cur");
+        const top = e.offsetTop, bottom = top + e.offsetHeight;
+        if (top < box.scrollTop + 10 || bottom > box.scrollTop + box.clientHeight - 10) box.scrollTop = Math.max(0, top - 40);
+      }
+      rom.querySelectorAll(`.qg-row[data-cl="${n}"]`).forEach((r) => r.classList.add("src"));
+    }
+    root.dataset.cudaLines = [...cur].join(",");
+  }
+  function toggleLineBreakpoint(n) {
+    const s = lbps();
+    if (s.has(n)) s.delete(n); else s.add(n);
+    model.set("line_breakpoints", [...s].sort((a, b) => a - b));
+    model.save_changes();
+    $(".qg-src").querySelectorAll(`[data-lbp="${n}"]`).forEach((g) => g.classList.toggle("bp", s.has(n)));
+  }
+  function runToLine(n) {
+    const p0 = model.get("position") | 0;
+    for (let t = p0 + 1; t < positions(); t++) if (hitsAt(t).includes(n)) { setPosition(t); return; }
+    root.classList.add("qg-nohit"); setTimeout(() => root.classList.remove("qg-nohit"), 300);
+  }
+  $(".qg-src").addEventListener("click", (ev) => {
+    const g = ev.target.closest("[data-lbp]");
+    if (g) { toggleLineBreakpoint(+g.dataset.lbp); return; }
+    const r = ev.target.closest(".qg-srow.used");
+    if (r) runToLine(+r.dataset.line);
+  });
+
   // ---------------- ROM ----------------
   function buildRom(fn) {
     romFn = fn;
@@ -180,11 +258,15 @@ function render({ model, el }) {
     let h = "";
     for (const r of rows) {
       for (const l of r.labels) h += `<div class="qg-lab">${esc(l)}:</div>`;
-      h += `<div class="qg-row" data-pc="${r.pc}" title="line ${r.line}"><span class="qg-gut ${bp.has(r.pc) ? "bp" : ""}" data-bp="${r.pc}">●</span><span class="qg-pcn">${r.pc}</span><span>${esc(r.text)}</span></div>`;
+      h += `<div class="qg-row" data-pc="${r.pc}" title="line ${r.line}"${clAttr(r.line)}><span class="qg-gut ${bp.has(r.pc) ? "bp" : ""}" data-bp="${r.pc}">●</span><span class="qg-pcn">${r.pc}</span><span>${esc(r.text)}</span></div>`;
     }
     rom.innerHTML = h;
   }
   function highlightRom(p) {
+    highlightRomRows(p);
+    highlightSource(p);
+  }
+  function highlightRomRows(p) {
     if (M()) { highlightBundle(p); return; }
     const fnIdx = (prog.step_fn || [])[p];
     const fn = fnIdx !== undefined ? prog.functions[fnIdx] : romFn || prog.kernel;
@@ -444,7 +526,7 @@ function render({ model, el }) {
     for (const b of prog.bundles || []) {
       h += `<div class="qg-lab">${esc(b.label)}</div>`;
       h += `<div class="qg-row" data-pc="${b.pc}"><span class="qg-gut ${bp.has(b.pc) ? "bp" : ""}" data-bp="${b.pc}">●</span><span class="qg-pcn">${b.pc}</span><span>${esc(b.term)}</span></div>`;
-      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" data-ptxpc="${p}" title="PTX line ${line}"><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
+      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" data-ptxpc="${p}" title="PTX line ${line}"${clAttr(line)}><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
     }
     rom.innerHTML = h;
     romFn = "__bundles__";
@@ -879,7 +961,8 @@ function render({ model, el }) {
       if (p >= positions() - 1) { play(false); return; }
       const nxt = p + 1;
       setPosition(nxt);
-      const bp = bps();
+      const bp = bps(), lbp = lbps();
+      if (lbp.size && hitsAt(nxt).some((n) => lbp.has(n))) { play(false); return; }
       if (M()) { if (nxt < positions() - 1 && bp.has(prog.exec_pc[nxt])) play(false); return; }
       const fn = prog.functions[(prog.step_fn || [])[nxt]];
       if (nxt < positions() - 1 && bp.has(prog.step_pc[nxt]) && fn === prog.kernel) play(false);
@@ -945,6 +1028,7 @@ function render({ model, el }) {
   model.on("change:progress", onProgress);
   model.on("change:recording", renderRecording);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
+  model.on("change:line_breakpoints", () => { srcBuilt = null; highlightSource(model.get("position") | 0); });
   model.on("change:attn_meta", () => { if (M()) renderAll(); });
   model.on("change:latt_meta", () => {     // a layer picked: only the attention card redraws
     queueMicrotask(() => {                   // (after the message's other changes: a new state redrew it all)

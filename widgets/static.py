@@ -108,7 +108,7 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     st = state
     if not st:
         return "<div>qwenGPU inspector (no state)</div>"
-    parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static">']
+    parts = [f"<style>{_CSS}</style>", f'<div class="qg-insp qg-static{_root_class(program)}">']
     # header
     cons = '<span class="qg-badge ref">no model: interpreter state</span>'
     engine = "reference interpreter"
@@ -121,6 +121,7 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     parts.append('<div class="qg-static-note">Static view of one position (no live kernel): run the notebook '
                  'to scrub, step and set breakpoints.</div>')
     parts.append('<div class="qg-grid">')
+    parts.append(source_card(program, st["pos"]))
     parts.append(_rom_card(program, st))
     parts.append(_warp_card(st, f))
     parts.append(_memory_html(st["memory"], "hex dump"))
@@ -137,6 +138,29 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
         parts.append(f'<div class="qg-fault">{"fault: " if st["finished"] else "the next step faults: "}{_e(st["fault"])}</div>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def source_card(program: dict, position: int) -> str:
+    """The CUDA source card (a kernel compiled from CUDA with line info): the lines the position
+    is at highlighted; empty without a source."""
+    src = program.get("source")
+    if not src:
+        return ""
+    now = (program.get("step_lines") or [])[position] if position < len(program.get("step_lines") or []) else []
+    now = set(now if isinstance(now, list) else ([now] if now >= 0 else []))
+    used = set(src["ptx"].values())
+    rows = []
+    for i, text in enumerate(src["lines"]):
+        n = i + src["first_line"]
+        cls = " ".join(c for c in ("used" if n in used else "", "cur" if n in now else "") if c)
+        rows.append(f'<div class="qg-srow {cls}" data-line="{n}"><span class="qg-gut">●</span><span class="qg-ln">{n}</span>'
+                    f'<span class="qg-stext">{_e(text) or " "}</span></div>')
+    return (f'<div class="qg-card qg-col-src"><h4>CUDA <span class="qg-sub">{_e(src["name"])}</span></h4>'
+            f'<div class="qg-src">{"".join(rows)}</div></div>')
+
+
+def _root_class(program: dict) -> str:
+    return " qg-hassrc" if program.get("source") else ""
 
 
 def _rom_card(program: dict, st: dict) -> str:
@@ -312,7 +336,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     f = _FMT.get(fmt, 0)
     if not st:
         return "<div>qwenGPU inspector (no state)</div>"
-    parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static qg-machine">']
+    parts = [f"<style>{_CSS}</style>", f'<div class="qg-insp qg-static qg-machine{_root_class(program)}">']
     cls, text, title = machine_badge(program, st)
     engine = ENGINE_NAMES.get(program.get("engine"), program.get("engine", ""))
     parts.append(f'<div class="qg-head"><div class="qg-title">qwenGPU · <span class="qg-kern" title="{_e(program.get("kernel", ""))}">'
@@ -325,6 +349,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     parts.append('<div class="qg-static-note">Static view of one forward pass (no live kernel): run the notebook '
                  'to scrub, step and set breakpoints. Every value below is decoded from the model\'s own state.</div>')
     parts.append('<div class="qg-grid">')
+    parts.append(source_card(program, st["pos"]))
     parts.append(_bundles_html(program, st))
     parts.append(_machine_warp_html(st, f))
     parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem ({_mem_where(program, 'mem')})"))

@@ -21,9 +21,10 @@ from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token, token_kind, token_text
 from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
-from .passes import PassLabel, pass_label, served_lanes
 from .checks import micro_loop_pcs, ptx_aliases, register_histories
+from .passes import PassLabel, pass_label, served_lanes, token_ptx_pcs
 from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
+from .source import SourceLines
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
 
@@ -312,7 +313,7 @@ class _ChecksMixin:
                                      f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
 
 
-class MachineView(_ChecksMixin):
+class MachineView(_ChecksMixin, SourceLines):
     """Per-position machine state of a launch recorded from the model (see the module docstring)."""
 
     def __init__(self, module, spec, kernel_fn, image, trace, reference, result, fault, machine, names=None):
@@ -481,8 +482,16 @@ class MachineView(_ChecksMixin):
             memory=memory, margin=rec.margin, margins=dict(rec.margins),
             consistent=(not sim_bad) if compared else None,
             first_mismatch=self.trace.first_mismatch(t), checks=self._checks_at.get(t, []),
-            finished=finished, fault=str(self.fault) if self.fault is not None and t == n - 1 else None,
+            finished=finished, fault=self._fault_text() if self.fault is not None and t == n - 1 else None,
             label=self.pass_label(t))
+
+    def _fault_text(self) -> str:
+        """The fault, and the CUDA line of its instruction (the interpreter's, which faulted at the
+        same place, when the model's does not say)."""
+        where = self.cuda_where(self.fault)
+        if where is None and getattr(self.reference, "fault", None) is not None:
+            where = self.cuda_where(self.reference.fault)
+        return str(self.fault) + (f"\n    at {where}" if where else "")
 
     @property
     def warps(self) -> int:
@@ -506,6 +515,16 @@ class MachineView(_ChecksMixin):
                 word = "waiting"
             out.append((pc, word))
         return out
+
+    def ptx_lines_at(self, position: int) -> list[int]:
+        """The PTX lines pass `position` belongs to (its bundle's, a carry's instruction, a store)."""
+        body = self.kernel_fn.body
+        return [body[p].line for p in self._pass_ptx[position] if p is not None and 0 <= p < len(body)]
+
+    def line_hit(self, position: int, lines: list, before: list) -> list:
+        """A CUDA line is hit (a breakpoint on it stops here) at every pass that runs a bundle
+        holding it: one pass per execution of the bundle, as bundle breakpoints."""
+        return lines if self._exec_pc[position] is not None else []
 
     def pass_label(self, position: int) -> PassLabel:
         """What pass `position` did and what it emitted (`qwengpu.lab.passes.PassLabel`)."""
@@ -544,11 +563,14 @@ class MachineView(_ChecksMixin):
         self._exec_pc = [None] * len(recs)
         self._exec_warp = [0] * len(recs)
         self._in_pass = [False] * len(recs)
+        self._pass_ptx = [[] for _ in recs]
         self._labels = []
         labels: dict = {}
         ew = 0
+        bundles = self.image.bundles
         for t, rec in enumerate(recs):
             tok = parse_token(toks[rec.index - 1])
+            self._pass_ptx[t] = token_ptx_pcs(bundles, tok, rec.machine.pc)
             if tok[0] == "EXEC":
                 self._exec_pc[t] = tok[1]
                 ew = rec.machine.warp

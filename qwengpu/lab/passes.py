@@ -41,10 +41,11 @@ class PassLabel:
     bundle: int | None             # the bundle this pass runs or writes back for (None: between bundles)
     lanes: list                    # the lanes it concerns (the lanes run; the lane a carry or write is for)
     ptx: list = field(default_factory=list)     # [(PTX pc, source line, text)] it belongs to
-    cuda: list = field(default_factory=list)    # [(file, line, text)] of the CUDA source, where known
+    cuda: list = field(default_factory=list)    # [(CUDA line, text)] they came from (`view.source`), where known
 
     def __str__(self) -> str:
-        return f"pass {self.position}: {self.text} → then {self.then}"
+        at = f" [CUDA line{'s' if len(self.cuda) > 1 else ''} {', '.join(str(n) for n, _ in self.cuda)}]" if self.cuda else ""
+        return f"pass {self.position}: {self.text}{at} → then {self.then}"
 
 
 def lanes_text(lanes) -> str:
@@ -86,6 +87,25 @@ def _store_ptx_pc(bundle):
         if so is not None and so.op.kind == "mem" and so.op.ptx_pc >= 0:
             return so.op.ptx_pc
     return None
+
+
+def token_ptx_pcs(bundles, tok: tuple, pc: int) -> list:
+    """The PTX instructions (pcs in the kernel's body) a parsed machine token belongs to, `pc` the
+    bundle running when it comes: an EXEC, its bundle's; a CARRY, the instruction that computed
+    the value; a MEMW, the store; the others, none."""
+    kind = tok[0]
+    if kind == "EXEC":
+        return list(bundles[tok[1]].ptx_pcs)
+    b = bundles[pc] if 0 <= pc < len(bundles) else None
+    if b is None:
+        return []
+    if kind == "CARRY":
+        return [_carry_ptx_pc(b, tok[1])] if tok[1] < len(b.carries) else []
+    if kind == "MEMW":
+        return [_store_ptx_pc(b)]
+    if kind == "FAULT":
+        return list(b.ptx_pcs)
+    return []
 
 
 def describe_token(view, text: str, pc: int, warp: int):
@@ -147,5 +167,10 @@ def pass_label(view, position: int) -> PassLabel:
     then_kind, then, _, _, _ = describe_token(view, rec.text, ms.pc, ms.warp)
     if then_kind == "fault" and view.fault is not None:
         then = f"fault: {view.fault}"
-    label = PassLabel(position, kind, text, then_kind, then, bundle, lanes, _ptx_of(view, pcs))
-    return label
+    ptx = _ptx_of(view, pcs)
+    cuda = []
+    src = getattr(view, "source", None)
+    if src is not None:
+        for ln in sorted({src.line_of_ptx(line) for _, line, _ in ptx} - {None}):
+            cuda.append((ln, src.text(ln).strip()))
+    return PassLabel(position, kind, text, then_kind, then, bundle, lanes, ptx, cuda)

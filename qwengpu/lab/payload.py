@@ -70,7 +70,36 @@ def program_payload(view: LaunchView) -> dict:
         "fault": str(view.fault) if view.fault is not None else None,
         "has_model": False,
         "layers": [],
+        **source_payload(view),
     }
+
+
+#: what the source panel says when a launch has no CUDA source
+NO_SOURCE = ("no CUDA source: this kernel came as PTX (shipped, or compiled without nvcc's -lineinfo); "
+             "the PTX is the source")
+
+
+def source_payload(view) -> dict:
+    """The launch's CUDA source for the source panel (`qwengpu.lab.source`): its lines as numbered
+    for the user, PTX line -> CUDA line, and per position the CUDA lines it is at (`step_lines`)
+    and the lines a breakpoint stops at (`line_hits`); the interpreter's (one instruction a
+    position) as one number, -1 for none, a pass's as a list."""
+    src = view.source
+    if src is None:
+        return {"source": None, "source_note": NO_SOURCE}
+    one = isinstance(view, LaunchView)
+
+    def pack(lines):
+        return (lines[0] if lines else -1) if one else lines
+    shown = {}
+    for fn in view.module.functions.values():
+        for ins in fn.body:
+            ln = src.line_of_ptx(ins.line)
+            if ln is not None:
+                shown[str(ins.line)] = ln
+    return {"source": {"name": src.name, "first_line": src.first_line, "lines": list(src.lines), "ptx": shown},
+            "step_lines": [pack(view.cuda_lines(t)) for t in range(len(view))],
+            "line_hits": [pack(h) for h in view.line_hits()]}
 
 
 def snapshot_payload(snap: Snapshot) -> dict:
@@ -179,6 +208,7 @@ def machine_program_payload(view) -> dict:
         "consistency": _jsonable(tr.consistency),
         "first_mismatch": _mismatch(tr.first_mismatch()),
         "seconds": round(float(getattr(tr, "seconds", 0.0)), 2),
+        **source_payload(view),
     }
 
 
