@@ -163,6 +163,17 @@ def test_cuda_lines_of_the_models_passes():
     p = machine_program_payload(v)
     assert p["step_lines"][atomic[0]] == v.cuda_lines(atomic[0]) and 5 in p["line_hits"][atomic[0]]
     assert insp.goto(0).run_to_line(5).position == first
+    # the warp and lane timeline of this divergent kernel: the even and odd lanes split and rejoin,
+    # and every pass's row of the warp is what the lane table and the bundle in flight say
+    from qwengpu.lab.timeline import timeline
+    tl = timeline(v)
+    kinds = [k for _, k, _, _ in tl.events]
+    assert tl.unit == "pass" and "diverged" in kinds and "reconverged" in kinds
+    word = {"ready": "ready", "waiting": "diverged", "barrier": "barrier", "exited": "exited", "absent": "absent"}
+    for t in range(len(v)):
+        s = v.snapshot(t)
+        assert tl.row(t, s.warp) == ["running" if s.active >> lane & 1 else word[s.lane_state[lane]]
+                                     for lane in range(4)], t
     bad = run_cell("--grid 1 --block 4 --engine compact --args a:int32[1,2,3,4] b:int32[2,3,4,3] out:int32(0)",
                    KERNEL)
     assert "CUDA line 7: out[1 + i / 2] = a[i] - b[i];" in bad.view.snapshot(len(bad.view) - 1).fault

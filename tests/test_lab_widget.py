@@ -117,7 +117,9 @@ def test_model_panels_render_from_the_model(dot_model):
     html = w.to_html()
     assert 'class="qg-insp qg-static qg-machine"' in html and "✓ model = simulator (19 passes)" in html
     # 6 patterns + raw state + the attention card (overview, the layer's heads now, a heatmap per head)
-    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"]
+    # + the warp and lane timeline
+    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"] + 1
+    assert 'class="qg-tlimg"' in html
     assert "mul.lo.s32" in html and "decoded from GDN memory mem" in html
     assert "memory write byte 0 of lane 3" in html and "then: " in html and "halt: the launch is over" in html
     w.goto(0)                                            # the start: no bundle has run, bundle 0 is next

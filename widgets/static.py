@@ -126,6 +126,7 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     parts.append(_warp_card(st, f))
     parts.append(_memory_html(st["memory"], "hex dump"))
     parts.append("</div>")
+    parts.append(timeline_card(program, st["pos"]))
     # GPU layers
     lay = ['<div class="qg-card qg-layers"><h4>GPU layers</h4>'
            '<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter '
@@ -157,6 +158,48 @@ def source_card(program: dict, position: int) -> str:
                     f'<span class="qg-stext">{_e(text) or " "}</span></div>')
     return (f'<div class="qg-card qg-col-src"><h4>CUDA <span class="qg-sub">{_e(src["name"])}</span></h4>'
             f'<div class="qg-src">{"".join(rows)}</div></div>')
+
+
+#: the timeline's colours, by state (`qwengpu.lab.timeline.STATES`), as the widget draws them
+TL_COLOURS = {"absent": (255, 255, 255), "running": (47, 158, 68), "guarded": (178, 242, 187), "ready": (165, 216, 255),
+              "diverged": (255, 146, 43), "barrier": (132, 94, 247), "exited": (222, 226, 230)}
+TL_WORDS = {"running": "runs", "guarded": "on the path, guard false", "ready": "ready (waits for its warp's turn)",
+            "diverged": "diverged (masked off)", "barrier": "waits at a barrier", "exited": "exited"}
+
+
+def timeline_card(program: dict, position: int, width: int = 160) -> str:
+    """The warp and lane timeline around `position` as a PNG: rows = every warp's lanes, columns
+    = positions (the current one marked by a dark column above and below), with the events
+    near it."""
+    tl = program.get("timeline")
+    if not tl or not tl.get("positions"):
+        return ""
+    n, W, L = tl["positions"], tl["warps"], tl["lanes"]
+    per = W * L
+    codes = np.frombuffer(tl["codes"].encode("ascii"), np.uint8).reshape(n, W, L) - ord("0")
+    start = min(max(0, position - width // 2), max(0, n - width))
+    stop = min(n, start + width)
+    lut = np.array([TL_COLOURS[k] for k in tl["states"]], np.uint8)
+    bands = []
+    for w in range(W):
+        band = lut[codes[start:stop, w, :].T]                      # [lanes, positions, 3]
+        bands.append(_upscale(band, 8, 1))
+        bands.append(np.full((4, stop - start, 3), 255, np.uint8))
+    img = np.concatenate(bands[:-1], 0)
+    mark = np.full((4, stop - start, 3), 255, np.uint8)
+    if start <= position < stop:
+        mark[:, position - start] = (29, 34, 48)
+    img = np.concatenate([mark, img, mark], 0)
+    sx = max(1, min(8, 900 // max(1, stop - start)))
+    near = [f'{tl["unit"]} {t}: {_e(text)}' for t, _, _, text in tl["events"] if t <= position][-3:]
+    legend = "".join(f'<span><i style="background:rgb{TL_COLOURS[k]}"></i>{_e(TL_WORDS[k])}</span>'
+                     for k in tl["states"] if k != "absent")
+    return (f'<div class="qg-card qg-tl"><h4>Warps &amp; lanes <span class="qg-sub">block {tl["blocks"][min(position, n - 1)]} · '
+            f'{"passes" if tl["unit"] == "pass" else "steps"} {start}..{stop - 1} of {n} · rows: warp 0 lanes 0-{L - 1}, then warp 1, ...; the current '
+            f'{tl["unit"]} marked above and below</span></h4>'
+            f'<img class="qg-tlimg" alt="warp and lane timeline" src="{png_data_uri(_upscale(img, 1, sx))}">'
+            f'<div class="qg-tlinfo qg-lbl">{"last events · " + " · ".join(near) if near else "no divergence or barrier yet"}'
+            f'</div><div class="qg-tllegend">{legend}</div></div>')
 
 
 def _root_class(program: dict) -> str:
@@ -354,6 +397,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     parts.append(_machine_warp_html(st, f))
     parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem ({_mem_where(program, 'mem')})"))
     parts.append("</div>")
+    parts.append(timeline_card(program, st["pos"]))
     parts.append(attention_card_html(latt_meta or {}, latt))
     parts.append(_machine_layers_html(program, st, gdn))
     if st.get("fault"):

@@ -23,7 +23,7 @@ from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
 from .checks import micro_loop_pcs, ptx_aliases, register_histories
 from .passes import PassLabel, pass_label, served_lanes, token_ptx_pcs
-from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
+from .record import LANE_BARRIER, LANE_EPOCH, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
 from .source import SourceLines
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
@@ -506,15 +506,12 @@ class MachineView(_ChecksMixin, SourceLines):
         ms = self.trace.records[position].machine
         row = [ms.lanes[warp * LANES + l] for l in range(LANES)]
         present = [warp * LANES + l < self.spec.threads_per_block for l in range(LANES)]
-        running = [pc for (pc, st), p in zip(row, present) if p and st & LANE_RUN and not st & LANE_BARRIER]
+        # a lane at a barrier waits while its epoch bit is the machine's epoch's parity; after the
+        # release (the epoch moved on) it is runnable again, as the simulator's `runnable` says
+        words = [self._lane_word(p, st, bool(st & LANE_EPOCH) == bool(ms.epoch & 1)) for (pc, st), p in zip(row, present)]
+        running = [pc for (pc, _), word in zip(row, words) if word == "ready"]
         low = min(running) if running else None
-        out = []
-        for (pc, st), p in zip(row, present):
-            word = self._lane_word(p, st)
-            if word == "ready" and pc != low:
-                word = "waiting"
-            out.append((pc, word))
-        return out
+        return [(pc, "waiting" if word == "ready" and pc != low else word) for (pc, _), word in zip(row, words)]
 
     def ptx_lines_at(self, position: int) -> list[int]:
         """The PTX lines pass `position` belongs to (its bundle's, a carry's instruction, a store)."""
@@ -608,11 +605,11 @@ class MachineView(_ChecksMixin, SourceLines):
         return name + ((".hi" if half else ".lo") if wide else "")
 
     @staticmethod
-    def _lane_word(present: bool, st: int) -> str:
+    def _lane_word(present: bool, st: int, epoch_now: bool = True) -> str:
         if not present:
             return "absent"
         if st & LANE_BARRIER:
-            return "barrier"
+            return "barrier" if epoch_now else "ready"
         if st & LANE_RUN:
             return "ready"
         return "exited"

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from qwengpu.machine.config import LANES
 from qwengpu.machine.format import ctl_fields
 from qwengpu.ptx.ir import demangled_name
 from qwengpu.runtime.readback import lane_table_of
 
 from .record import DEFAULT_SELECTIONS, memory_role, slot_label
+from .timeline import STATES, timeline
 from .values import fmt_all, type_width
 from .view import LaunchView, Snapshot
 
@@ -71,7 +73,28 @@ def program_payload(view: LaunchView) -> dict:
         "has_model": False,
         "layers": [],
         **source_payload(view),
+        **timeline_payload(view),
     }
+
+
+#: the most lane-positions the timeline carries (one character each); a longer launch's timeline
+#: covers its first positions
+MAX_TIMELINE = 1 << 20
+#: the most timeline events sent
+MAX_EVENTS = 4000
+
+
+def timeline_payload(view) -> dict:
+    """The warp and lane timeline (`qwengpu.lab.timeline`) once per launch: one character per
+    lane and position ('0'..'6', indices into `states`; position-major, then warp, then lane),
+    the running block per position, and the events."""
+    tl = timeline(view)
+    per = tl.warps * LANES
+    n = min(tl.positions, max(1, MAX_TIMELINE // max(1, per)))
+    codes = (tl.codes[:n].reshape(n, per) + ord("0")).astype(np.uint8).tobytes().decode("ascii")
+    return {"timeline": {"states": list(STATES), "warps": tl.warps, "lanes": LANES, "unit": tl.unit,
+                         "positions": n, "codes": codes, "blocks": [int(b) for b in tl.blocks[:n]],
+                         "events": [[int(t), k, w, text] for t, k, w, text in tl.events if t < n][:MAX_EVENTS]}}
 
 
 #: what the source panel says when a launch has no CUDA source
@@ -209,6 +232,7 @@ def machine_program_payload(view) -> dict:
         "first_mismatch": _mismatch(tr.first_mismatch()),
         "seconds": round(float(getattr(tr, "seconds", 0.0)), 2),
         **source_payload(view),
+        **timeline_payload(view),
     }
 
 
