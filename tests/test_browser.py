@@ -547,6 +547,67 @@ MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
 }"""
 
 
+DIVERGENT_KERNEL = """__global__ void parity(const int *a, int *out) {
+    int i = threadIdx.x;
+    if (i % 2 == 0)
+        atomicAdd(out, a[i]);
+    else
+        out[1 + i / 2] = a[i] - 1;
+}"""
+
+
+def test_warp_timeline_of_a_divergent_kernel_in_jupyterlab(lab):
+    """A divergent kernel written here, two warps: the warp and lane timeline shows the even and odd
+    lanes of each warp split and rejoin, the inspector's position outlined in it; it follows the
+    keys, and a click on it moves the inspector."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext qwengpu_widgets"),
+                nbformat.v4.new_code_cell("%%cuda --grid 1 --block 8 --args a:int32[1,2,3,4,5,6,7,8] out:int32(8)\n"
+                                          + DIVERGENT_KERNEL)]
+    nbformat.write(nb, work / "timeline.ipynb")
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, "timeline.ipynb")
+            root = page.locator(".qg-insp").first
+            root.wait_for(state="attached", timeout=120_000)
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.tlCodes !== undefined", timeout=60_000)
+            tl = root.locator(".qg-tl")
+            tl.scroll_into_view_if_needed()
+            assert tl.is_visible() and root.locator(".qg-tlcv").evaluate("c => c.width * c.height") > 0
+            out = page.evaluate(RUN_CODE_JS, "from qwengpu.lab.timeline import timeline\n"
+                                             "tl = timeline(insp.view)\n"
+                                             "print(next(t for t, k, w, _ in tl.events if k == 'diverged' and w == 0))")
+            t = int(out.strip())
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            for k in range(1, t + 1):          # the timeline's column follows the keys
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k}'")
+                want = page.evaluate(RUN_CODE_JS, "print(''.join(str(c) for c in tl.codes[insp.position].ravel()))").strip()
+                assert root.get_attribute("data-tl-codes") == want, k
+            codes = root.get_attribute("data-tl-codes")
+            assert "4" in codes[:4] and "1" in codes[:4], codes       # warp 0: lanes run and lanes diverged
+            assert "diverges" in root.locator(".qg-tlinfo").text_content()
+            tl.screenshot(path=str(ARTIFACTS / "warp_timeline.png"))
+            box = root.locator(".qg-tlcv").bounding_box()          # a click on the last column: there
+            root.locator(".qg-tlcv").click(position={"x": box["width"] - 3, "y": 20})
+            n = int(page.evaluate(RUN_CODE_JS, "print(insp.positions)").strip())
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 1}'")
+            assert root.get_attribute("data-tl-codes") == "66666666"   # every lane of both warps exited
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()
+
+
 @pytest.mark.timeout(600)
 def test_cuda_cell_magic_in_jupyterlab(lab):
     """A notebook written here: `%load_ext qwengpu_widgets`, a `%%cuda` cell with a kernel of this
