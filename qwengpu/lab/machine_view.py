@@ -518,6 +518,14 @@ class MachineView(_ChecksMixin, SourceLines):
         body = self.kernel_fn.body
         return [body[p].line for p in self._pass_ptx[position] if p is not None and 0 <= p < len(body)]
 
+    def cuda_lines(self, position: int) -> list[int]:
+        """`SourceLines.cuda_lines`, kept on the pass's record (a recording's views share them)."""
+        d = self.trace.records[position].derived
+        got = d.get("cuda")
+        if got is None or got[0] is not self.source:
+            got = d["cuda"] = (self.source, SourceLines.cuda_lines(self, position))
+        return got[1]
+
     def line_hit(self, position: int, lines: list, before: list) -> list:
         """A CUDA line is hit (a breakpoint on it stops here) at every pass that runs a bundle
         holding it: one pass per execution of the bundle, as bundle breakpoints."""

@@ -87,19 +87,25 @@ def _warps(spec) -> int:
 
 def _machine_timeline(view) -> Timeline:
     n, W = len(view), _warps(view.spec)
-    codes = np.zeros((n, W, LANES), np.uint8)
-    blocks, focus = [], []
+    blocks, focus, rows = [], [], []
     for t in range(n):
-        ms = view.trace.records[t].machine
-        for w in range(W):
-            codes[t, w] = [_WORD[word] for _, word in view.lane_words(t, w)]
-        if view._in_pass[t]:
-            w = view._exec_warp[t]
-            for lane in range(LANES):
-                if ms.mask >> lane & 1 and codes[t, w, lane] != CODE["absent"]:
-                    codes[t, w, lane] = CODE["running"]
+        rec = view.trace.records[t]
+        ms = rec.machine
+        row = rec.derived.get("timeline")       # a pass's row depends on that pass only: kept on its record
+        if row is None or row.shape[0] != W:
+            row = np.zeros((W, LANES), np.uint8)
+            for w in range(W):
+                row[w] = [_WORD[word] for _, word in view.lane_words(t, w)]
+            if view._in_pass[t]:
+                w = view._exec_warp[t]
+                for lane in range(LANES):
+                    if ms.mask >> lane & 1 and row[w, lane] != CODE["absent"]:
+                        row[w, lane] = CODE["running"]
+            rec.derived["timeline"] = row
+        rows.append(row)
         blocks.append(int(ms.block))
         focus.append(int(ms.warp))
+    codes = np.stack(rows) if rows else np.zeros((0, W, LANES), np.uint8)
     return Timeline(codes, blocks, focus, unit="pass")
 
 
@@ -169,25 +175,30 @@ def _interp_timeline(view) -> Timeline:
 
 
 def _mark_events(tl: Timeline):
-    """Where a warp's lanes split and come back together, and where it starts waiting at a barrier."""
-    div, bar = CODE["diverged"], CODE["barrier"]
-    for w in range(tl.warps):
-        was_div = was_bar = False
-        block = None
-        for t in range(tl.positions):
-            if tl.blocks[t] != block:
-                block, was_div, was_bar = tl.blocks[t], False, False
-            row = tl.codes[t, w]
-            is_div, is_bar = bool((row == div).any()), bool((row == bar).any())
-            if is_div and not was_div:
-                lanes = [lane for lane in range(LANES) if row[lane] == div]
-                tl.events.append((t, "diverged", w, f"warp {w} diverges: lane{'s' if len(lanes) > 1 else ''} "
-                                  f"{', '.join(map(str, lanes))} wait{'' if len(lanes) > 1 else 's'} for the others"))
-            elif was_div and not is_div:
-                tl.events.append((t, "reconverged", w, f"warp {w} reconverges: its live lanes run together again"))
-            if is_bar and not was_bar:
-                tl.events.append((t, "barrier", w, f"warp {w} waits at a barrier"))
-            elif was_bar and not is_bar:
-                tl.events.append((t, "release", w, f"the barrier opens for warp {w}"))
-            was_div, was_bar = is_div, is_bar
+    """Where a warp's lanes split and come back together, and where it starts waiting at a barrier
+    and the barrier opens for it (vectorised: a launch of many thousand positions is redrawn while
+    it records)."""
+    n = tl.positions
+    if n == 0:
+        return
+    blocks = np.asarray(tl.blocks[:n])
+    new_block = np.ones(n, bool)
+    new_block[1:] = blocks[1:] != blocks[:-1]
+    for kind_on, kind_off, code in (("diverged", "reconverged", CODE["diverged"]), ("barrier", "release", CODE["barrier"])):
+        on = (tl.codes == code).any(axis=2)                      # [positions, warps]
+        before = np.zeros_like(on)
+        before[1:] = on[:-1]
+        before[new_block] = False                                # a block starts afresh
+        for t, w in zip(*np.nonzero(on & ~before)):
+            if kind_on == "diverged":
+                lanes = [lane for lane in range(LANES) if tl.codes[t, w, lane] == code]
+                words = (f"warp {w} diverges: lane{'s' if len(lanes) > 1 else ''} {', '.join(map(str, lanes))} "
+                         f"wait{'' if len(lanes) > 1 else 's'} for the others")
+            else:
+                words = f"warp {w} waits at a barrier"
+            tl.events.append((int(t), kind_on, int(w), words))
+        for t, w in zip(*np.nonzero(~on & before)):
+            words = (f"warp {w} reconverges: its live lanes run together again" if kind_off == "reconverged"
+                     else f"the barrier opens for warp {w}")
+            tl.events.append((int(t), kind_off, int(w), words))
     tl.events.sort(key=lambda e: (e[0], e[2]))
