@@ -141,6 +141,7 @@ def test_nbconvert_export_shows_the_fallback(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     html = out.read_text()
-    assert html.count('<div class="qg-insp qg-static">') == 1
+    assert html.count('<div class="qg-insp qg-static qg-hassrc">') == 1      # 01 opens the CUDA source
+    assert 'class="qg-src"' in html and "atomicAdd(out, a[i] * b[i]);" in html and 'class="qg-tlimg"' in html
     assert 'class="qg-regs"' in html and 'class="qg-rom"' in html and 'class="qg-hex"' in html
     assert "data:image/png;base64" in html                # the matplotlib figure
