@@ -18,7 +18,7 @@ import numpy as np
 
 from qwengpu.compiler.placement import MemoryPlacement
 from qwengpu.machine.config import LANES
-from qwengpu.machine.tokens import parse_token, token_kind, token_text
+from qwengpu.machine.tokens import IN_PASS, PASS_KINDS, parse_token, token_kind, token_text
 from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
 from .checks import micro_loop_pcs, ptx_aliases, register_histories
@@ -254,7 +254,7 @@ class _ChecksMixin:
             # records t, t+1, ... emit the pass's carries and stores; record c emits the control
             # token: its state has consumed all of them
             c = t
-            while c < n and token_kind(recs[c].text) in ("CARRY", "MEMW"):
+            while c < n and token_kind(recs[c].text) in IN_PASS:
                 c += 1
             if c >= n or token_kind(recs[c].text) == "FAULT":
                 continue
@@ -589,7 +589,7 @@ class MachineView(_ChecksMixin, SourceLines):
                         cur[l] = self._vname(v)
                     labels[key] = cur
             self._exec_warp[t] = ew
-            self._in_pass[t] = tok[0] in ("EXEC", "CARRY", "MEMW")
+            self._in_pass[t] = tok[0] in PASS_KINDS
             self._labels.append(labels)
         self._build_regions()
 

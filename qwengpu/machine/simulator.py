@@ -7,13 +7,16 @@ Tokens (every generated token is one forward pass):
     GO / BLOCK(b)            start block b: every present lane fresh at the entry bundle, warp 0
     WARP(w)                  continue with warp w
     EXEC(pc, mask)           run bundle pc for the lanes in mask of the current warp
+    FPU(lane)                the float unit (one datapath) runs the bundle's float op for one
+                             more lane; it changes no architectural state
     CARRY(j, byte, lanes, v) write byte `byte` of the j-th register the last bundle carries:
                              lanes = one lane, or "all" lanes of the EXEC mask (when equal)
     MEMW(lane, byte, v)      write a byte of the memory a store/atomic of the last bundle changed
     HALT                     the launch is over
     FAULT(kind, lane)        a memory fault; the address is in the model's state
 
-A pass that runs a bundle (EXEC) decides everything the following passes emit: the changed bytes
+A pass that runs a bundle (EXEC) decides everything the following passes emit: the float unit's
+further lanes (when the bundle carries its result), the changed bytes
 of its carried registers (in order j, byte, then "all" or each changed lane), the changed bytes of
 memory (lane, byte), then the control token. Control: the lanes of the current warp with the
 lowest pc run next; when none can, the next warp (cyclically) that can; when none can but some
@@ -33,7 +36,7 @@ import numpy as np
 from qwengpu.interp.memory import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchSpec
 
-from .config import LANES
+from .config import FPU, LANES
 from .format import WARP_BITS
 from .image import Image, Source
 from .layout import MEMORY_BYTES
@@ -219,6 +222,8 @@ class Simulator:
         if kind == "EXEC":
             self.pending = self.execute(tok[1], tok[2])
             self.held_exec = (tok[1], tok[2], self.warp, list(self.last_writes))
+        elif kind == "FPU":                        # the float unit's result for one more lane:
+            pass                                   # held in the carry buffer, no machine state
         elif kind == "CARRY":                      # applied when the EXEC pass decided it; the
             self._hold_carry(*tok[1:])             # model writes it now
         elif kind == "MEMW":
@@ -338,7 +343,8 @@ class Simulator:
             return rec.tokens[-1:]
         served, memw = ran
         done = [l for l in lanes if served >> l & 1]
-        out = self._carries(b, warp, done, served != mask, results, his, rec)
+        out = self._float_lanes(b, done)
+        out += self._carries(b, warp, done, served != mask, results, his, rec)
         out += self._stores(memw, rec)
         self._next_lane_states(b, pc, warp, done, term_ports, results, flags, his)
         out.append(self.control())
@@ -387,6 +393,14 @@ class Simulator:
             else:
                 self._xlane(so, warp, lanes, mask, val, results[k], his[k])
         return served, memw
+
+    def _float_lanes(self, b, done: list) -> list:
+        """FPU tokens: the float unit has one datapath, which the EXEC pass runs for the first
+        served lane; when the bundle carries its result, one pass per further served lane runs it
+        again (before any carry changes a register it reads)."""
+        if not any(self.cfg.slots[slot] == FPU for _, (slot, _) in b.carries):
+            return []
+        return [("FPU", l) for l in done[1:]]
 
     def _carries(self, b, warp: int, done: list, partial: bool, results, his, rec) -> list:
         """CARRY tokens: the changed bytes of each carried register (one "all" token when every

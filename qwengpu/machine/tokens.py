@@ -5,6 +5,8 @@ one to the other (and back: `parse_token(token_text(t)) == t`):
 
     ("GO",)                     <go>                  the launch starts (the prompt's last token)
     ("EXEC", pc, mask)          <exec 12 1011>        run bundle pc for the lanes in mask (lane 0 last)
+    ("FPU", l)                  <fpu 2>               the float unit computes lane l of the last EXEC's
+                                                      bundle (the EXEC pass computed its first lane)
     ("CARRY", j, byte, l, v)    <carry 0 1 all 3f>    byte of the register carry slot j writes, for
                                                       lane l or "all" lanes of the mask
     ("MEMW", l, byte, v)        <memw 2 0 ff>         a byte of lane l's store (or atomic)
@@ -18,6 +20,11 @@ one to the other (and back: `parse_token(token_text(t)) == t`):
 """
 from __future__ import annotations
 
+#: the tokens a bundle's pass consumes: its EXEC, then the float unit's lanes, its carries, its
+#: memory writes (`IN_PASS`: those after the EXEC); the pass ends with the control token
+PASS_KINDS = ("EXEC", "FPU", "CARRY", "MEMW")
+IN_PASS = ("FPU", "CARRY", "MEMW")
+
 
 def token_text(tok: tuple) -> str:
     """The vocabulary word of a machine token."""
@@ -26,6 +33,8 @@ def token_text(tok: tuple) -> str:
         return f"<exec {tok[1]} {tok[2]:04b}>"
     if kind == "CARRY":
         return f"<carry {tok[1]} {tok[2]} {tok[3]} {tok[4]:02x}>"
+    if kind == "FPU":
+        return f"<fpu {tok[1]}>"
     if kind == "MEMW":
         return f"<memw {tok[1]} {tok[2]} {tok[3]:02x}>"
     if kind in ("WARP", "BLOCK", "RELEASE"):
@@ -53,7 +62,7 @@ def parse_token(text: str) -> tuple:
         return ("CARRY", int(body[1]), int(body[2]), body[3] if body[3] == "all" else int(body[3]), int(body[4], 16))
     if kind == "MEMW":
         return ("MEMW", int(body[1]), int(body[2]), int(body[3], 16))
-    if kind in ("WARP", "BLOCK", "RELEASE"):
+    if kind in ("WARP", "BLOCK", "RELEASE", "FPU"):
         return (kind, int(body[1]))
     if kind == "FAULT":
         return ("FAULT", int(body[1]), int(body[2]))

@@ -163,7 +163,7 @@ def fpu_eval(op: str, mods: dict, a: int, b: int = 0, c: int = 0) -> int:
     """The f32 result word (or 0/1 for FSETP) of a float-unit micro-op on one lane: the reference
     interpreter's float semantics (`qwengpu.interp.floats`), so the machine and the oracle share
     one definition."""
-    from qwengpu.interp import floats as F          # the oracle's definitions (imported late: heavy)
+    from qwengpu.interp import floats as F  # the oracle's definitions (imported late: heavy)
     rnd, ftz, sat = mods.get("rnd"), bool(mods.get("ftz")), bool(mods.get("sat"))
     a, b, c = a & M32, b & M32, c & M32
     if op in ("FADD", "FSUB", "FMUL"):

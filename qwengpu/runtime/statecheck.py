@@ -15,6 +15,7 @@ from qwengpu.interp.memory import ExecutionFault
 from qwengpu.machine.config import LANES
 from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import MachineState, Simulator
+from qwengpu.machine.tokens import IN_PASS, PASS_KINDS
 
 from .readback import MachineReader, layer_states
 
@@ -93,11 +94,11 @@ class ReferenceRun:
             held = sim.held_state()
             self.states.append(held)
             self.tokens.append(out)
-            in_pass = tok[0] in ("EXEC", "CARRY", "MEMW")
+            in_pass = tok[0] in PASS_KINDS
             self._storing = in_pass and (self._storing and tok[0] != "EXEC" or out[0] == "MEMW")
-            self.ends.append(in_pass and out[0] not in ("CARRY", "MEMW"))
+            self.ends.append(in_pass and out[0] not in IN_PASS)
             self.stored.append(self.ends[-1] and self._storing)
-            if in_pass and out[0] not in ("CARRY", "MEMW", "FAULT"):
+            if in_pass and out[0] not in IN_PASS + ("FAULT",):
                 for key, vals in sim.regs.items():         # the pass is complete: same as the simulator
                     if list(held.regs.get(key, [0] * LANES)) != list(vals):
                         self.errors.append(f"replayed register {key} differs from the simulator's")

@@ -14,6 +14,8 @@ from ..layout import LINE
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]
 OUT_KINDS = ["EXEC", "CARRY", "MEMW", "WARP", "BLOCK", "RELEASE", "HALT", "FAULT"]
+#: the token kind a machine with a float unit adds (appended, so the others keep their bits)
+FPU_KIND = "FPU"
 LTAB_BYTES = 2 * LANES                  # tid.x/y/z per lane (5 bits each: blocks have <= 32 threads)
 BTAB_BYTES = 3                          # ctaid.x/y/z (8 bits each: grids have <= 256 blocks)
 CONF_BYTES = 4                          # last block, entry bundle (low byte), threads per block, entry (high bits)
@@ -71,6 +73,9 @@ class Builder:
         self.mem_info = None
         self.segments: dict = {}          # segment name -> its word this pass (`rom.segment`)
         self.unit_ports: dict = {}        # slot -> its read ports (`regfile.ports_of`)
+        extra = [FPU_KIND] if cfg.has_fpu else []
+        self.kinds = KINDS + extra            # the input tokens' kinds (one bit each)
+        self.out_kinds = OUT_KINDS + extra    # the output kinds the emitter decides between
 
     def bits(self, name, n):
         return self.p.bits_var(name, n)
@@ -117,7 +122,7 @@ class Builder:
         return self.view(name or self.p.fresh(f"{segname}.{fname}"), self.field_forms(segvar, segname, fname))
 
     def k(self, name: str) -> Lin:
-        return self.kind.f(KINDS.index(name))
+        return self.kind.f(self.kinds.index(name))
 
     def decode_field(self, seg, segname, fname, count, name):
         v = self.field_view(seg, segname, fname)

@@ -3,8 +3,9 @@ values to compare against."""
 from __future__ import annotations
 
 from qwengpu.compiler import memory as M
+from qwengpu.compiler.gadgets import n_step
 
-from ..config import LANES, MEM, XLANE
+from ..config import FPU, LANES, MEM, XLANE
 from ..format import WARP_BITS
 from .builder import Builder
 from .regfile import register_copy
@@ -22,8 +23,10 @@ def carry_buffer(hw: Builder):
             opts.append((u.k, 1))
     cvs = [hw.bits(f"cbuf.in.{j}", 32 * LANES) for j in range(hw.J)]
     neurons = []
+    slot_sels = []
     for j in range(hw.J):
         slot_sel = hw.decode_field(tail, "tail", f"c{j}_slot", len(hw.cfg.slots), f"cslot.{j}")
+        slot_sels.append(slot_sel)
         hi = hw.field_forms(tail, "tail", f"c{j}_hi")[0]
         for (k, part) in opts:
             u = hw.units[k]
@@ -36,9 +39,21 @@ def carry_buffer(hw: Builder):
                     neurons += hw.clean_gate(cond, var.f(i), {cvs[j].feature(32 * l + i): 1})
     hw.circ_groups("cbuf.mux", [[v] for v in cvs], neurons)
     cv = hw.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
-    mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, whole=True)
     slot = p.vars["slot0"]
-    mem.write(slot, cv, enable=hw.k("EXEC"))
+    hw.cslot = slot_sels
+    fk = next((u.k for u in hw.units if u.kind == FPU), None)
+    if fk is None:
+        mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, whole=True)
+        mem.write(slot, cv, enable=hw.k("EXEC"))
+    else:
+        # an entry per carry and lane: EXEC writes them all; an FPU pass only its lane's entry of
+        # the carry that takes the float unit's result (the datapath ran that lane)
+        mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, field_bits=32)
+        fw = hw.bits("cbuf.fpu", LANES * hw.J)
+        n = [nr for j in range(hw.J) for l in range(LANES)
+             for nr in n_step(hw.k("FPU") + hw.fpu_lane.f(l) + slot_sels[j].f(fk), 3, {fw.feature(LANES * j + l): 1})]
+        hw.circ("cbuf.fpu", [fw], n)
+        mem.write(slot, cv, field_enable=[hw.k("EXEC") + fw.f(g) for g in range(LANES * hw.J)])
     hw.cbuf = mem.read(slot, name="cbuf.out")
     # the carried registers' current values
     rf = register_copy(hw, "reg.emit")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from qwengpu.compiler import Lin
 from qwengpu.compiler.gadgets import n_gated, n_linear, n_step
 
-from ..config import LANES
+from ..config import FPU, LANES
 from ..format import BLOCK_BITS, EPOCH_BITS, MEM_OPS
-from .builder import KIND_WEIGHT, OUT_KINDS, Builder, carry_pos, memw_pos
+from ..tokens import PASS_KINDS
+from .builder import FPU_KIND, KIND_WEIGHT, Builder, carry_pos, memw_pos
 from .lanes import first_lane
 
 
@@ -35,7 +36,7 @@ def emitter(hw: Builder):
     cb, mb = hw.cbuf, hw.mbuf
     done = hw.done
     P = sum(((1 << i) * hw.t_pos.f(i) for i in range(7)), Lin())
-    pass_kind = hw.k("EXEC") + hw.k("CARRY") + hw.k("MEMW")
+    pass_kind = sum((hw.k(name) for name in PASS_KINDS if name in hw.kinds), Lin())
     # E0: which lanes' memory writes a store / atomic makes, an atomic's partial pass, first done lane
     op = mi["op"]
     st, at = op.f(MEM_OPS.index("ST")), op.f(MEM_OPS.index("ATOM"))
@@ -117,33 +118,43 @@ def emitter(hw: Builder):
         before = sum((valid.f(x) for x in range(c)), Lin())
         n3 += n_step(128 * valid.f(c) - before, 128, {firstc.feature(c): 1})
     hw.circ("emit.3", [firstc], n3)
-    output(hw, firstc, e0)
+    output(hw, firstc, e0, float_lanes(hw))
 
 
-def output(hw: Builder, firstc, e0):
-    """The output variables the rules read: kind (one bit per OUT_KINDS), A (value / pc /
-    warp / block / epoch), B (lanes: mask, lane, or 4 = all), C (carry 4j+byte, byte, fault kind)."""
+def float_lanes(hw: Builder):
+    """The next FPU token's lane (one-hot; none when no lane is left): when the bundle carries the
+    float unit's result, every served lane after the one the datapath ran this pass (the first,
+    on EXEC; the token's, on FPU), before any carry."""
+    fk = next((u.k for u in hw.units if u.kind == FPU), None)
+    if fk is None:
+        return None
+    done, ran = hw.done, hw.fpu_lane          # the lane the datapath ran: EXEC's first, FPU's own
+    pend = hw.bits("e.fpu", LANES)
+    n = []
+    for j in range(hw.J):
+        carried = hw.field_forms(hw.tail, "tail", f"c{j}_en")[0] + hw.cslot[j].f(fk)
+        for l in range(1, LANES):
+            after = sum((ran.f(m) for m in range(l)), Lin())
+            n += n_step(hw.k("EXEC") + hw.k("FPU") + carried + done.f(l) + after, 5, {pend.feature(l): 1})
+    hw.circ("emit.fpu", [pend], n)
+    nxt = hw.bits("e.fpu.next", LANES)
+    n = []
+    for l in range(1, LANES):
+        n += n_step(pend.f(l) - sum((pend.f(m) for m in range(1, l)), Lin()), 1, {nxt.feature(l): 1})
+    hw.circ("emit.fpu.next", [nxt], n)
+    return nxt
+
+
+def output(hw: Builder, firstc, e0, fnext=None):
+    """The output variables the rules read: kind (one bit per `hw.out_kinds`), A (value / pc /
+    warp / block / epoch), B (lanes: mask, lane, or 4 = all), C (carry 4j+byte, byte, fault kind).
+    `fnext`: the next FPU lane (a machine with a float unit), which goes before every carry."""
     J = hw.J
-    kind = hw.bits("out.kind", len(OUT_KINDS))
+    kind = hw.bits("out.kind", len(hw.out_kinds))
     A = hw.bits("out.a", max(8, hw.pcb))             # a byte, or a pc
     B = hw.bits("out.b", 4)
     C = hw.bits("out.c", 4)
-    ko = lambda name: {kind.feature(OUT_KINDS.index(name)): 1}
-    fx, fmis = hw.fault["any"].f(0), hw.fault["any"].f(1)
-    ffl = hw.fault["lane"]
-    NCC = 4 * J * (LANES + 1)
-    NC = firstc.size
-    carry = sum((firstc.f(c) for c in range(NCC)), Lin())
-    memw = sum((firstc.f(c) for c in range(NCC, NC)), Lin())
-    cand = carry + memw
-    n = []
-    n += n_linear(fx, ko("FAULT"))
-    n += n_step(carry - fx, 1, ko("CARRY"))
-    n += n_step(memw - fx, 1, ko("MEMW"))
-    ck = hw.ctl["kind"]
-    quiet = cand + fx                                 # 1 when a candidate or a fault speaks
-    for ci, name in enumerate(("EXEC", "WARP", "RELEASE", "BLOCK", "HALT")):
-        n += n_step(ck.f(ci) - quiet, 1, ko(name))
+    ko = lambda name: {kind.feature(hw.out_kinds.index(name)): 1}
 
     def const(cond, value, var, nbits):
         out = []
@@ -152,12 +163,34 @@ def output(hw: Builder, firstc, e0):
                 out += n_gated(cond, Lin.const(1), {var.feature(i): 1})
         return out
 
+    fx, fmis = hw.fault["any"].f(0), hw.fault["any"].f(1)
+    ffl = hw.fault["lane"]
+    NCC = 4 * J * (LANES + 1)
+    NC = firstc.size
+    carry = sum((firstc.f(c) for c in range(NCC)), Lin())
+    memw = sum((firstc.f(c) for c in range(NCC, NC)), Lin())
+    fpu = Lin() if fnext is None else sum((fnext.f(l) for l in range(LANES)), Lin())
+    hush = fx + fpu                                   # a fault, or a float lane, goes first
+    cand = carry + memw
+    n = []
+    n += n_linear(fx, ko("FAULT"))
+    n += n_step(carry - hush, 1, ko("CARRY"))
+    n += n_step(memw - hush, 1, ko("MEMW"))
+    if fnext is not None:
+        n += n_step(fpu - fx, 1, ko(FPU_KIND))
+        for l in range(1, LANES):
+            n += const(fnext.f(l) - fx, l, B, 4)
+    ck = hw.ctl["kind"]
+    quiet = cand + fx + fpu                           # 1 when a candidate, a float lane or a fault speaks
+    for ci, name in enumerate(("EXEC", "WARP", "RELEASE", "BLOCK", "HALT")):
+        n += n_step(ck.f(ci) - quiet, 1, ko(name))
+
     cb, mb = hw.cbuf, hw.mbuf
     for j in range(J):
         for b in range(4):
             for ls in range(LANES + 1):
                 c = carry_pos(j, b, ls) - 1
-                g = firstc.f(c) - fx
+                g = firstc.f(c) - hush
                 n += const(g, ls, B, 4)
                 n += const(g, 4 * j + b, C, 4)
                 for l in ([ls] if ls < LANES else range(LANES)):
@@ -167,7 +200,7 @@ def output(hw: Builder, firstc, e0):
     for l in range(LANES):
         for b in range(4):
             c = memw_pos(J, l, b) - 1
-            g = firstc.f(c) - fx
+            g = firstc.f(c) - hush
             n += const(g, l, B, 4)
             n += const(g, b, C, 4)
             for i in range(8):
@@ -202,7 +235,7 @@ def output(hw: Builder, firstc, e0):
 def rules(hw: Builder):
     p = hw.p
     kind, A, B, C = (hw.out[x] for x in ("kind", "A", "B", "C"))
-    kw = lambda name: (kind, 1 << OUT_KINDS.index(name), KIND_WEIGHT)
+    kw = lambda name: (kind, 1 << hw.out_kinds.index(name), KIND_WEIGHT)
     for key, tok in hw.tok.items():
         if not isinstance(key, tuple):
             key = (key,)
@@ -217,6 +250,8 @@ def rules(hw: Builder):
             p.emit_when(tok, [kw("MEMW"), (A, v), (B, l), (C, b)])
         elif name in ("WARP", "BLOCK", "RELEASE"):
             p.emit_when(tok, [kw(name), (A, key[1])])
+        elif name == FPU_KIND:
+            p.emit_when(tok, [kw(FPU_KIND), (B, key[1])])
         elif name == "HALT":
             p.emit_when(tok, [kw("HALT")])
         elif name == "FAULT":

@@ -3,7 +3,8 @@
 
 It runs beside the other units: it reads the read ports of the first two ALU slots near the top of
 the network and its result goes only to the carry buffer, so its ~17 MLP levels cost width, not
-layers. One lane's
+layers. It has one datapath, not one per lane: the EXEC pass runs it for the first served lane and
+an FPU token's pass for each further lane (`float_lane`), so the width is one lane's. The
 datapath (docs/float_units.md has the argument for each step):
 
     L1   the operands from the read ports they are on, as clean bits, and per operand class flags
@@ -14,12 +15,13 @@ datapath (docs/float_units.md has the argument for each step):
          at position 0; an addend far above the product puts the product in that sticky bit)
     L6-9 a 3:2 compressor, the window adder with both carries in (the sum, and the sum minus one,
          whose complement is the magnitude when the addend was larger), the magnitude selected
-    L10-13 leading zeros, the result's lowest significand position q = max(lead - 23, subnormal
-         floor), the 24 significand bits and the round bit by a two-stage shift, the sticky bit
-    L14-17 rounding (the increment's carries for rn/rp/rm), the exponent field (thermometer of
+    L10-12 the result's lowest significand position q = max(lead - 23, subnormal floor) as codes
+         read straight off the magnitude (no leading-zero count is held), the exponent K from q,
+         the 24 significand bits and the round bit by a two-stage shift, the sticky bit
+    L13-16 rounding (the increment's carries for rn/rp/rm), the exponent field (thermometer of
          the biased exponent, plus the significand's carry), overflow, then the cases (NaN, inf,
          largest finite, zero, .ftz flush, .sat clamp) and the result word.
-The compare, min and max path (L2-6) shares the cleaned operands."""
+The compare, min and max path (c2-c7) shares the cleaned operands; its word joins the result at L16."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from ..format import FPU_OPCODES, fpu_port_slots, sources_for
 from ..image import PORTS
 from ..uops import FPU_COMPARES, FPU_ROUNDINGS
 from .builder import Builder, Unit
+from .lanes import first_lane
 from .multiplier import carry_save, digit_bits
 from .regfile import ports_of
 from .rom import segment
@@ -79,16 +82,39 @@ def fpu(hw: Builder, k: int):
     lines = [ports_of(hw, j, PORTS[ALU])[p] for j in home for p in range(PORTS[ALU])]
     field = lambda n: hw.field_forms(seg, segname, f"f_{n}")[0]
     decode = lambda n, count: hw.decode_field(seg, segname, f"f_{n}", count, f"f{n}.{k}")
+    # the one-bit modifiers copied out of the segment with the decoders, so that the segment's
+    # word is not held through the datapath for the levels that read them
+    mods = hw.bits(f"fmod.{k}", 3)
+    hw.circ(f"fmod.{k}", [mods], [nr for i, n in enumerate(("ftz", "sat", "nan"))
+                                   for nr in n_step(field(n), 1, {mods.feature(i): 1})])
     ctl = FpuControl(op=decode("op", len(FPU_OPCODES)), rnd=decode("rnd", len(FPU_ROUNDINGS)),
-                     cmp=decode("compare", len(FPU_COMPARES)), ftz=field("ftz"), sat=field("sat"), nan=field("nan"))
+                     cmp=decode("compare", len(FPU_COMPARES)), ftz=mods.f(0), sat=mods.f(1), nan=mods.f(2))
     opts = sources_for(hw.cfg, k, "a")
     sel = {n: decode(n, len(opts)) for n in ("a", "b", "c")}
+    fl = hw.fpu_lane = float_lane(hw)
+    choices = {n: [(sel[n].f(i) + fl.f(l) - 1, lines[i][l]) for i, o in enumerate(opts) if o[0] == "sport"
+                   for l in range(LANES)] for n in sel}
+    word = fpu_lane(hw, f"{k}.0", choices, ctl)
     unit = Unit(FPU, k)
-    for l in range(LANES):
-        choices = {n: [(sel[n].f(i), lines[i][l]) for i, o in enumerate(opts) if o[0] == "sport"] for n in sel}
-        unit.lo.append(fpu_lane(hw, f"{k}.{l}", choices, ctl))
-        unit.hi.append(None)
+    # the carry buffer takes the word into every lane's entry: the EXEC pass's is the first
+    # served lane's, each FPU pass rewrites its own lane's entry (`carries.carry_buffer`)
+    unit.lo = [word] * LANES
+    unit.hi = [None] * LANES
     return unit
+
+
+def float_lane(hw: Builder):
+    """One-hot of the lane the unit's one datapath runs this pass: the first lane of an EXEC's
+    mask, or an FPU token's lane (none on other passes)."""
+    first = first_lane(hw)
+    fl = hw.bits("fpu.lane", LANES)
+    n = []
+    for l in range(LANES):
+        n += n_step(hw.k("EXEC") + first.f(l), 2, {fl.feature(l): 1})
+        if l:
+            n += n_step(hw.k("FPU") + hw.t_lane.f(l), 2, {fl.feature(l): 1})
+    hw.circ("fpu.lane", [fl], n)
+    return fl
 
 
 class _Level:
@@ -202,6 +228,8 @@ class _Lane:
         c, lv = self.ctl, self.level(1)
         X, Y, Z = lv.bits("x", 32), lv.bits("y", 32), lv.bits("z", 32)
         cls = lv.bits("cls", 12)           # per operand X, Y, Z: exponent != 0, exponent 255, NaN, zero
+        ar = lv.flag("ar")                 # an arithmetic op (the cases at L15 read it: the op's
+        lv.step(self.arith, 1, {ar.feature(0): 1})     # one-hot need not be held that long)
         routes = [("a", X, 0, None), ("b", Y, 1, self.yb), ("b", Z, 2, self.zb), ("c", Z, 2, self.zc)]
         for name, var, n, cond in routes:
             for sel, P in self.choices[name]:
@@ -215,6 +243,7 @@ class _Lane:
                 lv.step(24 * e + f, 193, {cls.feature(4 * n + 2): 1}, on)
                 lv.step(23 * c.ftz - 24 * e - f, 0, {cls.feature(4 * n + 3): 1}, on)
         lv.done()
+        self.arith = ar.f(0)
         self.X = [X.f(i) for i in range(32)]
         self.Y = [Y.f(i) for i in range(32)]
         self.Z = [Z.f(i) for i in range(32)]
@@ -392,7 +421,7 @@ class _Lane:
                     out[ge.feature(0)] = 1
                 _carry_chunks(lv, terms, props, out)
         lv.done()
-        # L9: the magnitude (clean bits) and the sign of a non-zero result
+        # L9: the magnitude (clean bits) and the sign of a non-zero result; thresholds of e0
         lv = self.level(9)
         M = lv.bits("m", WINDOW + 1)
         es, g = self.esub, ge.f(0)
@@ -406,33 +435,22 @@ class _Lane:
         lv.gated(1 - es, self.sp, {rs.feature(0): 1})
         lv.step(self.sp + g, 2, {rs.feature(0): 1}, es)
         lv.step(-1 * (self.sp + g), 0, {rs.feature(0): 1}, es)
-        lv.done()
-        self.M = [M.f(w) for w in range(WINDOW + 1)]
-        self.rs = rs.f(0)
-
-    # -- L10-L13: normalisation --------------------------------------------------------------------
-
-    def normalise(self):
-        n = WINDOW + 1                     # 78 magnitude bits
-        lv = self.level(10)
-        zp = lv.bits("zp", n + 1)          # zp[t]: the top t bits are zero (t = 1..78)
-        lo = lv.bits("lo", n)              # lo[t]: some bit 0..t is set
-        for t in range(1, n + 1):
-            lv.step(-1 * sum(self.M[n - t:], Lin()), 0, {zp.feature(t): 1})
-        mz = lv.flag("mz")                 # the magnitude is zero (its own variable: zp dies at L11)
-        lv.step(-1 * sum(self.M, Lin()), 0, {mz.feature(0): 1})
         te = lv.bits("te", 104)            # te[t + 24] = [e0 >= t]: thresholds on a form of hundreds,
         for t in range(-24, 80):           # taken once each, so that q's codes below add clean steps
             lv.step(self.e0, t, {te.feature(t + 24): 1})
-        for t in range(n):
-            lv.step(sum(self.M[:t + 1], Lin()), 1, {lo.feature(t): 1})
         lv.done()
-        zpf = lambda t: Lin.const(1) if t <= 0 else zp.f(t)
-        lzc = sum((zp.f(t) for t in range(1, n + 1)), Lin())
-        self.mz = mz.f(0)
-        # L11: q = 54 - min(lzc, e0), clamped to -24..79, as s = q + 24 = 8c + r: one-hots of c
-        # and r (each threshold [q >= v] adds to the two codes it moves), and the exponent bits
-        lv = self.level(11)
+        self.M = [M.f(w) for w in range(WINDOW + 1)]
+        self.rs = rs.f(0)
+        self.te = te
+
+    # -- L10-L12: normalisation --------------------------------------------------------------------
+
+    def normalise(self):
+        n = WINDOW + 1                     # 78 magnitude bits
+        M, te = self.M, self.te
+        # L10: q = 54 - min(lzc, e0), clamped to -24..79, as s = q + 24 = 8c + r: one-hots of c and r
+        # (each threshold [q >= v] adds to the two codes it moves); lo; whether the magnitude is zero
+        lv = self.level(10)
         qc, qr = lv.bits("qc", 13), lv.bits("qr", 8)
         lv.neurons += n_linear(Lin.const(1), {qc.feature(0): 1, qr.feature(0): 1})       # [q >= -24]
         for v in range(-23, 80):
@@ -440,34 +458,46 @@ class _Lane:
             out = {qr.feature(s_ % 8): 1, qr.feature((s_ - 1) % 8): -1}
             if s_ % 8 == 0:
                 out.update({qc.feature(s_ // 8): 1, qc.feature(s_ // 8 - 1): -1})
-            # [q >= v]: lzc <= 54 - v (the top 55 - v bits are not all zero), or e0 <= 54 - v
-            lv.step((1 - zpf(55 - v)) + (1 - te.f(55 - v + 24)), 1, out)
-        kb = lv.bits("k", 9)               # bits of K = max(e0 - lzc, 0) (K < 255), and [K >= 1]
-        kf = self.e0 - lzc
-        for t in range(1, 255):
+            # [q >= v]: lzc <= 54 - v (one of the top 55 - v bits is set), or e0 <= 54 - v
+            top = sum(M[n - (55 - v):], Lin()) if 55 - v > 0 else Lin()
+            lv.step(top + (1 - te.f(55 - v + 24)), 1, out)
+        lo = lv.bits("lo", n)              # lo[t]: some bit 0..t is set
+        for t in range(n):
+            lv.step(sum(M[:t + 1], Lin()), 1, {lo.feature(t): 1})
+        mz = lv.flag("mz")                 # the magnitude is zero
+        lv.step(-1 * sum(M, Lin()), 0, {mz.feature(0): 1})
+        lv.done()
+        self.mz = mz.f(0)
+        # L11: K = max(e0 - lzc, 0) = e0 - 54 + q (q's top clamp only where e0 < -25: K = 0) as bits
+        # (capped at 254) and [K >= 1], [K >= 255]; the coarse shift by 8c; the sticky bit's
+        # candidates lo[8c - 26 + r], one per r
+        lv = self.level(11)
+        kb = lv.bits("k", 10)
+        kf = self.e0 - 78 + sum((8 * c * qc.f(c) for c in range(1, 13)), Lin()) + sum((r * qr.f(r) for r in range(1, 8)), Lin())
+        for t in range(1, 256):
             out = {kb.feature(i): ((t >> i) & 1) - (((t - 1) >> i) & 1) for i in range(8)
-                   if ((t >> i) & 1) != (((t - 1) >> i) & 1)}
+                   if t < 255 and ((t >> i) & 1) != (((t - 1) >> i) & 1)}
             if t == 1:
                 out[kb.feature(8)] = 1
+            if t == 255:
+                out[kb.feature(9)] = 1
             lv.step(kf, t, out)
-        lv.done()
-        self.kbits, self.kge1, self.kform = [kb.f(i) for i in range(8)], kb.f(8), kf
-        # L12: coarse shift by 8c; the sticky bit's candidates lo[8c - 26 + r], one per r
-        lv = self.level(12)
         T = lv.bits("t", 32)
         lc = lv.bits("lc", 8)
         for c in range(13):
             for i in range(32):
                 j = 8 * c - 25 + i
                 if 0 <= j < n:
-                    lv.gated(qc.f(c), self.M[j], {T.feature(i): 1})
+                    lv.gated(qc.f(c), M[j], {T.feature(i): 1})
             for r in range(8):
                 j = 8 * c + r - 26
                 if j >= 0:
                     lv.gated(qc.f(c), lo.f(min(j, n - 1)), {lc.feature(r): 1})
         lv.done()
-        # L13: fine shift by r: R[0] is the round bit, R[1..24] the significand; the sticky bit
-        lv = self.level(13)
+        self.kbits, self.kge1 = [kb.f(i) for i in range(8)], kb.f(8)
+        self.kform = _value(self.kbits) + 255 * kb.f(9)     # = K where the thresholds (>= 127) look
+        # L12: fine shift by r: R[0] is the round bit, R[1..24] the significand; the sticky bit
+        lv = self.level(12)
         R = lv.bits("r", 25)
         st = lv.flag("st")
         for r in range(8):
@@ -479,11 +509,11 @@ class _Lane:
         self.rb, self.st = R.f(0), st.f(0)
         self.m = [R.f(j + 1) for j in range(24)]
 
-    # -- L14-L17: rounding, exponent, cases, the word ------------------------------------------------
+    # -- L13-L16: rounding, exponent, cases, the word ------------------------------------------------
 
     def finish(self):
         c = self.ctl
-        lv = self.level(14)
+        lv = self.level(13)
         car = lv.bits("car", 25)           # car[j]: the increment carries into significand bit j
         rb, st, m, rs = self.rb, self.st, self.m, self.rs
         for j in range(25):
@@ -495,8 +525,8 @@ class _Lane:
         mr = [m[j] + car.f(j) - 2 * car.f(j + 1) for j in range(23)]
         h = m[23] + car.f(23)                              # the significand's carry into the exponent
         h_bits = [m[23] + car.f(23) - 2 * car.f(24), car.f(24)]
-        # L15: the exponent field F = K + h, overflow, the flags the cases need
-        lv = self.level(15)
+        # L14: the exponent field F = K + h, overflow, the flags the cases need
+        lv = self.level(14)
         kap = lv.bits("kap", 9)
         kb = self.kbits
         for i in range(1, 9):              # the carry into bit i: h's bits below i plus K's
@@ -516,8 +546,8 @@ class _Lane:
         F = [kb[i] + (h_bits[i] if i < 2 else Lin()) + kp[i] - 2 * kp[i + 1] for i in range(8)]
         ovf, to_inf, f128, f127, fnz, flush = (fl.f(i) for i in range(6))
         big = 2 * f128 + f127 + fnz - 2                    # >= 0: the result is above 1.0
-        # L16: the cases of an arithmetic result (exclusive flags)
-        lv = self.level(16)
+        # L15: the cases of an arithmetic result (exclusive flags)
+        lv = self.level(15)
         g = lv.bits("g", 6)                # finite, NaN, inf, largest finite, one, sign
         N, I, Z = self.nan_out, self.inf_out, self.mz
         ar, sat = self.arith, c.sat
@@ -535,21 +565,26 @@ class _Lane:
         lv.all_of([ar, 1 - sat, 1 - N, 1 - I, Z, self.zsign], {g.feature(5): 1})
         lv.all_of([ar, 1 - sat, 1 - N, 1 - I, 1 - Z, rs], {g.feature(5): 1})
         lv.done()
-        # L17: the finite result's bits
-        lv = self.level(17)
-        fw = lv.bits("w", 31)
-        for i in range(31):
-            lv.gated(g.f(0), mr[i] if i < 23 else F[i - 23], {fw.feature(i): 1})
-        lv.done()
+        self.g, self.finite = g, [mr[i] if i < 23 else F[i - 23] for i in range(31)]
+
+    def word(self, other: list):
+        """L16: the result word: the finite result's bits, the constant cases, and `other` (the
+        compare / min / max path's word, zero for arithmetic) folded in, so that one 32-bit word is
+        all the datapath holds until the carry buffer takes it."""
+        g = self.g
+        lv = self.level(16)
+        w = lv.bits("w", 32)
         consts = {g.f(1): NAN, g.f(2): INF, g.f(3): MAXF, g.f(4): ONE}
-        word = []
         for i in range(32):
-            f = fw.f(i) if i < 31 else g.f(5)
+            if i < 31:
+                lv.gated(g.f(0), self.finite[i], {w.feature(i): 1})
+            f = other[i] + (g.f(5) if i == 31 else Lin())
             for flag, value in consts.items():
                 if (value >> i) & 1:
                     f = f + flag
-            word.append(f)
-        return word
+            lv.neurons += n_linear(f, {w.feature(i): 1})
+        lv.done()
+        return [w.f(i) for i in range(32)]
 
     # -- compares, min, max ----------------------------------------------------------------------
 
@@ -649,6 +684,5 @@ def fpu_lane(hw: Builder, tag: str, choices: dict, ctl: FpuControl):
     ln.align()
     ln.add()
     ln.normalise()
-    arith = ln.finish()
-    other = ln.compare()
-    return hw.view(f"fpu.{tag}", [a + b for a, b in zip(arith, other)])
+    ln.finish()
+    return hw.view(f"fpu.{tag}", ln.word(ln.compare()))

@@ -7,7 +7,6 @@ from qwengpu.compiler.gadgets import n_gated, n_linear, n_product, n_step
 
 from .builder import Builder
 
-
 #: base-8 digits of a 32-bit operand (the top one holds bits 30-31) and columns of the 64-bit product
 DIGITS = 11
 COLUMNS = 22

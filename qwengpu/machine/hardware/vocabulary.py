@@ -5,12 +5,12 @@ from ..config import LANES
 from ..format import BLOCK_BITS, EPOCH_BITS, WARP_BITS
 from ..layout import LINES
 from ..tokens import token_text
-from .builder import KINDS, Builder, carry_pos, memw_pos
+from .builder import FPU_KIND, Builder, carry_pos, memw_pos
 
 
 def inputs(hw: Builder):
     p = hw.p
-    hw.kind = p.input_bits("kind", len(KINDS))                 # one bit per token kind
+    hw.kind = p.input_bits("kind", len(hw.kinds))                 # one bit per token kind
     hw.t_pc = p.input_bits("t_pc", hw.pcb)
     hw.t_mask = p.input_bits("t_mask", LANES)
     hw.t_j = p.input_bits("t_j", hw.J)
@@ -29,7 +29,7 @@ def inputs(hw: Builder):
 
 def vocabulary(hw: Builder):
     p = hw.p
-    kb = lambda name: 1 << KINDS.index(name)
+    kb = lambda name: 1 << hw.kinds.index(name)
     hw.tok: dict = {}
     hw.tok["GO"] = p.token(token_text(("GO",)), kind=kb("GO"))
     for b in range(1, 1 << BLOCK_BITS):
@@ -39,6 +39,9 @@ def vocabulary(hw: Builder):
     for pc in range(1 << hw.pcb):
         for m in range(1, 1 << LANES):
             hw.tok[("EXEC", pc, m)] = p.token(token_text(("EXEC", pc, m)), kind=kb("EXEC"), t_pc=pc, t_mask=m)
+    if FPU_KIND in hw.kinds:               # the first served lane runs in the EXEC pass
+        for l in range(1, LANES):
+            hw.tok[("FPU", l)] = p.token(token_text(("FPU", l)), kind=kb(FPU_KIND), t_lane=1 << l)
     for j in range(hw.J):
         for b in range(4):
             for ls in range(LANES + 1):
