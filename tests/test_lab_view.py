@@ -328,6 +328,10 @@ def test_passes_say_what_they_are(dot_model):
         s = v.snapshot(t)
         assert s.lane_state == [word for _, word in s.lanes[s.warp][1]], t
         assert str(s.label).startswith(f"pass {t}: ")
+    # a machine with a float unit runs it again for each further lane: an <fpu l> pass
+    from qwengpu.lab.passes import describe_token
+    kind, words, bundle, lanes, _ = describe_token(v, "<fpu 2>", 1, 0)
+    assert (kind, bundle, lanes) == ("float unit", 1, [2]) and words.startswith("float unit: bundle 1's float operation for lane 2")
     st = machine_snapshot_payload(v, s13)
     assert st["what"]["kind"] == "execute" and st["what"]["lanes"] == [1, 2, 3] and st["running"] == 0b1110
     assert st["lane_state"] == ["exited", "exited", "ready", "ready"]

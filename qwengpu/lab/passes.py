@@ -3,7 +3,8 @@
 A launch on the machine is a stream of tokens (`docs/machine.md`, "The token protocol"); a pass
 consumes one and emits the next. What a pass *does* is what its consumed token says: `<exec 2 1110>`
 runs bundle 2 (the whole bundle, every unit, in that one pass), `<carry 0 1 3 0c>` writes byte 1 of
-a register of lane 3 (a value the bundle computed that must outlive it), `<memw 1 0 08>` writes a
+a register of lane 3 (a value the bundle computed that must outlive it), `<fpu 2>` (a machine
+with a float unit) runs the unit's one datapath again for lane 2, `<memw 1 0 08>` writes a
 byte of lane 1's store, `<warp 1>` switches warps, `<release 1>` opens a barrier, `<block 1>` (or
 `<go>`, block 0) starts a block. What it emits is what comes next: another carry, the next bundle,
 `<halt>` or `<fault ...>`. So one PTX instruction is not one pass: dot's 14 warp-instructions are 3
@@ -25,7 +26,8 @@ from qwengpu.machine.tokens import parse_token
 from .values import pretty_text
 
 #: the kinds of pass, by the token consumed (`<go>` starts block 0) or, for the last pass, emitted
-KINDS = ("execute", "carry", "memory write", "warp switch", "barrier release", "block start", "halt", "fault")
+KINDS = ("execute", "float unit", "carry", "memory write", "warp switch", "barrier release", "block start", "halt",
+         "fault")
 
 FAULT_KINDS = {0: "read", 1: "write", 2: "misaligned", 3: "atomic"}
 
@@ -82,6 +84,13 @@ def _carry_ptx_pc(bundle, j: int):
     return so.op.ptx_pc if so is not None and so.op.ptx_pc >= 0 else None
 
 
+def _fpu_ptx_pc(bundle):
+    for so in bundle.slots:
+        if so is not None and so.op.kind == "fpu" and so.op.ptx_pc >= 0:
+            return so.op.ptx_pc
+    return None
+
+
 def _store_ptx_pc(bundle):
     for so in bundle.slots:
         if so is not None and so.op.kind == "mem" and so.op.ptx_pc >= 0:
@@ -103,6 +112,8 @@ def token_ptx_pcs(bundles, tok: tuple, pc: int) -> list:
         return [_carry_ptx_pc(b, tok[1])] if tok[1] < len(b.carries) else []
     if kind == "MEMW":
         return [_store_ptx_pc(b)]
+    if kind == "FPU":
+        return [_fpu_ptx_pc(b)]
     if kind == "FAULT":
         return list(b.ptx_pcs)
     return []
@@ -132,6 +143,9 @@ def describe_token(view, text: str, pc: int, warp: int):
             words = f"carry byte {byte} of r{b.carry_regs[j]} ({held}) for {who}: {tok[4]:02x}"
             return "carry", words, pc, lanes, [_carry_ptx_pc(b, j)]
         return "carry", f"carry byte {byte} of carry slot {j} for {who}: {tok[4]:02x}", pc, lanes, []
+    if kind == "FPU":
+        words = f"float unit: bundle {pc}'s float operation for lane {tok[1]} (its one datapath ran the first lane in the execute pass)"
+        return "float unit", words, pc, [tok[1]], [_fpu_ptx_pc(b)] if b is not None else []
     if kind == "MEMW":
         lane, byte = tok[1], tok[2]
         words = f"memory write byte {byte} of lane {lane}'s store: {tok[3]:02x}"
