@@ -175,7 +175,6 @@ def timeline_card(program: dict, position: int, width: int = 160) -> str:
     if not tl or not tl.get("positions"):
         return ""
     n, W, L = tl["positions"], tl["warps"], tl["lanes"]
-    per = W * L
     codes = np.frombuffer(tl["codes"].encode("ascii"), np.uint8).reshape(n, W, L) - ord("0")
     start = min(max(0, position - width // 2), max(0, n - width))
     stop = min(n, start + width)

@@ -175,8 +175,11 @@ class SourceLines:
 #: nvcc's flags for the lab: the usual ones (`qwengpu.cuda.DEFAULT_FLAGS`) plus line info, which
 #: adds directives and no instructions
 def lab_flags() -> tuple:
-    from qwengpu.cuda import DEFAULT_FLAGS
-    return tuple(DEFAULT_FLAGS) + ("-lineinfo",)
+    import inspect
+
+    import qwengpu
+    usual = inspect.signature(qwengpu.compile_cuda).parameters["flags"].default   # the lab sits above nvcc's wrapper
+    return tuple(usual) + ("-lineinfo",)
 
 
 def compile_with_lines(source, **kw) -> str:
@@ -184,6 +187,11 @@ def compile_with_lines(source, **kw) -> str:
     cached like any compile), the debug string section left out."""
     import qwengpu
     return strip_debug_strings(qwengpu.compile_cuda(source, flags=lab_flags(), **kw))
+
+
+def _is_ptx(text: str) -> bool:
+    """PTX text, by the test `qwengpu.load_program` makes (an entry and a version or target)."""
+    return ".entry" in text and (".version" in text or ".target" in text)
 
 
 def _is_path(program) -> bool:
@@ -197,7 +205,6 @@ def load_with_source(program, *, cell: bool = False):
     give the source when the file they name is readable). `cell`: the text is a `%%cuda` cell's
     body (numbered from 2)."""
     import qwengpu
-    from qwengpu.api import _looks_like_ptx
     from qwengpu.ptx.ir import Module
     if isinstance(program, Module):
         return qwengpu.load_program(program), source_of(program.source)
@@ -210,7 +217,7 @@ def load_with_source(program, *, cell: bool = False):
             ptx = strip_debug_strings(path.read_text(encoding="utf-8"))
             return qwengpu.load_program(ptx), source_of(ptx)
         return qwengpu.load_program(program), None      # its own error for a missing file
-    if _looks_like_ptx(program):
+    if _is_ptx(program):
         ptx = strip_debug_strings(program)
         return qwengpu.load_program(ptx), source_of(ptx)
     ptx = compile_with_lines(program)

@@ -1,7 +1,6 @@
 """The lab's front door: one launch traced on an engine, as a view with a snapshot per position."""
 from __future__ import annotations
 
-import qwengpu
 from qwengpu.launch import LaunchSpec
 
 from .recorder import record_launch
