@@ -194,7 +194,7 @@ function render({ model, el }) {
   }
 
   // ---------------- CUDA source ----------------
-  let srcBuilt = null;
+  let srcBuilt = null, srcScrolls = null;
   function buildSource() {
     const src = prog.source;
     srcBuilt = src || null;
@@ -214,6 +214,7 @@ function render({ model, el }) {
       h += `<div class="qg-srow${u ? " used" : ""}" data-line="${n}"${u ? ` style="--qg-cl:${lineColour(n)}"` : ""}><span class="qg-gut${bp.has(n) ? " bp" : ""}" data-lbp="${n}" title="breakpoint on line ${n}">●</span><span class="qg-ln">${n}</span><span class="qg-stext">${esc(text) || " "}</span></div>`;
     });
     $(".qg-src").innerHTML = h;
+    srcScrolls = null;                 // known at the first highlight (one layout read, not one per key)
   }
   function highlightSource(p) {
     if (srcBuilt !== (prog.source || null)) buildSource();
@@ -226,8 +227,11 @@ function render({ model, el }) {
       const e = box.querySelector(`.qg-srow[data-line="${n}"]`);
       if (e) {
         e.classList.add("cur");
-        const top = e.offsetTop, bottom = top + e.offsetHeight;
-        if (top < box.scrollTop + 10 || bottom > box.scrollTop + box.clientHeight - 10) box.scrollTop = Math.max(0, top - 40);
+        if (srcScrolls === null) srcScrolls = box.scrollHeight > box.clientHeight + 2;
+        if (srcScrolls) {                // a long source: keep the line in view
+          const top = e.offsetTop, bottom = top + e.offsetHeight;
+          if (top < box.scrollTop + 10 || bottom > box.scrollTop + box.clientHeight - 10) box.scrollTop = Math.max(0, top - 40);
+        }
       }
       rom.querySelectorAll(`.qg-row[data-cl="${n}"]`).forEach((r) => r.classList.add("src"));
     }
@@ -949,13 +953,15 @@ function render({ model, el }) {
   const TL_WORDS = { absent: "no thread", running: "runs", guarded: "on the path, guard false", ready: "ready (waits for its warp's turn)",
     diverged: "diverged (masked off)", barrier: "waits at a barrier", exited: "exited" };
   const TL = { cell: 8, row: 9, gap: 7, left: 34, top: 14 };
-  let tlGeo = null;
+  let tlGeo = null, tlAvail = 0;      // the width it may take: read once (a layout read per key costs ms)
+  window.addEventListener("resize", () => { tlAvail = 0; });
   function renderTimeline(p) {
     const tl = prog.timeline, card = $(".qg-tl");
     if (!tl || !tl.positions) { card.style.display = "none"; return; }
-    card.style.display = "";
+    if (card.style.display) { card.style.display = ""; tlAvail = 0; }
     const cv = $(".qg-tlcv"), per = tl.warps * tl.lanes, n = tl.positions;
-    const avail = Math.max(200, ($(".qg-tlwrap").clientWidth || 900) - TL.left - 4);
+    if (!tlAvail) tlAvail = $(".qg-tlwrap").clientWidth || 900;
+    const avail = Math.max(200, tlAvail - TL.left - 4);
     const cell = Math.max(3, Math.min(14, Math.floor(avail / Math.max(1, n))));
     const width = Math.min(n, Math.floor(avail / cell));
     let start = Math.min(Math.max(0, p - (width >> 1)), Math.max(0, n - width));
