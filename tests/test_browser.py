@@ -416,8 +416,12 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
                                    ".textContent === 'mem'")
             out = page.evaluate(RUN_CODE_JS, "print(insp.position, insp.gdn_memory, insp.snapshot.reg('%r4').values)")
             assert out.strip() == "7 mem [2, 0, 0, 0]", out
-            # the corrupted run: the badge and the banner say where
+            # the CUDA source beside the bundles (06 records the CUDA text); the corrupted run records
+            # nvcc's PTX without line info: the ROM card says there is no CUDA source
+            assert root.locator(".qg-col-src").is_visible() and root.locator(".qg-srow").count() >= 4
             bad = page.locator(".qg-insp.qg-machine").nth(1)
+            assert bad.locator(".qg-srcnote").text_content().startswith("no CUDA source")
+            # the corrupted run: the badge and the banner say where
             assert "mismatch at pass 5" in bad.locator(".qg-cons").text_content()
             assert "register r0 of warp 0, lane 0" in bad.locator(".qg-faultbox").text_content()
             # attention of every GPU layer: the overview lists all the layers, each one can be picked

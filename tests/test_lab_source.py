@@ -84,6 +84,9 @@ def test_shipped_ptx_has_no_source():
     assert v.source is None and v.cuda_lines(3) == [] and v.find_line(3) is None
     p = program_payload(v)
     assert p["source"] is None and p["source_note"] == NO_SOURCE and "step_lines" not in p
+    from qwengpu_widgets import Inspector
+    html = Inspector(view=v).to_html()
+    assert f'<div class="qg-srcnote">{NO_SOURCE}</div>' in html.replace("&#x27;", "'") and 'class="qg-src"' not in html
 
 
 @needs_nvcc

@@ -194,10 +194,10 @@ function render({ model, el }) {
   }
 
   // ---------------- CUDA source ----------------
-  let srcBuilt = null, srcScrolls = null;
+  let srcProg = null, srcScrolls = null;     // the program the source panel (or its note) was built for
   function buildSource() {
     const src = prog.source;
-    srcBuilt = src || null;
+    srcProg = prog;
     root.classList.toggle("qg-hassrc", !!src);
     $(".qg-col-src").style.display = src ? "" : "none";
     const note = $(".qg-srcnote");
@@ -217,7 +217,7 @@ function render({ model, el }) {
     srcScrolls = null;                 // known at the first highlight (one layout read, not one per key)
   }
   function highlightSource(p) {
-    if (srcBuilt !== (prog.source || null)) buildSource();
+    if (srcProg !== prog) buildSource();
     if (!prog.source) return;
     const cur = new Set(linesAt(p));
     const box = $(".qg-src");
@@ -1123,7 +1123,7 @@ function render({ model, el }) {
   model.on("change:progress", onProgress);
   model.on("change:recording", renderRecording);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
-  model.on("change:line_breakpoints", () => { srcBuilt = null; highlightSource(model.get("position") | 0); });
+  model.on("change:line_breakpoints", () => { srcProg = null; highlightSource(model.get("position") | 0); });
   model.on("change:attn_meta", () => { if (M()) renderAll(); });
   model.on("change:latt_meta", () => {     // a layer picked: only the attention card redraws
     queueMicrotask(() => {                   // (after the message's other changes: a new state redrew it all)

@@ -201,6 +201,13 @@ def timeline_card(program: dict, position: int, width: int = 160) -> str:
             f'</div><div class="qg-tllegend">{legend}</div></div>')
 
 
+def source_note(program: dict) -> str:
+    """What the ROM card says when the launch has no CUDA source (shipped PTX)."""
+    if program.get("source") or not program.get("source_note"):
+        return ""
+    return f'<div class="qg-srcnote">{_e(program["source_note"])}</div>'
+
+
 def _root_class(program: dict) -> str:
     return " qg-hassrc" if program.get("source") else ""
 
@@ -225,7 +232,7 @@ def _rom_card(program: dict, st: dict) -> str:
         stack.append(f'<tr{top}><td class="qg-mono">{spc}</td><td>{_mask(m)}</td>'
                      f'<td class="qg-mono">{"exit" if rpc is None else rpc}</td></tr>')
     stack.append("</table>")
-    return (f'<div class="qg-card"><h4>ROM <span class="qg-sub">{_e(st["function"])}</span></h4>'
+    return (f'<div class="qg-card"><h4>ROM <span class="qg-sub">{_e(st["function"])}</span></h4>{source_note(program)}'
                  f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{"".join(stack)}</div></div>')
 
 
@@ -461,7 +468,7 @@ def _bundles_html(program: dict, st: dict) -> str:
                f'{_mask(st.get("running", st["mask"]))} · {_e(b["term"])}</div>'
                f'<table class="qg-tbl">{ops}{car}</table></div>')
     return (f'<div class="qg-card qg-col-rom"><h4>Program <span class="qg-sub">bundles (ROM slots) and their PTX</span></h4>'
-            f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{det}</div></div>')
+            f'{source_note(program)}<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{det}</div></div>')
 
 
 def _lane_word(st, lane: int, word: str) -> str:
