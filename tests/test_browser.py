@@ -406,14 +406,22 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             assert [c.strip() for c in cells[1:]] == ["0x2", "0x0", "0x0", "0x0"], cells
             assert root.locator('tr[data-reg="r1"] td.chg').count() == 1
             assert root.locator(".qg-rom .qg-row.cur").count() >= 1
+            # the pass says what it is: a carry, of the mul's result (its PTX line highlighted)
+            assert "carry byte 0 of r1 (%r4) for lane 0" in root.locator(".qg-where").text_content()
+            assert "mul.lo.s32" in root.locator(".qg-rom .qg-row.qg-ptx.cur").text_content()
+            assert root.locator(".qg-pass .qg-kind").text_content() == "carry"
             # pick another memory for the raw-state panel: Python follows
             root.locator(".qg-memsel").select_option("mem")
             page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine .qg-gdnrow .qg-lbl')"
                                    ".textContent === 'mem'")
             out = page.evaluate(RUN_CODE_JS, "print(insp.position, insp.gdn_memory, insp.snapshot.reg('%r4').values)")
             assert out.strip() == "7 mem [2, 0, 0, 0]", out
-            # the corrupted run: the badge and the banner say where
+            # the CUDA source beside the bundles (06 records the CUDA text); the corrupted run records
+            # nvcc's PTX without line info: the ROM card says there is no CUDA source
+            assert root.locator(".qg-col-src").is_visible() and root.locator(".qg-srow").count() >= 4
             bad = page.locator(".qg-insp.qg-machine").nth(1)
+            assert bad.locator(".qg-srcnote").text_content().startswith("no CUDA source")
+            # the corrupted run: the badge and the banner say where
             assert "mismatch at pass 5" in bad.locator(".qg-cons").text_content()
             assert "register r0 of warp 0, lane 0" in bad.locator(".qg-faultbox").text_content()
             # attention of every GPU layer: the overview lists all the layers, each one can be picked
@@ -543,6 +551,67 @@ MAGIC_KERNEL = """__global__ void scale(int *x, int k) {
 }"""
 
 
+DIVERGENT_KERNEL = """__global__ void parity(const int *a, int *out) {
+    int i = threadIdx.x;
+    if (i % 2 == 0)
+        atomicAdd(out, a[i]);
+    else
+        out[1 + i / 2] = a[i] - 1;
+}"""
+
+
+def test_warp_timeline_of_a_divergent_kernel_in_jupyterlab(lab):
+    """A divergent kernel written here, two warps: the warp and lane timeline shows the even and odd
+    lanes of each warp split and rejoin, the inspector's position outlined in it; it follows the
+    keys, and a click on it moves the inspector."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext qwengpu_widgets"),
+                nbformat.v4.new_code_cell("%%cuda --grid 1 --block 8 --args a:int32[1,2,3,4,5,6,7,8] out:int32(8)\n"
+                                          + DIVERGENT_KERNEL)]
+    nbformat.write(nb, work / "timeline.ipynb")
+    with sync_playwright() as p:
+        browser, page = _new_page(p)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, "timeline.ipynb")
+            root = page.locator(".qg-insp").first
+            root.wait_for(state="attached", timeout=120_000)
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.tlCodes !== undefined", timeout=60_000)
+            tl = root.locator(".qg-tl")
+            tl.scroll_into_view_if_needed()
+            assert tl.is_visible() and root.locator(".qg-tlcv").evaluate("c => c.width * c.height") > 0
+            out = page.evaluate(RUN_CODE_JS, "from qwengpu.lab.timeline import timeline\n"
+                                             "tl = timeline(insp.view)\n"
+                                             "print(next(t for t, k, w, _ in tl.events if k == 'diverged' and w == 0))")
+            t = int(out.strip())
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            for k in range(1, t + 1):          # the timeline's column follows the keys
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k}'")
+                want = page.evaluate(RUN_CODE_JS, "print(''.join(str(c) for c in tl.codes[insp.position].ravel()))").strip()
+                assert root.get_attribute("data-tl-codes") == want, k
+            codes = root.get_attribute("data-tl-codes")
+            assert "4" in codes[:4] and "1" in codes[:4], codes       # warp 0: lanes run and lanes diverged
+            assert "diverges" in root.locator(".qg-tlinfo").text_content()
+            tl.screenshot(path=str(ARTIFACTS / "warp_timeline.png"))
+            box = root.locator(".qg-tlcv").bounding_box()          # a click on the last column: there
+            root.locator(".qg-tlcv").click(position={"x": box["width"] - 3, "y": 20})
+            n = int(page.evaluate(RUN_CODE_JS, "print(insp.positions)").strip())
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 1}'")
+            assert root.get_attribute("data-tl-codes") == "66666666"   # every lane of both warps exited
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            browser.close()
+
+
 @pytest.mark.timeout(600)
 def test_cuda_cell_magic_in_jupyterlab(lab):
     """A notebook written here: `%load_ext qwengpu_widgets`, a `%%cuda` cell with a kernel of this
@@ -588,6 +657,47 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             out = page.evaluate(RUN_CODE_JS, "print(list(insp.snapshot.region('x').data[:4]))")
             page.screenshot(path=str(ARTIFACTS / "cuda_magic.png"), full_page=False)
             assert out.split()[:4] == ["[10,", "0,", "0,", "0]"], out
+            # the cell's CUDA beside the PTX: the current line (cell lines: %%cuda is 1) and its PTX
+            # rows highlighted, moving with the scrubber
+            assert root.locator(".qg-col-src").is_visible() and root.locator(".qg-srow").count() == 4
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            seen = []
+            for k in range(1, n):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k}'")
+                now = root.get_attribute("data-cuda-lines")
+                seen.append(now)
+                if now:
+                    assert root.locator(".qg-srow.cur").get_attribute("data-line") == now
+                    assert root.locator(f'.qg-rom .qg-row.src[data-cl="{now}"], .qg-rom .qg-row.cur[data-cl="{now}"]').count() >= 1
+                if now == "4" and k < 12:
+                    page.screenshot(path=str(ARTIFACTS / "cuda_source.png"), full_page=False)
+            assert {"3", "4"} <= set(seen), seen                 # the highlight moved from line to line
+            # a breakpoint on CUDA line 4 (its gutter): play stops where the line starts
+            gutter = root.locator('.qg-srow[data-line="4"] .qg-gut')
+            for _ in range(3):                   # the cells below still grow (layout shifts): retry a missed click
+                gutter.click()
+                try:
+                    page.wait_for_function("() => document.querySelector('.qg-insp .qg-srow[data-line=\"4\"] .qg-gut.bp')",
+                                           timeout=2_000)
+                    break
+                except Exception:
+                    continue
+            for _ in range(50):                  # the widget's message may wait behind the key presses' (throttled)
+                want = page.evaluate(RUN_CODE_JS, "print(insp.line_breakpoints, insp.view.find_line(4))").split()
+                if want[0] == "[4]":
+                    break
+                time.sleep(0.1)
+            assert want[0] == "[4]", want
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            page.keyboard.press(" ")
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{want[1]}' && "
+                                   "!document.querySelector('.qg-insp .qg-play').classList.contains('on')", timeout=10_000)
+            assert root.locator(".qg-srow.cur").get_attribute("data-line") == "4"
+            page.screenshot(path=str(ARTIFACTS / "cuda_breakpoint.png"), full_page=False)
             # --background: the widget shows the recording's progress on the model, and cancels it
             rec = page.locator(".qg-rec[data-status='recording']")
             rec.wait_for(state="attached", timeout=60_000)

@@ -297,6 +297,46 @@ def test_model_read_write_pattern_of_dot(dot_model):
     assert W.shape == (19, 256) and W[12, 2] > 0.99 and R[11, 2] > 0.99
 
 
+def test_passes_say_what_they_are(dot_model):
+    """Every pass of dot labelled by what its consumed token makes it do (and what it emitted), with
+    the PTX it belongs to; the lanes in one word each, the same in the register header and the lane
+    table (the lane table the model holds after the pass)."""
+    from qwengpu.lab.payload import machine_snapshot_payload
+    v = dot_model
+    kinds = [v.snapshot(t).label.kind for t in range(len(v))]
+    assert kinds == ["block start", "execute"] + ["carry"] * 4 + ["execute"] + ["carry"] * 4 + \
+        ["execute", "memory write"] * 4
+    s0 = v.snapshot(0)                           # consumed <go>: no bundle has run yet
+    assert s0.label.bundle is None and s0.active == 0 and s0.label.ptx == []
+    assert s0.label.text.startswith("block start: block 0") and s0.label.then == "execute bundle 0 for lanes 0, 1, 2, 3"
+    assert s0.lane_state == ["ready"] * 4
+    s2 = v.snapshot(2)                           # the first carry: %r2 of lane 0, from the load
+    assert s2.label.text == "carry byte 0 of r0 (%r2) for lane 0: 01" and s2.label.bundle == 0
+    assert [(p, text.split()[0]) for p, _, text in s2.label.ptx] == [(9, "ld.global.u32")]
+    assert s2.changed_regs == {"r0": 0b0001}
+    s13 = v.snapshot(13)                         # the atomic replayed for lanes 1-3, serving lane 1
+    assert s13.label.kind == "execute" and s13.label.lanes == [1, 2, 3]
+    assert "the atomic serves lane 1" in s13.label.text
+    assert s13.label.then == "memory write byte 0 of lane 1's store: 08"
+    assert s13.active == 0b1110                  # the lanes bundle 2 runs for; lane 1 has exited after it
+    assert s13.lane_state == ["exited", "exited", "ready", "ready"]
+    s12 = v.snapshot(12)
+    assert s12.label.kind == "memory write" and s12.label.text.endswith("→ out[0] byte 0")
+    assert [text.split()[0] for _, _, text in s12.label.ptx] == ["atom.global.add.u32"]
+    assert v.snapshot(18).label.then_kind == "halt"
+    for t in range(len(v)):                      # one word per lane, in every panel
+        s = v.snapshot(t)
+        assert s.lane_state == [word for _, word in s.lanes[s.warp][1]], t
+        assert str(s.label).startswith(f"pass {t}: ")
+    # a machine with a float unit runs it again for each further lane: an <fpu l> pass
+    from qwengpu.lab.passes import describe_token
+    kind, words, bundle, lanes, _ = describe_token(v, "<fpu 2>", 1, 0)
+    assert (kind, bundle, lanes) == ("float unit", 1, [2]) and words.startswith("float unit: bundle 1's float operation for lane 2")
+    st = machine_snapshot_payload(v, s13)
+    assert st["what"]["kind"] == "execute" and st["what"]["lanes"] == [1, 2, 3] and st["running"] == 0b1110
+    assert st["lane_state"] == ["exited", "exited", "ready", "ready"]
+
+
 def test_a_faulting_launch_on_the_model():
     """`out` has no element: the atomic faults in the model too; the view keeps every pass up to the
     <fault> token and agrees with the simulator and the interpreter (both faulted)."""
@@ -308,6 +348,7 @@ def test_a_faulting_launch_on_the_model():
     assert len(v) == 12 and "out-of-bounds global atomic" in str(v.fault)
     last = v.snapshot(11)
     assert last.input == "<exec 2 1111>" and last.token == "<fault 3 0>" and last.finished and last.fault
+    assert last.label.then_kind == "fault" and "out-of-bounds global atomic" in last.label.then
     c = v.consistency
     assert c["exact"] and c["interpreter"]["note"] == "both faulted"
     assert c["simulator"]["tokens_equal"] and c["simulator"]["mismatches"] == 0

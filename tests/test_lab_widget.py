@@ -117,8 +117,15 @@ def test_model_panels_render_from_the_model(dot_model):
     html = w.to_html()
     assert 'class="qg-insp qg-static qg-machine"' in html and "✓ model = simulator (19 passes)" in html
     # 6 patterns + raw state + the attention card (overview, the layer's heads now, a heatmap per head)
-    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"]
+    # + the warp and lane timeline
+    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"] + 1
+    assert 'class="qg-tlimg"' in html
     assert "mul.lo.s32" in html and "decoded from GDN memory mem" in html
+    assert "memory write byte 0 of lane 3" in html and "then: " in html and "halt: the launch is over" in html
+    w.goto(0)                                            # the start: no bundle has run, bundle 0 is next
+    html = w.to_html()
+    assert "block start: block 0" in html and "last ran" not in html and 'class="qg-row nxt" data-pc="0"' in html
+    w.goto(18)
     w.run_to_pc(1)                                       # no later pass runs bundle 1: stay
     assert w.position == 18
     w.goto(0).run_to_pc(1)
@@ -134,6 +141,7 @@ def test_nbconvert_export_shows_the_fallback(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     html = out.read_text()
-    assert html.count('<div class="qg-insp qg-static">') == 1
+    assert html.count('<div class="qg-insp qg-static qg-hassrc">') == 1      # 01 opens the CUDA source
+    assert 'class="qg-src"' in html and "atomicAdd(out, a[i] * b[i]);" in html and 'class="qg-tlimg"' in html
     assert 'class="qg-regs"' in html and 'class="qg-rom"' in html and 'class="qg-hex"' in html
     assert "data:image/png;base64" in html                # the matplotlib figure

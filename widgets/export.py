@@ -162,7 +162,7 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
             frames.append({"state": snapshot_payload(insp.view.snapshot(p))})
     data = {"frames": frames, "bytes": ["gdn", "attn", "latt"],
             "values": {"exported": True, "program": insp.program, "position": keep, "fmt": insp.fmt,
-                       "breakpoints": list(insp.breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
+                       "breakpoints": list(insp.breakpoints), "line_breakpoints": list(insp.line_breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
                        "selections": list(insp.selections)}}
     if layers == "all" and insp.machine_mode:
         data["layers"] = _every_layer(insp.view)

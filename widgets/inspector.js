@@ -108,15 +108,21 @@ function render({ model, el }) {
       <button class="qg-btn" data-act="last" title="last position (End)">${ICON.last}</button>
       <input class="qg-slider" type="range" min="0" value="0" step="1" aria-label="position">
       <span class="qg-pos"></span>
-      <span class="qg-lbl">token</span><input class="qg-num qg-tok" type="number" min="0" title="jump to a token (position)">
+      <span class="qg-lbl qg-toklbl">step</span><input class="qg-num qg-tok" type="number" min="0" title="jump to a step (position)">
       <span class="qg-lbl">pc</span><input class="qg-num qg-pcin" type="number" min="0" title="run to the next time this pc is next">
       <button class="qg-btn" data-act="topc" title="run to pc">run to pc</button>
       <span class="qg-seg qg-fmt"><button data-f="hex">hex</button><button data-f="dec">dec</button><button data-f="float">float</button></span>
       <select class="qg-speed" title="play speed (steps per second)"><option value="4">4/s</option><option value="10" selected>10/s</option><option value="30">30/s</option></select>
     </div>
     <div class="qg-grid">
+      <div class="qg-card qg-col-src" style="display:none">
+        <h4>CUDA <span class="qg-sub qg-srcname"></span></h4>
+        <div class="qg-src"></div>
+        <div class="qg-lbl qg-srccap">the current line and its PTX lines highlighted; click a line to run to it, its gutter for a breakpoint</div>
+      </div>
       <div class="qg-card qg-col-rom">
         <h4>ROM <span class="qg-sub qg-fn"></span></h4>
+        <div class="qg-srcnote" style="display:none"></div>
         <div class="qg-rom"></div>
         <div class="qg-stack"></div>
       </div>
@@ -133,6 +139,9 @@ function render({ model, el }) {
           <span><i style="outline:1.5px dashed var(--qg-acc);outline-offset:-2px"></i>the next instruction accesses</span></div>
       </div>
     </div>
+    <div class="qg-card qg-tl" style="display:none"><h4>Warps &amp; lanes <span class="qg-sub qg-tlsub"></span></h4>
+      <div class="qg-tlwrap"><canvas class="qg-tlcv"></canvas></div>
+      <div class="qg-tlinfo qg-lbl"></div><div class="qg-tllegend"></div></div>
     <div class="qg-card qg-latt" style="display:none"><h4>Attention · every GPU layer <span class="qg-sub qg-lattsub"></span></h4>
       <div class="qg-lattgrid"><div class="qg-ov"><div class="qg-ovnames"></div><div><canvas class="qg-ovcv" title="click a layer"></canvas><div class="qg-lbl qg-ovcap"></div></div></div>
       <div class="qg-lsel"></div></div></div>
@@ -156,6 +165,19 @@ function render({ model, el }) {
   function M() { return prog.mode === "machine"; }
   function fmt() { return model.get("fmt") || "hex"; }
   function bps() { return new Set(model.get("breakpoints") || []); }
+  function lbps() { return new Set(model.get("line_breakpoints") || []); }
+  // CUDA lines: per position as a list (the interpreter sends one number, -1 for none)
+  const asLines = (x) => Array.isArray(x) ? x : (x === undefined || x < 0 ? [] : [x]);
+  function linesAt(p) { return asLines((prog.step_lines || [])[p]); }
+  function hitsAt(p) { return asLines((prog.line_hits || [])[p]); }
+  // a colour per CUDA line, shared by the line and its PTX rows (Compiler Explorer's colouring)
+  const PALETTE = ["#4dabf7", "#69db7c", "#ffa94d", "#da77f2", "#ff8787", "#3bc9db", "#ffd43b", "#9775fa", "#a9e34b", "#f783ac"];
+  function lineColour(n) { return PALETTE[((n % PALETTE.length) + PALETTE.length) % PALETTE.length]; }
+  function cudaOf(ptxLine) { const s = prog.source; return s ? s.ptx[String(ptxLine)] : undefined; }
+  function clAttr(ptxLine) {
+    const n = cudaOf(ptxLine);
+    return n === undefined ? "" : ` data-cl="${n}" style="--qg-cl:${lineColour(n)}" title="CUDA line ${n}"`;
+  }
   function positions() { return prog.positions || 1; }
 
   function setPosition(p) {
@@ -171,6 +193,69 @@ function render({ model, el }) {
     model.save_changes();
   }
 
+  // ---------------- CUDA source ----------------
+  let srcProg = null, srcScrolls = null;     // the program the source panel (or its note) was built for
+  function buildSource() {
+    const src = prog.source;
+    srcProg = prog;
+    root.classList.toggle("qg-hassrc", !!src);
+    $(".qg-col-src").style.display = src ? "" : "none";
+    const note = $(".qg-srcnote");
+    note.style.display = src ? "none" : "";
+    note.textContent = src ? "" : (prog.source_note || "");
+    if (!src) return;
+    $(".qg-srcname").textContent = src.name;
+    const used = new Set(Object.values(src.ptx));
+    const bp = lbps();
+    let h = "";
+    src.lines.forEach((text, i) => {
+      const n = i + src.first_line;
+      const u = used.has(n);
+      h += `<div class="qg-srow${u ? " used" : ""}" data-line="${n}"${u ? ` style="--qg-cl:${lineColour(n)}"` : ""}><span class="qg-gut${bp.has(n) ? " bp" : ""}" data-lbp="${n}" title="breakpoint on line ${n}">●</span><span class="qg-ln">${n}</span><span class="qg-stext">${esc(text) || " "}</span></div>`;
+    });
+    $(".qg-src").innerHTML = h;
+    srcScrolls = null;                 // known at the first highlight (one layout read, not one per key)
+  }
+  function highlightSource(p) {
+    if (srcProg !== prog) buildSource();
+    if (!prog.source) return;
+    const cur = new Set(linesAt(p));
+    const box = $(".qg-src");
+    box.querySelectorAll(".qg-srow.cur").forEach((e) => e.classList.remove("cur"));
+    rom.querySelectorAll(".qg-row.src").forEach((e) => e.classList.remove("src"));
+    for (const n of cur) {
+      const e = box.querySelector(`.qg-srow[data-line="${n}"]`);
+      if (e) {
+        e.classList.add("cur");
+        if (srcScrolls === null) srcScrolls = box.scrollHeight > box.clientHeight + 2;
+        if (srcScrolls) {                // a long source: keep the line in view
+          const top = e.offsetTop, bottom = top + e.offsetHeight;
+          if (top < box.scrollTop + 10 || bottom > box.scrollTop + box.clientHeight - 10) box.scrollTop = Math.max(0, top - 40);
+        }
+      }
+      rom.querySelectorAll(`.qg-row[data-cl="${n}"]`).forEach((r) => r.classList.add("src"));
+    }
+    root.dataset.cudaLines = [...cur].join(",");
+  }
+  function toggleLineBreakpoint(n) {
+    const s = lbps();
+    if (s.has(n)) s.delete(n); else s.add(n);
+    model.set("line_breakpoints", [...s].sort((a, b) => a - b));
+    model.save_changes();
+    $(".qg-src").querySelectorAll(`[data-lbp="${n}"]`).forEach((g) => g.classList.toggle("bp", s.has(n)));
+  }
+  function runToLine(n) {
+    const p0 = model.get("position") | 0;
+    for (let t = p0 + 1; t < positions(); t++) if (hitsAt(t).includes(n)) { setPosition(t); return; }
+    root.classList.add("qg-nohit"); setTimeout(() => root.classList.remove("qg-nohit"), 300);
+  }
+  $(".qg-src").addEventListener("click", (ev) => {
+    const g = ev.target.closest("[data-lbp]");
+    if (g) { toggleLineBreakpoint(+g.dataset.lbp); return; }
+    const r = ev.target.closest(".qg-srow.used");
+    if (r) runToLine(+r.dataset.line);
+  });
+
   // ---------------- ROM ----------------
   function buildRom(fn) {
     romFn = fn;
@@ -180,11 +265,15 @@ function render({ model, el }) {
     let h = "";
     for (const r of rows) {
       for (const l of r.labels) h += `<div class="qg-lab">${esc(l)}:</div>`;
-      h += `<div class="qg-row" data-pc="${r.pc}" title="line ${r.line}"><span class="qg-gut ${bp.has(r.pc) ? "bp" : ""}" data-bp="${r.pc}">●</span><span class="qg-pcn">${r.pc}</span><span>${esc(r.text)}</span></div>`;
+      h += `<div class="qg-row" data-pc="${r.pc}" title="line ${r.line}"${clAttr(r.line)}><span class="qg-gut ${bp.has(r.pc) ? "bp" : ""}" data-bp="${r.pc}">●</span><span class="qg-pcn">${r.pc}</span><span>${esc(r.text)}</span></div>`;
     }
     rom.innerHTML = h;
   }
   function highlightRom(p) {
+    highlightRomRows(p);
+    highlightSource(p);
+  }
+  function highlightRomRows(p) {
     if (M()) { highlightBundle(p); return; }
     const fnIdx = (prog.step_fn || [])[p];
     const fn = fnIdx !== undefined ? prog.functions[fnIdx] : romFn || prog.kernel;
@@ -444,23 +533,47 @@ function render({ model, el }) {
     for (const b of prog.bundles || []) {
       h += `<div class="qg-lab">${esc(b.label)}</div>`;
       h += `<div class="qg-row" data-pc="${b.pc}"><span class="qg-gut ${bp.has(b.pc) ? "bp" : ""}" data-bp="${b.pc}">●</span><span class="qg-pcn">${b.pc}</span><span>${esc(b.term)}</span></div>`;
-      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" title="PTX line ${line}"><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
+      for (const [p, line, text] of b.ptx) h += `<div class="qg-row qg-ptx" data-bpc="${b.pc}" data-ptxpc="${p}" title="PTX line ${line}"${clAttr(line)}><span></span><span class="qg-pcn">${p}</span><span>${esc(text)}</span></div>`;
     }
     rom.innerHTML = h;
     romFn = "__bundles__";
   }
+  // the pass's bundle and the PTX instructions it belongs to (a carry: the one that computed the
+  // value; a memory write: the store); between bundles, the bundle that runs next
   function highlightBundle(p) {
     if (romFn !== "__bundles__") buildBundles();
-    rom.querySelectorAll(".cur, .prev").forEach((e) => e.classList.remove("cur", "prev"));
-    const pc = (prog.step_pc || [])[p];
+    rom.querySelectorAll(".cur, .prev, .inb, .nxt").forEach((e) => e.classList.remove("cur", "prev", "inb", "nxt"));
     const st = model.get("state") || {};
-    const cls = st.pos === p && !st.in_pass ? "prev" : "cur";
-    rom.querySelectorAll(`[data-pc="${pc}"], [data-bpc="${pc}"]`).forEach((e) => e.classList.add(cls));
+    const w = st.pos === p ? st.what : null;
+    let pc = w ? w.bundle : (prog.step_pc || [])[p];
+    let cls = "cur";
+    if (w && (pc === null || pc === undefined)) {
+      const m = /^execute bundle (\d+)/.exec(w.then || "");
+      pc = m ? +m[1] : null;
+      cls = "nxt";
+    }
+    if (pc === null || pc === undefined) return;
+    const mine = new Set(((w && cls === "cur") ? w.ptx : []).map((x) => x[0]));
+    rom.querySelectorAll(`[data-pc="${pc}"]`).forEach((e) => e.classList.add(cls));
+    rom.querySelectorAll(`[data-bpc="${pc}"]`).forEach((e) => e.classList.add(cls === "cur" && !mine.has(+e.dataset.ptxpc) ? "inb" : cls));
     const e = rom.querySelector(`.qg-row[data-pc="${pc}"]`);
     if (e) {
       const top = e.offsetTop, bottom = top + e.offsetHeight;
       if (top < rom.scrollTop + 20 || bottom > rom.scrollTop + rom.clientHeight - 20) rom.scrollTop = Math.max(0, top - 30);
     }
+  }
+  // a pass in words: what its consumed token makes it do, and what it emitted
+  function passHTML(st) {
+    const w = st.what;
+    if (!w) return `<div class="qg-meta">pass ${st.pos}: ${esc(st.input)} → ${esc(st.token)}</div>`;
+    return `<div class="qg-pass"><span class="qg-kind k-${w.kind.replace(/ /g, "-")}">${esc(w.kind)}</span> ${esc(w.text)}</div>
+      <div class="qg-meta">then: <span class="qg-kind k-${w.then_kind.replace(/ /g, "-")}">${esc(w.then_kind)}</span> ${esc(w.then)}</div>
+      <div class="qg-meta">pass ${st.pos} consumed <span class="qg-mono">${esc(st.input)}</span> → emitted <span class="qg-mono">${esc(st.token)}</span></div>`;
+  }
+  // a lane's word (the lane table after the pass) and, while a bundle is in flight, whether it runs for the lane
+  function laneWord(st, l, s) {
+    const run = st.in_pass && ((st.running >> l) & 1);
+    return `<span class="qg-ls ${s}">${s}</span>${run ? `<span class="qg-run" title="the bundle in flight (bundle ${st.pc}) runs for this lane">▸ runs</span>` : ""}`;
   }
   function renderMachineWarp(st) {
     const f = FMT_INDEX[fmt()];
@@ -473,13 +586,14 @@ function render({ model, el }) {
       let rows = "";
       for (const [u, t] of b.ops) rows += `<tr><td class="role">${esc(u)}</td><td class="qg-mono">${esc(t)}</td></tr>`;
       for (const [j, r, n] of b.carries) rows += `<tr><td class="role">carry ${j}</td><td class="qg-mono">r${r} ← ${esc(n)}</td></tr>`;
-      nx.innerHTML = `<div class="qg-meta">pass ${st.pos}: consumed <b class="qg-mono">${esc(st.input)}</b> → emitted <b class="qg-mono">${esc(st.token)}</b></div>
-        <div class="qg-meta">${st.in_pass ? "running" : "last ran"} bundle ${b.pc} · lanes ${maskDots(st.mask)} · ${esc(b.term)}</div><table class="qg-tbl">${rows}</table>`;
-    } else nx.innerHTML = `<div class="qg-meta">pass ${st.pos}: ${esc(st.input)} → ${esc(st.token)}</div>`;
+      nx.innerHTML = passHTML(st) + (st.in_pass
+        ? `<div class="qg-meta">bundle ${b.pc} in flight · lanes ${maskDots(st.running)} · ${esc(b.term)}</div><table class="qg-tbl">${rows}</table>`
+        : `<div class="qg-meta">between bundles: no bundle in flight</div>`);
+    } else nx.innerHTML = passHTML(st);
     let h = `<thead><tr><th>reg</th>`;
     for (let l = 0; l < 4; l++) {
       const t = st.tids[l];
-      h += `<th>lane ${l}<span class="qg-tid">${t ? "tid " + t.join(",") : "—"}</span><span class="qg-ls ${ls[l]}">${ls[l]}</span></th>`;
+      h += `<th>lane ${l}<span class="qg-tid">${t ? "tid " + t.join(",") : "—"}</span>${laneWord(st, l, ls[l])}</th>`;
     }
     h += `</tr></thead><tbody>`;
     for (const r of st.regs) {
@@ -499,7 +613,7 @@ function render({ model, el }) {
     lt += `</tr>`;
     for (const [w, row] of st.lanes) {
       lt += `<tr class="${w === st.warp ? "qg-top" : ""}"><td class="qg-mono">${w}</td>`;
-      for (const [pc, s] of row) lt += `<td class="qg-mono">pc ${pc} <span class="qg-ls ${s}">${s}</span></td>`;
+      row.forEach(([pc, s], l) => { lt += `<td class="qg-mono">pc ${pc} ${w === st.warp ? laneWord(st, l, s) : `<span class="qg-ls ${s}">${s}</span>`}</td>`; });
       lt += `</tr>`;
     }
     lt += `</table>`;
@@ -727,7 +841,8 @@ function render({ model, el }) {
     $(".qg-badge.engine").textContent = ENGINES[prog.engine] || prog.engine;
     renderBadge(st);
     $(".qg-faultb").style.display = prog.fault ? "" : "none";
-    $(".qg-where").innerHTML = `pass <b>${st.pos}</b> · <b class="qg-mono">${esc(st.input)}</b> → <b class="qg-mono">${esc(st.token)}</b> · block <b>${st.block}</b> · warp <b>${st.warp}</b>`;
+    const w = st.what;
+    $(".qg-where").innerHTML = `pass <b>${st.pos}</b> · ${w ? `<b>${esc(w.text)}</b>` : `<b class="qg-mono">${esc(st.input)}</b> → <b class="qg-mono">${esc(st.token)}</b>`} · block <b>${st.block}</b> · warp <b>${st.warp}</b>`;
     $(".qg-fn").textContent = "bundles (ROM slots) and their PTX";
     root.querySelector(".qg-col-mem h4 .qg-sub").textContent = "decoded from GDN memory mem";
     const fb = $(".qg-faultbox");
@@ -806,6 +921,9 @@ function render({ model, el }) {
     posEl.innerHTML = `<b>${st.pos}</b> / ${positions() - 1}`;
     $(".qg-tok").value = st.pos;
     root.classList.toggle("qg-machine", M());
+    // the interpreter's unit is a step (one warp-instruction); the model's a pass (one token)
+    const unit = M() ? "pass" : "step";
+    if ($(".qg-toklbl").textContent !== unit) { $(".qg-toklbl").textContent = unit; $(".qg-tok").title = `jump to a ${unit} (position)`; }
     if (M()) {
       renderMachineHead(st);
       highlightRom(st.pos);
@@ -823,9 +941,97 @@ function render({ model, el }) {
       renderMemory(st);
       renderLayers(st);
     }
+    renderTimeline(st.pos);
     root.querySelectorAll(".qg-fmt button").forEach((b) => b.classList.toggle("on", b.dataset.f === fmt()));
     root.dataset.pos = st.pos;
   }
+
+  // ---------------- warp and lane timeline ----------------
+  // rows: every warp's lanes (the running block's), columns: positions around the current one
+  const TL_COLOURS = { absent: "#ffffff", running: "#2f9e44", guarded: "#b2f2bb", ready: "#a5d8ff", diverged: "#ff922b",
+    barrier: "#845ef7", exited: "#dee2e6" };
+  const TL_WORDS = { absent: "no thread", running: "runs", guarded: "on the path, guard false", ready: "ready (waits for its warp's turn)",
+    diverged: "diverged (masked off)", barrier: "waits at a barrier", exited: "exited" };
+  const TL = { cell: 8, row: 9, gap: 7, left: 34, top: 14 };
+  let tlGeo = null, tlAvail = 0;      // the width it may take: read once (a layout read per key costs ms)
+  window.addEventListener("resize", () => { tlAvail = 0; });
+  function renderTimeline(p) {
+    const tl = prog.timeline, card = $(".qg-tl");
+    if (!tl || !tl.positions) { card.style.display = "none"; return; }
+    if (card.style.display) { card.style.display = ""; tlAvail = 0; }
+    const cv = $(".qg-tlcv"), per = tl.warps * tl.lanes, n = tl.positions;
+    if (!tlAvail) tlAvail = $(".qg-tlwrap").clientWidth || 900;
+    const avail = Math.max(200, tlAvail - TL.left - 4);
+    const cell = Math.max(3, Math.min(14, Math.floor(avail / Math.max(1, n))));
+    const width = Math.min(n, Math.floor(avail / cell));
+    let start = Math.min(Math.max(0, p - (width >> 1)), Math.max(0, n - width));
+    const rows = tl.warps * (tl.lanes * TL.row + TL.gap);
+    cv.width = TL.left + width * cell + 2; cv.height = TL.top + rows + 2;
+    const ctx = cv.getContext("2d");
+    ctx.clearRect(0, 0, cv.width, cv.height);
+    ctx.font = "9px sans-serif"; ctx.textBaseline = "middle";
+    for (let w = 0; w < tl.warps; w++) {
+      const y0 = TL.top + w * (tl.lanes * TL.row + TL.gap);
+      ctx.fillStyle = "#495057"; ctx.fillText(`w${w}`, 2, y0 + 4);
+      for (let l = 0; l < tl.lanes; l++) {
+        const y = y0 + l * TL.row;
+        ctx.fillStyle = "#adb5bd"; ctx.fillText(`l${l}`, 18, y + TL.row / 2);
+        for (let i = 0; i < width; i++) {
+          const t = start + i, c = tl.codes.charCodeAt(t * per + w * tl.lanes + l) - 48;
+          ctx.fillStyle = TL_COLOURS[tl.states[c]] || "#fff";
+          ctx.fillRect(TL.left + i * cell, y, Math.max(1, cell - (cell > 4 ? 1 : 0)), TL.row - 1);
+        }
+      }
+    }
+    // events above the rows, block starts as lines, the current position outlined
+    const mark = { diverged: "#ff922b", reconverged: "#2f9e44", barrier: "#845ef7", release: "#845ef7" };
+    for (const [t, kind, w] of tl.events) {
+      if (t < start || t >= start + width) continue;
+      const x = TL.left + (t - start) * cell + cell / 2, y = TL.top + w * (tl.lanes * TL.row + TL.gap);
+      ctx.fillStyle = mark[kind] || "#868e96";
+      ctx.beginPath();
+      if (kind === "reconverged" || kind === "release") { ctx.moveTo(x - 3, y - 1); ctx.lineTo(x + 3, y - 1); ctx.lineTo(x, y - 6); }
+      else { ctx.moveTo(x - 3, y - 6); ctx.lineTo(x + 3, y - 6); ctx.lineTo(x, y - 1); }
+      ctx.fill();
+    }
+    for (let i = 1; i < width; i++) {
+      const t = start + i;
+      if (tl.blocks[t] !== tl.blocks[t - 1]) {
+        ctx.fillStyle = "#212529"; ctx.fillRect(TL.left + i * cell - 1, 0, 2, cv.height);
+        ctx.fillText(`block ${tl.blocks[t]}`, TL.left + i * cell + 2, 5);
+      }
+    }
+    if (p >= start && p < start + width) {
+      ctx.strokeStyle = "#1d2230"; ctx.lineWidth = 1.5;
+      ctx.strokeRect(TL.left + (p - start) * cell - 0.5, TL.top - 2, cell, rows - TL.gap + 3);
+    }
+    tlGeo = { start, width, cell, per };
+    const units = tl.unit === "pass" ? "passes" : "steps";
+    $(".qg-tlsub").textContent = `block ${tl.blocks[Math.min(p, n - 1)]} · ${units} ${start}..${start + width - 1} of ${n}${n < positions() ? ` (the first ${n} of ${positions()})` : ""} · the current ${tl.unit} outlined; click to go there`;
+    const near = tl.events.filter(([t]) => t <= p).slice(-3).map(([t, , , text]) => `${tl.unit} ${t}: ${esc(text)}`);
+    $(".qg-tlinfo").innerHTML = near.length ? "last events · " + near.join(" · ") : "no divergence or barrier yet";
+    root.dataset.tlCodes = p < n ? tl.codes.substr(p * per, per) : "";
+    if (!$(".qg-tllegend").innerHTML) $(".qg-tllegend").innerHTML = tl.states.filter((k) => k !== "absent").map((k) =>
+      `<span><i style="background:${TL_COLOURS[k]}"></i>${esc(TL_WORDS[k])}</span>`).join("") +
+      `<span>▼ diverges · ▲ reconverges · <b style="color:#845ef7">▼▲</b> barrier wait / release</span>`;
+  }
+  function tlAt(ev) {
+    const tl = prog.timeline, cv = $(".qg-tlcv");
+    if (!tl || !tlGeo) return null;
+    const r = cv.getBoundingClientRect();
+    const x = (ev.clientX - r.left) * (cv.width / r.width), y = (ev.clientY - r.top) * (cv.height / r.height);
+    const i = Math.floor((x - TL.left) / tlGeo.cell);
+    if (i < 0 || i >= tlGeo.width) return null;
+    const band = tl.lanes * TL.row + TL.gap, w = Math.floor((y - TL.top) / band), l = Math.floor(((y - TL.top) % band) / TL.row);
+    return { t: tlGeo.start + i, w: w >= 0 && w < tl.warps && l < tl.lanes ? w : null, l };
+  }
+  $(".qg-tlcv").addEventListener("mousemove", (ev) => {
+    const tl = prog.timeline, at = tlAt(ev);
+    if (!at || at.w === null) { $(".qg-tlcv").title = ""; return; }
+    const c = tl.codes.charCodeAt(at.t * tlGeo.per + at.w * tl.lanes + at.l) - 48;
+    $(".qg-tlcv").title = `${tl.unit} ${at.t} · block ${tl.blocks[at.t]} · warp ${at.w} lane ${at.l}: ${TL_WORDS[tl.states[c]]}`;
+  });
+  $(".qg-tlcv").addEventListener("click", (ev) => { const at = tlAt(ev); if (at) setPosition(at.t); });
 
   // ---------------- controls ----------------
   // the position steps start from: the one asked for while a request is in flight, else the one
@@ -850,7 +1056,8 @@ function render({ model, el }) {
       if (p >= positions() - 1) { play(false); return; }
       const nxt = p + 1;
       setPosition(nxt);
-      const bp = bps();
+      const bp = bps(), lbp = lbps();
+      if (lbp.size && hitsAt(nxt).some((n) => lbp.has(n))) { play(false); return; }
       if (M()) { if (nxt < positions() - 1 && bp.has(prog.exec_pc[nxt])) play(false); return; }
       const fn = prog.functions[(prog.step_fn || [])[nxt]];
       if (nxt < positions() - 1 && bp.has(prog.step_pc[nxt]) && fn === prog.kernel) play(false);
@@ -916,6 +1123,7 @@ function render({ model, el }) {
   model.on("change:progress", onProgress);
   model.on("change:recording", renderRecording);
   model.on("change:breakpoints", () => { romFn = null; highlightRom(model.get("position") | 0); });
+  model.on("change:line_breakpoints", () => { srcProg = null; highlightSource(model.get("position") | 0); });
   model.on("change:attn_meta", () => { if (M()) renderAll(); });
   model.on("change:latt_meta", () => {     // a layer picked: only the attention card redraws
     queueMicrotask(() => {                   // (after the message's other changes: a new state redrew it all)

@@ -65,6 +65,7 @@ class Inspector(anywidget.AnyWidget):
     position = traitlets.Int(0).tag(sync=True)
     fmt = traitlets.Unicode("hex").tag(sync=True)      # hex | dec | float
     breakpoints = traitlets.List(traitlets.Int()).tag(sync=True)
+    line_breakpoints = traitlets.List(traitlets.Int()).tag(sync=True)   # CUDA lines (as the source panel numbers them)
     attn = traitlets.Bytes(b"").tag(sync=True)         # uint8 softmax windows of attending layers
     attn_meta = traitlets.List().tag(sync=True)
     gdn = traitlets.Bytes(b"").tag(sync=True)          # int8 raw GDN state of `gdn_memory` (model engines)
@@ -80,7 +81,7 @@ class Inspector(anywidget.AnyWidget):
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
                  selections=None, layer: int | None = None, background: bool = False, model=None, prefix=None,
-                 **kwargs):
+                 source=None, **kwargs):
         # the page's <style> for this widget is keyed by this id: a notebook that stored an older
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
@@ -104,7 +105,8 @@ class Inspector(anywidget.AnyWidget):
             from qwengpu.splice.machine_splice import open_spliced_machine
             machine = open_spliced_machine(model)
         record = dict(engine=engine, kernel=kernel, names=names, **({"machine": machine} if machine is not None else {}),
-                      **({"prefix": prefix} if prefix is not None else {}))
+                      **({"prefix": prefix} if prefix is not None else {}),
+                      **({"source": source} if source is not None else {}))
         if not background:
             self.progress = 0.0
             self._install(trace_launch(program, launch, progress=self._on_progress, **record), **opts)
@@ -297,8 +299,28 @@ class Inspector(anywidget.AnyWidget):
         return self
 
     def play(self) -> "Inspector":
-        """Run to the next breakpoint (or the end), as the play button does."""
-        return self.goto(self.view.next_break(self.position, self.breakpoints))
+        """Run to the next breakpoint, on a pc or a CUDA line (or the end), as the play button does."""
+        t = self.view.next_break(self.position, self.breakpoints)
+        for line in self.line_breakpoints:
+            hit = self.view.find_line(line, self.position)
+            if hit is not None:
+                t = min(t, hit)
+        return self.goto(t)
+
+    def run_to_line(self, line: int) -> "Inspector":
+        """Go to the next position where CUDA line `line` executes (numbered as the source panel
+        numbers it: a `%%cuda` cell's lines count the `%%cuda` line as 1): on the interpreter where
+        its first instruction is next, on the model engines the next pass that runs a bundle holding
+        it; stay if there is none (or the launch has no CUDA source)."""
+        t = self.view.find_line(int(line), self.position)
+        if t is not None:
+            self.goto(t)
+        return self
+
+    def toggle_line_breakpoint(self, line: int) -> "Inspector":
+        """A breakpoint on a CUDA line (the source panel's gutter): play stops where it executes."""
+        self.line_breakpoints = sorted(set(self.line_breakpoints) ^ {int(line)})
+        return self
 
     def toggle_breakpoint(self, pc: int) -> "Inspector":
         bps = set(self.breakpoints)

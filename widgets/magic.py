@@ -19,7 +19,9 @@ run before the launch in its context). The inspector is the cell's result.
 An error is the cell's result too (`CudaCellError`): nvcc's diagnostics, or a construct the PTX
 frontend does not support, or a launch line it cannot read — with the line of the cell it is on
 (cell lines count the `%%cuda` line as 1, as JupyterLab's line numbers do) and that line's text.
-A PTX construct is traced back to its CUDA line through nvcc's line info (`-lineinfo`).
+The cell is compiled with nvcc's line info (`-lineinfo`): a refused PTX construct (the frontend's,
+or the machine assembler's) is traced back to its cell line, and the inspector shows the cell's
+CUDA beside the PTX (`qwengpu.lab.source`).
 """
 from __future__ import annotations
 
@@ -127,40 +129,19 @@ def _nvcc_errors(source: str, message: str) -> CudaCellError:
     return CudaCellError("compile", message.splitlines()[-1] if message else "nvcc failed", None, "", message)
 
 
-def _cuda_line_of(source: str, construct: str | None) -> int | None:
-    """The CUDA source line a PTX construct came from: nvcc's `.loc` line info before it."""
-    if not construct:
-        return None
-    import inspect
-
-    import qwengpu
-    flags = tuple(inspect.signature(qwengpu.compile_cuda).parameters["flags"].default)   # the usual ones
-    try:
-        ptx = qwengpu.compile_cuda(source, flags=flags + ("-lineinfo",))
-    except Exception:
-        return None
-    first = construct.strip().split()[0] if construct.strip() else ""
-    loc = None
-    for text in ptx.splitlines():
-        s = text.strip()
-        if s.startswith(".loc"):
-            parts = s.split()
-            loc = int(parts[2]) if len(parts) > 2 and parts[1] == "1" else loc
-        elif first and s.startswith(first) and construct.strip().splitlines()[0].strip() in s:
-            return loc
-    return None
-
-
 def compile_cell(source: str, kernel: str | None = None):
-    """The validated kernel module of a cell's CUDA source (`qwengpu.load_program`), or
-    `CudaCellError` at the cell line of the first problem."""
+    """(the validated kernel module of a cell's CUDA source, its `qwengpu.lab.source.CudaSource`:
+    compiled with nvcc's line info, numbered as cell lines), or `CudaCellError` at the cell line of
+    the first problem."""
+    from qwengpu.lab.source import compile_with_lines, source_of
     import qwengpu
     try:
-        ptx = qwengpu.compile_cuda(source)
+        ptx = compile_with_lines(source)
     except Exception as e:                # qwengpu.cuda.CudaCompileError (nvcc's diagnostics)
         if type(e).__name__ != "CudaCompileError":
             raise
         raise _nvcc_errors(source, str(e)) from None
+    cuda = source_of(ptx, source, "cell", first_line=2)
     try:
         module = qwengpu.load_program(ptx)
         if kernel is not None:
@@ -168,16 +149,22 @@ def compile_cell(source: str, kernel: str | None = None):
     except ValueError as e:
         if not hasattr(e, "construct"):   # not a qwengpu.ptx PTXSyntaxError / PTXUnsupported
             raise CudaCellError("launch", str(e)) from None
-        n = _cuda_line_of(source, e.construct)
-        lines = source.splitlines()
-        msg = str(e).split("\n")[0]
-        msg = re.sub(r"^line \d+: ", "", msg)
-        raise CudaCellError("unsupported", f"{msg} (PTX line {e.line}: {(e.construct or '').strip().splitlines()[0]})"
-                            if e.construct else msg, None if n is None else n + 1,
-                            lines[n - 1] if n is not None and 0 < n <= len(lines) else "", str(e)) from None
+        raise _refusal(e, cuda, (e.construct or "").strip().splitlines()[0] if e.construct else "") from None
     except KeyError as e:
         raise CudaCellError("launch", str(e)) from None
-    return module
+    return module, cuda
+
+
+def _refusal(e, cuda, construct: str = "") -> CudaCellError:
+    """A construct the frontend or the machine's assembler refuses, at the cell line its PTX line
+    came from (nvcc's line info), naming the PTX line too."""
+    n = cuda.line_of_ptx(e.line) if cuda is not None and getattr(e, "line", None) else None
+    msg = re.sub(r"^line \d+: ", "", str(e).split("\n")[0])
+    if construct:
+        msg = f"{msg} (PTX line {e.line}: {construct})"
+    elif getattr(e, "line", None):
+        msg = f"{msg} (PTX line {e.line})"
+    return CudaCellError("unsupported", msg, n, cuda.text(n) if n is not None else "", str(e))
 
 
 def run_cell(line: str, cell: str, namespace: dict | None = None):
@@ -186,13 +173,17 @@ def run_cell(line: str, cell: str, namespace: dict | None = None):
     from .inspector import Inspector
     try:
         spec, opts = parse_launch_line(line)
-        module = compile_cell(cell, spec.get("kernel"))
+        module, cuda = compile_cell(cell, spec.get("kernel"))
         try:
             insp = Inspector(module, spec, engine=opts["engine"], kernel=spec.get("kernel"), names=opts["names"],
                              position=opts["position"], background=opts["background"], model=opts.get("model"),
-                             prefix=opts.get("prefix"))
+                             prefix=opts.get("prefix"), source=cuda)
         except CudaCellError:
             raise
+        except ValueError as e:
+            if getattr(e, "line", None) is None:     # not a refusal at a PTX line (the assembler's)
+                raise CudaCellError("launch", f"{type(e).__name__}: {e}", 1, "%%cuda " + line) from None
+            raise _refusal(e, cuda) from None
         except Exception as e:            # a launch spec the kernel does not take, an engine error
             raise CudaCellError("launch", f"{type(e).__name__}: {e}", 1, "%%cuda " + line) from None
     except CudaCellError as err:

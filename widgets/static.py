@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -107,7 +108,7 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     st = state
     if not st:
         return "<div>qwenGPU inspector (no state)</div>"
-    parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static">']
+    parts = [f"<style>{_CSS}</style>", f'<div class="qg-insp qg-static{_root_class(program)}">']
     # header
     cons = '<span class="qg-badge ref">no model: interpreter state</span>'
     engine = "reference interpreter"
@@ -120,10 +121,12 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
     parts.append('<div class="qg-static-note">Static view of one position (no live kernel): run the notebook '
                  'to scrub, step and set breakpoints.</div>')
     parts.append('<div class="qg-grid">')
+    parts.append(source_card(program, st["pos"]))
     parts.append(_rom_card(program, st))
     parts.append(_warp_card(st, f))
     parts.append(_memory_html(st["memory"], "hex dump"))
     parts.append("</div>")
+    parts.append(timeline_card(program, st["pos"]))
     # GPU layers
     lay = ['<div class="qg-card qg-layers"><h4>GPU layers</h4>'
            '<div class="qg-placeholder"><b>No model in this launch.</b> It ran on the reference interpreter '
@@ -136,6 +139,77 @@ def render_html(program: dict, state: dict, fmt: str = "hex", attn: bytes = b"",
         parts.append(f'<div class="qg-fault">{"fault: " if st["finished"] else "the next step faults: "}{_e(st["fault"])}</div>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def source_card(program: dict, position: int) -> str:
+    """The CUDA source card (a kernel compiled from CUDA with line info): the lines the position
+    is at highlighted; empty without a source."""
+    src = program.get("source")
+    if not src:
+        return ""
+    now = (program.get("step_lines") or [])[position] if position < len(program.get("step_lines") or []) else []
+    now = set(now if isinstance(now, list) else ([now] if now >= 0 else []))
+    used = set(src["ptx"].values())
+    rows = []
+    for i, text in enumerate(src["lines"]):
+        n = i + src["first_line"]
+        cls = " ".join(c for c in ("used" if n in used else "", "cur" if n in now else "") if c)
+        rows.append(f'<div class="qg-srow {cls}" data-line="{n}"><span class="qg-gut">●</span><span class="qg-ln">{n}</span>'
+                    f'<span class="qg-stext">{_e(text) or " "}</span></div>')
+    return (f'<div class="qg-card qg-col-src"><h4>CUDA <span class="qg-sub">{_e(src["name"])}</span></h4>'
+            f'<div class="qg-src">{"".join(rows)}</div></div>')
+
+
+#: the timeline's colours, by state (`qwengpu.lab.timeline.STATES`), as the widget draws them
+TL_COLOURS = {"absent": (255, 255, 255), "running": (47, 158, 68), "guarded": (178, 242, 187), "ready": (165, 216, 255),
+              "diverged": (255, 146, 43), "barrier": (132, 94, 247), "exited": (222, 226, 230)}
+TL_WORDS = {"running": "runs", "guarded": "on the path, guard false", "ready": "ready (waits for its warp's turn)",
+            "diverged": "diverged (masked off)", "barrier": "waits at a barrier", "exited": "exited"}
+
+
+def timeline_card(program: dict, position: int, width: int = 160) -> str:
+    """The warp and lane timeline around `position` as a PNG: rows = every warp's lanes, columns
+    = positions (the current one marked by a dark column above and below), with the events
+    near it."""
+    tl = program.get("timeline")
+    if not tl or not tl.get("positions"):
+        return ""
+    n, W, L = tl["positions"], tl["warps"], tl["lanes"]
+    codes = np.frombuffer(tl["codes"].encode("ascii"), np.uint8).reshape(n, W, L) - ord("0")
+    start = min(max(0, position - width // 2), max(0, n - width))
+    stop = min(n, start + width)
+    lut = np.array([TL_COLOURS[k] for k in tl["states"]], np.uint8)
+    bands = []
+    for w in range(W):
+        band = lut[codes[start:stop, w, :].T]                      # [lanes, positions, 3]
+        bands.append(_upscale(band, 8, 1))
+        bands.append(np.full((4, stop - start, 3), 255, np.uint8))
+    img = np.concatenate(bands[:-1], 0)
+    mark = np.full((4, stop - start, 3), 255, np.uint8)
+    if start <= position < stop:
+        mark[:, position - start] = (29, 34, 48)
+    img = np.concatenate([mark, img, mark], 0)
+    sx = max(1, min(8, 900 // max(1, stop - start)))
+    near = [f'{tl["unit"]} {t}: {_e(text)}' for t, _, _, text in tl["events"] if t <= position][-3:]
+    legend = "".join(f'<span><i style="background:rgb{TL_COLOURS[k]}"></i>{_e(TL_WORDS[k])}</span>'
+                     for k in tl["states"] if k != "absent")
+    return (f'<div class="qg-card qg-tl"><h4>Warps &amp; lanes <span class="qg-sub">block {tl["blocks"][min(position, n - 1)]} · '
+            f'{"passes" if tl["unit"] == "pass" else "steps"} {start}..{stop - 1} of {n} · rows: warp 0 lanes 0-{L - 1}, then warp 1, ...; the current '
+            f'{tl["unit"]} marked above and below</span></h4>'
+            f'<img class="qg-tlimg" alt="warp and lane timeline" src="{png_data_uri(_upscale(img, 1, sx))}">'
+            f'<div class="qg-tlinfo qg-lbl">{"last events · " + " · ".join(near) if near else "no divergence or barrier yet"}'
+            f'</div><div class="qg-tllegend">{legend}</div></div>')
+
+
+def source_note(program: dict) -> str:
+    """What the ROM card says when the launch has no CUDA source (shipped PTX)."""
+    if program.get("source") or not program.get("source_note"):
+        return ""
+    return f'<div class="qg-srcnote">{_e(program["source_note"])}</div>'
+
+
+def _root_class(program: dict) -> str:
+    return " qg-hassrc" if program.get("source") else ""
 
 
 def _rom_card(program: dict, st: dict) -> str:
@@ -158,7 +232,7 @@ def _rom_card(program: dict, st: dict) -> str:
         stack.append(f'<tr{top}><td class="qg-mono">{spc}</td><td>{_mask(m)}</td>'
                      f'<td class="qg-mono">{"exit" if rpc is None else rpc}</td></tr>')
     stack.append("</table>")
-    return (f'<div class="qg-card"><h4>ROM <span class="qg-sub">{_e(st["function"])}</span></h4>'
+    return (f'<div class="qg-card"><h4>ROM <span class="qg-sub">{_e(st["function"])}</span></h4>{source_note(program)}'
                  f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{"".join(stack)}</div></div>')
 
 
@@ -311,7 +385,7 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
     f = _FMT.get(fmt, 0)
     if not st:
         return "<div>qwenGPU inspector (no state)</div>"
-    parts = [f"<style>{_CSS}</style>", '<div class="qg-insp qg-static qg-machine">']
+    parts = [f"<style>{_CSS}</style>", f'<div class="qg-insp qg-static qg-machine{_root_class(program)}">']
     cls, text, title = machine_badge(program, st)
     engine = ENGINE_NAMES.get(program.get("engine"), program.get("engine", ""))
     parts.append(f'<div class="qg-head"><div class="qg-title">qwenGPU · <span class="qg-kern" title="{_e(program.get("kernel", ""))}">'
@@ -320,15 +394,16 @@ def render_machine_html(program: dict, st: dict, fmt: str = "hex", attn: bytes =
                  f'<span class="qg-badge qg-cons {cls}" title="{_e(title)}">{_e(text)}</span>'
                  f'{"<span class=qg-badge fault>fault</span>" if program.get("fault") else ""}'
                  f'<div class="qg-where">pass <b>{st["pos"]}</b> / {st["positions"] - 1} · '
-                 f'<b class="qg-mono">{_e(st["input"])}</b> → <b class="qg-mono">{_e(st["token"])}</b> · '
-                 f'block <b>{st["block"]}</b> · warp <b>{st["warp"]}</b></div></div>')
+                 f'{_pass_where(st)} · block <b>{st["block"]}</b> · warp <b>{st["warp"]}</b></div></div>')
     parts.append('<div class="qg-static-note">Static view of one forward pass (no live kernel): run the notebook '
                  'to scrub, step and set breakpoints. Every value below is decoded from the model\'s own state.</div>')
     parts.append('<div class="qg-grid">')
+    parts.append(source_card(program, st["pos"]))
     parts.append(_bundles_html(program, st))
     parts.append(_machine_warp_html(st, f))
     parts.append(_memory_html(st["memory"], f"decoded from GDN memory mem ({_mem_where(program, 'mem')})"))
     parts.append("</div>")
+    parts.append(timeline_card(program, st["pos"]))
     parts.append(attention_card_html(latt_meta or {}, latt))
     parts.append(_machine_layers_html(program, st, gdn))
     if st.get("fault"):
@@ -344,33 +419,71 @@ def _mem_where(program: dict, name: str):
     return "?"
 
 
+def _pass_where(st: dict) -> str:
+    w = st.get("what")
+    if not w:
+        return f'<b class="qg-mono">{_e(st["input"])}</b> → <b class="qg-mono">{_e(st["token"])}</b>'
+    return f'<b>{_e(w["text"])}</b>'
+
+
+def pass_html(st: dict) -> str:
+    """A pass in words: what its consumed token makes it do, what it emitted, the tokens."""
+    w = st.get("what")
+    if not w:
+        return f'<div class="qg-meta">pass {st["pos"]}: {_e(st["input"])} → {_e(st["token"])}</div>'
+    kind = lambda k: f'<span class="qg-kind k-{k.replace(" ", "-")}">{_e(k)}</span>'
+    return (f'<div class="qg-pass">{kind(w["kind"])} {_e(w["text"])}</div>'
+            f'<div class="qg-meta">then: {kind(w["then_kind"])} {_e(w["then"])}</div>'
+            f'<div class="qg-meta">pass {st["pos"]} consumed <span class="qg-mono">{_e(st["input"])}</span> → emitted '
+            f'<span class="qg-mono">{_e(st["token"])}</span></div>')
+
+
+def _next_bundle(w: dict):
+    m = re.match(r"execute bundle (\d+)", w.get("then", "")) if w else None
+    return int(m.group(1)) if m else None
+
+
 def _bundles_html(program: dict, st: dict) -> str:
     rows = []
+    w = st.get("what")
+    cur = w["bundle"] if w else (st["pc"] if st["in_pass"] else None)
+    nxt = _next_bundle(w) if cur is None else None
+    mine = {p for p, _, _ in w["ptx"]} if w else set()
     for b in program["bundles"]:
-        cls = "cur" if b["pc"] == st["pc"] and st["in_pass"] else ("prev" if b["pc"] == st["pc"] else "")
+        cls = "cur" if b["pc"] == cur else ("nxt" if b["pc"] == nxt else "")
         rows.append(f'<div class="qg-lab">{_e(b["label"])}</div>')
         rows.append(f'<div class="qg-row {cls}" data-pc="{b["pc"]}"><span class="qg-gut">●</span>'
                     f'<span class="qg-pcn">{b["pc"]}</span><span>{_e(b["term"])}</span></div>')
         for p, line, text in b["ptx"]:
-            rows.append(f'<div class="qg-row qg-ptx {cls}"><span></span><span class="qg-pcn">{p}</span>'
+            pcls = ("cur" if p in mine or not w else "inb") if cls == "cur" else cls
+            rows.append(f'<div class="qg-row qg-ptx {pcls}"><span></span><span class="qg-pcn">{p}</span>'
                         f'<span>{_e(text)}</span></div>')
     b = program["bundles"][st["pc"]] if st["pc"] < len(program["bundles"]) else None
-    det = ""
-    if b is not None:
+    det = f'<div class="qg-next">{pass_html(st)}</div>'
+    if b is not None and st["in_pass"]:
         ops = "".join(f'<tr><td class="role">{_e(u)}</td><td class="qg-mono">{_e(t)}</td></tr>' for u, t in b["ops"])
         car = "".join(f'<tr><td class="role">carry {j}</td><td class="qg-mono">r{r} ← {_e(n)}</td></tr>'
                       for j, r, n in b["carries"])
-        det = (f'<div class="qg-next"><div class="qg-meta">{"running" if st["in_pass"] else "last ran"} bundle '
-               f'{b["pc"]} · lanes {_mask(st["mask"])} · {_e(b["term"])}</div>'
+        det = (f'<div class="qg-next">{pass_html(st)}<div class="qg-meta">bundle {b["pc"]} in flight · lanes '
+               f'{_mask(st.get("running", st["mask"]))} · {_e(b["term"])}</div>'
                f'<table class="qg-tbl">{ops}{car}</table></div>')
     return (f'<div class="qg-card qg-col-rom"><h4>Program <span class="qg-sub">bundles (ROM slots) and their PTX</span></h4>'
-            f'<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{det}</div></div>')
+            f'{source_note(program)}<div class="qg-rom">{"".join(rows)}</div><div class="qg-stack">{det}</div></div>')
+
+
+def _lane_word(st, lane: int, word: str) -> str:
+    """A lane's word (the lane table after the pass) and, while a bundle is in flight, whether it
+    runs for the lane (`st` None: another warp's lane)."""
+    run = st is not None and st["in_pass"] and st.get("running", st["mask"]) >> lane & 1
+    mark = (f'<span class="qg-run" title="the bundle in flight (bundle {st["pc"]}) runs for this lane">▸ runs</span>'
+            if run else "")
+    return f'<span class="qg-ls {word}">{word}</span>{mark}'
 
 
 def _machine_warp_html(st: dict, f: int) -> str:
     ls = st["lane_state"]
     head = "".join(f'<th>lane {lane}<span class="qg-tid">{"tid " + ",".join(map(str, st["tids"][lane])) if st["tids"][lane] else "—"}'
-                   f'</span><span class="qg-ls {ls[lane]}">{ls[lane]}</span></th>' for lane in range(4))
+                   f'</span>{_lane_word(st, lane, ls[lane])}</th>' for lane in range(4))
     body = []
     for r in st["regs"]:
         cells = ""
@@ -387,7 +500,8 @@ def _machine_warp_html(st: dict, f: int) -> str:
     for w, row in st["lanes"]:
         cur = ' class="qg-top"' if w == st["warp"] else ""
         lanes.append(f'<tr{cur}><td class="qg-mono">{w}</td>' + "".join(
-            f'<td class="qg-mono">pc {pc} <span class="qg-ls {s}">{s}</span></td>' for pc, s in row) + "</tr>")
+            f'<td class="qg-mono">pc {pc} {_lane_word(st, lane, s) if w == st["warp"] else _lane_word(None, lane, s)}</td>'
+            for lane, (pc, s) in enumerate(row)) + "</tr>")
     lanes.append("</table>")
     chk = st.get("checks") or {}
     note = ""

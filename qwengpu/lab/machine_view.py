@@ -22,7 +22,9 @@ from qwengpu.machine.tokens import IN_PASS, PASS_KINDS, parse_token, token_kind,
 from qwengpu.runtime.statecheck import ReferenceRun, compare_states
 
 from .checks import micro_loop_pcs, ptx_aliases, register_histories
-from .record import LANE_BARRIER, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
+from .passes import PassLabel, pass_label, served_lanes, token_ptx_pcs
+from .record import LANE_BARRIER, LANE_EPOCH, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
+from .source import SourceLines
 from .values import pretty_text
 from .view import MemoryRegion, MemoryView
 
@@ -78,7 +80,7 @@ class MachineSnapshot:
     epoch: int
     in_pass: bool                  # the pass consumed an EXEC, CARRY or MEMW: bundle pc is being run
     bundle: BundleView
-    lane_state: list               # focus warp: active | ready | waiting | barrier | exited | absent
+    lane_state: list               # focus warp, after the pass (the lane table): ready | waiting | barrier | exited | absent
     lane_pc: list
     tids: list
     lanes: list                    # every present warp: [(warp, [(pc, state) per lane])]
@@ -91,9 +93,13 @@ class MachineSnapshot:
     checks: list                   # RegChecks made at this position
     finished: bool = False
     fault: str | None = None
+    label: PassLabel | None = None  # what this pass did and what it emitted (`qwengpu.lab.passes`)
 
     @property
     def active(self) -> int:
+        """The lanes the bundle in flight runs for (its EXEC's mask; 0 between bundles). A lane
+        the bundle's terminator ends is already `exited` in `lane_state`, the lane table after the
+        pass, while its carries and writes are still to come."""
         return self.mask if self.in_pass else 0
 
     def reg(self, name: str) -> MachineReg:
@@ -112,6 +118,13 @@ class MachineSnapshot:
             if m.region.name == name or m.region.key == name:
                 return m
         raise KeyError(f"no memory region {name}")
+
+
+def _itemsize(dtype) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return 1
 
 
 class _ChecksMixin:
@@ -260,7 +273,7 @@ class _ChecksMixin:
                                                  "f16": 16}.get(typ, 32)
                 mask = (1 << bits) - 1
                 r = b.carry_regs[j]
-                for lane in self._served(b, tok[2]):
+                for lane in served_lanes(b, tok[2]):
                     got = ms.regs.get((warp, r), [0] * LANES)[lane] & mask
                     hist = H.get((block, warp, lane, name), [(0, None, -1)])
                     key = (block, warp, lane, name, half)
@@ -300,7 +313,7 @@ class _ChecksMixin:
                                      f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
 
 
-class MachineView(_ChecksMixin):
+class MachineView(_ChecksMixin, SourceLines):
     """Per-position machine state of a launch recorded from the model (see the module docstring)."""
 
     def __init__(self, module, spec, kernel_fn, image, trace, reference, result, fault, machine, names=None):
@@ -313,6 +326,7 @@ class MachineView(_ChecksMixin):
         self.arg_names = list(names) if names else None
         self._bundles: dict = {}
         self._gdn_cache: dict = {}
+        self._labels_cache: dict = {}
         self._parse()
 
     # -- public ------------------------------------------------------------------------------------
@@ -451,20 +465,11 @@ class MachineView(_ChecksMixin):
             regs.append(MachineReg(r, list(labels.get((w, r), [""] * LANES)), cur, vals is not None, changed,
                                    [checks.get((w, r, l)) for l in range(LANES)]))
         # lanes
-        present = lambda ww, l: ww * LANES + l < self.spec.threads_per_block
+        # lanes: one word per lane, the lane table after the pass, the same in every panel
         in_pass = self._in_pass[t]
-        lane_state, lane_pc = [], []
-        for l in range(LANES):
-            pc, st = ms.lanes[w * LANES + l]
-            lane_pc.append(pc)
-            lane_state.append(self._lane_word(present(w, l), st, in_pass and ms.mask >> l & 1 and self._exec_warp[t] == w))
-        lanes = []
-        for ww in range((self.spec.threads_per_block + LANES - 1) // LANES):
-            row = []
-            for l in range(LANES):
-                pc, st = ms.lanes[ww * LANES + l]
-                row.append((pc, self._lane_word(present(ww, l), st, False)))
-            lanes.append((ww, row))
+        lanes = [(ww, self.lane_words(t, ww)) for ww in range(self.warps)]
+        lane_pc = [pc for pc, _ in lanes[w][1]] if w < len(lanes) else [0] * LANES
+        lane_state = [word for _, word in lanes[w][1]] if w < len(lanes) else ["absent"] * LANES
         memory = self._memory_views(ms, prev, rec)
         sim_bad = [m for m in self.trace.mismatches if m.position == t and m.against == "simulator"]
         compared = t < self._compared
@@ -477,7 +482,81 @@ class MachineView(_ChecksMixin):
             memory=memory, margin=rec.margin, margins=dict(rec.margins),
             consistent=(not sim_bad) if compared else None,
             first_mismatch=self.trace.first_mismatch(t), checks=self._checks_at.get(t, []),
-            finished=finished, fault=str(self.fault) if self.fault is not None and t == n - 1 else None)
+            finished=finished, fault=self._fault_text() if self.fault is not None and t == n - 1 else None,
+            label=self.pass_label(t))
+
+    def _fault_text(self) -> str:
+        """The fault, and the CUDA line of its instruction (the interpreter's, which faulted at the
+        same place, when the model's does not say)."""
+        where = self.cuda_where(self.fault)
+        if where is None and getattr(self.reference, "fault", None) is not None:
+            where = self.cuda_where(self.reference.fault)
+        return str(self.fault) + (f"\n    at {where}" if where else "")
+
+    @property
+    def warps(self) -> int:
+        """Warps in a block."""
+        return (self.spec.threads_per_block + LANES - 1) // LANES
+
+    def lane_words(self, position: int, warp: int) -> list[tuple[int, str]]:
+        """Warp `warp`'s lanes after pass `position`, from the lane table the model holds: (next
+        pc, state) per lane; state: `ready` (runs when the warp runs next: at the warp's lowest pc),
+        `waiting` (diverged: at a higher pc, runs after the others reconverge with it),
+        `barrier` (waits at a barrier), `exited`, `absent` (no thread)."""
+        ms = self.trace.records[position].machine
+        row = [ms.lanes[warp * LANES + l] for l in range(LANES)]
+        present = [warp * LANES + l < self.spec.threads_per_block for l in range(LANES)]
+        # a lane at a barrier waits while its epoch bit is the machine's epoch's parity; after the
+        # release (the epoch moved on) it is runnable again, as the simulator's `runnable` says
+        words = [self._lane_word(p, st, bool(st & LANE_EPOCH) == bool(ms.epoch & 1)) for (pc, st), p in zip(row, present)]
+        running = [pc for (pc, _), word in zip(row, words) if word == "ready"]
+        low = min(running) if running else None
+        return [(pc, "waiting" if word == "ready" and pc != low else word) for (pc, _), word in zip(row, words)]
+
+    def ptx_lines_at(self, position: int) -> list[int]:
+        """The PTX lines pass `position` belongs to (its bundle's, a carry's instruction, a store)."""
+        body = self.kernel_fn.body
+        return [body[p].line for p in self._pass_ptx[position] if p is not None and 0 <= p < len(body)]
+
+    def cuda_lines(self, position: int) -> list[int]:
+        """`SourceLines.cuda_lines`, kept on the pass's record (a recording's views share them)."""
+        d = self.trace.records[position].derived
+        got = d.get("cuda")
+        if got is None or got[0] is not self.source:
+            got = d["cuda"] = (self.source, SourceLines.cuda_lines(self, position))
+        return got[1]
+
+    def line_hit(self, position: int, lines: list, before: list) -> list:
+        """A CUDA line is hit (a breakpoint on it stops here) at every pass that runs a bundle
+        holding it: one pass per execution of the bundle, as bundle breakpoints."""
+        return lines if self._exec_pc[position] is not None else []
+
+    def pass_label(self, position: int) -> PassLabel:
+        """What pass `position` did and what it emitted (`qwengpu.lab.passes.PassLabel`)."""
+        got = self._labels_cache.get(position)
+        if got is None:
+            got = self._labels_cache[position] = pass_label(self, position)
+        return got
+
+    def register_name(self, vreg) -> str:
+        """The PTX register a virtual register of the image holds (`%r2`, `%rd4.lo`), or `vN`."""
+        return self._vname(vreg)
+
+    def written_bytes(self, position: int) -> list[str]:
+        """The bytes of the launch's buffers (and shared memory) pass `position` changed, as
+        `out[0] byte 0` (element and byte of the buffer's own type)."""
+        if position == 0:
+            return []
+        now = self.trace.records[position].machine.memory
+        before = self.trace.records[position - 1].machine.memory
+        out = []
+        for r in self._regions:
+            m = self._maddr(r)
+            size = _itemsize(r.dtype)
+            for i in range(r.size):
+                if now[m + i] != before[m + i]:
+                    out.append(f"{r.name}[{i // size}] byte {i % size}" if size > 1 else f"{r.name}[{i}]")
+        return out
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -489,16 +568,19 @@ class MachineView(_ChecksMixin):
         self._exec_pc = [None] * len(recs)
         self._exec_warp = [0] * len(recs)
         self._in_pass = [False] * len(recs)
+        self._pass_ptx = [[] for _ in recs]
         self._labels = []
         labels: dict = {}
         ew = 0
+        bundles = self.image.bundles
         for t, rec in enumerate(recs):
             tok = parse_token(toks[rec.index - 1])
+            self._pass_ptx[t] = token_ptx_pcs(bundles, tok, rec.machine.pc)
             if tok[0] == "EXEC":
                 self._exec_pc[t] = tok[1]
                 ew = rec.machine.warp
                 b = self.image.bundles[tok[1]]
-                served = self._served(b, tok[2])
+                served = served_lanes(b, tok[2])
                 labels = dict(labels)
                 for j, (v, _) in enumerate(b.carries):
                     key = (ew, b.carry_regs[j])
@@ -510,13 +592,6 @@ class MachineView(_ChecksMixin):
             self._in_pass[t] = tok[0] in PASS_KINDS
             self._labels.append(labels)
         self._build_regions()
-
-    @staticmethod
-    def _served(bundle, mask: int) -> list[int]:
-        lanes = [l for l in range(LANES) if mask >> l & 1]
-        if any(so is not None and so.op.op == "ATOM" for so in bundle.slots):
-            return lanes[:1]
-        return lanes
 
     @property
     def aliases(self) -> dict:
@@ -538,13 +613,11 @@ class MachineView(_ChecksMixin):
         return name + ((".hi" if half else ".lo") if wide else "")
 
     @staticmethod
-    def _lane_word(present: bool, st: int, active: bool) -> str:
+    def _lane_word(present: bool, st: int, epoch_now: bool = True) -> str:
         if not present:
             return "absent"
-        if active:
-            return "active"
         if st & LANE_BARRIER:
-            return "barrier"
+            return "barrier" if epoch_now else "ready"
         if st & LANE_RUN:
             return "ready"
         return "exited"

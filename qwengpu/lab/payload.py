@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from qwengpu.machine.config import LANES
 from qwengpu.machine.format import ctl_fields
 from qwengpu.ptx.ir import demangled_name
 from qwengpu.runtime.readback import lane_table_of
 
 from .record import DEFAULT_SELECTIONS, memory_role, slot_label
+from .timeline import STATES, timeline
 from .values import fmt_all, type_width
 from .view import LaunchView, Snapshot
 
@@ -70,7 +72,57 @@ def program_payload(view: LaunchView) -> dict:
         "fault": str(view.fault) if view.fault is not None else None,
         "has_model": False,
         "layers": [],
+        **source_payload(view),
+        **timeline_payload(view),
     }
+
+
+#: the most lane-positions the timeline carries (one character each); a longer launch's timeline
+#: covers its first positions
+MAX_TIMELINE = 1 << 20
+#: the most timeline events sent
+MAX_EVENTS = 4000
+
+
+def timeline_payload(view) -> dict:
+    """The warp and lane timeline (`qwengpu.lab.timeline`) once per launch: one character per
+    lane and position ('0'..'6', indices into `states`; position-major, then warp, then lane),
+    the running block per position, and the events."""
+    tl = timeline(view)
+    per = tl.warps * LANES
+    n = min(tl.positions, max(1, MAX_TIMELINE // max(1, per)))
+    codes = (tl.codes[:n].reshape(n, per) + ord("0")).astype(np.uint8).tobytes().decode("ascii")
+    return {"timeline": {"states": list(STATES), "warps": tl.warps, "lanes": LANES, "unit": tl.unit,
+                         "positions": n, "codes": codes, "blocks": [int(b) for b in tl.blocks[:n]],
+                         "events": [[int(t), k, w, text] for t, k, w, text in tl.events if t < n][:MAX_EVENTS]}}
+
+
+#: what the source panel says when a launch has no CUDA source
+NO_SOURCE = ("no CUDA source: this kernel came as PTX (shipped, or compiled without nvcc's -lineinfo); "
+             "the PTX is the source")
+
+
+def source_payload(view) -> dict:
+    """The launch's CUDA source for the source panel (`qwengpu.lab.source`): its lines as numbered
+    for the user, PTX line -> CUDA line, and per position the CUDA lines it is at (`step_lines`)
+    and the lines a breakpoint stops at (`line_hits`); the interpreter's (one instruction a
+    position) as one number, -1 for none, a pass's as a list."""
+    src = view.source
+    if src is None:
+        return {"source": None, "source_note": NO_SOURCE}
+    one = isinstance(view, LaunchView)
+
+    def pack(lines):
+        return (lines[0] if lines else -1) if one else lines
+    shown = {}
+    for fn in view.module.functions.values():
+        for ins in fn.body:
+            ln = src.line_of_ptx(ins.line)
+            if ln is not None:
+                shown[str(ins.line)] = ln
+    return {"source": {"name": src.name, "first_line": src.first_line, "lines": list(src.lines), "ptx": shown},
+            "step_lines": [pack(view.cuda_lines(t)) for t in range(len(view))],
+            "line_hits": [pack(h) for h in view.line_hits()]}
 
 
 def snapshot_payload(snap: Snapshot) -> dict:
@@ -179,6 +231,8 @@ def machine_program_payload(view) -> dict:
         "consistency": _jsonable(tr.consistency),
         "first_mismatch": _mismatch(tr.first_mismatch()),
         "seconds": round(float(getattr(tr, "seconds", 0.0)), 2),
+        **source_payload(view),
+        **timeline_payload(view),
     }
 
 
@@ -245,7 +299,8 @@ def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selectio
     out = {
         "mode": "machine", "pos": snap.position, "positions": snap.positions, "index": snap.index,
         "input": snap.input, "token": snap.token, "pc": snap.pc, "mask": snap.mask, "warp": snap.warp,
-        "block": snap.block, "epoch": snap.epoch, "in_pass": snap.in_pass,
+        "block": snap.block, "epoch": snap.epoch, "in_pass": snap.in_pass, "running": snap.active,
+        "what": pass_label_payload(snap.label),
         "lane_state": snap.lane_state, "lane_pc": snap.lane_pc,
         "tids": [list(t) if t is not None else None for t in snap.tids],
         "lanes": [[w, [[pc, st] for pc, st in row]] for w, row in snap.lanes],
@@ -260,6 +315,15 @@ def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selectio
         "gdn": gdn_payload(view, snap.position, gdn_memory) if gdn_memory else None,
     }
     return out
+
+
+def pass_label_payload(label) -> dict | None:
+    """A pass in words (`qwengpu.lab.passes.PassLabel`)."""
+    if label is None:
+        return None
+    return {"kind": label.kind, "text": label.text, "then_kind": label.then_kind, "then": label.then,
+            "bundle": label.bundle, "lanes": list(label.lanes), "ptx": [list(p) for p in label.ptx],
+            "cuda": [list(c) for c in label.cuda]}
 
 
 def selection_payload(view, position: int, memories=None) -> dict:

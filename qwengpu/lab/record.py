@@ -159,6 +159,9 @@ class ModelRecord:
     margins: dict = field(default_factory=dict)     # memory -> code margin after the pass
     attention: dict = field(default_factory=dict)   # attending layer -> [heads, index] (none in the machine)
     gdn: dict = field(default_factory=dict)         # layer -> GDNState (filled on request)
+    # what the views derive from this pass alone (its lanes' timeline codes, its CUDA lines): kept
+    # between the views of a launch still recording, which share their records
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def margin(self) -> float:

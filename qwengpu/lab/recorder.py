@@ -547,6 +547,7 @@ class LiveRecording:
     def __init__(self):
         self._parts: dict | None = None
         self.expected: int | None = None
+        self.source = None              # the launch's CudaSource (set by trace_launch), for its views
 
     def _start(self, parts: dict):
         from qwengpu.machine.simulator import Simulator
@@ -575,6 +576,7 @@ class LiveRecording:
         view = MachineView(p["module"], p["spec"], p["fn"], p["image"], trace, p["ref_view"], None, None, p["machine"],
                            p["names"])
         view.check(p["max_tokens"], partial=True, reference=self._reference)
+        view.source = self.source
         return view
 
 

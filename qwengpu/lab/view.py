@@ -30,6 +30,7 @@ from qwengpu.interp.memory import (CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, WI
 from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 
+from .source import SourceLines
 from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, type_width
 
 CHECKPOINT = 64
@@ -653,7 +654,7 @@ class _ResolveMixin:
         return views
 
 
-class LaunchView(_ReplayMixin, _ResolveMixin):
+class LaunchView(_ReplayMixin, _ResolveMixin, SourceLines):
     """Per-position machine state of one launch (see the module docstring)."""
 
     def __init__(self, module: Module, spec: LaunchSpec, trace, *, kernel: str | None = None,
@@ -713,6 +714,15 @@ class LaunchView(_ReplayMixin, _ResolveMixin):
             if s.pc in bps and s.function == fn:
                 return t
         return self.n_steps
+
+    def ptx_lines_at(self, position: int) -> list[int]:
+        """The PTX line of the instruction next at `position` (none at the end)."""
+        return [self.steps[position].line] if position < len(self.steps) else []
+
+    def line_hit(self, position: int, lines: list, before: list) -> list:
+        """A CUDA line is hit where it starts: the next instruction is on it and the one before
+        was not (a line of several instructions stops once per entry)."""
+        return [n for n in lines if n not in before]
 
     def disassembly(self, function: str | None = None) -> list[dict]:
         """The function's body: one row per pc with its labels, text and source line."""
@@ -794,6 +804,9 @@ class LaunchView(_ReplayMixin, _ResolveMixin):
         fault = None
         if self.fault is not None and t >= n - 1:
             fault = str(self.fault)
+            where = self.cuda_where(self.fault)
+            if where:
+                fault += f"\n    at {where}"
         lastd = None
         if last is not None:
             lastd = {"index": last.index, "block": last.block, "warp": last.warp, "pc": last.pc,

@@ -1,0 +1,72 @@
+"""The warp and lane timeline (`qwengpu.lab.timeline`): every warp's lanes at every position, on
+the interpreter (divergence, guards, barriers of the suite's kernels, checked against the
+snapshots' own lane words) and in the payload and static HTML the inspector draws."""
+from qwengpu import suite
+from qwengpu.lab import trace_launch
+from qwengpu.lab.payload import program_payload
+from qwengpu.lab.timeline import STATES, timeline
+
+#: the interpreter snapshot's word for the focus warp's lanes, as the timeline names them
+SAME = {"active": "running", "guarded": "guarded", "waiting": "diverged", "exited": "exited", "absent": "absent"}
+
+
+def view_of(name):
+    k = suite.get(name)
+    return trace_launch(k.ptx(), k.spec())
+
+
+def test_divergence_and_reconvergence():
+    v = view_of("nested_divergence")
+    tl = timeline(v)
+    assert tl.positions == len(v) and tl.warps == 2 and tl.unit == "step"
+    assert tl.row(16, 0) == ["guarded", "running", "guarded", "running"]     # @%p4 bra: lanes 1, 3 take it
+    assert tl.row(17, 0) == ["running", "diverged", "running", "diverged"]   # lanes 0, 2 first
+    assert tl.row(17, 1) == ["ready"] * 4                                     # warp 1 waits for its turn
+    assert tl.row(34, 0) == ["running"] * 4                                   # reconverged at pc 34
+    assert (17, "diverged", 0, "warp 0 diverges: lanes 1, 3 wait for the others") in tl.events
+    assert (34, "reconverged", 0, "warp 0 reconverges: its live lanes run together again") in tl.events
+    for t in range(v.n_steps):                    # the focus warp as the snapshot says, at every step
+        s = v.snapshot(t)
+        assert tl.row(t, s.warp) == [SAME[x] for x in s.lane_state], t
+    assert tl.row(len(v) - 1, 0) == ["exited"] * 4
+
+
+def test_barriers_wait_and_open():
+    """shared_reduce: warp 0 waits at `bar.sync` while warp 1 runs up to it; the barrier opens when
+    the last warp arrives (both ready again); block 1 starts over."""
+    v = view_of("shared_reduce")
+    tl = timeline(v)
+    assert tl.row(15, 0) == ["barrier"] * 4 and tl.row(15, 1) == ["running"] * 4
+    assert tl.row(30, 0) == ["running"] * 4 and tl.row(30, 1) == ["ready"] * 4    # warp 1 arrived last: open
+    kinds = [(t, k, w) for t, k, w, _ in tl.events]
+    assert (15, "barrier", 0) in kinds and (30, "release", 0) in kinds
+    assert not any(k == "barrier" and w == 1 and t == 30 for t, k, w in kinds)
+    first_b1 = tl.blocks.index(1)
+    assert tl.row(first_b1, 0) == ["running"] * 4 and tl.row(first_b1 - 1, 0) == ["exited"] * 4
+    p = program_payload(v)["timeline"]
+    assert p["states"] == list(STATES) and p["positions"] == len(v) and len(p["codes"]) == len(v) * 8
+    assert p["codes"][15 * 8:16 * 8] == "55551111" and p["blocks"][first_b1] == 1
+
+
+def test_the_inspector_draws_it():
+    from qwengpu_widgets import Inspector
+    k = suite.get("nested_divergence")
+    w = Inspector(k.ptx(), k.spec(), position=17)
+    html = w.to_html()
+    assert 'class="qg-tlimg"' in html and "warp 0 diverges: lanes 1, 3" in html and "steps 0..159 of 220" in html
+
+
+def test_barriers_on_the_model():
+    """shared_reduce on the compact engine: a lane at a barrier waits while its epoch is the
+    machine's; after the `<release>` pass it is ready again (the lane table keeps its barrier bit
+    with the old epoch), as on the interpreter."""
+    import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
+    k = suite.get("shared_reduce")
+    v = trace_launch(k.ptx(), k.spec(), engine="compact")
+    tl = timeline(v)
+    release = next(t for t in range(len(v)) if v.snapshot(t).label.kind == "barrier release")
+    assert tl.row(release - 1, 0) == ["barrier"] * 4                  # warp 0 waited ...
+    assert tl.row(release, 0) == ["ready"] * 4 and tl.row(release, 1) == ["ready"] * 4   # ... until the release
+    assert v.snapshot(release).lane_state == ["ready"] * 4
+    kinds = {(k, w) for _, k, w, _ in tl.events}
+    assert {("barrier", 0), ("release", 0), ("barrier", 1), ("release", 1), ("diverged", 0)} <= kinds
