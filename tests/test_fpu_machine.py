@@ -45,6 +45,11 @@ def test_the_lab_names_a_float_op_with_its_modifiers_and_registers(fpu_machine):
     texts = [text for pc in range(len(view.image.bundles)) for unit, text in view.bundle(pc).ops if unit.endswith("fpu")]
     assert texts and any(t.startswith(("FMUL rn ", "FFMA rn ", "FADD rn ")) for t in texts), texts
     assert all("port" not in t and "←" in t for t in texts), texts
+    # the unit's further lanes are passes of their own, labelled with the float instruction
+    labels = [view.snapshot(t).label for t in range(len(view))]
+    fpu = [lb for lb in labels if lb.kind == "float unit"]
+    assert fpu and all(lb.lanes and lb.lanes[0] > 0 for lb in fpu)
+    assert all(text.split()[0].startswith(("fma.", "mul.", "add.")) for lb in fpu for _, _, text in lb.ptx)
 
 
 def test_a_float_soak_runs_exactly_on_the_unit(fpu_machine):
