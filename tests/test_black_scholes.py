@@ -74,11 +74,21 @@ def test_logf_oracle_is_the_interpreters_logf():
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
 
 
-def test_the_suite_gives_the_soft_float_machine_the_tokens_it_needs():
+def test_the_suite_gives_the_soft_float_machine_the_tokens_it_needs(monkeypatch):
     """On COMPACT (soft-float) the kernel takes ~158,000 tokens, over the runtime's default limit
-    for its 4 warps: the suite declares a budget, and verify runs the kernel with it."""
+    for its 4 warps: the suite declares a budget, and verify runs the kernel with it (unless told
+    otherwise); the interpreter, which counts steps, is not given it."""
+    import qwengpu.api
     from qwengpu.runtime.run import default_max_tokens
     from qwengpu.verify import verify_kernel
     assert KERNEL.max_steps and KERNEL.max_steps > default_max_tokens(KERNEL.spec())
-    row = verify_kernel(KERNEL, "sim")
-    assert row.exact, row.detail
+    seen = []
+
+    def fake_run(ptx, spec, engine="interp", **options):
+        seen.append((engine, options.get("max_steps")))
+        raise RuntimeError("not run")
+    monkeypatch.setattr(qwengpu.api, "run", fake_run)
+    verify_kernel(KERNEL, "sim")
+    verify_kernel(KERNEL, "compact", max_steps=500_000)
+    verify_kernel(KERNEL, "interp")
+    assert seen == [("sim", KERNEL.max_steps), ("compact", 500_000), ("interp", None)]

@@ -86,13 +86,13 @@ def test_division_sequence_one_lane(a, b, rnd, ftz):
     assert rec.evaluate({x.value: a, y.value: b}, out) == want
 
 
-def test_fpu_lanes_is_fpu_eval():
-    from qwengpu.assembler.emit import fpu_lanes
+def test_fpu_eval_lanes_is_fpu_eval_per_lane():
+    from qwengpu.machine.uops import fpu_eval_lanes
     rng = np.random.default_rng(9)
     a, b, c = (rng.integers(0, 1 << 32, 30, dtype=np.uint64) for _ in range(3))
     for op, mods in (("FFMA", {"rnd": "rz"}), ("FMUL", {"rnd": "rn", "ftz": True}), ("FADD", {"rnd": "rp", "sat": True}),
                      ("FSETP", {"compare": "ltu"}), ("FMAX", {"nan": True})):
-        got = fpu_lanes(op, mods, a, b, c)
+        got = fpu_eval_lanes(op, mods, a, b, c)
         assert [int(v) for v in got] == [fpu_eval(op, mods, int(a[i]), int(b[i]), int(c[i])) for i in range(30)]
 
 

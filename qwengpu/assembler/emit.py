@@ -7,7 +7,7 @@ branches).
 """
 from __future__ import annotations
 
-from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, fpu, fpu_eval, src
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, fpu, fpu_eval, fpu_eval_lanes, src
 
 
 class Emitter:
@@ -102,7 +102,7 @@ class Recorder:
         for op in self.ops:
             a, b, c = val(op.a), val(op.b), val(op.c)
             if op.kind == "fpu":
-                env[op.dst[0]] = fpu_lanes(op.op, op.extra, a, b, c)
+                env[op.dst[0]] = fpu_eval_lanes(op.op, op.extra, a, b, c)
                 continue
             if op.op == "ADD":
                 t = a + b + {"0": np.uint64(0), "1": np.uint64(1)}.get(op.cin, flag)
@@ -136,26 +136,3 @@ def alu_lanes(op: str, a, b, c):
     return NpBuilder(a.shape).op(op, a, b, c).v
 
 
-def fpu_lanes(op: str, mods: dict, a, b, c):
-    """`uops.fpu_eval` on numpy lanes: the interpreter's float functions, which take arrays."""
-    import numpy as np
-
-    from qwengpu.interp import floats as F
-    rnd, ftz, sat = mods.get("rnd"), bool(mods.get("ftz")), bool(mods.get("sat"))
-    if op in ("FADD", "FSUB", "FMUL"):
-        r = {"FADD": F.fadd, "FSUB": F.fsub, "FMUL": F.fmul}[op](a, b, width=32, rnd=rnd, ftz=ftz, sat=sat)
-    elif op == "FFMA":
-        r = F.ffma(a, b, c, width=32, rnd=rnd, ftz=ftz, sat=sat)
-    elif op == "FSETP":
-        r = F.fcompare(mods["compare"], a, b, width=32, ftz=ftz)
-    elif op in ("FMIN", "FMAX"):
-        r = (F.fmin if op == "FMIN" else F.fmax)(a, b, width=32, ftz=ftz, nan=bool(mods.get("nan")))
-    elif op == "I2F":
-        r = F.cvt(a, "f32", "s32" if mods.get("signed") else "u32", rnd=rnd, ftz=ftz, sat=sat)
-    elif op == "F2I":
-        r = F.cvt(a, "s32" if mods.get("signed") else "u32", "f32", rnd=rnd, ftz=ftz)
-    elif op == "FRND":
-        r = F.cvt(a, "f32", "f32", rnd=rnd, ftz=ftz, sat=sat)
-    else:
-        raise ValueError(f"unknown float-unit op {op}")
-    return np.asarray(r, dtype=np.uint64).reshape(-1) & M32

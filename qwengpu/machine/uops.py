@@ -163,12 +163,20 @@ def fpu_eval(op: str, mods: dict, a: int, b: int = 0, c: int = 0) -> int:
     """The f32 result word (or 0/1 for FSETP) of a float-unit micro-op on one lane: the reference
     interpreter's float semantics (`qwengpu.interp.floats`), so the machine and the oracle share
     one definition."""
+    import numpy as np
+    r = fpu_eval_lanes(op, mods, *(np.array([x & M32], dtype=np.uint64) for x in (a, b, c)))
+    return int(r[0])
+
+
+def fpu_eval_lanes(op: str, mods: dict, a, b, c):
+    """`fpu_eval` on numpy arrays of words (one per lane): the interpreter's float functions
+    take arrays."""
+    import numpy as np
+
     from qwengpu.interp import floats as F  # the oracle's definitions (imported late: heavy)
     rnd, ftz, sat = mods.get("rnd"), bool(mods.get("ftz")), bool(mods.get("sat"))
-    a, b, c = a & M32, b & M32, c & M32
     if op in ("FADD", "FSUB", "FMUL"):
-        fn = {"FADD": F.fadd, "FSUB": F.fsub, "FMUL": F.fmul}[op]
-        r = fn(a, b, width=32, rnd=rnd, ftz=ftz, sat=sat)
+        r = {"FADD": F.fadd, "FSUB": F.fsub, "FMUL": F.fmul}[op](a, b, width=32, rnd=rnd, ftz=ftz, sat=sat)
     elif op == "FFMA":
         r = F.ffma(a, b, c, width=32, rnd=rnd, ftz=ftz, sat=sat)
     elif op == "FSETP":
@@ -183,7 +191,7 @@ def fpu_eval(op: str, mods: dict, a: int, b: int = 0, c: int = 0) -> int:
         r = F.cvt(a, "f32", "f32", rnd=rnd, ftz=ftz, sat=sat)
     else:
         raise ValueError(f"unknown float-unit op {op}")
-    return int(r.reshape(-1)[0]) & M32 if hasattr(r, "reshape") else int(r) & M32
+    return np.asarray(r, dtype=np.uint64).reshape(-1) & M32
 
 
 # ---------------------------------------------------------------------------------------------
