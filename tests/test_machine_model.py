@@ -305,9 +305,10 @@ def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypat
     assert not any("engines" in f.parts for f in read)
 
 
-def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
+def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch, capsys):
     """Builds from other circuits (older qwengpu versions) are removed; the current one, builds of
-    the same circuits with other compiler options and other machines stay."""
+    the same circuits with other compiler options and other machines stay. The notice goes to
+    stderr (a command's stdout may be its JSON)."""
     import json
 
     from qwengpu.runtime import checkpoint as mm
@@ -319,8 +320,10 @@ def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch):
         (tmp_path / name / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": h}))
     (tmp_path / "tiny-broken").mkdir()
     (tmp_path / "tiny-x.partial").mkdir()
-    removed = mm.evict_stale_builds(TINY, progress=False)
+    removed = mm.evict_stale_builds(TINY, progress=True)
     assert sorted(p.name for p in removed) == ["tiny-broken", "tiny-old"]
+    out = capsys.readouterr()
+    assert out.out == "" and "removed 2 cached build(s) of machine tiny" in out.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["compact-old", "tiny-now", "tiny-now-other-options",
                                                           "tiny-x.partial"]
     # load_machine building into the cache evicts too

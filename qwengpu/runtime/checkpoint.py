@@ -509,7 +509,9 @@ def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     if removed and progress:
-        print(f"removed {len(removed)} cached build(s) of machine {config.name} from older versions of qwengpu")
+        # on stderr: a command's stdout may be its --json output
+        print(f"removed {len(removed)} cached build(s) of machine {config.name} from older versions of qwengpu",
+              file=sys.stderr)
     return removed
 
 
