@@ -73,6 +73,7 @@ class Builder:
         self.mem_info = None
         self.segments: dict = {}          # segment name -> its word this pass (`rom.segment`)
         self.unit_ports: dict = {}        # slot -> its read ports (`regfile.ports_of`)
+        self.fpu_slot: int | None = None  # the float unit's slot, once built (`fpu.fpu`)
         extra = [FPU_KIND] if cfg.has_fpu else []
         self.kinds = KINDS + extra            # the input tokens' kinds (one bit each)
         self.out_kinds = OUT_KINDS + extra    # the output kinds the emitter decides between

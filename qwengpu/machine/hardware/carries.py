@@ -5,7 +5,7 @@ from __future__ import annotations
 from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_step
 
-from ..config import FPU, LANES, MEM, XLANE
+from ..config import LANES, MEM, XLANE
 from ..format import WARP_BITS
 from .builder import Builder
 from .regfile import register_copy
@@ -41,7 +41,7 @@ def carry_buffer(hw: Builder):
     cv = hw.view("cbuf.in", [v.f(i) for v in cvs for i in range(32 * LANES)])
     slot = p.vars["slot0"]
     hw.cslot = slot_sels
-    fk = next((u.k for u in hw.units if u.kind == FPU), None)
+    fk = hw.fpu_slot
     if fk is None:
         mem = M.GDNMemory(p, "cbuf", slots=1, width=32 * LANES * hw.J, whole=True)
         mem.write(slot, cv, enable=hw.k("EXEC"))

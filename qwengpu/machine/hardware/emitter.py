@@ -5,7 +5,7 @@ from __future__ import annotations
 from qwengpu.compiler import Lin
 from qwengpu.compiler.gadgets import n_gated, n_linear, n_step
 
-from ..config import FPU, LANES
+from ..config import LANES
 from ..format import BLOCK_BITS, EPOCH_BITS, MEM_OPS
 from ..tokens import PASS_KINDS
 from .builder import FPU_KIND, KIND_WEIGHT, Builder, carry_pos, memw_pos
@@ -125,7 +125,7 @@ def float_lanes(hw: Builder):
     """The next FPU token's lane (one-hot; none when no lane is left): when the bundle carries the
     float unit's result, every served lane after the one the datapath ran this pass (the first,
     on EXEC; the token's, on FPU), before any carry."""
-    fk = next((u.k for u in hw.units if u.kind == FPU), None)
+    fk = hw.fpu_slot
     if fk is None:
         return None
     done, ran = hw.done, hw.fpu_lane          # the lane the datapath ran: EXEC's first, FPU's own

@@ -2,7 +2,7 @@
 (add, sub and mul are FMAs with a fixed operand), compares, min and max, each in one pass.
 
 It runs beside the other units: it reads the read ports of the first two ALU slots near the top of
-the network and its result goes only to the carry buffer, so its ~17 MLP levels cost width, not
+the network and its result goes only to the carry buffer, so its 16 MLP levels cost width, not
 layers. It has one datapath, not one per lane: the EXEC pass runs it for the first served lane and
 an FPU token's pass for each further lane (`float_lane`), so the width is one lane's. The
 datapath (docs/float_units.md has the argument for each step):
@@ -92,6 +92,7 @@ def fpu(hw: Builder, k: int):
     opts = sources_for(hw.cfg, k, "a")
     sel = {n: decode(n, len(opts)) for n in ("a", "b", "c")}
     fl = hw.fpu_lane = float_lane(hw)
+    hw.fpu_slot = k
     choices = {n: [(sel[n].f(i) + fl.f(l) - 1, lines[i][l]) for i, o in enumerate(opts) if o[0] == "sport"
                    for l in range(LANES)] for n in sel}
     word = fpu_lane(hw, f"{k}.0", choices, ctl)
