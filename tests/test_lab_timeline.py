@@ -52,8 +52,9 @@ def test_the_inspector_draws_it():
     from qwengpu_widgets import Inspector
     k = suite.get("nested_divergence")
     w = Inspector(k.ptx(), k.spec(), position=17)
-    html = w.to_html()
-    assert 'class="qg-tlimg"' in html and "warp 0 diverges: lanes 1, 3" in html and "steps 0..159 of 220" in html
+    tl = w.program["timeline"]                  # what the card draws (in a browser: tests/test_browser.py)
+    assert tl["positions"] == w.program["positions"] == 220 and tl["unit"] == "step"
+    assert any(t <= 17 and text.startswith("warp 0 diverges: lanes 1, 3") for t, _, _, text in tl["events"])
 
 
 def test_barriers_on_the_model():

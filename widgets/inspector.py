@@ -12,8 +12,8 @@ The launch is traced once (`qwengpu.lab.trace_launch`: a `LaunchView` on the int
 `MachineView` on the model engines); every position change is a lookup, formatted by
 `qwengpu.lab.payload` and sent as one small JSON dict (`state`), with the model's raw GDN state and
 any softmax attention as bytes (`gdn`, `attn`). Without a kernel (an nbconvert export, a notebook
-opened cold) the widget shows its `text/html` fallback: the same views at the current position,
-drawn by `widgets.static`.
+opened cold) the widget shows its `text/html` fallback: the current position's payload drawn by the
+widget's own script (`widgets.static`), so it shows what the widget shows.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launc
 from qwengpu.lab.payload import (attention_payload, layer_attention_payload, machine_gdn_bytes,
                                  machine_program_payload, machine_snapshot_payload, program_payload, snapshot_payload)
 
+from .bundle import module_script
 from .static import render_html
 
 _HERE = Path(__file__).resolve().parent
@@ -57,7 +58,7 @@ def _machine_payload_of(view, position: int, mem: str, selections: tuple, layer:
 
 
 class Inspector(anywidget.AnyWidget):
-    _esm = _HERE / "inspector.js"
+    _esm = module_script()                             # inspector_base.js + view_*.js + inspector.js
     _css = _HERE / "inspector.css"
 
     program = traitlets.Dict().tag(sync=True)          # sent once: disassembly, per-step pcs
@@ -340,9 +341,12 @@ class Inspector(anywidget.AnyWidget):
         return target
 
     def to_html(self) -> str:
-        """The static view of the current position (what exports show)."""
+        """The current position without a kernel (what exports show): its payload and the widget's
+        script, which draws it in the page as the live widget does."""
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
-                           attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta)
+                           attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta,
+                           breakpoints=list(self.breakpoints), line_breakpoints=list(self.line_breakpoints),
+                           layer=self.layer, gdn_memory=self.gdn_memory, selections=list(self.selections))
 
     # -- sync ----------------------------------------------------------------------------------------
 
