@@ -478,9 +478,60 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             latt.screenshot(path=str(ARTIFACTS / "layer_attention.png"))
             root.scroll_into_view_if_needed()
             root.screenshot(path=str(ARTIFACTS / "model_inspector.png"))
+            _presentation_mode(page, root)
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
         finally:
             browser.close()
+
+
+def _presentation_mode(page, root):
+    """Presentation mode at 1280x720 (the header's button; Python follows): the scrubber and the
+    current layer's attention on one screen, every heatmap cell hoverable with its value and
+    tokens, cards folded by their titles, stepping under 100 ms; back to the full layout."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")      # a presenter folds JupyterLab's file browser
+    root.locator(".qg-presentbtn").click()
+    page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').classList.contains('qg-present')")
+    out = page.evaluate(RUN_CODE_JS, "print(insp.presentation)")
+    assert out.strip() == "True", out
+    root.evaluate("e => e.scrollIntoView({block: 'start'})")
+    root.click(position={"x": 30, "y": 12})
+    step_ms = []
+    for k in range(12, 15):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+        step_ms.append(float(root.get_attribute("data-latency")))
+    root.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(ARTIFACTS / "presentation.png"))
+    visible = [root.locator(s).bounding_box() for s in (".qg-ctl", ".qg-ovcv", ".qg-ovzoom", ".qg-lrowcv")]
+    assert all(b is not None and 0 <= b["y"] and b["y"] + b["height"] <= 720 for b in visible), visible
+    # hover a cell of the zoomed window: its layer, token and value
+    zoom, rows = root.locator(".qg-ovzoom").bounding_box(), root.locator(".qg-ovcv").bounding_box()
+    layer = int(root.locator(".qg-latt").get_attribute("data-layer"))
+    row = rows["height"] / root.locator(".qg-ovname").count()
+    page.mouse.move(zoom["x"] + zoom["width"] - 6, zoom["y"] + row * (layer + 0.5))   # the last column: the current token
+    tip = root.locator(".qg-tip")
+    tip.wait_for(state="visible")
+    text = tip.text_content()
+    assert text.startswith(f"L{layer} ") and " · token " in text and text.split(": ")[-1][:1] in "01", text
+    page.screenshot(path=str(ARTIFACTS / "presentation_hover.png"))
+    # a head's heatmap: hover names the output and written tokens
+    head = root.locator(".qg-lhm canvas").first
+    hb = head.bounding_box()
+    page.mouse.move(hb["x"] + hb["width"] - 2, hb["y"] + hb["height"] - 2)
+    assert "output token" in tip.text_content() and "written token" in tip.text_content()
+    # fold the warp card by its title, unfold it
+    warp = root.locator(".qg-col-warp")
+    warp.locator(":scope > h4").click()
+    assert "qg-folded" in warp.get_attribute("class") and not warp.locator(".qg-regs").is_visible()
+    warp.locator(":scope > h4").click()
+    assert warp.locator(".qg-regs").is_visible()
+    (ARTIFACTS / "presentation_timings.json").write_text(json.dumps({"step_ms": step_ms}, indent=1))
+    assert sorted(step_ms)[1] < 100, step_ms
+    root.locator(".qg-presentbtn").click()
+    page.wait_for_function("() => !document.querySelector('.qg-insp.qg-machine').classList.contains('qg-present')")
+    page.set_viewport_size({"width": 1500, "height": 1100})
 
 
 @pytest.mark.timeout(900)

@@ -152,3 +152,23 @@ def test_nbconvert_export_shows_the_fallback(tmp_path):
     assert prog["timeline"]["positions"] == prog["positions"] and page["frames"][0]["state"]["regs"]
     assert html.count("window.__qgInspector = { render }") == 1
     assert "data:image/png;base64" in html                # the matplotlib figure
+
+
+def test_one_script_of_views_and_the_presentation_mode():
+    """The widget's script is joined from its parts (every `view_*.js` registers one panel); the
+    kernel-less page runs the same text; `presentation` goes to the page (None: as the browser last
+    had it), to the fallback and to an export."""
+    from qwengpu_widgets.bundle import module_script, page_script, script_parts
+    parts = [p.name for p in script_parts()]
+    assert parts[0] == "inspector_base.js" and parts[-1] == "inspector.js" and len(parts) >= 11
+    for p in script_parts()[1:-1]:
+        assert p.name.startswith("view_") and p.read_text().count("VIEWS.push({") == 1, p.name
+    assert Inspector._esm == module_script() and module_script().strip().endswith("export default { render };")
+    assert all(p.read_text() in page_script() for p in script_parts()[:-1])
+    w = dot_inspector()
+    assert w.presentation is None
+    w = dot_inspector(presentation=True, position=3)
+    assert w.presentation is True and fallback_data(w.to_html())[0]["values"]["presentation"] is True
+    from qwengpu_widgets.export import export_html
+    (page,) = fallback_data(export_html(w))
+    assert page["values"]["presentation"] is True and page["at"] == list(range(16))

@@ -98,7 +98,7 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
             frames.append(frame(insp.program, snapshot_payload(insp.view.snapshot(p))))
     values = {"program": insp.program, "position": insp.position, "fmt": insp.fmt, "breakpoints": list(insp.breakpoints),
               "line_breakpoints": list(insp.line_breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
-              "selections": list(insp.selections)}
+              "selections": list(insp.selections), "presentation": insp.presentation}
     if layers not in ("all", None):
         raise ValueError(f"layers: 'all' or None, not {layers!r}")
     every = _every_layer(insp.view) if layers == "all" and insp.machine_mode else None

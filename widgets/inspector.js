@@ -2,8 +2,19 @@
 // `qwengpu_widgets.bundle` joins after `inspector_base.js` and the `view_*.js` panels). It lays the
 // panels' cards out, gives them one context (`lab`) and redraws them all when a position arrives.
 // The same script draws the static export and the kernel-less fallback, driven by a stand-in model.
+// Presentation mode (the `presentation` trait, the header's button; remembered by the browser):
+// larger type, the scrubber and header kept in view, the current layer's attention right under
+// them, so that the scrubber and the layer fit one 1280x720 screen. Every card folds by its title
+// (remembered too).
 
 const SLOTS = ["top", "grid", "below", "end"];
+const STORE = "qwengpu.inspector.";     // localStorage keys: the mode and the folded cards, per browser
+function stored(key, otherwise) {
+  try { const v = localStorage.getItem(STORE + key); return v === null ? otherwise : JSON.parse(v); } catch (e) { return otherwise; }
+}
+function store(key, value) {
+  try { localStorage.setItem(STORE + key, JSON.stringify(value)); } catch (e) { /* a page without storage: not remembered */ }
+}
 
 function render({ model, el }) {
   const root = document.createElement("div");
@@ -11,12 +22,13 @@ function render({ model, el }) {
   root.tabIndex = 0;
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   const cards = (slot) => VIEWS.filter((v) => v.slot === slot).sort((a, b) => a.order - b.order).map((v) => v.card).join("\n");
-  root.innerHTML = `${cards("top")}
+  root.innerHTML = `<div class="qg-top">${cards("top")}</div>
     <div class="qg-grid">${cards("grid")}</div>
     ${cards("below")}
     <div class="qg-faultbox" style="display:none"></div>
     ${cards("end")}
-    <div class="qg-foot"><kbd>←</kbd> <kbd>→</kbd> step · <kbd>space</kbd> play · <kbd>Home</kbd>/<kbd>End</kbd> · <kbd>b</kbd> breakpoint at pc · click the ROM gutter to toggle breakpoints</div>`;
+    <div class="qg-foot"><kbd>←</kbd> <kbd>→</kbd> step · <kbd>space</kbd> play · <kbd>Home</kbd>/<kbd>End</kbd> · <kbd>b</kbd> breakpoint at pc · click the ROM gutter to toggle breakpoints · click a card's title to fold it</div>
+    <div class="qg-tip" style="display:none"></div>`;
   el.appendChild(root);
   const $ = (s) => root.querySelector(s);
   // a static export (qwengpu_widgets.export) carries the raw state of the memory picked when it was
@@ -37,6 +49,7 @@ function render({ model, el }) {
     pickerNote: (m) => `this export carries the raw state of ${m} only: picking another memory needs the kernel ` +
       "(pick it in the live widget, or set insp.gdn_memory, then export again)",
     M: () => lab.prog.mode === "machine",
+    present: () => root.classList.contains("qg-present"),
     fmt: () => model.get("fmt") || "hex",
     bps: () => new Set(model.get("breakpoints") || []),
     lbps: () => new Set(model.get("line_breakpoints") || []),
@@ -79,6 +92,44 @@ function render({ model, el }) {
   }
 
   root.addEventListener("mousedown", (ev) => { if (!ev.target.closest("input, select")) root.focus({ preventScroll: true }); });
+
+  // presentation mode: the trait when Python set it, else what this browser last used (told to Python)
+  function applyPresentation() {
+    let on = model.get("presentation");
+    if (on === null || on === undefined) {
+      on = !!stored("presentation", false);
+      model.set("presentation", on); model.save_changes();
+    }
+    root.classList.toggle("qg-present", !!on);
+    const btn = $(".qg-presentbtn");
+    btn.classList.toggle("on", !!on);
+    btn.title = on ? "presentation mode is on: click for the full layout" : "presentation mode: larger type, the scrubber and the current layer on one 1280x720 screen";
+  }
+  $(".qg-presentbtn").addEventListener("click", () => {
+    const on = !lab.present();
+    store("presentation", on);
+    model.set("presentation", on); model.save_changes();
+    applyPresentation(); renderAll();
+  });
+  model.on("change:presentation", () => {
+    const on = model.get("presentation");
+    if (on === null || on === undefined || on === lab.present()) return;
+    store("presentation", !!on);
+    applyPresentation(); renderAll();
+  });
+  // folding a card by its title (a click on the title, not on its controls)
+  const folded = new Set(stored("folded", []));
+  root.querySelectorAll(".qg-card[data-view]").forEach((c) => c.classList.toggle("qg-folded", folded.has(c.dataset.view)));
+  root.addEventListener("click", (ev) => {
+    const h = ev.target.closest(".qg-card > h4");
+    if (!h || ev.target.closest("button, select, input")) return;
+    const card = h.parentElement, name = card.dataset.view;
+    const now = card.classList.toggle("qg-folded");
+    if (now) folded.add(name); else folded.delete(name);
+    store("folded", [...folded]);
+    if (!now) renderAll();                  // drawn again at its size (canvases measured while folded are not)
+  });
+  applyPresentation();
   function onState() {
     lab.pending = false;
     const t0 = performance.now();

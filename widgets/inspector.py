@@ -77,16 +77,20 @@ class Inspector(anywidget.AnyWidget):
     latt = traitlets.Bytes(b"").tag(sync=True)         # uint8: every layer's attention now, the layer's per head
     latt_meta = traitlets.Dict().tag(sync=True)
     recording = traitlets.Dict().tag(sync=True)        # background=True: status, passes so far, last token
+    # presentation mode (larger type, scrubber and current layer on one 1280x720 screen); None: as
+    # the browser last showed it (the page then sets it)
+    presentation = traitlets.Bool(None, allow_none=True).tag(sync=True)
 
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
                  selections=None, layer: int | None = None, background: bool = False, model=None, prefix=None,
-                 source=None, **kwargs):
+                 source=None, presentation: bool | None = None, **kwargs):
         # the page's <style> for this widget is keyed by this id: a notebook that stored an older
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
+        self.presentation = presentation
         self._lock = threading.RLock()
         self._user_moves = 0                       # position changes from the page or from Python
         self._serving = 0                          # position changes being drawn for the user now
@@ -346,7 +350,8 @@ class Inspector(anywidget.AnyWidget):
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
                            attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta,
                            breakpoints=list(self.breakpoints), line_breakpoints=list(self.line_breakpoints),
-                           layer=self.layer, gdn_memory=self.gdn_memory, selections=list(self.selections))
+                           layer=self.layer, gdn_memory=self.gdn_memory, selections=list(self.selections),
+                           presentation=self.presentation)
 
     # -- sync ----------------------------------------------------------------------------------------
 

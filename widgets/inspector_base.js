@@ -60,6 +60,15 @@ function diverging(t) {     // -1..1 -> blue / white / red
   const u = Math.min(1, Math.abs(t));
   return w.map((x, i) => Math.round(x + (tgt[i] - x) * u));
 }
+// two canvases kept for drawing in steps (a redraw draws dozens of heatmaps: allocating a canvas
+// each time costs more than drawing them)
+const SCRATCH = [];
+function scratch(i, w, h) {
+  const c = SCRATCH[i] || (SCRATCH[i] = document.createElement("canvas"));
+  if (c.width !== w) c.width = w;
+  if (c.height !== h) c.height = h;
+  return c;
+}
 function drawMatrix(canvas, rows, cols, get, cmap, px) {
   canvas.width = cols * px; canvas.height = rows * px;
   const ctx = canvas.getContext("2d");
@@ -68,7 +77,7 @@ function drawMatrix(canvas, rows, cols, get, cmap, px) {
     const [R, G, B] = cmap(get(r, c)); const k = (r * cols + c) * 4;
     img.data[k] = R; img.data[k + 1] = G; img.data[k + 2] = B; img.data[k + 3] = 255;
   }
-  const off = document.createElement("canvas"); off.width = cols; off.height = rows;
+  const off = scratch(0, cols, rows);
   off.getContext("2d").putImageData(img, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(off, 0, 0, cols * px, rows * px);
@@ -87,10 +96,65 @@ function paintGrid(canvas, rows, cols, get, cmapOf, px, py) {
       img.data[k] = R; img.data[k + 1] = G; img.data[k + 2] = B; img.data[k + 3] = 255;
     }
   }
-  const off = document.createElement("canvas"); off.width = img.width; off.height = img.height;
+  const off = scratch(0, img.width, img.height);
   off.getContext("2d").putImageData(img, 0, 0);
   const ctx = canvas.getContext("2d");
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(off, 0, 0, cols * px, rows * py);
   return ctx;
+}
+
+// a grid with labelled axes: cells px × py from (left, 0), `rowLabel(r)` left of each row and
+// `colLabel(c)` under each column (rotated; every `every`-th when they would overlap); returns the
+// geometry `cellAt` reads back
+function labelledGrid(canvas, rows, cols, get, cmapOf, px, py, opts = {}) {
+  const left = opts.rowLabel ? (opts.left || 60) : 0, bottom = opts.colLabel ? (opts.bottom || 54) : 0;
+  const font = opts.font || 10;
+  if (!left && !bottom) { paintGrid(canvas, rows, cols, get, cmapOf, px, py); return { left, top: 0, px, py, rows, cols }; }
+  const grid = scratch(1, Math.max(1, cols * px), Math.max(1, rows * py));
+  paintGrid(grid, rows, cols, get, cmapOf, px, py);
+  canvas.width = left + grid.width; canvas.height = grid.height + bottom;
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.drawImage(grid, left, 0);
+  ctx.font = `${font}px sans-serif`; ctx.fillStyle = "#495057"; ctx.textBaseline = "middle";
+  if (opts.rowLabel) {
+    const every = Math.max(1, Math.ceil((font + 1) / py));
+    ctx.textAlign = "right";
+    for (let r = 0; r < rows; r += every) ctx.fillText(String(opts.rowLabel(r)).slice(0, 10), left - 3, r * py + py / 2);
+  }
+  if (opts.colLabel) {
+    const every = Math.max(1, Math.ceil((font + 1) / px));
+    ctx.textAlign = "right";
+    for (let c = cols - 1; c >= 0; c -= every) {     // the last column (the current token) always labelled
+      ctx.save(); ctx.translate(left + c * px + px / 2, grid.height + 3); ctx.rotate(-Math.PI / 3);
+      ctx.fillText(String(opts.colLabel(c)).slice(0, 10), 0, 0); ctx.restore();
+    }
+  }
+  return { left, top: 0, px, py, rows, cols };
+}
+// the cell under the mouse ({r, c}), or null; the canvas may be drawn scaled
+function cellAt(canvas, geo, ev) {
+  const b = canvas.getBoundingClientRect();
+  const x = (ev.clientX - b.left) * (canvas.width / b.width) - geo.left, y = (ev.clientY - b.top) * (canvas.height / b.height) - geo.top;
+  const r = Math.floor(y / geo.py), c = Math.floor(x / geo.px);
+  return x >= 0 && y >= 0 && r < geo.rows && c < geo.cols ? { r, c } : null;
+}
+// every heatmap cell hoverable: `describe(cell)` gives the tip's text (null: none) for the cell
+// under the mouse; one floating tip per inspector (`.qg-tip`), placed beside the pointer
+function hoverCells(canvas, tip, geoOf, describe) {
+  canvas.addEventListener("mousemove", (ev) => {
+    const geo = geoOf(), at = geo && cellAt(canvas, geo, ev);
+    showTip(tip, ev, at && describe(at), canvas);
+  });
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+}
+// the tip beside the pointer with `text` (none: hidden); the canvas keeps it (`data-hover`) for tests
+function showTip(tip, ev, text, canvas) {
+  if (!text) { tip.style.display = "none"; return; }
+  tip.textContent = text;
+  tip.style.display = "";
+  const host = tip.offsetParent || document.body, hb = host.getBoundingClientRect();
+  tip.style.left = `${ev.clientX - hb.left + 14}px`; tip.style.top = `${ev.clientY - hb.top + 14}px`;
+  canvas.dataset.hover = text;
 }

@@ -214,6 +214,9 @@ function layersView(lab) {
         const py = Math.max(2, Math.min(8, Math.floor(160 / show))), px = Math.max(1, Math.min(4, Math.floor(512 / g.cols)));
         const cv = body.querySelector(".qg-gdncv");
         paintGrid(cv, show, g.cols, (r, c2) => q[r * g.cols + c2] / 127, () => diverging, px, py);
+        const label = new Map(g.slots.map((s) => [s.slot, s.label]));
+        hoverCells(cv, $(".qg-tip"), () => ({ left: 0, top: 0, px, py, rows: show, cols: g.cols }), ({ r, c }) =>
+          `slot ${r}${label.has(r) ? ` (${label.get(r)})` : ""} · column ${c} (value head ${Math.floor(c / (g.cols / g.fields))}): ≈ ${(q[r * g.cols + c] / 127 * g.scale).toFixed(2)}`);
       }
       if (!exported) body.querySelector(".qg-memsel").addEventListener("change", (ev) => { model.set("gdn_memory", ev.target.value); model.save_changes(); });
     }

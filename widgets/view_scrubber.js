@@ -115,5 +115,6 @@ VIEWS.push({
       <button class="qg-btn" data-act="topc" title="run to pc">run to pc</button>
       <span class="qg-seg qg-fmt"><button data-f="hex">hex</button><button data-f="dec">dec</button><button data-f="float">float</button></span>
       <select class="qg-speed" title="play speed (steps per second)"><option value="4">4/s</option><option value="10" selected>10/s</option><option value="30">30/s</option></select>
+      <button class="qg-btn qg-presentbtn" title="presentation mode">present</button>
     </div>`,
 });
