@@ -31,7 +31,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 
 from .source import SourceLines
-from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, type_width
+from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, shared_element_type, type_width
 
 CHECKPOINT = 64
 #: the largest memory window a snapshot carries per region (bytes)
@@ -272,7 +272,8 @@ class _ReplayMixin:
         for v in externs:
             svars.append((pretty_symbol(v.name), dyn_base, self.spec.shared_bytes))
         self._shared_vars = svars
-        self._shared_dtype = _dtype_of(shared_vars[0].type) if len({v.type for v in shared_vars}) == 1 else "uint8"
+        # the kernel's own element type (nvcc declares shared arrays as bytes): int32[4], not uint8[16]
+        self._shared_dtype = shared_element_type(self.module, shared_vars, self._shared_size)
         blocks = sorted({s.block for s in self.steps})
         if self._shared_size:
             for b in blocks:
