@@ -71,3 +71,35 @@ def test_barriers_on_the_model():
     assert v.snapshot(release).lane_state == ["ready"] * 4
     kinds = {(k, w) for _, k, w, _ in tl.events}
     assert {("barrier", 0), ("release", 0), ("barrier", 1), ("release", 1), ("diverged", 0)} <= kinds
+
+
+def test_shuffles_lane_to_lane_and_atomics_serialised():
+    """Every shuffle of the suite's shuffle kernels: each destination lane's result (the
+    interpreter's, a step later) is its source lane's value; modes up, down, bfly, idx. An atomic
+    of several lanes: its lanes in the order served, with what each wrote (dot: 2, 8, 20, 32)."""
+    from qwengpu.lab.exchanges import shuffle_sources
+    seen = set()
+    for name in ("shfl_xor_reduce", "shfl_up_down", "shfl_idx", "shfl_64"):
+        k = suite.get(name)
+        v = trace_launch(k.ptx(), k.spec())
+        tl = timeline(v)
+        shuffles = [x for x in tl.exchanges if x.kind == "shuffle"]
+        assert shuffles and len(shuffles) == sum(s.text.startswith("shfl") for s in v.steps), name
+        for x in shuffles:
+            ins = v.snapshot(x.position).next
+            a = [o for o in ins.operands if o.role == "src"][0].values
+            dst = ins.operands[0].text
+            after = v.snapshot(x.position + 1).reg(dst).values
+            for src, d in x.lanes:
+                assert after[d] == a[src], (name, x.position, src, d)
+            seen.add(x.words.split("(")[1].split(")")[0])
+            assert (x.position, "shuffle", x.warp, x.words) in tl.events
+    assert seen == {"up", "down", "bfly", "idx"}
+    assert shuffle_sources("bfly", [1] * 4, [0x1F] * 4, 0b0101) == [1, None, 3, None]
+    assert shuffle_sources("up", [1] * 4, [0] * 4, 0b1111) == [0, 0, 1, 2]      # lane 0 has no lane below: itself
+    k = suite.get("dot")
+    v = trace_launch(k.ptx(), k.spec())
+    (x,) = timeline(v).exchanges
+    assert (x.position, x.kind, x.lanes) == (13, "atomic", [0, 1, 2, 3]) and "writing 2, 8, 20, 32 in turn" in x.words
+    p = program_payload(v)["timeline"]
+    assert p["exchanges"] == [[13, "atomic", 0, [0, 1, 2, 3]]]

@@ -9,6 +9,7 @@ function timelineView(lab) {
   const TL_WORDS = { absent: "no thread", running: "runs", guarded: "on the path, guard false", ready: "ready (waits for its warp's turn)",
     diverged: "diverged (masked off)", barrier: "waits at a barrier", exited: "exited" };
   const TL = { cell: 8, row: 9, gap: 7, left: 34, top: 14 };
+  const EXCHANGE = { shuffle: "#0b7285", atomic: "#c2255c" };
   let tlGeo = null, tlAvail = 0;      // the width it may take: read once (a layout read per key costs ms)
   window.addEventListener("resize", () => { tlAvail = 0; });
   function renderTimeline(p) {
@@ -42,7 +43,7 @@ function timelineView(lab) {
     // events above the rows, block starts as lines, the current position outlined
     const mark = { diverged: "#ff922b", reconverged: "#2f9e44", barrier: "#845ef7", release: "#845ef7" };
     for (const [t, kind, w] of tl.events) {
-      if (t < start || t >= start + width) continue;
+      if (t < start || t >= start + width || EXCHANGE[kind]) continue;
       const x = TL.left + (t - start) * cell + cell / 2, y = TL.top + w * (tl.lanes * TL.row + TL.gap);
       ctx.fillStyle = mark[kind] || "#868e96";
       ctx.beginPath();
@@ -50,6 +51,7 @@ function timelineView(lab) {
       else { ctx.moveTo(x - 3, y - 6); ctx.lineTo(x + 3, y - 6); ctx.lineTo(x, y - 1); }
       ctx.fill();
     }
+    drawExchanges(ctx, tl, start, width, cell);
     for (let i = 1; i < width; i++) {
       const t = start + i;
       if (tl.blocks[t] !== tl.blocks[t - 1]) {
@@ -69,7 +71,38 @@ function timelineView(lab) {
     root.dataset.tlCodes = p < n ? tl.codes.substr(p * per, per) : "";
     if (!$(".qg-tllegend").innerHTML) $(".qg-tllegend").innerHTML = tl.states.filter((k) => k !== "absent").map((k) =>
       `<span><i style="background:${TL_COLOURS[k]}"></i>${esc(TL_WORDS[k])}</span>`).join("") +
-      `<span>▼ diverges · ▲ reconverges · <b style="color:#845ef7">▼▲</b> barrier wait / release</span>`;
+      `<span>▼ diverges · ▲ reconverges · <b style="color:#845ef7">▼▲</b> barrier wait / release</span>` +
+      (tl.exchanges && tl.exchanges.length ? `<span><b style="color:${EXCHANGE.shuffle}">◆</b> shuffle: a line from the lane read to the lane reading · <b style="color:${EXCHANGE.atomic}">◆</b> atomic: its lanes served 1, 2, … in turn</span>` : "");
+  }
+  // the interpreter's lanes that meet: a shuffle as a line from each source lane's row to the row of
+  // the lane reading it (a dot at the reader), an atomic as the order its lanes were served (1, 2, ...)
+  function drawExchanges(ctx, tl, start, width, cell) {
+    const band = tl.lanes * TL.row + TL.gap;
+    for (const [t, kind, w, lanes] of tl.exchanges || []) {
+      if (t < start || t >= start + width) continue;
+      const x0 = TL.left + (t - start) * cell, y0 = TL.top + w * band, mid = (l) => y0 + l * TL.row + (TL.row - 1) / 2;
+      ctx.fillStyle = EXCHANGE[kind];
+      ctx.beginPath(); ctx.moveTo(x0 + cell / 2, y0 - 7); ctx.lineTo(x0 + cell / 2 + 3, y0 - 4); ctx.lineTo(x0 + cell / 2, y0 - 1);
+      ctx.lineTo(x0 + cell / 2 - 3, y0 - 4); ctx.fill();                       // a diamond above the warp
+      if (kind === "shuffle") {
+        ctx.strokeStyle = EXCHANGE.shuffle; ctx.lineWidth = 1.25;
+        for (const [s, d] of lanes) {
+          if (s === d) continue;
+          ctx.beginPath(); ctx.moveTo(x0 + 0.5, mid(s)); ctx.lineTo(x0 + cell - 1.5, mid(d)); ctx.stroke();
+          ctx.beginPath(); ctx.arc(x0 + cell - 1.5, mid(d), 1.6, 0, 2 * Math.PI); ctx.fill();
+        }
+      } else if (cell >= 7) {
+        ctx.font = `bold ${Math.min(9, cell)}px sans-serif`; ctx.textAlign = "center";
+        lanes.forEach((l, k) => { ctx.fillStyle = "#fff"; ctx.fillText(String(k + 1), x0 + cell / 2, mid(l) + 0.5); });
+        ctx.textAlign = "left";
+      }
+    }
+  }
+  function exchangeAt(t, w) {
+    const x = (lab.prog.timeline.exchanges || []).find((e) => e[0] === t && e[2] === w);
+    if (!x) return "";
+    return x[1] === "shuffle" ? ` · shuffle: ${x[3].map(([s, d]) => `${d} ← ${s}`).join(", ")}`
+      : ` · atomic: lanes ${x[3].join(", ")} one after another`;
   }
   function tlAt(ev) {
     const tl = lab.prog.timeline, cv = $(".qg-tlcv");
@@ -85,7 +118,7 @@ function timelineView(lab) {
     const tl = lab.prog.timeline, at = tlAt(ev);
     if (!at || at.w === null) { $(".qg-tlcv").title = ""; return; }
     const c = tl.codes.charCodeAt(at.t * tlGeo.per + at.w * tl.lanes + at.l) - 48;
-    $(".qg-tlcv").title = `${tl.unit} ${at.t} · block ${tl.blocks[at.t]} · warp ${at.w} lane ${at.l}: ${TL_WORDS[tl.states[c]]}`;
+    $(".qg-tlcv").title = `${tl.unit} ${at.t} · block ${tl.blocks[at.t]} · warp ${at.w} lane ${at.l}: ${TL_WORDS[tl.states[c]]}${exchangeAt(at.t, at.w)}`;
   });
   $(".qg-tlcv").addEventListener("click", (ev) => { const at = tlAt(ev); if (at) lab.setPosition(at.t); });
   return { update(st) { renderTimeline(st.pos); } };

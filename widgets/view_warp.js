@@ -24,6 +24,10 @@ function warpView(lab) {
         } else cells = `<td colspan="4" class="qg-lbl">${esc(o.n || "")}</td>`;
         rows += `<tr><td class="qg-mono">${esc(o.t)}</td><td class="role">${esc(o.r)}${o.n && o.v ? " · " + esc(o.n) : ""}</td>${cells}</tr>`;
       }
+      if (n.shfl) {                        // a shuffle: the lane each lane reads
+        rows += `<tr class="qg-shfl"><td class="qg-mono">lane</td><td class="role">reads</td>` +
+          n.shfl.map((s, l) => `<td class="qg-mono">${s === null ? "·" : s === l ? `${l} (itself)` : `← lane ${s}`}</td>`).join("") + `</tr>`;
+      }
       nx.innerHTML = `<div class="qg-meta">next · pc ${n.pc} · line ${n.line} · lanes ${maskDots(n.active)} executing ${maskDots(n.executed)}${n.faults ? ' · <b style="color:#d6336c">faults</b>' : ""}</div>
         <div class="qg-ins">${esc(n.text)}</div>${rows ? `<table class="qg-tbl">${rows}</table>` : ""}`;
     } else {

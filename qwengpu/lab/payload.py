@@ -18,6 +18,7 @@ from qwengpu.machine.format import ctl_fields
 from qwengpu.ptx.ir import demangled_name
 from qwengpu.runtime.readback import lane_table_of
 
+from .exchanges import sources_of
 from .record import DEFAULT_SELECTIONS, memory_role, slot_label
 from .timeline import STATES, timeline
 from .values import fmt_all, type_width
@@ -94,7 +95,8 @@ def timeline_payload(view) -> dict:
     codes = (tl.codes[:n].reshape(n, per) + ord("0")).astype(np.uint8).tobytes().decode("ascii")
     return {"timeline": {"states": list(STATES), "warps": tl.warps, "lanes": LANES, "unit": tl.unit,
                          "positions": n, "codes": codes, "blocks": [int(b) for b in tl.blocks[:n]],
-                         "events": [[int(t), k, w, text] for t, k, w, text in tl.events if t < n][:MAX_EVENTS]}}
+                         "events": [[int(t), k, w, text] for t, k, w, text in tl.events if t < n][:MAX_EVENTS],
+                         "exchanges": [[x.position, x.kind, x.warp, x.lanes] for x in tl.exchanges if x.position < n][:MAX_EVENTS]}}
 
 
 #: what the source panel says when a launch has no CUDA source
@@ -167,7 +169,8 @@ def snapshot_payload(snap: Snapshot) -> dict:
             ops.append({"t": o.text, "r": o.role, "n": o.note, "v": vals, "a": addrs})
         n = snap.next
         nxt = {"index": n.index, "pc": n.pc, "line": n.line, "text": n.text, "function": n.function,
-               "active": n.active, "executed": n.executed, "faults": n.faults, "ops": ops}
+               "active": n.active, "executed": n.executed, "faults": n.faults, "ops": ops,
+               "shfl": sources_of(n)}
     memory = _memory_payload(snap.memory)
     out = {
         "pos": snap.position, "positions": snap.positions, "block": snap.block, "warp": snap.warp,
