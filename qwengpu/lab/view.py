@@ -109,8 +109,31 @@ class MemoryView:
     access: dict                   # offset -> ["ld l2", ...]: what the next instruction touches
 
 
+class ShownState:
+    """What a position of either view shows alike (a `Snapshot` of the interpreter, a
+    `MachineSnapshot` of the model): its registers (`regs`, rows with `name` and `changed`) and its
+    memory (`memory`, `MemoryView`s)."""
+    regs: list
+    memory: list
+
+    @property
+    def changed_regs(self) -> dict:
+        """{register: lane mask} written by the last step or pass."""
+        return {r.name: r.changed for r in self.regs if r.changed}
+
+    def region(self, name: str) -> MemoryView:
+        """The region shown under `name` (its name, its key, or a space: "shared", "local")."""
+        for m in self.memory:
+            if m.region.name == name or m.region.key == name:
+                return m
+        for m in self.memory:
+            if m.region.space == name:
+                return m
+        raise KeyError(f"no memory region {name}")
+
+
 @dataclass
-class Snapshot:
+class Snapshot(ShownState):
     """The machine at one position, as the lab shows it."""
     position: int
     positions: int
@@ -142,21 +165,6 @@ class Snapshot:
             if r.name == name:
                 return r
         raise KeyError(f"no register {name} in {self.function}")
-
-    @property
-    def changed_regs(self) -> dict:
-        """{register: lane mask} written by the last step (in this frame)."""
-        return {r.name: r.changed for r in self.regs if r.changed}
-
-    def region(self, name: str) -> MemoryView:
-        """The region shown under `name` (its name, its key, or a space: "shared", "local")."""
-        for m in self.memory:
-            if m.region.name == name or m.region.key == name:
-                return m
-        for m in self.memory:
-            if m.region.space == name:
-                return m
-        raise KeyError(f"no memory region {name}")
 
 
 # ---------------------------------------------------------------------------------------------
