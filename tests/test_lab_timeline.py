@@ -69,6 +69,8 @@ def test_barriers_on_the_model():
     assert tl.row(release - 1, 0) == ["barrier"] * 4                  # warp 0 waited ...
     assert tl.row(release, 0) == ["ready"] * 4 and tl.row(release, 1) == ["ready"] * 4   # ... until the release
     assert v.snapshot(release).lane_state == ["ready"] * 4
+    shared = v.snapshot(release).region("shared").region     # by its space, in the kernel's element type
+    assert (shared.dtype, shared.size) == ("int32", 32)
     kinds = {(k, w) for _, k, w, _ in tl.events}
     assert {("barrier", 0), ("release", 0), ("barrier", 1), ("release", 1), ("diverged", 0)} <= kinds
 
