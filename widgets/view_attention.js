@@ -10,8 +10,6 @@ function attentionView(lab) {
   const tip = $(".qg-tip");
   let geo = {};           // the drawn grids' geometry, for hover and clicks: {ov, zoom, row, heads: [...]}, and what they show
   let bigHead = null;     // the head whose heatmap is enlarged, with token labels on its axes (a click on it)
-  // overview: rows = layers, columns = tokens, each layer's largest weight (over heads) on each token
-  // for the current token's output; the selected layer per head, and as a heatmap over recent tokens
   function ramp(kind) { return kind === "gdn" ? viridisLike : (t) => { const v = Math.round(255 - 150 * t); return [v, v - 10 < 0 ? 0 : v - 10, v]; }; }
   let lattDrawn = null;
   function renderLayerAttention() {

@@ -3,7 +3,6 @@
 // reconverges (purple: barrier wait and release); hover names a lane's state, a click goes there.
 function timelineView(lab) {
   const { root, $, positions } = lab;
-  // rows: every warp's lanes (the running block's), columns: positions around the current one
   const TL_COLOURS = { absent: "#ffffff", running: "#2f9e44", guarded: "#b2f2bb", ready: "#a5d8ff", diverged: "#ff922b",
     barrier: "#845ef7", exited: "#dee2e6" };
   const TL_WORDS = { absent: "no thread", running: "runs", guarded: "on the path, guard false", ready: "ready (waits for its warp's turn)",
