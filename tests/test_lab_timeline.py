@@ -105,3 +105,16 @@ def test_shuffles_lane_to_lane_and_atomics_serialised():
     assert (x.position, x.kind, x.lanes) == (13, "atomic", [0, 1, 2, 3]) and "writing 2, 8, 20, 32 in turn" in x.words
     p = program_payload(v)["timeline"]
     assert p["exchanges"] == [[13, "atomic", 0, [0, 1, 2, 3]]]
+
+
+def test_an_atomic_on_the_model_serves_one_lane_a_pass():
+    """dot's atomicAdd on the compact engine: four execute passes of the atomic bundle, serving
+    lanes 0, 1, 2, 3 one after another (the exchanges carry the lanes served so far)."""
+    import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
+    k = suite.get("dot")
+    v = trace_launch(k.ptx(), k.spec(), engine="compact")
+    xs = timeline(v).exchanges
+    assert [x.lanes for x in xs] == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]] and {x.kind for x in xs} == {"atomic"}
+    for x in xs:
+        assert v.pass_label(x.position).kind == "execute" and v.pass_label(x.position).lanes[0] == x.lanes[-1]
+    assert "serves lane 3 (4 of 4: one lane a pass)" in xs[-1].words

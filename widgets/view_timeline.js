@@ -91,8 +91,15 @@ function timelineView(lab) {
           ctx.beginPath(); ctx.arc(x0 + cell - 1.5, mid(d), 1.6, 0, 2 * Math.PI); ctx.fill();
         }
       } else if (cell >= 7) {
+        // the interpreter serves them all in the step; the model one a pass (the lanes served so
+        // far come with it: the newest is this pass's)
+        const shown = tl.unit === "pass" ? [lanes.length - 1] : lanes.map((_, k) => k);
         ctx.font = `bold ${Math.min(9, cell)}px sans-serif`; ctx.textAlign = "center";
-        lanes.forEach((l, k) => { ctx.fillStyle = "#fff"; ctx.fillText(String(k + 1), x0 + cell / 2, mid(l) + 0.5); });
+        for (const k of shown) {
+          const y = y0 + lanes[k] * TL.row;
+          ctx.fillStyle = EXCHANGE.atomic; ctx.fillRect(x0, y, Math.max(1, cell - 1), TL.row - 1);
+          ctx.fillStyle = "#fff"; ctx.fillText(String(k + 1), x0 + cell / 2, mid(lanes[k]) + 0.5);
+        }
         ctx.textAlign = "left";
       }
     }
@@ -101,6 +108,7 @@ function timelineView(lab) {
     const x = (lab.prog.timeline.exchanges || []).find((e) => e[0] === t && e[2] === w);
     if (!x) return "";
     return x[1] === "shuffle" ? ` · shuffle: ${x[3].map(([s, d]) => `${d} ← ${s}`).join(", ")}`
+      : lab.prog.timeline.unit === "pass" ? ` · atomic: serves lane ${x[3][x[3].length - 1]} (${x[3].length} so far, one a pass)`
       : ` · atomic: lanes ${x[3].join(", ")} one after another`;
   }
   function tlAt(ev) {

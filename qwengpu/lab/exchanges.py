@@ -3,20 +3,25 @@ one after another), per interpreter step, for the warp and lane timeline.
 
     shuffle_sources("bfly", b, c, executing)   # [source lane per lane] (None: the lane does not run)
     exchanges(view)                            # [Exchange]: every shuffle and atomic of a LaunchView
+    machine_exchanges(view)                    # [Exchange]: a MachineView's atomics, one lane a pass
 
 A shuffle's source lane follows the PTX ISA's definition of `shfl.sync` (mode up / down / bfly /
 idx, lane operand `b`, clamp and segment mask `c`), on this machine's 4-lane warps: a source
 outside the segment or the warp reads the lane itself (its predicate false).
 `tests/test_lab_timeline.py` checks it against the reference interpreter: every destination
 lane's result is the source lane's value. An atomic (`atom`, `red`) of several lanes is applied
-lane after lane in lane order (the interpreter's; on the model one pass serves one lane and the
-bundle runs again for the others): its memory writes in that order say what each lane left.
+lane after lane in lane order: on the interpreter in one step (its memory writes in that order say
+what each lane left), on the model one pass serves one lane and the bundle runs again for the
+others — there each execute pass of an atomic is an exchange whose lanes are those served so far.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from qwengpu.machine.config import LANES
+from qwengpu.machine.tokens import parse_token
+
+from .passes import is_atomic, mask_lanes, served_lanes
 
 
 @dataclass
@@ -103,4 +108,29 @@ def exchanges(view) -> list[Exchange]:
     return out
 
 
-__all__ = ["Exchange", "exchanges", "shuffle_sources", "sources_of"]
+def machine_exchanges(view) -> list[Exchange]:
+    """A `MachineView`'s atomics: every execute pass of an atomic bundle, with the lanes served
+    so far (the first served in the pass that replays it for all, ... the last in its own)."""
+    out: list = []
+    bundles, toks = view.image.bundles, view.trace.tokens
+    group = None                                  # (bundle, warp, its lanes, served so far)
+    for t, rec in enumerate(view.trace.records):
+        pc = view._exec_pc[t]
+        if pc is None or not is_atomic(bundles[pc]):
+            continue
+        mask = parse_token(toks[rec.index - 1])[2]
+        served = served_lanes(bundles[pc], mask)
+        if not served:
+            continue
+        lane = served[0]
+        warp = view._exec_warp[t]
+        if group is None or group[:2] != (pc, warp) or lane in group[3]:
+            group = (pc, warp, mask_lanes(mask), [])
+        group[3].append(lane)
+        k, of = len(group[3]), len(group[2])
+        out.append(Exchange(t, "atomic", warp, list(group[3]),
+                            f"warp {warp}: the atomic of bundle {pc} serves lane {lane} ({k} of {of}: one lane a pass)"))
+    return out
+
+
+__all__ = ["Exchange", "exchanges", "machine_exchanges", "shuffle_sources", "sources_of"]

@@ -35,7 +35,7 @@ import numpy as np
 
 from qwengpu.machine.config import LANES
 
-from .exchanges import exchanges
+from .exchanges import exchanges, machine_exchanges
 
 STATES = ("absent", "running", "guarded", "ready", "diverged", "barrier", "exited")
 CODE = {name: i for i, name in enumerate(STATES)}
@@ -84,8 +84,8 @@ def timeline(view) -> Timeline:
     from .machine_view import MachineView
     tl = _machine_timeline(view) if isinstance(view, MachineView) else _interp_timeline(view)
     _mark_events(tl)
-    if not isinstance(view, MachineView):
-        tl.exchanges = exchanges(view)
+    tl.exchanges = machine_exchanges(view) if isinstance(view, MachineView) else exchanges(view)
+    if tl.exchanges:
         tl.events = sorted(tl.events + [(x.position, x.kind, x.warp, x.words) for x in tl.exchanges],
                            key=lambda e: (e[0], e[2]))
     view._timeline = tl
