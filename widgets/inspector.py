@@ -7,6 +7,7 @@
     insp                                            # display it (JupyterLab 4, ipywidgets 8)
     insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(2)
     insp.snapshot.changed_regs                      # what the view shows, from Python
+    insp.presentation = True                        # presentation mode (also the widget's "present" button)
 
 The launch is traced once (`qwengpu.lab.trace_launch`: a `LaunchView` on the interpreter, a
 `MachineView` on the model engines); every position change is a lookup, formatted by
