@@ -64,6 +64,9 @@ function attentionView(lab) {
         zpx, py, { colLabel: (c) => tok(meta.c0 + z0 + c), bottom: 54, font: big ? 11 : 9 });
       geo.z0 = z0;
       const zc = zcv.getContext("2d");
+      for (let L = 0; L < nL; L++) if (isBase(L)) {            // as in the overview: a base layer greyed
+        zc.fillStyle = idle(L) === false ? "#ffe8cc" : "#e9ecef"; zc.fillRect(0, L * py, zoom * zpx, py);
+      }
       zc.strokeStyle = "#f59f00"; zc.lineWidth = 1.5; zc.strokeRect(0.75, meta.layer * py + 0.75, zoom * zpx - 1.5, py - 1.5);
     }
     $(".qg-ovcap").textContent = `rows: layers 0..${nL - 1}; columns: tokens ${meta.c0}..${meta.c0 + n - 1} (the current one last)` +
