@@ -478,9 +478,60 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
             latt.screenshot(path=str(ARTIFACTS / "layer_attention.png"))
             root.scroll_into_view_if_needed()
             root.screenshot(path=str(ARTIFACTS / "model_inspector.png"))
+            _presentation_mode(page, root)
             assert not [e for e in errors if "qg" in e or "inspector" in e], errors
         finally:
             browser.close()
+
+
+def _presentation_mode(page, root):
+    """Presentation mode at 1280x720 (the header's button; Python follows): the scrubber and the
+    current layer's attention on one screen, every heatmap cell hoverable with its value and
+    tokens, cards folded by their titles, stepping under 100 ms; back to the full layout."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")      # a presenter folds JupyterLab's file browser
+    root.locator(".qg-presentbtn").click()
+    page.wait_for_function("() => document.querySelector('.qg-insp.qg-machine').classList.contains('qg-present')")
+    out = page.evaluate(RUN_CODE_JS, "print(insp.presentation)")
+    assert out.strip() == "True", out
+    root.evaluate("e => e.scrollIntoView({block: 'start'})")
+    root.click(position={"x": 30, "y": 12})
+    step_ms = []
+    for k in range(12, 15):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => document.querySelector('.qg-insp.qg-machine').dataset.pos === '{k}'")
+        step_ms.append(float(root.get_attribute("data-latency")))
+    root.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(ARTIFACTS / "presentation.png"))
+    visible = [root.locator(s).bounding_box() for s in (".qg-ctl", ".qg-ovcv", ".qg-ovzoom", ".qg-lrowcv")]
+    assert all(b is not None and 0 <= b["y"] and b["y"] + b["height"] <= 720 for b in visible), visible
+    # hover a cell of the zoomed window: its layer, token and value
+    zoom, rows = root.locator(".qg-ovzoom").bounding_box(), root.locator(".qg-ovcv").bounding_box()
+    layer = int(root.locator(".qg-latt").get_attribute("data-layer"))
+    row = rows["height"] / root.locator(".qg-ovname").count()
+    page.mouse.move(zoom["x"] + zoom["width"] - 6, zoom["y"] + row * (layer + 0.5))   # the last column: the current token
+    tip = root.locator(".qg-tip")
+    tip.wait_for(state="visible")
+    text = tip.text_content()
+    assert text.startswith(f"L{layer} ") and " · token " in text and text.split(": ")[-1][:1] in "01", text
+    page.screenshot(path=str(ARTIFACTS / "presentation_hover.png"))
+    # a head's heatmap: hover names the output and written tokens
+    head = root.locator(".qg-lhm canvas").first
+    hb = head.bounding_box()
+    page.mouse.move(hb["x"] + hb["width"] - 2, hb["y"] + hb["height"] - 2)
+    assert "output token" in tip.text_content() and "written token" in tip.text_content()
+    # fold the warp card by its title, unfold it
+    warp = root.locator(".qg-col-warp")
+    warp.locator(":scope > h4").click()
+    assert "qg-folded" in warp.get_attribute("class") and not warp.locator(".qg-regs").is_visible()
+    warp.locator(":scope > h4").click()
+    assert warp.locator(".qg-regs").is_visible()
+    (ARTIFACTS / "presentation_timings.json").write_text(json.dumps({"step_ms": step_ms}, indent=1))
+    assert sorted(step_ms)[1] < 100, step_ms
+    root.locator(".qg-presentbtn").click()
+    page.wait_for_function("() => !document.querySelector('.qg-insp.qg-machine').classList.contains('qg-present')")
+    page.set_viewport_size({"width": 1500, "height": 1100})
 
 
 @pytest.mark.timeout(900)
@@ -768,6 +819,55 @@ def test_cuda_cell_magic_in_jupyterlab(lab):
             browser.close()
 
 
+def _file_page(p, path, errors):
+    """Chromium on a file:// page at 1280x720, every other request refused; page errors collected."""
+    browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else route.abort())
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    return browser, page
+
+
+def test_kernel_less_fallbacks_draw_what_the_widget_draws(tmp_path):
+    """`Inspector.to_html()` (the widget's text/html: nbconvert, a notebook opened cold) is the
+    payload and the widget's own script: in a page without a kernel it draws the same panels."""
+    from playwright.sync_api import sync_playwright
+
+    from qwengpu.lab.payload import NO_SOURCE
+    from qwengpu.suite import get
+    from qwengpu_widgets import Inspector
+    dot, nd = get("dot"), get("nested_divergence")
+    shown = [Inspector(dot.ptx(), dot.spec(), names=["a", "b", "out"], position=14),
+             Inspector(nd.ptx(), nd.spec(), position=18, fmt="float"),
+             Inspector(nd.ptx(), nd.spec(), position=17)]
+    path = tmp_path / "fallbacks.html"
+    path.write_text("<!DOCTYPE html><html><body>" + "".join(w.to_html() for w in shown) + "</body></html>")
+    errors = []
+    with sync_playwright() as p:
+        browser, page = _file_page(p, path, errors)
+        try:
+            roots = page.locator(".qg-insp")
+            page.wait_for_function("() => document.querySelectorAll('.qg-insp[data-pos]').length === 3")
+            one, two, three = roots.nth(0), roots.nth(1), roots.nth(2)
+            assert one.get_attribute("data-pos") == "14" and one.locator('tr[data-reg="%r5"] td.chg').count() == 4
+            assert "atom.global.add.u32" in one.locator(".qg-rom .qg-row.prev").text_content()
+            assert "No model in this launch" in one.locator(".qg-layerbody").text_content()
+            assert one.locator(".qg-srcnote").text_content() == NO_SOURCE
+            regs = len(shown[1].state["regs"])
+            assert two.locator(".qg-regs td.off").count() >= 2 * regs and "waiting" in two.locator(".qg-regs thead").text_content()
+            assert two.locator(".qg-fmt button.on").text_content() == "float"
+            assert "warp 0 diverges: lanes 1, 3" in three.locator(".qg-tlinfo").text_content()
+            three.click(position={"x": 30, "y": 12})
+            page.keyboard.press("ArrowLeft")                 # a fallback holds its own position only: it stays
+            page.wait_for_timeout(50)
+            assert three.get_attribute("data-pos") == "17"
+            page.screenshot(path=str(ARTIFACTS / "fallback.png"))
+        finally:
+            browser.close()
+    assert not errors, errors
+
+
 def test_exported_html_plays_from_a_file_url(tmp_path):
     """`Inspector.export_html`: one file that plays and scrubs from a file:// URL with no server and
     no network (every request the page makes is the file itself)."""
@@ -834,6 +934,25 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
             latt.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "export.png"))
             assert all(u.startswith("file://") for u in requests), requests
+            assert not errors, errors
+        finally:
+            browser.close()
+        # the widget's kernel-less fallback on the model: the same script draws the same panels
+        fallbacks = tmp_path / "model_fallbacks.html"
+        fallbacks.write_text("<!DOCTYPE html><html><body>" + "".join(w.goto(t).to_html() for t in (0, 10, 18)) + "</body></html>")
+        browser, page = _file_page(p, fallbacks, errors)
+        try:
+            page.wait_for_function("() => document.querySelectorAll('.qg-insp.qg-machine[data-pos]').length === 3")
+            start, mid, end = (page.locator(".qg-insp").nth(i) for i in range(3))
+            assert mid.locator(".qg-cons").text_content().startswith("✓ model = simulator (19 passes)")
+            assert mid.locator("[data-mem]").count() == 6 and mid.locator(".qg-ovname").count() == layers
+            assert "mul.lo.s32" in mid.locator(".qg-rom").text_content()
+            assert "decoded from GDN memory mem" in mid.locator(".qg-col-mem h4").text_content()
+            assert mid.locator(".qg-tl").is_visible() and mid.locator(".qg-lhm canvas").count() == w.latt_meta["heads"]
+            words = end.locator(".qg-next").text_content()
+            assert "memory write byte 0 of lane 3" in words and "then:" in words and "halt: the launch is over" in words
+            assert "block start: block 0" in start.locator(".qg-next").text_content()
+            assert start.locator('.qg-rom .qg-row.nxt[data-pc="0"]').count() == 1
             assert not errors, errors
         finally:
             browser.close()

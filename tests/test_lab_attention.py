@@ -147,12 +147,10 @@ def test_inspector_shows_every_layer_and_follows_the_scrubber(dot_model):
         seen.add(w.latt_meta["kind"])
     assert seen == {"linear_attention", "full_attention"}
     w.show_layer(tr_layer(dot_model, "rom.s0"))
-    html = w.to_html()                                   # the static fallback draws the card too
-    last = machine_layers() - 1                          # the overview names every layer once
-    kind = "Δ" if last in dot_model.trace.gdn_layers else "A"
-    assert f'class="qg-card qg-latt" data-layer="{w.layer}"' in html and html.count(f"L{last} {kind}") == 1
-    from qwengpu_widgets.static import attention_card_html
-    assert attention_card_html({}, b"") == "" and f"key head {w.latt_meta['heads'] - 1}" in attention_card_html(w.latt_meta, w.latt)
+    meta = w.latt_meta                                   # the card's payload: the overview names every layer
+    assert meta["layer"] == w.layer and meta["nlayers"] == machine_layers() == len(meta["kinds"])
+    assert [k == "gdn" for k in meta["kinds"]] == [L in dot_model.trace.gdn_layers for L in range(machine_layers())]
+    assert meta["head_unit"] == "key head" and len(w.latt) == meta["nlayers"] * meta["n"] + meta["heads"] * (meta["n"] + meta["rows"] * meta["cols"])
     before = bytes(w.latt)
     w.step()
     assert w.latt_meta["t"] == dot_model.trace.prompt_len - 1 + 6 and bytes(w.latt) != before
@@ -281,7 +279,7 @@ def test_export_html_carries_every_position(dot_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert Inspector(view=dot_model).export_html() == Path("dot.html") and Path("dot.html").exists()
     assert 'href="dot.html"' in Inspector(view=dot_model).export_html()._repr_html_()
-    data = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', text, re.S).group(1))
+    data = json.loads(re.search(r'<script type="application/json" class="qg-data">(.*?)</script>', text, re.S).group(1))
     assert len(data["frames"]) == 19 and data["values"]["position"] == 3 and MAX_POSITIONS >= 19
     assert data["values"]["exported"] is True          # the page disables the memory picker and says why
     assert data["frames"][18]["state"]["pos"] == 18 and data["frames"][5]["latt_meta"]["nlayers"] == machine_layers()
@@ -300,7 +298,7 @@ def test_export_html_carries_every_position(dot_model, tmp_path, monkeypatch):
         assert blob[o:o + n] + blob[a:a + m] == want
         assert {**data["frames"][pos]["latt_meta"], **ent["meta"]} == json.loads(json.dumps(meta))
     small = export_html(w, layers=None)
-    got = json.loads(re.search(r'<script id="qg-data" type="application/json">(.*?)</script>', small, re.S).group(1))
+    got = json.loads(re.search(r'<script type="application/json" class="qg-data">(.*?)</script>', small, re.S).group(1))
     assert "layers" not in got and len(small) < len(text)
     with pytest.raises(ValueError, match="layers"):
         export_html(w, layers="some")

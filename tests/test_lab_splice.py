@@ -100,7 +100,7 @@ def test_base_layers_are_idle_during_the_launch(insp):
     insp.show_layer(n)
     meta = insp.latt_meta
     assert meta["parts"][n] == "base" and meta["activity"][n] == 0.0 and "idle on this token" in meta["note"]
-    assert f"L{n} Δ base" in insp.to_html()              # the first base layer, after the GPU's
+    assert meta["kinds"][n] == "gdn"                      # drawn "L{n} Δ base": the first base layer, after the GPU's
 
 
 def test_every_gpu_layer_draws_on_the_launch_only(insp):

@@ -443,3 +443,22 @@ def test_decoder_reads_a_real_gdn_memory():
     dec = decode_state(state, c.placement(ram))
     assert {d.slot: d.value for d in dec if d.value is not None} == words
     assert min(d.margin for d in dec if d.value is not None) > 15.9        # of 16: the 1-rail against half the level
+
+
+def test_shared_memory_in_the_kernels_own_element_type():
+    """nvcc declares a `__shared__ int s[8]` as bytes (`.b8 s[32]`): the memory card decodes it as
+    the kernel uses it (its shared loads, stores and atomics), int32[8]; floats as float32; a
+    kernel that moves bytes, or mixes element types, as bytes."""
+    from qwengpu.lab.payload import snapshot_payload
+    want = {"shared_reduce": ("int32", 32), "atomics_shared": ("int32", 32), "matmul_tile4": ("float32", 128),
+            "byte_shared": ("uint8", 16), "atomics_shared_more": ("uint8", 64)}
+    for name, (dtype, size) in want.items():
+        k = suite.get(name)
+        v = trace_launch(k.ptx(), k.spec())
+        (shared, *_) = [r for r in v.regions() if r.space == "shared"]
+        assert (shared.dtype, shared.size) == (dtype, size), name
+    k = suite.get("shared_reduce")
+    v = trace_launch(k.ptx(), k.spec())
+    st = snapshot_payload(v.snapshot(len(v) - 1))
+    (mem,) = [m for m in st["memory"] if m["space"] == "shared"]
+    assert mem["dtype"] == "int32" and mem["size"] // 4 == 8

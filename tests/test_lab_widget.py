@@ -1,7 +1,9 @@
 """The inspector widget through its public API (no browser): traits, stepping, breakpoints, formats,
-the payload it sends per position (the interpreter's, and a model engine's panels), and its static
-HTML fallback (also in an nbconvert export)."""
+the payload it sends per position (the interpreter's, and a model engine's panels), and its
+kernel-less fallback (also in an nbconvert export): the payload and the widget's own script, which
+tests/test_browser.py runs in Chromium."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,12 @@ from qwengpu import suite
 from qwengpu.lab import trace_launch
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def fallback_data(html: str) -> list[dict]:
+    """The payloads each kernel-less inspector in `html` carries (its `qg-data` script)."""
+    return [json.loads(m.replace("<\\/", "</")) for m in
+            re.findall(r'<script[^>]*class="qg-data"[^>]*>(.*?)</script>', html, re.S)]   # any attribute order (nbconvert's)
 
 
 def dot_inspector(**kw):
@@ -63,9 +71,7 @@ def test_divergence_payload_greys_lanes():
     assert st["lane_state"] == ["active", "waiting", "active", "waiting"]
     assert st["stack"] == [[34, 15, None], [18, 10, 34], [25, 5, 34]]
     w.fmt = "float"
-    html = w.to_html()
-    assert html.count('class="off') >= 2 * len(st["regs"])
-    assert "waiting" in html
+    assert [v[2] for v in st["regs"][0]["v"]] and fallback_data(w.to_html())[0]["values"]["fmt"] == "float"
 
 
 def test_mimebundle_has_a_static_fallback():
@@ -73,9 +79,12 @@ def test_mimebundle_has_a_static_fallback():
     data, meta = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
     html = data["text/html"]
-    assert '<div class="qg-insp qg-static">' in html and "<style>" in html
-    assert html.count('<td class="chg"') == 4               # %r5, four lanes
-    assert "atom.global.add.u32" in html and "No model in this launch" in html
+    assert html.count('<div class="qg-fallback">') == 1 and "<style>" in html and "window.__qgInspector" in html
+    assert "export default" not in html                      # the module's script, as a page's classic script
+    (page,) = fallback_data(html)
+    assert page["at"] == [14] and page["values"]["position"] == 14 and page["values"]["program"] == w.program
+    assert page["frames"][0]["state"] == w.state             # drawn by the widget's script (tests/test_browser.py)
+    assert "qwenGPU inspector · dot · interp · position 14 of 15" in html   # the line a script-less renderer shows
 
 
 @pytest.fixture(scope="module")
@@ -114,17 +123,12 @@ def test_model_panels_render_from_the_model(dot_model):
     assert w.state["pos"] == 18 and w.state["finished"]
     out = next(m for m in w.state["memory"] if m["name"] == "out")
     assert out["hex"] == "20000000" and out["changed"] == [0]
-    html = w.to_html()
-    assert 'class="qg-insp qg-static qg-machine"' in html and "✓ model = simulator (19 passes)" in html
-    # 6 patterns + raw state + the attention card (overview, the layer's heads now, a heatmap per head)
-    # + the warp and lane timeline
-    assert html.count('data-mem="') == 6 and html.count("data:image/png;base64,") == 7 + 2 + w.latt_meta["heads"] + 1
-    assert 'class="qg-tlimg"' in html
-    assert "mul.lo.s32" in html and "decoded from GDN memory mem" in html
-    assert "memory write byte 0 of lane 3" in html and "then: " in html and "halt: the launch is over" in html
+    assert w.state["what"]["text"].startswith("memory write byte 0 of lane 3") and w.state["what"]["then_kind"] == "halt"
+    (page,) = fallback_data(w.to_html())                 # drawn in Chromium by tests/test_browser.py
+    assert page["frames"][0]["state"] == w.state and len(page["frames"][0]["latt"]) > 0
     w.goto(0)                                            # the start: no bundle has run, bundle 0 is next
-    html = w.to_html()
-    assert "block start: block 0" in html and "last ran" not in html and 'class="qg-row nxt" data-pc="0"' in html
+    assert w.state["what"]["kind"] == "block start" and w.state["what"]["bundle"] is None
+    assert w.state["what"]["then"].startswith("execute bundle 0")
     w.goto(18)
     w.run_to_pc(1)                                       # no later pass runs bundle 1: stay
     assert w.position == 18
@@ -133,7 +137,8 @@ def test_model_panels_render_from_the_model(dot_model):
 
 
 def test_nbconvert_export_shows_the_fallback(tmp_path):
-    """The static export (no widget state: its renderer would come from a CDN) shows the HTML views."""
+    """The static export (no widget state: its renderer would come from a CDN) carries the widget's
+    kernel-less fallback: the payload and the widget's script."""
     out = tmp_path / "01.html"
     r = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--execute", "--to", "html",
                         "--ExecutePreprocessor.store_widget_state=False", "--output", str(out),
@@ -141,7 +146,29 @@ def test_nbconvert_export_shows_the_fallback(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     html = out.read_text()
-    assert html.count('<div class="qg-insp qg-static qg-hassrc">') == 1      # 01 opens the CUDA source
-    assert 'class="qg-src"' in html and "atomicAdd(out, a[i] * b[i]);" in html and 'class="qg-tlimg"' in html
-    assert 'class="qg-regs"' in html and 'class="qg-rom"' in html and 'class="qg-hex"' in html
+    (page,) = fallback_data(html)                          # one inspector
+    prog = page["values"]["program"]
+    assert "atomicAdd(out, a[i] * b[i]);" in "".join(prog["source"]["lines"])   # 01 opens the CUDA source
+    assert prog["timeline"]["positions"] == prog["positions"] and page["frames"][0]["state"]["regs"]
+    assert html.count("window.__qgInspector = { render }") == 1
     assert "data:image/png;base64" in html                # the matplotlib figure
+
+
+def test_one_script_of_views_and_the_presentation_mode():
+    """The widget's script is joined from its parts (every `view_*.js` registers one panel); the
+    kernel-less page runs the same text; `presentation` goes to the page (None: as the browser last
+    had it), to the fallback and to an export."""
+    from qwengpu_widgets.bundle import module_script, page_script, script_parts
+    parts = [p.name for p in script_parts()]
+    assert parts[0] == "inspector_base.js" and parts[-1] == "inspector.js" and len(parts) >= 11
+    for p in script_parts()[1:-1]:
+        assert p.name.startswith("view_") and p.read_text().count("VIEWS.push({") == 1, p.name
+    assert Inspector._esm == module_script() and module_script().strip().endswith("export default { render };")
+    assert all(p.read_text() in page_script() for p in script_parts()[:-1])
+    w = dot_inspector()
+    assert w.presentation is None
+    w = dot_inspector(presentation=True, position=3)
+    assert w.presentation is True and fallback_data(w.to_html())[0]["values"]["presentation"] is True
+    from qwengpu_widgets.export import export_html
+    (page,) = fallback_data(export_html(w))
+    assert page["values"]["presentation"] is True and page["at"] == list(range(16))

@@ -6,13 +6,13 @@
     %load_ext qwengpu_widgets     # in a notebook: the %%cuda cell magic (qwengpu_widgets.magic)
                                   # and %%exercise (GPU exercises checked on the machine: .exercises)
 
-Every widget also renders as static HTML (`Inspector.to_html()`, the `text/html` of its MIME bundle)
-when exported with nbconvert or opened without a kernel.
+Every widget also renders without a kernel (`Inspector.to_html()`, the `text/html` of its MIME
+bundle: its payload drawn by the widget's own script) when exported with nbconvert or opened cold.
 """
 from . import exercises, magic
 from .inspector import Inspector, inspect
 from .magic import CudaCellError, run_cell
-from .static import png_data_uri, render_html
+from .static import render_html
 
 
 def load_ipython_extension(ipython):
@@ -21,4 +21,4 @@ def load_ipython_extension(ipython):
     exercises.load_ipython_extension(ipython)
 
 
-__all__ = ["Inspector", "inspect", "render_html", "png_data_uri", "CudaCellError", "run_cell", "load_ipython_extension"]
+__all__ = ["Inspector", "inspect", "render_html", "CudaCellError", "run_cell", "load_ipython_extension"]

@@ -7,9 +7,11 @@
 `Inspector.export_html` returns the file's path (`ExportedHTML`, a `pathlib.Path` that a notebook
 shows as a link to the file, with its size): as a cell's last line it shows the link, not the file.
 
-The file carries the widget's own script and stylesheet (`inspector.js`, `inspector.css`) inline and
-every position's payload (what the kernel would send: `qwengpu.lab.payload`), and drives the script
-with a stand-in for the widget model that looks positions up instead of asking Python. Everything
+The file carries the widget's own script and stylesheet inline (`qwengpu_widgets.bundle`: the same
+script the live widget runs) and every position's payload (what the kernel would send:
+`qwengpu.lab.payload`), and drives the script with a stand-in for the widget model that looks
+positions up instead of asking Python (`qwengpu_widgets.static`, shared with the widget's
+kernel-less fallback). Everything
 the live widget shows per position is there — registers, ROM, memory, the model's layers, and the
 attention card of every layer (`layers="all"`, the default on the model engines: each layer's
 weights at every position, uint8 and gzipped — mostly zeros, ~25 KB for dot's 44 layers x 19
@@ -22,78 +24,14 @@ from __future__ import annotations
 import base64
 import gzip
 import html
-import json
 import os
 import re
 from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
+from .static import frame, page_fragment
 
 #: positions an export carries at most (a payload is ~30 KB on the model engines)
 MAX_POSITIONS = 2000
-
-_DRIVER = """
-(function () {
-  const DATA = JSON.parse(document.getElementById("qg-data").textContent);
-  const b64 = (s) => { const t = atob(s || ""); const a = new Uint8Array(t.length); for (let i = 0; i < t.length; i++) a[i] = t.charCodeAt(i); return a; };
-  const vals = Object.assign({ progress: 1, recording: {} }, DATA.values);
-  const handlers = {};
-  const fire = (k) => (handlers["change:" + k] || []).forEach((cb) => cb());
-  let load = function (p) {
-    const f = DATA.frames[p];
-    vals.position = p;
-    for (const [k, v] of Object.entries(f)) vals[k] = DATA.bytes.includes(k) ? b64(v) : v;
-  };
-  let pending = new Set();
-  const model = {
-    get: (k) => vals[k],
-    set: (k, v) => { vals[k] = v; pending.add(k); },
-    save_changes: () => {
-      const keys = [...pending]; pending = new Set();
-      for (const k of keys) {
-        if (k === "position") {
-          setTimeout(() => { load(Math.max(0, Math.min(DATA.frames.length - 1, vals.position | 0))); Object.keys(DATA.frames[0]).forEach(fire); }, 0);
-        } else fire(k);
-      }
-    },
-    on: (evt, cb) => { (handlers[evt] = handlers[evt] || []).push(cb); },
-    off: () => {}, send: () => {},
-  };
-  // every layer's attention card (layers="all"): the overview per position, a block per layer
-  let LAYERS = null;
-  function layerView(p, L) {
-    const lm = LAYERS && LAYERS.meta[p] && LAYERS.meta[p][L];
-    if (!lm) return false;
-    const [ovOff, ovLen] = LAYERS.ov[p], [off, len] = lm.at;
-    const out = new Uint8Array(ovLen + len);
-    out.set(LAYERS.bytes.subarray(ovOff, ovOff + ovLen), 0);
-    out.set(LAYERS.bytes.subarray(off, off + len), ovLen);
-    vals.latt = out;
-    vals.latt_meta = Object.assign({}, DATA.frames[p].latt_meta, lm.meta);
-    return true;
-  }
-  const load0 = load;
-  load = function (p) { load0(p); layerView(p, vals.layer); };
-  const save0 = model.save_changes;
-  model.save_changes = () => {
-    if (pending.has("layer")) {
-      pending.delete("layer");
-      if (layerView(vals.position | 0, vals.layer)) { fire("latt"); fire("latt_meta"); }
-    }
-    save0();
-  };
-  async function start() {
-    if (DATA.layers) {
-      const gz = new Blob([b64(DATA.layers.gz)]).stream().pipeThrough(new DecompressionStream("gzip"));
-      LAYERS = Object.assign({}, DATA.layers, { bytes: new Uint8Array(await new Response(gz).arrayBuffer()) });
-    }
-    load(DATA.values.position | 0);
-    window.__qgInspector.render({ model, el: document.getElementById("qg-root") });
-  }
-  start();
-})();
-"""
-
 
 #: the layer-specific fields of `layer_attention_payload`'s meta (the rest is the same for every layer)
 _LAYER_FIELDS = ("layer", "kind", "heads", "head_unit", "note", "top", "r0", "w0", "rows", "cols")
@@ -151,31 +89,23 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
     if n > MAX_POSITIONS:
         raise ValueError(f"{n} positions: an export carries at most {MAX_POSITIONS} (slides of a shorter launch)")
     frames = []
-    keep = insp.position
     for p in range(n):
         if insp.machine_mode:
             _snap, state, gdn, att, meta, latt, lmeta = insp._machine_payload(p)
-            frames.append({"state": state, "gdn": base64.b64encode(gdn).decode(), "attn": base64.b64encode(att).decode(),
-                           "attn_meta": meta, "latt": base64.b64encode(latt).decode(), "latt_meta": lmeta})
+            frames.append(frame(insp.program, state, gdn=gdn, attn=att, attn_meta=meta, latt=latt, latt_meta=lmeta))
         else:
             from qwengpu.lab.payload import snapshot_payload
-            frames.append({"state": snapshot_payload(insp.view.snapshot(p))})
-    data = {"frames": frames, "bytes": ["gdn", "attn", "latt"],
-            "values": {"exported": True, "program": insp.program, "position": keep, "fmt": insp.fmt,
-                       "breakpoints": list(insp.breakpoints), "line_breakpoints": list(insp.line_breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
-                       "selections": list(insp.selections)}}
-    if layers == "all" and insp.machine_mode:
-        data["layers"] = _every_layer(insp.view)
-    elif layers not in ("all", None):
+            frames.append(frame(insp.program, snapshot_payload(insp.view.snapshot(p))))
+    values = {"program": insp.program, "position": insp.position, "fmt": insp.fmt, "breakpoints": list(insp.breakpoints),
+              "line_breakpoints": list(insp.line_breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
+              "selections": list(insp.selections), "presentation": insp.presentation}
+    if layers not in ("all", None):
         raise ValueError(f"layers: 'all' or None, not {layers!r}")
-    js = (_HERE / "inspector.js").read_text().replace("export default { render };", "window.__qgInspector = { render };")
-    css = (_HERE / "inspector.css").read_text()
+    every = _every_layer(insp.view) if layers == "all" and insp.machine_mode else None
     name = title or f"qwenGPU · {insp.program.get('kernel_name', '')} · {insp.program.get('engine', '')}"
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     text = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(name)}</title>'
-            f'<style>body{{font-family:system-ui,sans-serif;margin:16px;background:#fff}}\n{css}</style></head>'
-            f'<body><div id="qg-root"></div>\n<script id="qg-data" type="application/json">{payload}</script>\n'
-            f"<script>{js}</script>\n<script>{_DRIVER}</script></body></html>\n")
+            f'<style>body{{font-family:system-ui,sans-serif;margin:16px;background:#fff}}</style></head>'
+            f"<body>{page_fragment(values, frames, list(range(n)), every)}</body></html>\n")
     if path is not None:
         Path(path).write_text(text)
     return text

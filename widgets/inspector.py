@@ -7,13 +7,14 @@
     insp                                            # display it (JupyterLab 4, ipywidgets 8)
     insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(2)
     insp.snapshot.changed_regs                      # what the view shows, from Python
+    insp.presentation = True                        # presentation mode (also the widget's "present" button)
 
 The launch is traced once (`qwengpu.lab.trace_launch`: a `LaunchView` on the interpreter, a
 `MachineView` on the model engines); every position change is a lookup, formatted by
 `qwengpu.lab.payload` and sent as one small JSON dict (`state`), with the model's raw GDN state and
 any softmax attention as bytes (`gdn`, `attn`). Without a kernel (an nbconvert export, a notebook
-opened cold) the widget shows its `text/html` fallback: the same views at the current position,
-drawn by `widgets.static`.
+opened cold) the widget shows its `text/html` fallback: the current position's payload drawn by the
+widget's own script (`widgets.static`), so it shows what the widget shows.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launc
 from qwengpu.lab.payload import (attention_payload, layer_attention_payload, machine_gdn_bytes,
                                  machine_program_payload, machine_snapshot_payload, program_payload, snapshot_payload)
 
+from .bundle import module_script
 from .static import render_html
 
 _HERE = Path(__file__).resolve().parent
@@ -57,7 +59,7 @@ def _machine_payload_of(view, position: int, mem: str, selections: tuple, layer:
 
 
 class Inspector(anywidget.AnyWidget):
-    _esm = _HERE / "inspector.js"
+    _esm = module_script()                             # inspector_base.js + view_*.js + inspector.js
     _css = _HERE / "inspector.css"
 
     program = traitlets.Dict().tag(sync=True)          # sent once: disassembly, per-step pcs
@@ -76,16 +78,20 @@ class Inspector(anywidget.AnyWidget):
     latt = traitlets.Bytes(b"").tag(sync=True)         # uint8: every layer's attention now, the layer's per head
     latt_meta = traitlets.Dict().tag(sync=True)
     recording = traitlets.Dict().tag(sync=True)        # background=True: status, passes so far, last token
+    # presentation mode (larger type, scrubber and current layer on one 1280x720 screen); None: as
+    # the browser last showed it (the page then sets it)
+    presentation = traitlets.Bool(None, allow_none=True).tag(sync=True)
 
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
                  breakpoints=(), fmt: str = "hex", machine=None, gdn_memory: str = "reg.emit",
                  selections=None, layer: int | None = None, background: bool = False, model=None, prefix=None,
-                 source=None, **kwargs):
+                 source=None, presentation: bool | None = None, **kwargs):
         # the page's <style> for this widget is keyed by this id: a notebook that stored an older
         # version's widget state (its CSS) and is reopened must not restyle today's widgets
         kwargs.setdefault("_anywidget_id", STYLE_ID)
         super().__init__(**kwargs)
+        self.presentation = presentation
         self._lock = threading.RLock()
         self._user_moves = 0                       # position changes from the page or from Python
         self._serving = 0                          # position changes being drawn for the user now
@@ -340,9 +346,13 @@ class Inspector(anywidget.AnyWidget):
         return target
 
     def to_html(self) -> str:
-        """The static view of the current position (what exports show)."""
+        """The current position without a kernel (what exports show): its payload and the widget's
+        script, which draws it in the page as the live widget does."""
         return render_html(self.program, self.state, fmt=self.fmt, attn=self.attn, gdn=self.gdn,
-                           attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta)
+                           attn_meta=self.attn_meta, latt=self.latt, latt_meta=self.latt_meta,
+                           breakpoints=list(self.breakpoints), line_breakpoints=list(self.line_breakpoints),
+                           layer=self.layer, gdn_memory=self.gdn_memory, selections=list(self.selections),
+                           presentation=self.presentation)
 
     # -- sync ----------------------------------------------------------------------------------------
 

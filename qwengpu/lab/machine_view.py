@@ -26,7 +26,7 @@ from .passes import PassLabel, pass_label, served_lanes, token_ptx_pcs
 from .record import LANE_BARRIER, LANE_EPOCH, LANE_RUN, GDNState, Mismatch, RegCheck, Selection, selection_of
 from .source import SourceLines
 from .values import pretty_text
-from .view import MemoryRegion, MemoryView
+from .view import MemoryRegion, MemoryView, ShownState
 
 
 @dataclass
@@ -66,7 +66,7 @@ class MachineReg:
 
 
 @dataclass
-class MachineSnapshot:
+class MachineSnapshot(ShownState):
     """The machine after one forward pass, decoded from the model."""
     position: int
     positions: int
@@ -108,16 +108,6 @@ class MachineSnapshot:
             if r.name == name or name in r.labels:
                 return r
         raise KeyError(f"no register {name} in warp {self.warp} at position {self.position}")
-
-    @property
-    def changed_regs(self) -> dict:
-        return {r.name: r.changed for r in self.regs if r.changed}
-
-    def region(self, name: str) -> MemoryView:
-        for m in self.memory:
-            if m.region.name == name or m.region.key == name:
-                return m
-        raise KeyError(f"no memory region {name}")
 
 
 def _itemsize(dtype) -> int:

@@ -18,6 +18,7 @@ from qwengpu.machine.format import ctl_fields
 from qwengpu.ptx.ir import demangled_name
 from qwengpu.runtime.readback import lane_table_of
 
+from .exchanges import sources_of
 from .record import DEFAULT_SELECTIONS, memory_role, slot_label
 from .timeline import STATES, timeline
 from .values import fmt_all, type_width
@@ -94,7 +95,8 @@ def timeline_payload(view) -> dict:
     codes = (tl.codes[:n].reshape(n, per) + ord("0")).astype(np.uint8).tobytes().decode("ascii")
     return {"timeline": {"states": list(STATES), "warps": tl.warps, "lanes": LANES, "unit": tl.unit,
                          "positions": n, "codes": codes, "blocks": [int(b) for b in tl.blocks[:n]],
-                         "events": [[int(t), k, w, text] for t, k, w, text in tl.events if t < n][:MAX_EVENTS]}}
+                         "events": [[int(t), k, w, text] for t, k, w, text in tl.events if t < n][:MAX_EVENTS],
+                         "exchanges": [[x.position, x.kind, x.warp, x.lanes] for x in tl.exchanges if x.position < n][:MAX_EVENTS]}}
 
 
 #: what the source panel says when a launch has no CUDA source
@@ -125,12 +127,30 @@ def source_payload(view) -> dict:
             "line_hits": [pack(h) for h in view.line_hits()]}
 
 
+# What the interpreter's and the model's snapshots both show, formatted on one path: a register
+# row (name, type, written, lanes changed, the values as hex/dec/float) and the memory hex dumps.
+
+def _register_row(name: str, ptx_type: str, written: bool, changed: int, values) -> dict:
+    return {"n": name, "t": ptx_type, "w": written, "c": changed, "v": [_triple(v, ptx_type) for v in values]}
+
+
+def _memory_payload(views) -> list[dict]:
+    """`MemoryView`s (`qwengpu.lab.view`) as the memory card draws them: bytes as hex, the bytes
+    the last step or pass wrote, registers pointing in and the next instruction's accesses (the
+    interpreter's; a model engine has none of these two)."""
+    out = []
+    for m in views:
+        r = m.region
+        out.append({"key": r.key, "name": r.name, "space": r.space, "base": r.base, "size": r.size,
+                    "dtype": r.dtype, "offset": m.offset, "hex": m.data.hex(), "changed": list(m.changed),
+                    "ptr": {str(k): _group_labels(v) for k, v in m.pointers.items()},
+                    "acc": {str(k): _group_labels(v) for k, v in m.access.items()},
+                    "vars": [list(v) for v in r.variables]})
+    return out
+
+
 def snapshot_payload(snap: Snapshot) -> dict:
-    regs = []
-    for r in snap.regs:
-        regs.append({"n": r.name, "t": r.type, "w": r.written, "c": r.changed,
-                     "v": [_triple(v, r.type) for v in r.values],
-                     "p": list(r.pointers)})
+    regs = [{**_register_row(r.name, r.type, r.written, r.changed, r.values), "p": list(r.pointers)} for r in snap.regs]
     nxt = None
     if snap.next is not None:
         ops = []
@@ -149,16 +169,9 @@ def snapshot_payload(snap: Snapshot) -> dict:
             ops.append({"t": o.text, "r": o.role, "n": o.note, "v": vals, "a": addrs})
         n = snap.next
         nxt = {"index": n.index, "pc": n.pc, "line": n.line, "text": n.text, "function": n.function,
-               "active": n.active, "executed": n.executed, "faults": n.faults, "ops": ops}
-    memory = []
-    for m in snap.memory:
-        r = m.region
-        memory.append({"key": r.key, "name": r.name, "space": r.space, "base": r.base, "size": r.size,
-                       "dtype": r.dtype, "offset": m.offset, "hex": m.data.hex(),
-                       "changed": list(m.changed),
-                       "ptr": {str(k): _group_labels(v) for k, v in m.pointers.items()},
-                       "acc": {str(k): _group_labels(v) for k, v in m.access.items()},
-                       "vars": [list(v) for v in r.variables]})
+               "active": n.active, "executed": n.executed, "faults": n.faults, "ops": ops,
+               "shfl": sources_of(n)}
+    memory = _memory_payload(snap.memory)
     out = {
         "pos": snap.position, "positions": snap.positions, "block": snap.block, "warp": snap.warp,
         "function": snap.function, "depth": snap.depth, "call_stack": snap.call_stack,
@@ -284,17 +297,9 @@ def _word_text(memory: str, word: int, width: int) -> str:
 def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selections=None) -> dict:
     """One position of a MachineView: a few KB of JSON (the GDN raw state travels as bytes: see
     `machine_gdn_bytes`)."""
-    regs = []
-    for r in snap.regs:
-        regs.append({"n": r.name, "l": r.label, "t": "b32", "w": r.written, "c": r.changed,
-                     "v": [_triple(v, "b32") for v in r.values],
-                     "k": [None if c is None else int(c) for c in r.checks]})
-    memory = []
-    for m in snap.memory:
-        reg = m.region
-        memory.append({"key": reg.key, "name": reg.name, "space": reg.space, "base": reg.base, "size": reg.size,
-                       "dtype": reg.dtype, "offset": m.offset, "hex": m.data.hex(), "changed": list(m.changed),
-                       "ptr": {}, "acc": {}, "vars": [list(v) for v in reg.variables]})
+    regs = [{**_register_row(r.name, "b32", r.written, r.changed, r.values), "l": r.label,
+             "k": [None if c is None else int(c) for c in r.checks]} for r in snap.regs]
+    memory = _memory_payload(snap.memory)
     checks = snap.checks
     out = {
         "mode": "machine", "pos": snap.position, "positions": snap.positions, "index": snap.index,

@@ -3,6 +3,8 @@
     tl = timeline(view)            # a LaunchView (interpreter steps) or a MachineView (passes)
     tl.state(t, warp, lane)        # "running", "guarded", "ready", "diverged", "barrier", "exited", "absent"
     tl.events                      # [(position, kind, warp, words)]: diverged, reconverged, barrier wait, release
+                                   # (and on the interpreter shuffle, atomic)
+    tl.exchanges                   # the interpreter's shuffles (lane -> lane) and serialised atomics
 
 One code per lane and position (`STATES`), for the warps of the block running at that position
 (blocks run one after another on every engine):
@@ -21,7 +23,9 @@ the stack's masks, ready = the top entry's mask) and a warp whose last step was 
 until its next; on the model engines from the lane table the model holds after each pass
 (`MachineView.lane_words`). `events` mark where a warp's lanes split (`diverged`) and come back
 together (`reconverged`), where a warp starts waiting at a barrier (`barrier`) and where the
-barrier opens for it (`release`).
+barrier opens for it (`release`). On the interpreter `exchanges` (`qwengpu.lab.exchanges`) add
+the lanes that meet: a shuffle's source lane for each lane (`shuffle`), the lanes an atomic serves
+one after another (`atomic`), each also an event in words.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.machine.config import LANES
+
+from .exchanges import exchanges, machine_exchanges
 
 STATES = ("absent", "running", "guarded", "ready", "diverged", "barrier", "exited")
 CODE = {name: i for i, name in enumerate(STATES)}
@@ -44,6 +50,7 @@ class Timeline:
     blocks: list                   # per position: the block running
     focus: list                    # per position: the warp in focus (the one stepping / in flight)
     events: list = field(default_factory=list)     # (position, kind, warp, words)
+    exchanges: list = field(default_factory=list)  # `qwengpu.lab.exchanges.Exchange`s (interpreter)
     unit: str = "step"             # "step" (interpreter) or "pass" (model engines)
 
     @property
@@ -77,6 +84,10 @@ def timeline(view) -> Timeline:
     from .machine_view import MachineView
     tl = _machine_timeline(view) if isinstance(view, MachineView) else _interp_timeline(view)
     _mark_events(tl)
+    tl.exchanges = machine_exchanges(view) if isinstance(view, MachineView) else exchanges(view)
+    if tl.exchanges:
+        tl.events = sorted(tl.events + [(x.position, x.kind, x.warp, x.words) for x in tl.exchanges],
+                           key=lambda e: (e[0], e[2]))
     view._timeline = tl
     return tl
 

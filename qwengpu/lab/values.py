@@ -104,3 +104,30 @@ def pretty_text(text: str) -> str:
     """An instruction's text with mangled symbols shortened (`[_Z3dotPKiS0_Pi_param_0]` ->
     `[param_0]`) and tabs as spaces."""
     return _MANGLED.sub(lambda m: pretty_symbol(m.group(0)), text.strip().replace("\t", " "))
+
+
+#: the element type a memory card decodes shared memory as, by the PTX type of the kernel's shared
+#: loads, stores and atomics: nvcc declares every `__shared__` array as bytes (`.b8 s[16]`) and moves
+#: a C `int` with `.u32` (its signedness lives in the arithmetic), so 32-bit integers show as int32
+_ELEMENT_OF_ACCESS = {"b8": "uint8", "u8": "uint8", "s8": "int8", "b16": "int16", "u16": "int16", "s16": "int16",
+                      "b32": "int32", "u32": "int32", "s32": "int32", "f32": "float32", "b64": "int64",
+                      "u64": "int64", "s64": "int64", "f64": "float64"}
+_TYPED_DECLARATION = {"b16": "int16", "u16": "uint16", "s16": "int16", "b32": "int32", "u32": "uint32", "s32": "int32",
+                      "f32": "float32", "b64": "int64", "u64": "uint64", "s64": "int64", "f64": "float64"}
+
+
+def shared_element_type(module, declared: list, size: int) -> str:
+    """The element type of a kernel's shared memory as the kernel uses it (`size` bytes): the
+    declared type when its variables are declared with one wider than a byte, else the one element
+    type of every shared access in the module (`ld`/`st`/`atom`/`red .shared`: `.u32`, `.s32` and
+    `.b32` are all int32); bytes (`uint8`) when they mix element types or do not divide the size."""
+    types = {v.type for v in declared}
+    if len(types) == 1 and next(iter(types)) in _TYPED_DECLARATION:
+        return _TYPED_DECLARATION[next(iter(types))]
+    used = {_ELEMENT_OF_ACCESS.get(ins.info.type) for fn in module.functions.values() for ins in fn.body
+            if ins.op in ("ld", "st", "atom", "red") and getattr(ins.info, "space", None) == "shared"
+            and getattr(ins.info, "type", None)}
+    element = next(iter(used)) if len(used) == 1 else None
+    if element is None or size % np.dtype(element).itemsize:
+        return "uint8"
+    return element

@@ -31,7 +31,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 
 from .source import SourceLines
-from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, type_width
+from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, shared_element_type, type_width
 
 CHECKPOINT = 64
 #: the largest memory window a snapshot carries per region (bytes)
@@ -109,8 +109,31 @@ class MemoryView:
     access: dict                   # offset -> ["ld l2", ...]: what the next instruction touches
 
 
+class ShownState:
+    """What a position of either view shows alike (a `Snapshot` of the interpreter, a
+    `MachineSnapshot` of the model): its registers (`regs`, rows with `name` and `changed`) and its
+    memory (`memory`, `MemoryView`s)."""
+    regs: list
+    memory: list
+
+    @property
+    def changed_regs(self) -> dict:
+        """{register: lane mask} written by the last step or pass."""
+        return {r.name: r.changed for r in self.regs if r.changed}
+
+    def region(self, name: str) -> MemoryView:
+        """The region shown under `name` (its name, its key, or a space: "shared", "local")."""
+        for m in self.memory:
+            if m.region.name == name or m.region.key == name:
+                return m
+        for m in self.memory:
+            if m.region.space == name:
+                return m
+        raise KeyError(f"no memory region {name}")
+
+
 @dataclass
-class Snapshot:
+class Snapshot(ShownState):
     """The machine at one position, as the lab shows it."""
     position: int
     positions: int
@@ -142,21 +165,6 @@ class Snapshot:
             if r.name == name:
                 return r
         raise KeyError(f"no register {name} in {self.function}")
-
-    @property
-    def changed_regs(self) -> dict:
-        """{register: lane mask} written by the last step (in this frame)."""
-        return {r.name: r.changed for r in self.regs if r.changed}
-
-    def region(self, name: str) -> MemoryView:
-        """The region shown under `name` (its name, its key, or a space: "shared", "local")."""
-        for m in self.memory:
-            if m.region.name == name or m.region.key == name:
-                return m
-        for m in self.memory:
-            if m.region.space == name:
-                return m
-        raise KeyError(f"no memory region {name}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,7 +280,8 @@ class _ReplayMixin:
         for v in externs:
             svars.append((pretty_symbol(v.name), dyn_base, self.spec.shared_bytes))
         self._shared_vars = svars
-        self._shared_dtype = _dtype_of(shared_vars[0].type) if len({v.type for v in shared_vars}) == 1 else "uint8"
+        # the kernel's own element type (nvcc declares shared arrays as bytes): int32[4], not uint8[16]
+        self._shared_dtype = shared_element_type(self.module, shared_vars, self._shared_size)
         blocks = sorted({s.block for s in self.steps})
         if self._shared_size:
             for b in blocks:
