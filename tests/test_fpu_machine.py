@@ -50,6 +50,13 @@ def test_the_lab_names_a_float_op_with_its_modifiers_and_registers(fpu_machine):
     fpu = [lb for lb in labels if lb.kind == "float unit"]
     assert fpu and all(lb.lanes and lb.lanes[0] > 0 for lb in fpu)
     assert all(text.split()[0].startswith(("fma.", "mul.", "add.")) for lb in fpu for _, _, text in lb.ptx)
+    # each of the unit's passes says its lane's result as a float, read from the model's registers:
+    # saxpy's one unit op (an FFMA) gives each thread's output
+    said = [lb.text.split("the float unit: ")[1] for lb in labels if "the float unit: " in lb.text]
+    assert len(said) >= len(fpu) and all(" = " in t and " for lane " in t for t in said)
+    values = [t.split(" = ")[1].split(" for lane ")[0] for t in said]
+    out = run(load_program(k.ptx()), k.spec(), engine="sim").buffers[-1]
+    assert values == [str(v) for v in out[:len(values)]] and len(values) == 10, (values, out)
 
 
 def test_a_float_soak_runs_exactly_on_the_unit(fpu_machine):

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token
 
@@ -89,6 +91,53 @@ def _fpu_ptx_pc(bundle):
         if so is not None and so.op.kind == "fpu" and so.op.ptx_pc >= 0:
             return so.op.ptx_pc
     return None
+
+
+#: the float unit's ops whose result is a float (FSETP's is a predicate)
+FLOAT_RESULTS = ("FADD", "FSUB", "FMUL", "FFMA", "FMIN", "FMAX", "I2F")
+#: the tokens that write a bundle's results back after its EXEC
+_WRITE_BACK = ("FPU", "CARRY", "MEMW")
+
+
+def _unit_carry(bundle):
+    """(the float unit's op, the carry slot of its result) in `bundle`, or None when the bundle
+    carries no unit result."""
+    for k, so in enumerate(bundle.slots):
+        if so is not None and so.op.kind == "fpu":
+            for j, (_, (slot, _part)) in enumerate(bundle.carries):
+                if slot == k:
+                    return so.op, j
+    return None
+
+
+def unit_result(view, position: int, bundle: int, lane: int) -> str | None:
+    """The float unit's result for `lane`, said as a value: "r3 (%f2) = 2.5". Read from the model's
+    registers after the bundle's write-back (its carries hold what the unit computed; none when
+    the result equals the register's old value), so the label shows the model's own number."""
+    found = _unit_carry(view.image.bundles[bundle])
+    if found is None or lane is None:
+        return None
+    op, j = found
+    recs, tokens = view.trace.records, view.trace.tokens
+    end = position
+    while end + 1 < len(recs) and parse_token(tokens[recs[end + 1].index - 1])[0] in _WRITE_BACK:
+        end += 1
+    ms = recs[end].machine
+    reg = view.image.bundles[bundle].carry_regs[j]
+    vals = ms.regs.get((ms.warp, reg))
+    if vals is None:
+        return None
+    word = int(vals[lane]) & 0xFFFFFFFF
+    name = f"r{reg} ({view.register_name(view.image.bundles[bundle].carries[j][0])})"
+    if op.op in FLOAT_RESULTS:
+        return f"{name} = {float_text(word)} for lane {lane}"
+    return f"{name} = {'true' if word else 'false'} for lane {lane}"
+
+
+def float_text(word: int) -> str:
+    """A 32-bit word as the float it holds, shortest round-trip form (`2.5`, `-0`, `inf`, `nan`)."""
+    x = np.uint32(word).view(np.float32)
+    return str(x) if np.isfinite(x) else ("nan" if np.isnan(x) else ("-inf" if x < 0 else "inf"))
 
 
 def _store_ptx_pc(bundle):
@@ -178,6 +227,11 @@ def pass_label(view, position: int) -> PassLabel:
         where = view.written_bytes(position)
         if where:
             text += " → " + ", ".join(where)
+    if kind in ("execute", "float unit") and bundle is not None and lanes:
+        # the unit's one datapath runs the first lane in the EXEC pass, lane l in an <fpu l> pass
+        result = unit_result(view, position, bundle, lanes[0])
+        if result is not None:
+            text += f"; the float unit: {result}"
     then_kind, then, _, _, _ = describe_token(view, rec.text, ms.pc, ms.warp)
     if then_kind == "fault" and view.fault is not None:
         then = f"fault: {view.fault}"
