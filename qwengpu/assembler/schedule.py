@@ -378,34 +378,79 @@ def _thread_jumps(prog: MicroProgram) -> MicroProgram:
 
 
 def _order_blocks(prog: MicroProgram) -> list[Block]:
-    """A topological order of the CFG without back edges (reverse post-order), so that a branch's
-    reconvergence point comes after every block of its divergent region: min-pc scheduling then
-    reconverges exactly at immediate post-dominators."""
+    """A topological order of the CFG without back edges in which every loop's blocks come before
+    the blocks its exits lead to, so that min-pc scheduling reconverges exactly at immediate
+    post-dominators: a branch's reconvergence point comes after every block of its divergent
+    region, and a lane that left a loop waits at the exit until the warp's other lanes leave it
+    too (were the exit before the loop's latch, it would run ahead, into a shuffle or a barrier
+    its warp has not reached). Among the orders that allow, reverse post-order."""
     by_label = {b.label: b for b in prog.blocks}
-    seen, post = set(), []
 
-    def succ(b: Block):
-        t = b.term
-        if t[0] == "jump":
-            return [t[1]]
-        if t[0] == "barrier":
+    def succ(lab: str) -> list:
+        t = by_label[lab].term
+        if t[0] in ("jump", "barrier"):
             return [t[1]]
         if t[0] == "branch":
             return [t[4], t[3]]
         return []
 
-    stack = [(prog.entry, iter(succ(by_label[prog.entry])))]
-    seen.add(prog.entry)
+    seen, post, back = {prog.entry}, [], []
+    on_stack = {prog.entry}
+    stack = [(prog.entry, iter(succ(prog.entry)))]
     while stack:
         lab, it = stack[-1]
         nxt = next(it, None)
         if nxt is None:
             post.append(lab)
+            on_stack.discard(lab)
             stack.pop()
+        elif nxt in on_stack:
+            back.append((lab, nxt))
         elif nxt not in seen:
             seen.add(nxt)
-            stack.append((nxt, iter(succ(by_label[nxt]))))
-    return [by_label[x] for x in reversed(post)]
+            on_stack.add(nxt)
+            stack.append((nxt, iter(succ(nxt))))
+    rpo = list(reversed(post))
+    rank = {lab: i for i, lab in enumerate(rpo)}
+    backs = set(back)
+    after = {lab: {n for n in succ(lab) if (lab, n) not in backs} for lab in rpo}
+    preds: dict = {lab: [] for lab in rpo}
+    for lab in rpo:
+        for n in succ(lab):
+            preds[n].append(lab)
+    for latch, head in back:           # the natural loop: the header and what reaches the latch without it
+        body, todo = {head, latch}, [latch]
+        while todo:
+            for p_ in preds[todo.pop()]:
+                if p_ not in body and p_ in rank:
+                    body.add(p_)
+                    todo.append(p_)
+        exits = {n for lab in body for n in succ(lab) if n not in body}
+        for lab in body:
+            after[lab] |= exits
+    order = _topological(rpo, after, rank)
+    return [by_label[x] for x in (order if order is not None else rpo)]
+
+
+def _topological(nodes: list, after: dict, rank: dict) -> list | None:
+    """`nodes` in an order where each comes before every node of its `after` set, the lowest
+    `rank` first among those ready; None if the constraints have a cycle (an irreducible CFG)."""
+    import heapq
+    indeg = {n: 0 for n in nodes}
+    for n in nodes:
+        for m in after[n]:
+            indeg[m] += 1
+    ready = [(rank[n], n) for n in nodes if indeg[n] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for m in after[n]:
+            indeg[m] -= 1
+            if indeg[m] == 0:
+                heapq.heappush(ready, (rank[m], m))
+    return out if len(out) == len(nodes) else None
 
 
 def schedule(prog: MicroProgram, cfg: MachineConfig) -> Image:

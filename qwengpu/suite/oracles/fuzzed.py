@@ -51,3 +51,51 @@ def fuzz_shared_8(ii, il, fi, oi, ol, of):
         about="a NOT inside a loop nest left by break after one trip (reduced from qwengpu fuzz)")
 def fuzz_loop_break_not(x, f, out):
     return [x, f, np.array([u32(~(u32(int(v)) ^ 2654435769)) for v in x], dtype=np.uint32)]
+
+
+@oracle("fuzz_loop_exit_shfl", tags={"loop", "control", "warp", "float", "convert", "fuzz"},
+        about="lanes leave a loop after different trips, then shuffle a quotient computed after it (reduced from qwengpu fuzz)")
+def fuzz_loop_exit_shfl(ii, fi, out, last):
+    with np.errstate(all="ignore"):              # inf and nan inputs, as the kernel meets them
+        return _loop_exit_shfl(ii, fi)
+
+
+def _loop_exit_shfl(ii, fi):
+    q, n = [], []
+    for g in range(8):
+        t = g % 4
+        u0, u1 = u32(int(ii[g * 3 + 2])) ^ 2654435769, u32(int(ii[g * 3 + 1])) ^ 1013904242
+        f0, f1 = fi[g * 3], fi[g * 3 + 1]
+        d = u32(u1 << (u1 & 31))
+        bound = ((u0 | t) if d == 0 else (u0 | t) % d) & 3
+        m = int(ii[g * 3 + 1])
+        for k in range(bound):
+            m = k
+            if f0 != fma32(f1, f0, f0):
+                break
+        n.append(m)
+        q.append(np.float32(0.71642828) / fma32(np.float32(g), f0, np.float32(g)))
+    shuffled = [q[g + 2] if g % 4 < 2 else q[g] for g in range(8)]
+    return [ii, fi, np.array(shuffled, dtype=np.float32), np.array(n, dtype=np.int32)]
+
+
+def fma32(a, b, c) -> np.float32:
+    """fmaf: a*b + c rounded once to f32 (exact in fractions, then to the nearest f32)."""
+    from fractions import Fraction
+    a, b, c = (np.float32(x) for x in (a, b, c))
+    if not all(np.isfinite(x) for x in (a, b, c)):
+        return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    return round_f32(exact)
+
+
+def round_f32(x) -> np.float32:
+    """A rational to the nearest f32, ties to even (one rounding)."""
+    from fractions import Fraction
+    if x == 0:
+        return np.float32(0.0)
+    lo = np.float32(float(x))                    # within an ulp of x; step to the nearest
+    cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
+    best = min(cands, key=lambda c: (abs(Fraction(float(c)) - x) if np.isfinite(c) else Fraction(10 ** 60),
+                                     int(np.float32(c).view(np.uint32)) & 1))
+    return np.float32(best)
