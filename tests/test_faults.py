@@ -9,7 +9,7 @@ bounds, the others make one lane fault."""
 import pytest
 
 import qwengpu
-from qwengpu.interp.memory import ExecutionFault
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import GLOBAL_BASE
 
 #: name -> (CUDA source, launch args builder(k)) -- every kernel writes `out` (4 ints)
@@ -237,7 +237,7 @@ def test_only_barriers_in_divergent_code_are_checked():
     (`interp.cfg.divergent_barriers`): the suite's barriers are outside divergent code (their
     programs do not pay for the check), the test kernels' barriers inside `if (t < k)` are in it."""
     from qwengpu import load_program, suite
-    from qwengpu.interp.cfg import divergent_barriers
+    from qwengpu.ptx.cfg import divergent_barriers
 
     def checked(program):
         m = load_program(program)

@@ -15,7 +15,7 @@ from ptxkit import kernel
 import qwengpu
 from qwengpu import load_program, run, suite
 from qwengpu.assembler import assemble
-from qwengpu.interp.memory import ExecutionFault, MemoryFault
+from qwengpu.semantics.faults import ExecutionFault, MemoryFault
 from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
 from qwengpu.machine.simulator import MachineStepLimit

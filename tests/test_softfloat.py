@@ -1,5 +1,5 @@
 """Soft-float micro-op routines (qwengpu.assembler.softfloat) against the reference semantics
-(qwengpu.interp.floats), bit for bit.
+(qwengpu.semantics.floats), bit for bit.
 
 Two kinds of check for every routine and modifier combination:
 * hypothesis: random bit patterns mixed with special values, each example evaluated with
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from qwengpu.assembler import softfloat as sf
 from qwengpu.assembler.emit import Recorder
-from qwengpu.interp import floats as F
+from qwengpu.semantics import floats as F
 from qwengpu.machine.uops import ALU_OPS, Imm, alu_eval
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -146,7 +146,7 @@ class FloatOps:
     float_sqrt = float_rcp
 
     def op_ex2(self, ctx, ins, info):
-        """ex2/lg2/sin/cos/tanh/rsqrt .approx{.ftz}.f32: `qwengpu.interp.approx`'s definitions
+        """ex2/lg2/sin/cos/tanh/rsqrt .approx{.ftz}.f32: `qwengpu.semantics.approx`'s definitions
         (`softfloat.approx`), the interpreter's bits by construction."""
         if info.type == "f64" and ins.op == "rsqrt":
             a, = self.floats(ctx, ins, "f64", 1)
