@@ -90,8 +90,10 @@ def h_arith(it, warp, frame, ins, info, ex):
     dt = _wide(t) if info.mode == "wide" else t
     it.write_reg(frame, ins.operands[0], out, ex, dt)
 
+
 def _wide(t: str) -> str:
     return t[0] + str(2 * int(t[1:]))
+
 
 def h_float(it, warp, frame, ins, info, ex):
     t = info.type
@@ -103,6 +105,7 @@ def h_float(it, warp, frame, ins, info, ex):
     else:
         out = from_numpy(_float_op(ins, info, t, srcs))
     it.write_reg(frame, ins.operands[0], out, ex, t)
+
 
 def _float_op(ins, info, t: str, srcs: list):
     """The float operation `ins` on type `t` over each lane's operands (`srcs`: one array each)."""
@@ -139,12 +142,14 @@ def _float_op(ins, info, t: str, srcs: list):
         raise ExecutionFault(f"no semantics for {ins.opcode}")
     return r
 
+
 def h_approx(it, warp, frame, ins, info, ex):
     """ex2, lg2, sin, cos, tanh, rsqrt .approx: qwenGPU's definitions (`approx`)."""
     t = info.type
     a = to_numpy(it.read(warp, frame, ins.operands[1], t))
     r = approx().rsqrt_f64(a) if t == "f64" else approx().approximate(ins.op, a, ftz=info.ftz)
     it.write_reg(frame, ins.operands[0], from_numpy(r), ex, t)
+
 
 def h_bits(it, warp, frame, ins, info, ex):
     op = ins.op
@@ -225,6 +230,7 @@ def h_bits(it, warp, frame, ins, info, ex):
         dt = "u32" if info.type == "u32" and info.src_type == "u32" else "s32"
     it.write_reg(frame, ops[0], out, ex, dt)
 
+
 def _compare(it, warp, frame, info, a_op, b_op, t) -> list[int]:
     a = it.read(warp, frame, a_op, t)
     b = it.read(warp, frame, b_op, t)
@@ -235,12 +241,14 @@ def _compare(it, warp, frame, info, a_op, b_op, t) -> list[int]:
     w = type_bits(t)
     return [int(alu.compare(info.cmp, a[i], b[i], w, is_signed(t))) for i in range(LANES)]
 
+
 def _combine(boolop, t: list[int], c: list[int]) -> list[int]:
     if boolop == "and":
         return [x & y for x, y in zip(t, c)]
     if boolop == "or":
         return [x | y for x, y in zip(t, c)]
     return [x ^ y for x, y in zip(t, c)]
+
 
 def h_setp(it, warp, frame, ins, info, ex):
     ops = ins.operands
@@ -265,6 +273,7 @@ def h_setp(it, warp, frame, ins, info, ex):
     one = 0x3F800000 if info.type == "f32" else 0xFFFFFFFF
     it.write_reg(frame, ops[0], [one if x else 0 for x in r], ex, info.type)
 
+
 def h_selp(it, warp, frame, ins, info, ex):
     ops = ins.operands
     a = it.read(warp, frame, ops[1], info.type)
@@ -282,6 +291,7 @@ def h_selp(it, warp, frame, ins, info, ex):
             sel = [bool(x) for x in np.asarray(F.fcompare("ge", to_numpy(c), zero, width=32, ftz=info.ftz)).tolist()]
         out = [a[i] if sel[i] else b[i] for i in range(LANES)]
     it.write_reg(frame, ops[0], out, ex, info.type)
+
 
 def h_mov(it, warp, frame, ins, info, ex):
     d, a = ins.operands
@@ -305,6 +315,7 @@ def h_mov(it, warp, frame, ins, info, ex):
         raise ExecutionFault("taking the address of a function is not supported")
     it.write_reg(frame, d, it.read(warp, frame, a, t), ex, t)
 
+
 def h_cvt(it, warp, frame, ins, info, ex):
     d, a = ins.operands
     dt, st = info.type, info.src_type
@@ -323,6 +334,7 @@ def h_cvt(it, warp, frame, ins, info, ex):
     F = floats()
     r = F.cvt(to_numpy(v), dt, st, rnd=info.rnd, sat=info.sat, ftz=info.ftz)
     it.write_reg(frame, d, from_numpy(r), ex, dt)
+
 
 def h_misc(it, warp, frame, ins, info, ex):
     op = ins.op

@@ -9,11 +9,13 @@ from qwengpu.semantics.launch_model import LANES
 
 
 def floats():
+    """`qwengpu.semantics.floats`, imported on first use (a kernel without floats does not load it)."""
     from qwengpu.semantics import floats
     return floats
 
 
 def approx():
+    """`qwengpu.semantics.approx`, imported on first use."""
     from qwengpu.semantics import approx
     return approx
 
@@ -26,14 +28,13 @@ def is_signed(t: str) -> bool:
     return t[0] == "s"
 
 
-def lanes_of(mask: int):
+def lanes_of(mask: int) -> list[int]:
     return [i for i in range(LANES) if mask >> i & 1]
+
 
 def to_numpy(vals: list[int]) -> np.ndarray:
     return np.array(vals, dtype=np.uint64)
 
+
 def from_numpy(arr) -> list[int]:
     return [int(x) for x in np.asarray(arr).tolist()]
-
-def float_args(info):
-    return dict(width=type_bits(info.type))

@@ -35,6 +35,7 @@ def h_cvta(it, warp, frame, ins, info, ex):
             out.append(x + base)
     it.write_reg(frame, d, out, ex, info.type)
 
+
 def h_ld(it, warp, frame, ins, info, ex):
     d, a = ins.operands
     t = info.type
@@ -67,6 +68,7 @@ def h_ld(it, warp, frame, ins, info, ex):
         if r is not None:
             it.write_reg(frame, r, v, ex, t)
 
+
 def h_st(it, warp, frame, ins, info, ex):
     a, s = ins.operands
     t = info.type
@@ -93,6 +95,7 @@ def h_st(it, warp, frame, ins, info, ex):
                 it.mem_write(info.space, addrs[i] + k * size, size, values[k][i], i)
             except MemoryFault as e:
                 raise e.locate(lane=i)
+
 
 def h_atom(it, warp, frame, ins, info, ex):
     ops = ins.operands

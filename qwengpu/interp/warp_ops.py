@@ -13,6 +13,7 @@ def _member_mask(it, warp, frame, o, ex: int) -> int:
     v = it.read(warp, frame, o, "b32")
     return v[lanes_of(ex)[0]] & FULL
 
+
 def h_shfl(it, warp, frame, ins, info, ex):
     d, a, b, c, mm = ins.operands
     av = it.read(warp, frame, a, "b32")
@@ -50,6 +51,7 @@ def h_shfl(it, warp, frame, ins, info, ex):
     else:
         it.write_reg(frame, d, out, ex, "b32")
 
+
 def h_vote(it, warp, frame, ins, info, ex):
     d, a, mm = ins.operands
     members = _member_mask(it, warp, frame, mm, ex) & ex
@@ -66,6 +68,7 @@ def h_vote(it, warp, frame, ins, info, ex):
     else:
         r = int(len({p[i] for i in lanes}) <= 1)
     it.write_reg(frame, d, [r] * LANES, ex, "pred")
+
 
 def h_match(it, warp, frame, ins, info, ex):
     d, a, mm = ins.operands

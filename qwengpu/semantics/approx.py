@@ -109,20 +109,10 @@ class Lanes:
         return _word_op("SHR", o, self)
 
 
-class NpBuilder:
-    """The builder interface on numpy lanes (see the module docstring)."""
-
-    def __init__(self, shape=()):
-        self.shape = shape
-
-    def _v(self, x):
-        return np.broadcast_to(_arr(x), self.shape) if not isinstance(x, Lanes) else x.v
-
-    def inp(self, x) -> Lanes:
-        return Lanes(x)
-
-    def op(self, op, a, b=None, c=None):
-        return Lanes(alu_eval_lanes(op, self._v(a), self._v(0 if b is None else b), self._v(0 if c is None else c))[0])
+class BuilderOps:
+    """The builder interface's named operations (see the module docstring), each one ALU micro-op
+    through the builder's `op(op, a, b=None, c=None)`: written once for every builder (`NpBuilder`
+    here; the soft-float builder of the assembler has the same ones)."""
 
     def sel(self, c, a, b):
         return self.op("SEL", a, b, c)
@@ -156,6 +146,22 @@ class NpBuilder:
 
     def clz(self, a):
         return self.op("CLZ", a)
+
+
+class NpBuilder(BuilderOps):
+    """The builder interface on numpy lanes (see the module docstring)."""
+
+    def __init__(self, shape=()):
+        self.shape = shape
+
+    def _v(self, x):
+        return np.broadcast_to(_arr(x), self.shape) if not isinstance(x, Lanes) else x.v
+
+    def inp(self, x) -> Lanes:
+        return Lanes(x)
+
+    def op(self, op, a, b=None, c=None):
+        return Lanes(alu_eval_lanes(op, self._v(a), self._v(0 if b is None else b), self._v(0 if c is None else c))[0])
 
     def sub(self, a, b):
         return Lanes(self._v(a)) - Lanes(self._v(b))

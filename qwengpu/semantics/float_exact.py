@@ -331,6 +331,12 @@ def exact_add(a, b, fmt, mode, negate_b=False):
         return (b & (fmt.mask ^ fmt.sign)) | zero_of(fmt, sb)
     if cb == CLASS_ZERO:
         return a
+    return _rounded_sum(sa, ma, ea, sb, mb, eb, fmt, mode)
+
+
+def _rounded_sum(sa, ma, ea, sb, mb, eb, fmt, mode):
+    """(-1)^sa ma 2^ea + (-1)^sb mb 2^eb, exact, rounded once; an exact zero sum is +0 (-0 when
+    rounding down), as IEEE says."""
     e = min(ea, eb)
     va = ma << (ea - e)
     vb = mb << (eb - e)
@@ -377,13 +383,7 @@ def exact_fma(a, b, c, fmt, mode):
     mp, ep = ma * mb, ea + eb
     if cc == CLASS_ZERO:
         return round_exact(sp, mp, ep, False, fmt, mode)
-    e = min(ep, ec)
-    vp = mp << (ep - e)
-    vc = mc << (ec - e)
-    s = (-vp if sp else vp) + (-vc if sc else vc)
-    if s == 0:
-        return zero_of(fmt, int(mode == "rm"))
-    return round_exact(int(s < 0), abs(s), e, False, fmt, mode)
+    return _rounded_sum(sp, mp, ep, sc, mc, ec, fmt, mode)
 
 
 def exact_div(a, b, fmt, mode):

@@ -204,47 +204,30 @@ def ffma(a, b, c, *, width=32, rnd="rn", ftz=False, sat=False):
 @quiet_numpy
 def frcp(a, *, width=32, rnd="rn", ftz=False):
     """rcp.rnd{.ftz}.f32 / rcp.rnd.f64: correctly rounded 1/a (no rcp.approx)."""
-    fmt = format_of(width, "rcp")
-    if fmt is F16:
-        raise UnsupportedFloatOp("rcp.f16 does not exist in PTX")
-    mode = check_rounding(rnd, fmt, "rcp", default=None)
-    check_ftz(ftz, fmt, "rcp")
-    (a,) = operands(fmt, a)
-    if ftz:
-        a = flush_subnormals(a, fmt)
-    fn = functools.partial(exact_rcp, fmt=fmt, mode=mode)
-    if fast_paths_on() and mode == "rn":
-        with np.errstate(all="ignore"):
-            r = fmt.npfloat(1.0) / numpy_of_bits(a, fmt)
-        out = bits_of_numpy(r, fmt)
-        nan = np.isnan(r)
-        if fmt is F64:
-            if nan.any():
-                out = per_lane(fn, [a], out=out, where=nan)
-        else:
-            out[nan] = fmt.u_nan
-    else:
-        out = per_lane(fn, [a])
-    if ftz:
-        out = flush_subnormals(out, fmt)
-    return out
+    return _unary("rcp", exact_rcp, lambda x, fmt: fmt.npfloat(1.0) / x, a, width, rnd, ftz)
 
 
 @quiet_numpy
 def fsqrt(a, *, width=32, rnd="rn", ftz=False):
     """sqrt.rnd{.ftz}.f32 / sqrt.rnd.f64: correctly rounded square root (no sqrt.approx)."""
-    fmt = format_of(width, "sqrt")
+    return _unary("sqrt", exact_sqrt, lambda x, fmt: np.sqrt(x), a, width, rnd, ftz)
+
+
+def _unary(name, exact, numpy_op, a, width, rnd, ftz):
+    """A correctly rounded unary operation: `exact` per lane, or numpy's IEEE `numpy_op` where it is
+    the same rounding (rn; f64 NaNs by the exact path, for their payloads)."""
+    fmt = format_of(width, name)
     if fmt is F16:
-        raise UnsupportedFloatOp("sqrt.f16 does not exist in PTX")
-    mode = check_rounding(rnd, fmt, "sqrt", default=None)
-    check_ftz(ftz, fmt, "sqrt")
+        raise UnsupportedFloatOp(f"{name}.f16 does not exist in PTX")
+    mode = check_rounding(rnd, fmt, name, default=None)
+    check_ftz(ftz, fmt, name)
     (a,) = operands(fmt, a)
     if ftz:
         a = flush_subnormals(a, fmt)
-    fn = functools.partial(exact_sqrt, fmt=fmt, mode=mode)
+    fn = functools.partial(exact, fmt=fmt, mode=mode)
     if fast_paths_on() and mode == "rn":
         with np.errstate(all="ignore"):
-            r = np.sqrt(numpy_of_bits(a, fmt))
+            r = numpy_op(numpy_of_bits(a, fmt), fmt)
         out = bits_of_numpy(r, fmt)
         nan = np.isnan(r)
         if fmt is F64:

@@ -91,24 +91,29 @@ _RESULTS = {
     "BREV": lambda a, b, c: _brev(a),
 }
 
-def _words(x, shape):
+def _words(x):
+    """x as uint64 words (a Python int masked to 32 bits first)."""
     if isinstance(x, int):
         x &= M32
-    return np.broadcast_to(np.asarray(x, dtype=np.uint64) & _M32, shape)
+    elif isinstance(x, np.ndarray) and x.dtype == np.uint64:
+        return x & _M32
+    return np.asarray(x, dtype=np.uint64) & _M32
 
 
 def alu_eval_lanes(op: str, a, b=0, c=0, cin=0):
     """(results, carry flags) of an ALU micro-op on arrays of words (ints broadcast): ADD is
     a + b + cin (cin 0 or 1 per lane), its carry the 33rd bit; every other op's carry is 0."""
-    shape = np.broadcast_shapes(*(np.shape(x) for x in (a, b, c, cin)))
-    a, b, c = (_words(x, shape) for x in (a, b, c))
+    a, b, c, cin = _words(a), _words(b), _words(c), _words(cin)
     if op == "ADD":
-        t = a + b + _words(cin, shape)
+        t = a + b + cin
         return t & _M32, t >> np.uint64(32)
     fn = _RESULTS.get(op)
     if fn is None:
         raise ValueError(f"unknown ALU op {op}")
-    return np.asarray(fn(a, b, c), dtype=np.uint64), np.zeros(shape, dtype=np.uint64)
+    shape = a.shape if a.shape == b.shape == c.shape == cin.shape else np.broadcast_shapes(a.shape, b.shape, c.shape,
+                                                                                           cin.shape)
+    r = np.asarray(fn(a, b, c), dtype=np.uint64)
+    return (r if r.shape == shape else np.broadcast_to(r, shape)), np.zeros(shape, dtype=np.uint64)
 
 
 def alu_eval(op: str, a: int, b: int = 0, c: int = 0, cin: int = 0) -> tuple[int, int]:
