@@ -234,7 +234,7 @@ def test_a_jump_table_index_past_the_table_is_the_same_fault(bad):
 
 def test_only_barriers_in_divergent_code_are_checked():
     """The machine checks a barrier only where some live lanes of a warp may be elsewhere
-    (`interp.cfg.divergent_barriers`): the suite's barriers are outside divergent code (their
+    (`ptx.cfg.divergent_barriers`): the suite's barriers are outside divergent code (their
     programs do not pay for the check), the test kernels' barriers inside `if (t < k)` are in it."""
     from qwengpu import load_program, suite
     from qwengpu.ptx.cfg import divergent_barriers

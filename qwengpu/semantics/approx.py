@@ -21,7 +21,7 @@ approx="refuse")` (`qwengpu --no-approx`) refuses them instead.
 - `rsqrt`, `tanh` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`) of correctly rounded
   f32 operations (`add mul fma div rcp sqrt`
   .rn), `ex2_f32` and integer micro-ops, written once against an "ops" interface (`alu`, `fadd`,
-  `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`interp.floats` for the float
+  `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`floats` for the float
   operations), the assembler's emitter ops (`softfloat` routines, bit-exact with `floats`) on the
   machine.
 

@@ -4,7 +4,7 @@ on the soft-float routines, so that the machine computes the interpreter's bits 
 `ex2`, `lg2`, `sin` and `cos` build the fixed-point programs (`approx.FIXED_POINT`, written against
 the builder interface) with this package's `Builder`; `approximate` runs the compositions
 (`approx.COMPOSITE`: `rsqrt`, `tanh`) with `EmOps`, whose float operations are this package's `.rn` routines
-(bit-exact with `interp.floats`) and whose integer operations are single micro-ops.
+(bit-exact with `semantics.floats`) and whose integer operations are single micro-ops.
 `rcp/sqrt/div .approx` and `div.full` need nothing here: the decoder makes them `.rn`.
 """
 from __future__ import annotations
