@@ -296,7 +296,7 @@ def cmd_fuzz(args) -> int:
         print(line, flush=True)
     report = fuzz(seed=args.seed, count=args.count, start=args.start, engines=engines,
                   compact_every=args.compact_every, batch=args.batch, out_dir=args.out, reduce=args.reduce,
-                  log=None if args.quiet else log, geometry=args.machine)
+                  log=None if args.quiet else log, geometry=args.machine, mix=args.mix)
     for f in report.failures:
         print(f"  {f.name} (seed {f.seed}) on {f.engine}: {f.detail}" + (f" [{f.directory}]" if f.directory else ""))
     print(report.summary())
@@ -423,6 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--quiet", action="store_true", help="no progress lines")
     fz.add_argument("--machine", default=None, help="the geometry sim and compact run (default: the built-in "
                     "compact; compact-fpu tests the float unit)")
+    fz.add_argument("--mix", choices=("all", "float"), default="all",
+                    help="the generator's types: all alike (default) or mostly float (the float unit's run)")
     fz.add_argument("--faults", action="store_true",
                     help="kernels that may fault: the engines must agree with the interpreter on the buffers or "
                          "on the fault's kind, lane and address (no host oracle)")

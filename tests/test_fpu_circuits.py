@@ -39,9 +39,9 @@ class Lane:
         op = p.input_onehot("op", len(FPU_OPCODES))
         rnd = p.input_onehot("rnd", len(FPU_ROUNDINGS))
         cmp = p.input_onehot("cmp", len(FPU_COMPARES))
-        fl = p.input_bits("fl", 3)
+        fl = p.input_bits("fl", 4)
         sel = p.input_bits("sel", 3)       # each operand's port selector (all on: one port each)
-        ctl = FpuControl(op, rnd, cmp, fl.f(0), fl.f(1), fl.f(2))
+        ctl = FpuControl(op, rnd, cmp, fl.f(0), fl.f(1), fl.f(2), fl.f(3))
         choices = {n: [(sel.f(i), [x.f(j) for j in range(32)])] for i, (n, x) in enumerate(zip("abc", (a, b, c)))}
         self.out = fpu_lane(hw, "t", choices, ctl)
         self.order = [n for n in topo_order(p) if not isinstance(n, EmbedNode)]
@@ -51,7 +51,8 @@ class Lane:
         env = {"a": a, "b": b, "c": c, "op": FPU_OPCODES.index(op),
                "rnd": FPU_ROUNDINGS.index(mods.get("rnd", "rn")),
                "cmp": FPU_COMPARES.index(mods.get("compare", "eq")),
-               "fl": int(bool(mods.get("ftz"))) | int(bool(mods.get("sat"))) << 1 | int(bool(mods.get("nan"))) << 2,
+               "fl": int(bool(mods.get("ftz"))) | int(bool(mods.get("sat"))) << 1 | int(bool(mods.get("nan"))) << 2
+                     | int(bool(mods.get("signed"))) << 3,
                "sel": 7}
         state: dict = {}
         for node in self.order:
@@ -92,8 +93,27 @@ def significand(rng: random.Random) -> int:
 SPECIAL_EXPONENTS = (0, 0, 1, 254, 255, 255)
 
 
+def integer(rng: random.Random) -> int:
+    """A 32-bit word for I2F: small and large magnitudes, ties and near-ties at 24 bits, the
+    extremes of s32 and u32, and words whose low or high part is all zeros or all ones."""
+    k = rng.random()
+    if k < 0.25:
+        return rng.getrandbits(32)
+    if k < 0.45:                                      # a few significant bits anywhere: ties when rounded
+        return (rng.getrandbits(rng.randrange(1, 27)) << rng.randrange(0, 8)) & 0xFFFFFFFF
+    if k < 0.6:                                       # negative s32 of every size
+        return (-(rng.getrandbits(rng.randrange(1, 32)) + 1)) & 0xFFFFFFFF
+    if k < 0.75:                                      # low or high part all ones / zeros
+        hi, lo = rng.choice([0, 0x1FF, rng.getrandbits(9)]), rng.choice([0, 0x7FFFFF, rng.getrandbits(23)])
+        return (hi << 23) | lo
+    return rng.choice([0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x00FFFFFF, 0x01000001, 0xFF000001,
+                       0x7FFFFFC0, 0x7FFFFF80, 0xFFFFFF80, 0x80000001])
+
+
 def operands(rng: random.Random, op: str) -> tuple[int, int, int]:
     """a, b, c with the addend's exponent near, inside or beyond the product's (or a's)."""
+    if op == "I2F":
+        return integer(rng), 0, 0
     def exponent():
         return rng.choice(SPECIAL_EXPONENTS) if rng.random() < 0.15 else rng.randrange(0, 256)
     ea = exponent()
@@ -111,6 +131,9 @@ def operands(rng: random.Random, op: str) -> tuple[int, int, int]:
 
 
 def modifiers(rng: random.Random, op: str) -> dict:
+    if op == "I2F":
+        return {"rnd": rng.choice(FPU_ROUNDINGS), "ftz": rng.random() < 0.3, "sat": rng.random() < 0.2,
+                "signed": rng.random() < 0.6}
     if op in ARITH:
         return {"rnd": rng.choice(FPU_ROUNDINGS), "ftz": rng.random() < 0.3, "sat": rng.random() < 0.2}
     if op == "FSETP":
@@ -156,6 +179,21 @@ def test_edges_of_the_datapath(lane, rnd):
                 check(lane, op, a, b, c, {"rnd": rnd, "ftz": ftz, "sat": sat})
     for sat_case in (f32(1.0), f32(1.0 + 2 ** -23), f32(0.99999994), 0x80000000, 0x7F800000, 0xFF800000):
         check(lane, "FMUL", sat_case, one, 0, {"rnd": rnd, "sat": True})
+
+
+def test_int_to_float_on_its_edges(lane):
+    """I2F (X * 1.0 + Z of the integer's two parts, rounded once): zero, +-1, the extremes of s32
+    and u32, exact 24-bit values, ties and near-ties above 2^24 (both parts non-zero), a negative
+    s32 whose complement's low part is all ones (the + 1 carries into the high part), every
+    rounding mode, signed and unsigned, .sat."""
+    words = [0, 1, 2, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000000, 0x80000001, 0x7FFFFFFF, 0x00FFFFFF, 0x01000000,
+             0x01000001, 0x01000002, 0x01000003, 0x02000006, 0xFE000003, 0xFEFFFFFF, 0xFF800000, 0xFF800001,
+             0x007FFFFF, 0x00800000, 0x00800001, 0xFF7FFFFF, 0x7FFFFFC0, 0x7FFFFF80, 0x7FFFFF7F, 0x12345678]
+    for w in words:
+        for rnd in FPU_ROUNDINGS:
+            for signed in (False, True):
+                check(lane, "I2F", w, 0, 0, {"rnd": rnd, "signed": signed})
+                check(lane, "I2F", w, 0, 0, {"rnd": rnd, "signed": signed, "sat": True, "ftz": True})
 
 
 def test_compares_min_max_on_every_pair_of_specials(lane):

@@ -25,6 +25,23 @@ def test_the_same_seed_and_index_give_the_same_kernel():
     assert a.source() != c.source().replace("fz_3_8", "fz_3_7")
 
 
+def test_the_float_mix_makes_float_the_common_type_and_keeps_the_default_kernels():
+    """`mix="float"` (the float unit's run) weighs the types toward float; the default mix draws
+    exactly the kernels it drew before mixes existed (seed 3, kernel 7's text is pinned by hash)."""
+    import hashlib
+    assert hashlib.sha256(generate(3, 7).source().encode()).hexdigest()[:16] == "a6cf03ba26a41a63"
+    def float_share(mix):
+        lines = [ln.strip() for i in range(40) for ln in generate(9, i, mix).source().splitlines()]
+        assigned = [ln[0] for ln in lines if len(ln) > 3 and ln[1].isdigit() and " = " in ln
+                    and ln[0] in "iulqf" and not ln.startswith(("i0 = ii", "f0 = fi"))]
+        return sum(t == "f" for t in assigned) / len(assigned)
+    assert float_share("float") > 0.45 > 0.3 > float_share("all")
+    k = generate(3, 7, "float")
+    assert k.name == "fzf_3_7" and k.seed == "3:7:float" and k.source() == generate(3, 7, "float").source()
+    with pytest.raises(ValueError, match="unknown type mix 'ints'"):
+        generate(3, 7, "ints")
+
+
 def test_generated_kernels_cover_the_subset():
     text = "".join(generate(5, i).source() for i in range(60))
     for construct in ("__syncthreads()", "__shfl_sync", "__shfl_xor_sync", "atomicAdd", "atomicMax", "for (",

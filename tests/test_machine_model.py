@@ -307,31 +307,46 @@ def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypat
 
 
 def test_stale_cached_builds_are_evicted(tmp_path, monkeypatch, capsys):
-    """Builds from other circuits (older qwengpu versions) are removed; the current one, builds of
-    the same circuits with other compiler options and other machines stay. The notice goes to
-    stderr (a command's stdout may be its JSON)."""
+    """Builds from other circuits (older qwengpu versions) that no one opened for a day are
+    removed; the current one, builds of the same circuits with other compiler options, other
+    machines (`tiny-fpu-*` is not a build of `tiny`) and a stale build opened recently (another
+    checkout's running soak may use it) stay. The notice goes to stderr (a command's stdout may be
+    its JSON)."""
     import json
+    import os
+    import time
 
     from qwengpu.runtime import checkpoint as mm
     monkeypatch.setenv("QWENGPU_CACHE", str(tmp_path))
-    current = mm.source_hash(TINY, {})
-    for name, h in [("tiny-old", "0123"), ("tiny-now", current), ("tiny-now-other-options", current),
-                    ("compact-old", "0123")]:
+    current, old = mm.source_hash(TINY, {}), "0123456789abcdef"
+    day_ago = time.time() - mm.KEEP_RECENTLY_USED_S - 60
+    folders = [("tiny-" + old, "tiny", old, day_ago), ("tiny-" + current, "tiny", current, day_ago),
+               ("tiny-" + "a" * 16, "tiny", current, day_ago), ("tiny-" + "b" * 16, "tiny", old, None),
+               ("tiny-fpu-" + "c" * 16, "tiny-fpu", old, day_ago), ("compact-" + old, "compact", old, day_ago)]
+    for name, machine, h, used in folders:
         (tmp_path / name).mkdir()
-        (tmp_path / name / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": h}))
-    (tmp_path / "tiny-broken").mkdir()
+        (tmp_path / name / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": h, "config": {"name": machine}}))
+        if used is not None:
+            os.utime(tmp_path / name / mm.MACHINE_FILE, (used, used))
+    (tmp_path / ("tiny-" + "d" * 16)).mkdir()                   # no metadata: an interrupted build
+    os.utime(tmp_path / ("tiny-" + "d" * 16), (day_ago, day_ago))
     (tmp_path / "tiny-x.partial").mkdir()
     removed = mm.evict_stale_builds(TINY, progress=True)
-    assert sorted(p.name for p in removed) == ["tiny-broken", "tiny-old"]
+    assert sorted(p.name for p in removed) == ["tiny-" + old, "tiny-" + "d" * 16]
     out = capsys.readouterr()
     assert out.out == "" and "removed 2 cached build(s) of machine tiny" in out.err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["compact-old", "tiny-now", "tiny-now-other-options",
-                                                          "tiny-x.partial"]
-    # load_machine building into the cache evicts too
-    (tmp_path / "tiny-old").mkdir()
-    (tmp_path / "tiny-old" / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": "0123"}))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["compact-" + old, "tiny-" + current, "tiny-" + "a" * 16, "tiny-" + "b" * 16, "tiny-fpu-" + "c" * 16,
+         "tiny-x.partial"])
+    # load_machine building into the cache evicts too; opening a build marks it used
+    (tmp_path / ("tiny-" + old)).mkdir()
+    (tmp_path / ("tiny-" + old) / mm.MACHINE_FILE).write_text(json.dumps({"source_hash": old}))
+    os.utime(tmp_path / ("tiny-" + old) / mm.MACHINE_FILE, (day_ago, day_ago))
     m = mm.load_machine(TINY, progress=False)
-    assert m.path.parent == tmp_path and not (tmp_path / "tiny-old").exists()
+    assert m.path.parent == tmp_path and not (tmp_path / ("tiny-" + old)).exists()
+    m = mm.load_machine(TINY, progress=False)
+    assert time.time() - mm.last_used(m.path) < 60
+    assert mm.open_machine(m.path).path == m.path             # the mark is not a file the build's check minds
 
 
 def test_a_warp_switch_after_a_store_does_not_fault(compact):

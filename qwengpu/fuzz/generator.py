@@ -30,6 +30,9 @@ OUTPUTS = (("oi", "iu", "int32"), ("ol", "lq", "int64"), ("of", "f", "float32"))
 #: itself, so a word's final value does not depend on the order the threads reach it
 ATOMICS = ("atomicAdd", "atomicXor", "atomicOr", "atomicAnd", "atomicMax", "atomicMin")
 ACC_WORDS = len(ATOMICS)
+#: how often each local type is picked for an assignment, a comparison, a shared exchange or a
+#: shuffle: "all" weighs the five alike; "float" makes float the common case (the float unit's run)
+MIXES = {"all": {t: 1 for t in "iulqf"}, "float": {"i": 1, "u": 1, "l": 1, "q": 1, "f": 12}}
 PARAMS = "const int *ii, const i64 *il, const float *fi, int *oi, i64 *ol, float *of, unsigned *acc"
 
 
@@ -192,8 +195,9 @@ _CAST = {   # from type -> text template producing the key type
 
 
 class _Gen:
-    def __init__(self, r: random.Random, block: int):
+    def __init__(self, r: random.Random, block: int, mix: str = "all"):
         self.r, self.block = r, block
+        self.weights = MIXES[mix]
         self.loop_vars: list[str] = []
         self.loops = 0
 
@@ -223,6 +227,13 @@ class _Gen:
         neg = {"i": "fz_neg_i({})", "l": "fz_neg_l({})", "u": "(0u - {})", "q": "(0ull - {})"}[ty]
         return (neg if r.random() < 0.5 else "(~{})").format(self.expr(ty, depth - 1))
 
+    def pick(self, types: str) -> str:
+        """One of `types` by the mix's weights (under "all": `r.choice`, so the kernels of a seed
+        stay what they were before mixes existed)."""
+        if len({self.weights[t] for t in types}) == 1:
+            return self.r.choice(types)
+        return self.r.choices(types, weights=[self.weights[t] for t in types])[0]
+
     def leaf(self, ty: str) -> str:
         r = self.r
         c = r.random()
@@ -238,12 +249,12 @@ class _Gen:
         if r.random() < 0.3:       # divergent on the thread index
             return r.choice([f"(t & {r.randint(1, 3)}) == 0", f"t < {r.randint(1, self.block - 1)}",
                              f"(g % 3) == {r.randint(0, 2)}", f"t != {r.randrange(self.block)}"])
-        ty = r.choice("iulqf")
+        ty = self.pick("iulqf")
         op = r.choice(["<", "<=", ">", ">=", "==", "!="])
         return f"{self.expr(ty, depth)} {op} {self.expr(ty, depth)}"
 
     def assign(self) -> Stmt:
-        ty = self.r.choice("iulqf")
+        ty = self.pick("iulqf")
         return Stmt("line", f"{ty}{self.r.randrange(LOCALS[ty])} = {self.expr(ty, self.r.randint(1, 3))};")
 
     def stmts(self, n: int, depth: int, top: bool) -> list:
@@ -281,7 +292,7 @@ class _Gen:
     def shared_phase(self) -> Stmt:
         """Every thread writes its slot, a barrier, each reads another's, a barrier (before the slots
         are written again)."""
-        ty = self.r.choice("if")
+        ty = self.pick("if")
         src = (f"(t + {self.r.randint(1, self.block - 1)}) % {self.block}" if self.r.random() < 0.6
                else f"({self.expr('u', 2)}) % {self.block}u")
         dst = f"{ty}{self.r.randrange(LOCALS[ty])}"
@@ -290,7 +301,7 @@ class _Gen:
 
     def shuffle(self) -> Stmt:
         r = self.r
-        ty = r.choice("iulqf")
+        ty = self.pick("iulqf")
         dst = f"{ty}{r.randrange(LOCALS[ty])}"
         val = self.expr(ty, 2)
         kind = r.choice(["idx", "xor", "up", "down"])
@@ -302,17 +313,20 @@ class _Gen:
         return Stmt("line", f"{dst} = {call};")
 
 
-def generate(seed: int, index: int) -> FuzzKernel:
-    """Kernel `index` of the run with seed `seed` (the same pair always gives the same kernel)."""
-    tag = f"{seed}:{index}"
+def generate(seed: int, index: int, mix: str = "all") -> FuzzKernel:
+    """Kernel `index` of the run with seed `seed` and type mix `mix` (one of `MIXES`; the same
+    triple always gives the same kernel)."""
+    if mix not in MIXES:
+        raise ValueError(f"unknown type mix {mix!r} (known: {', '.join(MIXES)})")
+    tag = f"{seed}:{index}" if mix == "all" else f"{seed}:{index}:{mix}"
     r = random.Random(f"qwengpu-fuzz:{tag}")
     grid, block = r.choice([1, 1, 2]), r.choice([4, 4, 8])
-    gen = _Gen(r, block)
+    gen = _Gen(r, block, mix)
     body = gen.stmts(r.randint(2, 7), 0, True)
     n = grid * block
     inputs = {"ii": np.array([_rand_int(r, 32) for _ in range(n * IN_PER_THREAD["ii"])], dtype=np.int32),
               "il": np.array([_rand_int(r, 64) for _ in range(n * IN_PER_THREAD["il"])], dtype=np.int64),
               "fi": np.array([_rand_f32(r) for _ in range(n * IN_PER_THREAD["fi"])], dtype=np.float32)}
     acc = np.array([r.getrandbits(32) for _ in range(ACC_WORDS)], dtype=np.uint32)
-    return FuzzKernel(seed=tag, name=f"fz_{seed}_{index}", grid=grid, block=block, body=body,
+    return FuzzKernel(seed=tag, name=f"fz_{seed}_{index}" if mix == "all" else f"fz{mix[0]}_{seed}_{index}", grid=grid, block=block, body=body,
                       inputs=inputs, acc=acc)

@@ -79,7 +79,7 @@ COMPACT = MachineConfig(name="compact", slots=(ALU, ALU, MEM, ALU, ALU, XLANE), 
 #: the built-in machine with the float unit beside its units (docs/float_units.md)
 COMPACT_FPU = MachineConfig(name="compact-fpu", slots=(ALU, ALU, MEM, ALU, ALU, XLANE, FPU), registers=32,
                             shifters=(0, 3), bitcount=(4,), multipliers=(3,), pc_bits=9,
-                            fpu_ops=("FADD", "FSUB", "FMUL", "FFMA", "FSETP", "FMIN", "FMAX"))
+                            fpu_ops=("FADD", "FSUB", "FMUL", "FFMA", "FSETP", "FMIN", "FMAX", "I2F"))
 
 #: the smallest machine that runs ordinary kernels (tests build it): one ALU slot with every
 #: capability, the memory unit, two carries per pass

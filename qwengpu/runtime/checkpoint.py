@@ -20,7 +20,9 @@ import json
 import os
 import secrets
 import shutil
+import re
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -491,21 +493,31 @@ def cached_build_path(config: MachineConfig = COMPACT, **target_kw) -> Path:
     return _cache_path(config, target_kw)
 
 
+#: a stale cached build opened this recently is kept: another checkout or process (a soak, a
+#: fuzzer run from an older commit) may be using it
+KEEP_RECENTLY_USED_S = 24 * 3600
+
+
 def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
     """Remove cached builds of `config` made from other circuits than this version's (a dense
-    COMPACT build is ~7 GB; every upgrade would leave one behind). Builds of the same circuits with
-    other compiler options stay. Returns the removed folders."""
+    COMPACT build is ~7 GB; every upgrade would leave one behind) that no one opened in the last
+    `KEEP_RECENTLY_USED_S` seconds. Builds of the same circuits with other compiler options stay,
+    and so do other machines' builds (`compact-fpu-*` is not a build of `compact`). Returns the
+    removed folders."""
     current = source_hash(config, {})
     removed = []
     for d in sorted(cache_root().glob(f"{config.name}-*")):
         meta = d / MACHINE_FILE
-        if not d.is_dir() or d.name.endswith(".partial"):
+        if not d.is_dir() or d.name.endswith(".partial") or not _BUILD_NAME.fullmatch(d.name[len(config.name) + 1:]):
             continue
         try:
-            stale = json.loads(meta.read_text()).get("source_hash") != current
+            data = json.loads(meta.read_text())
+            if data.get("config", {}).get("name", config.name) != config.name:
+                continue
+            stale = data.get("source_hash") != current
         except (OSError, ValueError):
             stale = True                  # no readable metadata: an interrupted or foreign build
-        if stale:
+        if stale and time.time() - last_used(d) > KEEP_RECENTLY_USED_S:
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     if removed and progress:
@@ -513,6 +525,28 @@ def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
         print(f"removed {len(removed)} cached build(s) of machine {config.name} from older versions of qwengpu",
               file=sys.stderr)
     return removed
+
+
+#: a cached build's folder name after its machine's: the hash of its sources and options (`_cache_path`)
+_BUILD_NAME = re.compile(r"[0-9a-f]{16}")
+_USED = ".last-used"
+
+
+def _mark_used(path: Path) -> None:
+    try:
+        (path / _USED).touch()
+    except OSError:                       # a read-only cache still loads
+        pass
+
+
+def last_used(path: Path) -> float:
+    """When the build was last opened (or, never marked, made)."""
+    for f in (path / _USED, path / MACHINE_FILE, path):
+        try:
+            return f.stat().st_mtime
+        except OSError:
+            continue
+    return 0.0
 
 
 def has_checkpoint(path) -> bool:
@@ -552,6 +586,8 @@ def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False
 
     m = opened()
     if m is not None:
+        if cached:
+            _mark_used(p)
         return m
     if not build:
         raise FileNotFoundError(f"no built machine at {p}; build it with `qwengpu build`")

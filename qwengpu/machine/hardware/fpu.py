@@ -45,7 +45,11 @@ P_AT = 4
 #: the addend's placement u = exponent difference + 27 runs over 0..76 (76: at the top)
 U_TOP = 76
 #: the ops the circuits implement (the rest of `FPU_OPS` is soft-float on this machine)
-CIRCUIT_OPS = ("FADD", "FSUB", "FMUL", "FFMA", "FSETP", "FMIN", "FMAX")
+CIRCUIT_OPS = ("FADD", "FSUB", "FMUL", "FFMA", "FSETP", "FMIN", "FMAX", "I2F")
+#: I2F's operands as exponent fields: X's low 23 bits at 2^0 (field 149, hidden bit 0: X = lo23),
+#: Z's high bits at 2^23 (field 172; Z's effective exponent adds 1 as an addend's does)
+I2F_X_FIELD = 149
+I2F_Z_FIELD = 172
 NAN = 0x7FFFFFFF
 INF = 0x7F800000
 MAXF = 0x7F7FFFFF
@@ -61,6 +65,7 @@ class FpuControl:
     ftz: Lin
     sat: Lin
     nan: Lin
+    signed: Lin           # I2F's integer is s32 (else u32)
 
     def o(self, name: str) -> Lin:
         return self.op.f(FPU_OPCODES.index(name))
@@ -87,8 +92,11 @@ def fpu(hw: Builder, k: int):
     mods = hw.bits(f"fmod.{k}", 3)
     hw.circ(f"fmod.{k}", [mods], [nr for i, n in enumerate(("ftz", "sat", "nan"))
                                    for nr in n_step(field(n), 1, {mods.feature(i): 1})])
+    signed = hw.bits(f"fsigned.{k}", 1)  # its own variable: read at L1 only, so it dies there
+    hw.circ(f"fsigned.{k}", [signed], n_step(field("signed"), 1, {signed.feature(0): 1}))
     ctl = FpuControl(op=decode("op", len(FPU_OPCODES)), rnd=decode("rnd", len(FPU_ROUNDINGS)),
-                     cmp=decode("compare", len(FPU_COMPARES)), ftz=mods.f(0), sat=mods.f(1), nan=mods.f(2))
+                     cmp=decode("compare", len(FPU_COMPARES)), ftz=mods.f(0), sat=mods.f(1), nan=mods.f(2),
+                     signed=signed.f(0))
     opts = sources_for(hw.cfg, k, "a")
     sel = {n: decode(n, len(opts)) for n in ("a", "b", "c")}
     fl = hw.fpu_lane = float_lane(hw)
@@ -215,7 +223,8 @@ class _Lane:
         self.addsub = o("FADD") + o("FSUB")                                       # Y is 1.0, Z is +-b
         self.zc = o("FFMA")                                                       # Z is c
         self.zb = self.addsub
-        self.arith = o("FADD") + o("FSUB") + o("FMUL") + o("FFMA")
+        self.zi = o("I2F")                                                        # X, Z: the integer's parts
+        self.arith = o("FADD") + o("FSUB") + o("FMUL") + o("FFMA") + o("I2F")
 
     def level(self, n: int) -> _Level:
         return _Level(self.hw, f"fpu{n}.{self.tag}")
@@ -231,7 +240,7 @@ class _Lane:
         cls = lv.bits("cls", 12)           # per operand X, Y, Z: exponent != 0, exponent 255, NaN, zero
         ar = lv.flag("ar")                 # an arithmetic op (the cases at L15 read it: the op's
         lv.step(self.arith, 1, {ar.feature(0): 1})     # one-hot need not be held that long)
-        routes = [("a", X, 0, None), ("b", Y, 1, self.yb), ("b", Z, 2, self.zb), ("c", Z, 2, self.zc)]
+        routes = [("a", X, 0, 1 - self.zi), ("b", Y, 1, self.yb), ("b", Z, 2, self.zb), ("c", Z, 2, self.zc)]
         for name, var, n, cond in routes:
             for sel, P in self.choices[name]:
                 on = sel if cond is None else sel + cond - 1
@@ -243,7 +252,9 @@ class _Lane:
                 lv.step(e, 8, {cls.feature(4 * n + 1): 1}, on)
                 lv.step(24 * e + f, 193, {cls.feature(4 * n + 2): 1}, on)
                 lv.step(23 * c.ftz - 24 * e - f, 0, {cls.feature(4 * n + 3): 1}, on)
+        ng = self.integer(lv, X, Z, cls)
         lv.done()
+        self.ng = ng.f(0)
         self.arith = ar.f(0)
         self.X = [X.f(i) for i in range(32)]
         self.Y = [Y.f(i) for i in range(32)]
@@ -253,14 +264,45 @@ class _Lane:
         self.nan = [f(n, 2) for n in range(3)]
         self.inf = [f(n, 1) - f(n, 2) for n in range(3)]
         # zero after .ftz; an absent addend (mul, compares) is zero too
-        self.zf = [f(0, 3), f(1, 3), f(2, 3) + 1 - self.zb - self.zc]
-        # significands (hidden bit from the exponent; Y = 1.0 for add/sub) and effective exponents
+        self.zf = [f(0, 3), f(1, 3), f(2, 3) + 1 - self.zb - self.zc - self.zi]
+        # significands (hidden bit from the exponent; Y = 1.0 for add/sub and I2F) and effective exponents
+        one = self.addsub + self.zi
         self.Xm = self.X[:23] + [self.enz[0]]
-        self.Ym = self.Y[:23] + [self.enz[1] + self.addsub]
+        self.Ym = self.Y[:23] + [self.enz[1] + one]
         self.Zm = self.Z[:23] + [self.enz[2]]
         self.Xe = _value(self.X[23:31]) + 1 - self.enz[0]
-        self.Ye = _value(self.Y[23:31]) + 126 * self.addsub + 1 - self.enz[1]
-        self.Ze = _value(self.Z[23:31]) + self.zb + self.zc - self.enz[2]
+        self.Ye = _value(self.Y[23:31]) + 126 * one + 1 - self.enz[1]
+        self.Ze = _value(self.Z[23:31]) + self.zb + self.zc + self.zi - self.enz[2]
+
+    def integer(self, lv: _Level, X, Z, cls):
+        """I2F's routes at L1: the integer n as an FMA X * 1.0 + Z of two exact parts, so that the
+        datapath rounds it once like any sum. Non-negative n: X = n's bits 0..22 (at 2^0), Z = its
+        bits 23..31 (at 2^23). Negative n (s32): |n| = ~n + 1, so X and Z take ~n's bits, both signs
+        are negative, and the + 1 enters the product's column of X's lowest bit (`ng`, read at L2).
+        X's and Z's exponent fields are constants (`I2F_X_FIELD`, `I2F_Z_FIELD`); their class
+        flags are all 0 but zero."""
+        sg, zi = self.ctl.signed, self.zi
+        ng = lv.flag("ng")
+        for i in range(8):                 # the constant exponent fields
+            if (I2F_X_FIELD >> i) & 1:
+                lv.step(zi, 1, {X.feature(23 + i): 1})
+            if (I2F_Z_FIELD >> i) & 1:
+                lv.step(zi, 1, {Z.feature(23 + i): 1})
+        for sel, P in self.choices["a"]:
+            on = sel + zi - 1
+            n31 = P[31]
+            for var, lo, hi in ((X, 0, 23), (Z, 23, 31)):
+                for i in range(lo, hi):    # n's bit, complemented for a negative s32
+                    lv.neurons += n_step(64 * on + 2 * P[i] - sg - n31, 65, {var.feature(i - lo): 1})
+                    lv.neurons += n_step(64 * on + sg + n31 - P[i], 66, {var.feature(i - lo): 1})
+            lv.neurons += n_step(64 * on + n31 - sg, 65, {Z.feature(8): 1})          # u32's bit 31
+            lv.neurons += n_step(64 * on + sg + n31, 66, {X.feature(31): 1, ng.feature(0): 1})
+            lv.neurons += n_step(64 * on + sg + n31, 66, {Z.feature(31): 1})
+            low, high = sum(P[0:23], Lin()), sum(P[23:31], Lin())
+            lv.step(1 - 2 * low - sg - n31, 0, {cls.feature(3): 1}, on)              # X = 0: no + 1 either
+            lv.neurons += n_step(64 * on + 16 * sg + 16 * n31 + high, 104, {cls.feature(11): 1})   # ~n's high part 0
+            lv.neurons += n_step(64 * on - 16 * n31 - high, 64, {cls.feature(11): 1})  # n's high part 0
+        return ng
 
     # -- L2-L5: the product (carry-save), the aligned addend ------------------------------------
 
@@ -273,8 +315,9 @@ class _Lane:
         for p in range(8):
             for q in range(8):
                 tmax[p + q] += 49
+        tmax[7] += 4                       # I2F's + 1 at X's lowest bit (Y = 1.0: 2^23, digit 4 of column 7)
         T = [hw.p.number_var(f"fT.{self.tag}.{s}", 0, max(tmax[s], 1)) for s in range(cols)]
-        n1 = []
+        n1 = n_linear(4 * self.ng, {T[7].feature(0): 1})
         for p in range(8):
             for q in range(8):
                 n1 += n_product(dig(self.Xm, p), dig(self.Ym, q), {T[p + q].feature(0): 1})
@@ -303,7 +346,7 @@ class _Lane:
         X31, Y31, Z31, fsub = self.X[31], self.Y[31], self.Z[31], self.ctl.o("FSUB")
         _parity_steps(lv, X31 + Y31, 2, fl.feature(3), None)
         _parity_steps(lv, Z31 + fsub, 2, fl.feature(4), None)
-        _parity_steps(lv, X31 + Y31 + Z31 + fsub, 4, fl.feature(5), self.zb + self.zc)
+        _parity_steps(lv, X31 + Y31 + Z31 + fsub, 4, fl.feature(5), self.zb + self.zc + self.zi)
         lv.done()
         self.pz, self.invmul, self.pinf, self.sp, self.sz, self.esub = (fl.f(i) for i in range(6))
         # L3: the placement used; inf - inf; the sign of an exact zero
