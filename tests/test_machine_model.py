@@ -290,8 +290,9 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
 
 def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypatch):
     """A build's cache key hashes every source of the packages it is built from (the circuits, their
-    specification, the semantics it runs on, the compiler), found by walking them (a new module counts without a list to
-    keep), and none of the engines' (a change to an engine must not rebuild the machine)."""
+    specification, the semantics it runs on, the compiler), found by walking them (a new module
+    counts without a list to keep), and none of the engines' (a change to an engine must not rebuild
+    the machine)."""
     from pathlib import Path
 
     from qwengpu.runtime import checkpoint as mm
