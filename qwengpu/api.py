@@ -20,7 +20,7 @@ def _looks_like_ptx(text: str) -> bool:
 
 
 #: what `load_program(..., approx=)` accepts: "allow" runs the approximate instructions (`ex2.approx`,
-#: `sin.approx`, `div.full` ...) by qwenGPU's definitions (`qwengpu.interp.approx`: within the ISA's
+#: `sin.approx`, `div.full` ...) by qwenGPU's definitions (`qwengpu.semantics.approx`: within the ISA's
 #: stated error, not bit-identical to NVIDIA hardware); "refuse" rejects them, naming each line
 APPROX_POLICIES = ("allow", "refuse")
 

@@ -201,7 +201,7 @@ class LaunchSpec:
 
     def check(self):
         """CUDA's limits on the launch alone (its shape, its dynamic shared memory): every engine
-        checks them again before running (`qwengpu.interp.memory.check_kernel_limits`), in case
+        checks them again before running (`qwengpu.semantics.launch_model.check_kernel_limits`), in case
         the spec was changed after it was made."""
         check_dims(self.grid, self.block)
         if isinstance(self.shared_bytes, bool) or not isinstance(self.shared_bytes, int) or self.shared_bytes < 0:
@@ -349,7 +349,7 @@ class LaunchResult:
     lane_instructions: int = 0
     trace: object = None
     extra: dict = field(default_factory=dict)
-    #: the kernel's printf output (`qwengpu.interp.printf.PrintfOutput`), None when it has no printf
+    #: the kernel's printf output (`qwengpu.semantics.printf.PrintfOutput`), None when it has no printf
     printf: object = None
 
     def to_json(self) -> dict:

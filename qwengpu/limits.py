@@ -2,7 +2,7 @@
 
 Three kinds of limit (`docs/limits.md` says what each engine does at each one):
 - CUDA's (`qwengpu.launch.CUDA_LIMITS`): every engine refuses a launch beyond them before running
-  it, with the same `LaunchError` (`qwengpu.interp.memory.check_kernel_limits`).
+  it, with the same `LaunchError` (`qwengpu.semantics.launch_model.check_kernel_limits`).
 - the machine's capacity (the built-in COMPACT geometry, `qwengpu.machine`): the sim and the
   model engines refuse beyond it with an `AssemblerError`; the interpreter runs what CUDA allows.
 - qwenGPU's own bounds (the parser's register count, global memory, the step limits), which keep a
@@ -14,8 +14,7 @@ the committed page is what this module writes, and that the engines behave as it
 from __future__ import annotations
 
 from qwengpu.assembler.launch_layout import check_launch_shape
-from qwengpu.interp.interpreter import DEFAULT_MAX_STEPS, LANES, STEPS_PER_WARP
-from qwengpu.interp.memory import LOCAL_BYTES
+from qwengpu.semantics.launch_model import DEFAULT_MAX_STEPS, LANES, LOCAL_BYTES, STEPS_PER_WARP
 from qwengpu.launch import (CUDA_LIMITS, MAX_GLOBAL_BYTES, LaunchError, LaunchSpec, check_dims, check_shared_bytes,
                             check_step_limit)
 from qwengpu.machine.config import COMPACT
@@ -140,7 +139,7 @@ def limits_page() -> str:
             "Messages quote the code (N, L, V stand for the numbers of the case). The tables behind them: "
             "`qwengpu.launch.CUDA_LIMITS` and `MAX_GLOBAL_BYTES`, `qwengpu.ptx.parser.MAX_REGISTERS` and "
             "`PTX_VERSIONS`, `qwengpu.machine.layout.REGIONS` and `qwengpu.machine.format`, the step "
-            "limits in `qwengpu.interp.interpreter` and `qwengpu.runtime.run`.",
+            "limits in `qwengpu.semantics.launch_model` and `qwengpu.runtime.run`.",
             ""]
     return "\n".join(out)
 

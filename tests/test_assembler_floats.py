@@ -580,7 +580,7 @@ def _composed_inputs(rng, st: str, n: int) -> list[int]:
 
 @pytest.mark.parametrize("dt,st,rnd", COMPOSED, ids=[f"{d}.{s}.{r}" for d, s, r in COMPOSED])
 def test_composed_conversions_bulk(dt, st, rnd):
-    from qwengpu.interp import floats as FL
+    from qwengpu.semantics import floats as FL
     sat = rnd == "sat"
     rnd = None if sat else rnd
     if sat and st[0] in "su":

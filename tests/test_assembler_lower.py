@@ -20,7 +20,7 @@ from qwengpu.assembler import intcode as ic
 from qwengpu.assembler.emit import Recorder
 from qwengpu.assembler.lower import Block, MicroProgram
 from qwengpu.assembler.schedule import schedule
-from qwengpu.interp.memory import ExecutionFault
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.machine.config import COMPACT, SIM
 from qwengpu.machine.simulator import Simulator
 from qwengpu.machine.uops import MicroOp, src

@@ -10,7 +10,7 @@ from ptxkit import HEADER
 from qwengpu import run, suite
 from qwengpu.api import load_program
 from qwengpu.assembler import AssemblerError, assemble
-from qwengpu.interp.memory import MemoryFault
+from qwengpu.semantics.faults import MemoryFault
 from qwengpu.launch import LaunchSpec
 
 # is_even / is_odd call each other: mutual recursion, one call site each plus the kernel's two

@@ -305,7 +305,7 @@ def test_run_many_gives_each_launch_its_single_run(tiny):
 
 
 def test_run_many_returns_or_raises_a_failing_launch(tiny):
-    from qwengpu.interp.memory import MemoryFault
+    from qwengpu.semantics.faults import MemoryFault
     bad = "__global__ void oob(int *x) { x[threadIdx.x + 1000000] = 1; }"
     ok = suite.get("dot")
     launches = [ok.spec(), {"grid": 1, "block": 4, "args": [{"buffer": "int32", "size": 4}]}]

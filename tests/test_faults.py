@@ -9,7 +9,7 @@ bounds, the others make one lane fault."""
 import pytest
 
 import qwengpu
-from qwengpu.interp.memory import ExecutionFault
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import GLOBAL_BASE
 
 #: name -> (CUDA source, launch args builder(k)) -- every kernel writes `out` (4 ints)
@@ -234,10 +234,10 @@ def test_a_jump_table_index_past_the_table_is_the_same_fault(bad):
 
 def test_only_barriers_in_divergent_code_are_checked():
     """The machine checks a barrier only where some live lanes of a warp may be elsewhere
-    (`interp.cfg.divergent_barriers`): the suite's barriers are outside divergent code (their
+    (`ptx.cfg.divergent_barriers`): the suite's barriers are outside divergent code (their
     programs do not pay for the check), the test kernels' barriers inside `if (t < k)` are in it."""
     from qwengpu import load_program, suite
-    from qwengpu.interp.cfg import divergent_barriers
+    from qwengpu.ptx.cfg import divergent_barriers
 
     def checked(program):
         m = load_program(program)

@@ -1,5 +1,5 @@
 """Bit-exactness of the straight-line integer routines (`qwengpu.assembler.intcode`) against the
-reference semantics (`qwengpu.interp.alu`).
+reference semantics (`qwengpu.semantics.integers`).
 
 Three layers:
 * hypothesis: random and edge values, each example run through `Recorder.evaluate` (the
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import qwengpu.assembler.intcode as ic
 from qwengpu.assembler.emit import Recorder
-from qwengpu.interp import alu
+from qwengpu.semantics import integers as alu
 from qwengpu.machine.uops import ALU_OPS, M32, Imm, src
 
 SCALE = sizes.SOAK
@@ -350,7 +350,7 @@ def test_divrem32_pairs():
 
 def _recip_errors(d: np.ndarray):
     """R = 2^64 - d * Yc (exact, int64) for the recorded reciprocal, Yc = 2^32 + y."""
-    s = Seq(lambda em, x: ic._recip32(em, x), [32])
+    s = Seq(lambda em, x: ic.division._recip32(em, x), [32])
     y = s.many(d)
     hi = (d * y) >> U(32)
     lo = (d * y) & MASK
@@ -387,7 +387,7 @@ def test_recip32_tight_divisors():
     """The two divisors whose quotients need the most precision (b = 2^j and 3 * 2^j):
     Yc = 2^33 - 2 exactly at d = 2^31 (so the halved multiplier loses nothing), and
     Yc >= T - 4/3 at d = 3 * 2^30."""
-    s = Seq(lambda em, x: ic._recip32(em, x), [32])
+    s = Seq(lambda em, x: ic.division._recip32(em, x), [32])
     assert s.one(1 << 31) == (1 << 32) - 2
     R = _recip_errors(np.array([3 << 30], dtype=U))
     assert 0 <= R[0] <= (3 << 30) * 4 // 3
@@ -597,7 +597,7 @@ def test_nr64_reciprocal_bound():
     D = np.concatenate([rng.integers(1 << 63, M64, n, dtype=U, endpoint=True),
                         rng.integers(1 << 31, 1 << 32, n, dtype=U) << U(32),
                         np.array([1 << 63, (1 << 63) + 1, M64, 3 << 62, M32 << 32], dtype=U)])
-    s = Seq(lambda em, d: ic._nr64(em, d, ic._recip32(em, d[1])), [64])
+    s = Seq(lambda em, d: ic.division._nr64(em, d, ic.division._recip32(em, d[1])), [64])
     Y = s.many(D)
     for d, y in zip(D.tolist(), Y.tolist()):
         yc = (1 << 64) + y

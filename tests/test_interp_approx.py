@@ -1,5 +1,5 @@
 """Approximate instructions (ex2, lg2, sin, cos, tanh, rsqrt .approx; rcp/sqrt/div .approx; div.full):
-qwenGPU's one definition of each (`qwengpu.interp.approx`), within the PTX ISA's stated error, the same
+qwenGPU's one definition of each (`qwengpu.semantics.approx`), within the PTX ISA's stated error, the same
 bits on the interpreter, in the machine's micro-ops and on the simulator; and the option that refuses them."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from test_softfloat import Built
 
 from qwengpu import load_program, run
 from qwengpu.assembler.softfloat import approx as sf_approx
-from qwengpu.interp import approx
+from qwengpu.semantics import approx
 from qwengpu.ptx.isa import PTXUnsupported
 from qwengpu.suite import _fp
 
@@ -110,7 +110,7 @@ def test_special_values():
 
 def test_suite_oracle_ex2_is_the_same_definition():
     """The suite's oracles re-implement ex2.approx from its description (`suite._fp.ex2_approx`, Python
-    integers): it agrees with `qwengpu.interp.approx` bit for bit."""
+    integers): it agrees with `qwengpu.semantics.approx` bit for bit."""
     rng = np.random.default_rng(2)
     x = words(rng, 3000 * SCALE)
     for ftz in (False, True):

@@ -1,4 +1,4 @@
-"""Tests for qwengpu.interp.floats: bit-exact PTX floating-point semantics.
+"""Tests for qwengpu.semantics.floats: bit-exact PTX floating-point semantics.
 
 Three kinds of check:
 * fast path (numpy) == exact path (Python ints), on random and special bit patterns;
@@ -18,7 +18,7 @@ import sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qwengpu.interp import floats as F
+from qwengpu.semantics import floats as F
 
 # `pytest --soak 50` multiplies the example counts for a long soak run (tests/sizes.py).
 _SCALE = max(1, int(sizes.SOAK))
@@ -1018,7 +1018,10 @@ def test_masking_and_shapes():
 
 def test_fast_paths_active():
     # the host FPU must not flush subnormals, or numpy fast paths are (safely) disabled
-    assert F._FAST_OK
+    from qwengpu.semantics.float_exact import fast_paths_on
+    assert fast_paths_on()
+    with F.exact_only():
+        assert not fast_paths_on()
 
 
 def test_rejects_illegal_combinations():

@@ -4,7 +4,7 @@ from ptxkit import kernel
 
 from qwengpu import run
 from qwengpu.interp.interpreter import StepLimitExceeded
-from qwengpu.interp.memory import ExecutionFault, MemoryFault
+from qwengpu.semantics.faults import ExecutionFault, MemoryFault
 from qwengpu.ptx.isa import ModuleUnsupported, PTXUnsupported
 from qwengpu.ptx.parser import PTXSyntaxError
 

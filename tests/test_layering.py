@@ -1,7 +1,9 @@
 """The dependency contract, checked on the sources (imports inside functions included).
 
-    ptx -> interp -> machine -> assembler -> runtime -> api -> verify, opbench, limits -> bench, soak, fuzz
+    ptx -> semantics -> machine -> assembler -> runtime -> api -> verify, opbench, limits -> bench, soak, fuzz
         -> lab, splice -> cli, the lab's widgets (`qwengpu_widgets`)
+    interp: the oracle (ptx and semantics only); the api and the packages above it use it, never the
+    machine, the assembler or the runtime (what both sides share is `semantics`)
     compiler: stands alone (imports nothing of qwengpu outside itself); the machine's circuits and
     everything above the machine may use it
     engines: the compiler only (a compiled model's forward passes); the runtime and splice use them
@@ -24,29 +26,34 @@ ALLOWED = {
     # the engines that run a compiled model's forward passes: weights in, logits and states out
     "qwengpu.engines": {"qwengpu.compiler"},
     "qwengpu.ptx": {"qwengpu.launch"},
-    "qwengpu.interp": {"qwengpu.ptx", "qwengpu.launch"},
+    # what a launch means, shared by the oracle and the machine: layout, faults, bit-exact arithmetic
+    "qwengpu.semantics": {"qwengpu.ptx", "qwengpu.launch"},
+    # the reference interpreter: the oracle, not a library (nothing below the api imports it)
+    "qwengpu.interp": {"qwengpu.ptx", "qwengpu.semantics", "qwengpu.launch"},
     "qwengpu.suite": {"qwengpu.launch", "qwengpu.cuda"},
     # the hardware and its specification; its circuits are written for the compiler
-    "qwengpu.machine": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.compiler"},
+    "qwengpu.machine": {"qwengpu.ptx", "qwengpu.semantics", "qwengpu.launch", "qwengpu.compiler"},
     # kernel IR -> the machine's program image
-    "qwengpu.assembler": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.machine"},
+    "qwengpu.assembler": {"qwengpu.ptx", "qwengpu.semantics", "qwengpu.launch", "qwengpu.machine"},
     # running the machine: checkpoints, prompts, launches on the simulator and the engines
-    "qwengpu.runtime": {"qwengpu.ptx", "qwengpu.interp", "qwengpu.launch", "qwengpu.machine", "qwengpu.assembler",
+    "qwengpu.runtime": {"qwengpu.ptx", "qwengpu.semantics", "qwengpu.launch", "qwengpu.machine", "qwengpu.assembler",
                         "qwengpu.compiler", "qwengpu.engines"},
     # the entry points
-    "qwengpu.api": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.runtime"},
+    "qwengpu.api": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.ptx", "qwengpu.semantics", "qwengpu.interp",
+                    "qwengpu.runtime"},
     "qwengpu.verify": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite"},
     "qwengpu.bench": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify",
                       "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu.opbench": {"qwengpu", "qwengpu.api", "qwengpu.cuda", "qwengpu.machine"},
     "qwengpu": {"qwengpu.cuda", "qwengpu.launch", "qwengpu.api", "qwengpu.runtime"},
     # the table of limits behind docs/limits.md
-    "qwengpu.limits": {"qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.machine", "qwengpu.assembler",
+    "qwengpu.limits": {"qwengpu.launch", "qwengpu.ptx", "qwengpu.semantics", "qwengpu.machine", "qwengpu.assembler",
                        "qwengpu.runtime"},
     # on top
-    "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp", "qwengpu.compiler",
+    "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.semantics", "qwengpu.interp",
+                    "qwengpu.compiler",
                     "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime"},
-    "qwengpu.splice": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.interp",
+    "qwengpu.splice": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.semantics", "qwengpu.interp",
                        "qwengpu.compiler", "qwengpu.engines", "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime", "qwengpu.suite",
                        "qwengpu.verify"},
     "qwengpu.soak": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.suite", "qwengpu.verify", "qwengpu.runtime"},
@@ -139,11 +146,23 @@ def test_the_architecture_map_states_this_contract():
     where = {name: i for i, group in enumerate(groups) for name in group}
     assert sum(len(g) for g in groups) == len(where), "a package twice in the line"
     apart = {"qwengpu", "qwengpu.__main__", "qwengpu.launch", "qwengpu.cuda", "qwengpu.compiler", "qwengpu.engines",
-             "qwengpu.suite"}                  # the line's notes below it, and the top-level module
+             "qwengpu.suite", "qwengpu.interp"}                  # the line's notes below it, and the top-level module
     assert set(where) == set(ALLOWED) - apart, set(where) ^ (set(ALLOWED) - apart)
     bad = [f"{name} imports {dep} (not left of it)" for name, i in where.items() for dep in ALLOWED[name]
            if dep in where and where[dep] >= i]
     assert not bad, bad
+
+
+def test_the_oracle_is_not_a_library():
+    """The reference interpreter is the oracle the machine is tested against: the machine, the
+    assembler and the runtime never import it (what both sides share is in `qwengpu.semantics`),
+    so a bug in the interpreter cannot hide inside the machine it checks."""
+    _, edges = _graph()
+    machine_side = ("qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime")
+    assert not [p for p in machine_side if "qwengpu.interp" in ALLOWED[p]]
+    bad = [f"{src}:{line} imports {dst}" for src, outs in edges.items() if _owner(src) in machine_side
+           for dst, _, line in outs if _owner(dst) == "qwengpu.interp"]
+    assert not bad, "the oracle imported by the machine's side:\n" + "\n".join(bad)
 
 
 def test_no_private_names_across_modules():

@@ -11,7 +11,7 @@ import pytest
 
 import qwengpu
 from qwengpu.api import default_machine, load_program, machine_refusals
-from qwengpu.interp.memory import ExecutionFault
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchError
 from qwengpu.ptx.parser import PTXSyntaxError
 

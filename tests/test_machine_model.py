@@ -15,7 +15,7 @@ from ptxkit import kernel
 import qwengpu
 from qwengpu import load_program, run, suite
 from qwengpu.assembler import assemble
-from qwengpu.interp.memory import ExecutionFault, MemoryFault
+from qwengpu.semantics.faults import ExecutionFault, MemoryFault
 from qwengpu.machine.config import COMPACT, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
 from qwengpu.machine.simulator import MachineStepLimit
@@ -290,8 +290,9 @@ def test_verify_on_the_model_reports_its_smallest_margins(compact, capsys, monke
 
 def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypatch):
     """A build's cache key hashes every source of the packages it is built from (the circuits, their
-    specification, the compiler), found by walking them (a new module counts without a list to
-    keep), and none of the engines' (a change to an engine must not rebuild the machine)."""
+    specification, the semantics it runs on, the compiler), found by walking them (a new module
+    counts without a list to keep), and none of the engines' (a change to an engine must not rebuild
+    the machine)."""
     from pathlib import Path
 
     from qwengpu.runtime import checkpoint as mm
@@ -300,8 +301,9 @@ def test_the_cache_key_reads_the_circuits_and_compiler_not_the_engines(monkeypat
     monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real(self))
     mm.source_hash(TINY, {})
     root = Path(mm.__file__).resolve().parent.parent
-    every = {f for pkg in ("compiler", "machine") for f in (root / pkg).rglob("*.py")}
+    every = {f for pkg in ("compiler", "machine", "semantics") for f in (root / pkg).rglob("*.py")}
     assert set(read) == every and (root / "machine" / "hardware" / "alu.py") in read
+    assert (root / "semantics" / "words.py") in read
     assert not any("engines" in f.parts for f in read)
 
 

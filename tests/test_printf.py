@@ -1,4 +1,4 @@
-"""printf in kernels (`qwengpu.ptx.printf`, `qwengpu.interp.printf`): vprintf calls become PTX that
+"""printf in kernels (`qwengpu.ptx.printf`, `qwengpu.semantics.printf`): vprintf calls become PTX that
 appends records to a buffer in global memory; every engine runs that PTX and one formatter gives the
 text, so the interpreter and the machine print the same thing. Expected texts here are C's printf,
 written out by hand."""
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from qwengpu import load_program, run, suite
-from qwengpu.interp.printf import format_one, printf_output
+from qwengpu.semantics.printf import format_one, printf_output
 from qwengpu.ptx.parser import PTXSyntaxError
 from qwengpu.ptx.printf import PRINTF_BYTES, PRINTF_VAR, parse_format
 from qwengpu.suite.oracles import PRINTF_TEXT

@@ -1,12 +1,13 @@
 """Soft-float micro-op routines (qwengpu.assembler.softfloat) against the reference semantics
-(qwengpu.interp.floats), bit for bit.
+(qwengpu.semantics.floats), bit for bit.
 
 Two kinds of check for every routine and modifier combination:
 * hypothesis: random bit patterns mixed with special values, each example evaluated with
-  `Recorder.evaluate` (the machine's own micro-op semantics, `isa.alu_eval`);
+  `Recorder.evaluate` (the machine's own micro-op semantics, `uops.alu_eval`);
 * bulk: tens of thousands of inputs per combination from targeted generators (ties, overflow and
   underflow thresholds, cancellations, subnormals, integers near 2^24/2^31/2^32 ...), evaluated
-  with a numpy transcription of `alu_eval` that is itself checked against `Recorder.evaluate`.
+  on arrays of lanes (`veval`: `alu_eval_lanes`, the same definition), itself checked against
+  `Recorder.evaluate`.
 
 `pytest --soak N` multiplies every example count (a soak run; tests/sizes.py).
 """
@@ -20,8 +21,8 @@ from hypothesis import strategies as st
 
 from qwengpu.assembler import softfloat as sf
 from qwengpu.assembler.emit import Recorder
-from qwengpu.interp import floats as F
-from qwengpu.machine.uops import ALU_OPS, Imm, alu_eval
+from qwengpu.semantics import floats as F
+from qwengpu.machine.uops import ALU_OPS, Imm, alu_eval, alu_eval_lanes
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -62,27 +63,9 @@ class Built:
         return veval(self.rec.ops, self.ins, self.outs, arrays)
 
 
-def _mulhu(a, b):
-    al, ah = a & U(0xFFFF), a >> U(16)
-    bl, bh = b & U(0xFFFF), b >> U(16)
-    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
-    mid = (ll >> U(16)) + (lh & U(0xFFFF)) + (hl & U(0xFFFF))
-    return (hh + (lh >> U(16)) + (hl >> U(16)) + (mid >> U(16))) & MASK
-
-
-def _signed(a):
-    return a.astype(np.uint32).view(np.int32).astype(np.int64)
-
-
-def _clz(a):
-    bl = np.zeros(a.shape, dtype=np.int64)
-    nz = a != 0
-    bl[nz] = np.frexp(a[nz].astype(np.float64))[1]      # exact: 32-bit ints fit a double
-    return (32 - bl).astype(np.uint64)
-
-
 def veval(ops, ins, outs, arrays):
-    """numpy transcription of Recorder.evaluate / isa.alu_eval over arrays of lanes."""
+    """Recorder.evaluate over arrays of lanes (`alu_eval_lanes`), freeing each value after its last use
+    (the bulk checks run millions of lanes)."""
     n = len(arrays[0])
     env = {s.value: np.asarray(a, dtype=np.uint64) & MASK for s, a in zip(ins, arrays)}
     zero = np.zeros(n, dtype=np.uint64)
@@ -108,54 +91,7 @@ def veval(ops, ins, outs, arrays):
                     and x.value in env and not any(x.value is s.value for s in ins):
                 del env[x.value]
         cin = {"0": U(0), "1": U(1)}.get(op.cin, flag)
-        o = op.op
-        f = zero
-        if o == "ADD":
-            t = a + b + cin
-            r, f = t & MASK, t >> U(32)
-        elif o == "AND":
-            r = a & b
-        elif o == "OR":
-            r = a | b
-        elif o == "XOR":
-            r = a ^ b
-        elif o == "SHL":
-            r = np.where(b < 32, (a << np.minimum(b, U(31))) & MASK, zero)
-        elif o == "SHR":
-            r = np.where(b < 32, a >> np.minimum(b, U(31)), zero)
-        elif o == "SAR":
-            r = (_signed(a) >> np.minimum(b, U(31)).astype(np.int64)).astype(np.uint64) & MASK
-        elif o == "SEL":
-            r = np.where(c != 0, a, b)
-        elif o == "EQ":
-            r = (a == b).astype(np.uint64)
-        elif o == "LTU":
-            r = (a < b).astype(np.uint64)
-        elif o == "LEU":
-            r = (a <= b).astype(np.uint64)
-        elif o == "LT":
-            r = (_signed(a) < _signed(b)).astype(np.uint64)
-        elif o == "LE":
-            r = (_signed(a) <= _signed(b)).astype(np.uint64)
-        elif o == "MUL":
-            r = (a * b) & MASK
-        elif o == "MULHU":
-            r = _mulhu(a, b)
-        elif o == "MULHS":
-            sa, sb = _signed(a), _signed(b)
-            hu = _mulhu(a, b).astype(np.int64)
-            r = (hu - np.where(sa < 0, b.astype(np.int64), 0)
-                 - np.where(sb < 0, a.astype(np.int64), 0)).astype(np.uint64) & MASK
-        elif o == "CLZ":
-            r = _clz(a)
-        elif o == "POPC":
-            r = np.array([bin(int(x)).count("1") for x in a], dtype=np.uint64)
-        elif o == "BREV":
-            r = np.array([int(format(int(x), "032b")[::-1], 2) for x in a], dtype=np.uint64)
-        elif o == "MOV":
-            r = a
-        else:
-            raise ValueError(o)
+        r, f = alu_eval_lanes(op.op, a, b, c, cin)
         env[op.dst[0]] = r & MASK
         if op.sets_flag:
             flag = f

@@ -7,7 +7,7 @@ branches).
 """
 from __future__ import annotations
 
-from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, fpu, fpu_eval, fpu_eval_lanes, src
+from qwengpu.machine.uops import ALU_OPS, M32, Imm, MicroOp, Src, VReg, alu, alu_eval, alu_eval_lanes, fpu, fpu_eval, fpu_eval_lanes, src
 
 
 class Emitter:
@@ -104,35 +104,11 @@ class Recorder:
             if op.kind == "fpu":
                 env[op.dst[0]] = fpu_eval_lanes(op.op, op.extra, a, b, c)
                 continue
-            if op.op == "ADD":
-                t = a + b + {"0": np.uint64(0), "1": np.uint64(1)}.get(op.cin, flag)
-                r, f = t & M32, t >> 32
-            else:
-                r, f = alu_lanes(op.op, a, b, c), np.zeros(n, dtype=np.uint64)
+            cin = {"0": np.uint64(0), "1": np.uint64(1)}.get(op.cin, flag)
+            r, f = alu_eval_lanes(op.op, a, b, c, cin)
             env[op.dst[0]] = r
             if op.sets_flag:
                 flag = f
         return [val(s) for s in results]
-
-
-def alu_lanes(op: str, a, b, c):
-    """`uops.alu_eval`'s result on numpy lanes (ADD without a carry in; `evaluate_lanes` adds it)."""
-    import numpy as np
-
-    from qwengpu.interp.approx import NpBuilder
-    if op == "MOV":
-        return a
-    if op == "ADD":
-        return (a + b) & M32
-    if op in ("AND", "OR", "XOR"):
-        return {"AND": a & b, "OR": a | b, "XOR": a ^ b}[op]
-    if op in ("SHL", "SHR"):            # amounts of 32 or more give 0
-        k = np.minimum(b, 31)
-        return np.where(b < 32, ((a << k) & M32) if op == "SHL" else a >> k, 0).astype(np.uint64)
-    if op == "POPC":
-        return np.array([bin(int(x)).count("1") for x in a], dtype=np.uint64)
-    if op == "BREV":
-        return np.array([int(format(int(x), "032b")[::-1], 2) for x in a], dtype=np.uint64)
-    return NpBuilder(a.shape).op(op, a, b, c).v
 
 

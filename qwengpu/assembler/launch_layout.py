@@ -2,8 +2,8 @@
 globals, constants, shared and local memory go, and which machine bytes are valid."""
 from __future__ import annotations
 
-from qwengpu.interp.interpreter import ModuleAnalysis
-from qwengpu.interp.memory import check_kernel_limits, global_layout
+from qwengpu.semantics.launch_model import ModuleAnalysis
+from qwengpu.semantics.launch_model import check_kernel_limits, global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
 from qwengpu.machine.config import LANES
 from qwengpu.machine.format import BLOCK_BITS, WARP_BITS

@@ -3,7 +3,7 @@
 Three clients ask it the same question -- "does `op(a, b, c)` need a micro-op?" -- on their own
 operand representations:
 
-- the integer routines (`intcode._op`) on `Src` operands, as they emit;
+- the integer routines (`intcode.folding.emit_op`) on `Src` operands, as they emit;
 - the soft-float builder (`softfloat.Builder`) on the values of the routine it builds (which
   tracks bit inversion symbolically and can build a replacement op);
 - the optimiser (`optimize`) on whole micro-ops after propagating constants (`fold` only).

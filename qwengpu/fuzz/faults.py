@@ -2,7 +2,7 @@
 
 The host C++ oracle cannot judge a fault, so here the interpreter is the reference: every other
 engine must give the same outcome -- the same buffers, or a fault of the same kind
-(`interp.memory.FAULT_KINDS`), lane and address. A kernel (`fault_kernel(seed, index)`) is one of
+(`semantics.faults.FAULT_KINDS`), lane and address. A kernel (`fault_kernel(seed, index)`) is one of
 a few families (out-of-bounds global/shared/local/atomic accesses, a caller's local array read
 past its frame after a callee's, misaligned loads, barriers in divergent code, recursion, integer
 division by zero) with a random faulting lane and a random knob that may or may not take it out

@@ -12,68 +12,29 @@ Model (see docs/interpreter.md):
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
-from qwengpu.ptx.ir import (TYPE_BITS, Addr, ArgList, Function, Imm, Instr, Label, Module, Neg, Pair, Reg, Special, Sym,
-                            Vec)
+from qwengpu.ptx.ir import ArgList, Instr, Label, Module, Sym
 from qwengpu.ptx.isa import validate_module
+from qwengpu.semantics import integers as alu
+from qwengpu.semantics.faults import ExecutionFault
+from qwengpu.semantics.launch_model import (CONST_WINDOW, LANES, SHARED_WINDOW, ModuleAnalysis, check_kernel_limits,
+                                            default_max_steps, kernel_param_bytes)
 
-from . import alu
-from .cfg import immediate_postdominators
-from .memory import (CONST_WINDOW, GENERIC_WINDOWS, LOCAL_BYTES, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault, FlatMemory,
-                     MemoryFault, buffers_to_global, check_alignment, check_kernel_limits, kernel_shared_variables,
-                     layout_variables, read_back, shared_end)
-
-LANES = 4
-FULL = (1 << LANES) - 1
-#: the default step limit: this many steps, or `STEPS_PER_WARP` for each warp of the launch when
-#: that is more (a launch's legitimate work grows with its warps; a runaway loop still stops)
-DEFAULT_MAX_STEPS = 2_000_000
-STEPS_PER_WARP = 200_000
-
-
-def launch_warps(spec: LaunchSpec) -> int:
-    """The warps a launch runs: every block's threads in warps of `LANES`."""
-    return spec.blocks * -(-spec.threads_per_block // LANES)
-
-
-def default_max_steps(spec: LaunchSpec) -> int:
-    """The interpreter's step limit for `spec` when none is given."""
-    return max(DEFAULT_MAX_STEPS, STEPS_PER_WARP * launch_warps(spec))
+from .arithmetic import h_approx, h_arith, h_bits, h_cvt, h_float, h_misc, h_mov, h_selp, h_setp
+from .lanes import lanes_of
+from .memory import FlatMemory, buffers_to_global, read_back
+from .memory_ops import h_atom, h_cvta, h_ld, h_st
+from .operands import OperandAccess
+from .warp_ops import h_match, h_shfl, h_vote
+from .warps import Entry, Frame, Warp
 
 
 class StepLimitExceeded(ExecutionFault):
     pass
-
-
-def _floats():
-    from . import floats
-    return floats
-
-
-def _approx():
-    from . import approx
-    return approx
-
-
-def _bits(t: str) -> int:
-    return 1 if t == "pred" else TYPE_BITS[t]
-
-
-def _signed(t: str) -> bool:
-    return t[0] == "s"
-
-
-def float_bits(x: float, width: int) -> int:
-    if width == 32:
-        return struct.unpack("<I", struct.pack("<f", x))[0]
-    if width == 64:
-        return struct.unpack("<Q", struct.pack("<d", x))[0]
-    return int(np.array([x], dtype=np.float16).view(np.uint16)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,85 +70,10 @@ class Trace:
 
 
 # ---------------------------------------------------------------------------------------------
-# machine state
-
-
-@dataclass
-class Entry:
-    pc: int
-    mask: int
-    rpc: int | None
-
-
-@dataclass
-class Frame:
-    fn: Function
-    stack: list[Entry]
-    regs: dict
-    params: dict                  # name -> [bytearray per lane]
-    local_base: int
-    entry_mask: int
-    call_pc: int = -1
-    ret_vars: tuple = ()
-    returned: int = 0
-
-
-class Warp:
-    def __init__(self, block_linear: int, index: int, present: int, tids: list[tuple[int, int, int]]):
-        self.block = block_linear
-        self.index = index
-        self.present = present
-        self.tids = tids
-        self.frames: list[Frame] = []
-        self.exited = 0
-        self.state = "ready"
-        self.locals = [FlatMemory("local", 0, limit=LOCAL_BYTES) for _ in range(LANES)]
-        self.bar_red = None
-
-    @property
-    def live(self) -> int:
-        return self.present & ~self.exited
-
-
-class ModuleAnalysis:
-    """Per-module precomputation: reconvergence points, shared/const/local layouts. Shared memory
-    is laid out for `kernel` (only the variables it reaches: `kernel_shared_variables`)."""
-
-    def __init__(self, module: Module, kernel: Function | None = None):
-        self.module = module
-        self.ipdom = {name: immediate_postdominators(fn) for name, fn in module.functions.items()
-                      if not fn.declared_only}
-        every = [v for v in module.vars.values() if v.space == "shared"] + [
-            v for fn in module.functions.values() for v in fn.vars.values() if v.space == "shared"]
-        shared = every if kernel is None else kernel_shared_variables(module, kernel)
-        static = [v for v in shared if not v.extern]
-        self.shared_offsets = layout_variables(static)
-        self.static_shared = shared_end(static, self.shared_offsets)
-        self.dynamic_shared = [v.name for v in shared if v.extern]
-        const_vars = [v for v in module.vars.values() if v.space == "const"]
-        self.const_offsets = layout_variables(const_vars)
-        size = max([self.const_offsets[v.name] + (v.size or 0) for v in const_vars], default=0)
-        init = bytearray(size)
-        for v in const_vars:
-            if v.init:
-                o = self.const_offsets[v.name]
-                init[o:o + len(v.init)] = v.init
-        self.const_init = bytes(init)
-        self.local_offsets = {}
-        self.local_size = {}
-        for name, fn in module.functions.items():
-            lv = [v for v in fn.vars.values() if v.space == "local"]
-            offs = layout_variables(lv)
-            self.local_offsets[name] = offs
-            sz = max([offs[v.name] + (v.size or 0) for v in lv], default=0)
-            self.local_size[name] = (sz + 15) // 16 * 16
-
-
-# ---------------------------------------------------------------------------------------------
 # the interpreter
 
 
-class Interpreter:
+class Interpreter(OperandAccess):
     def __init__(self, module: Module, spec: LaunchSpec, kernel: str | None = None,
                  max_steps: int | None = None, trace: bool = False):
         validate_module(module)
@@ -205,7 +91,7 @@ class Interpreter:
         self.gmem, self.layout = buffers_to_global(spec, module)
         self._apply_relocations()
         self.const = FlatMemory("const", len(self.prog.const_init), init=self.prog.const_init)
-        self.kernel_params = self._kernel_param_bytes()
+        self.kernel_params = kernel_param_bytes(self.kernel, spec, self.layout.buffer_addresses)
         self._step: Step | None = None
 
     # -- setup -----------------------------------------------------------------------------------
@@ -245,17 +131,6 @@ class Interpreter:
             return SHARED_WINDOW + self.prog.shared_offsets[name]
         raise ExecutionFault(f"initialiser refers to {name}, which has no address").locate(kernel=self.kernel.name)
 
-    def _kernel_param_bytes(self) -> dict:
-        out = {}
-        addrs = self.layout.buffer_addresses
-        for p, a, addr in zip(self.kernel.params, self.spec.args, addrs):
-            if a.is_buffer:
-                raw = addr.to_bytes(8, "little")
-            else:
-                raw = np.array([a.value], dtype=a.value.dtype).tobytes()
-            out[p.name] = raw
-        return out
-
     # -- running -----------------------------------------------------------------------------------
 
     def run(self) -> LaunchResult:
@@ -271,7 +146,7 @@ class Interpreter:
 
     def _printf(self):
         """The printf output, formatted from the buffer in global memory (None without printf)."""
-        from .printf import PRINTF_BYTES, printf_buffer_address, printf_output
+        from qwengpu.semantics.printf import PRINTF_BYTES, printf_buffer_address, printf_output
         addr = printf_buffer_address(self.module, self.spec)
         if addr is None:
             return None
@@ -326,7 +201,7 @@ class Interpreter:
             for w in live:
                 if w.bar_red is not None:
                     _, dest, _, mask = w.bar_red
-                    self._write_reg(w.frames[-1], dest, [result] * LANES, mask, "u32")
+                    self.write_reg(w.frames[-1], dest, [result] * LANES, mask, "u32")
         for w in live:
             w.state = "ready"
             w.bar_red = None
@@ -424,173 +299,6 @@ class Interpreter:
                     tgt[i][:] = store[i]
         caller.stack[-1].pc = done.call_pc + 1
 
-    # -- operands ------------------------------------------------------------------------------------
-
-    def _special(self, warp: Warp, name: str) -> list[int]:
-        base, _, comp = name.partition(".")
-        idx = "xyz".index(comp) if comp in ("x", "y", "z") else 0
-        if name == "WARP_SZ":
-            return [LANES] * LANES
-        if base == "%tid":
-            return [t[idx] for t in warp.tids]
-        if base == "%ntid":
-            return [self.spec.block[idx]] * LANES
-        if base == "%ctaid":
-            return [self.ctaid[idx]] * LANES
-        if base == "%nctaid":
-            return [self.spec.grid[idx]] * LANES
-        if base == "%laneid":
-            return list(range(LANES))
-        if base == "%warpid":
-            return [warp.index] * LANES
-        if base == "%nwarpid":
-            return [len(self.warps)] * LANES
-        if base.startswith("%lanemask_"):
-            kind = base[len("%lanemask_"):]
-            f = {"eq": lambda i: 1 << i, "lt": lambda i: (1 << i) - 1, "le": lambda i: (1 << (i + 1)) - 1,
-                 "gt": lambda i: FULL & ~((1 << (i + 1)) - 1), "ge": lambda i: FULL & ~((1 << i) - 1)}[kind]
-            return [f(i) for i in range(LANES)]
-        if base in ("%clock", "%clock64", "%clock_hi", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            return [self.steps] * LANES
-        if base in ("%smid", "%gridid"):
-            return [0] * LANES
-        if base == "%nsmid":
-            return [1] * LANES
-        if base == "%dynamic_smem_size":
-            return [self.spec.shared_bytes] * LANES
-        if base in ("%total_smem_size", "%aggr_smem_size"):
-            return [self.dyn_shared_base + self.spec.shared_bytes] * LANES
-        raise ExecutionFault(f"unsupported special register {name}")
-
-    def _read(self, warp: Warp, frame: Frame, o, t: str) -> list[int]:
-        """Source operand -> raw bits per lane, masked to the width of type `t`."""
-        w = _bits(t)
-        m = alu.mask(w)
-        if isinstance(o, Reg):
-            v = frame.regs.get(o.name)
-            return [x & m for x in v] if v is not None else [0] * LANES
-        if isinstance(o, Imm):
-            if o.bits is not None:
-                if t in ("f32", "f64", "f16") and o.width != w:
-                    # a float literal of the other width: convert exactly as PTX does (by value)
-                    return [float_bits(o.value, w)] * LANES
-                return [o.bits & m] * LANES
-            if isinstance(o.value, float) or (t in ("f32", "f64", "f16") and not isinstance(o.value, int)):
-                return [float_bits(float(o.value), w)] * LANES
-            if t in ("f32", "f64", "f16"):
-                return [float_bits(float(o.value), w)] * LANES
-            return [o.value & m] * LANES
-        if isinstance(o, Special):
-            return [x & m for x in self._special(warp, o.name)]
-        if isinstance(o, Neg):
-            v = self._read(warp, frame, o.reg, "pred")
-            return [1 - (x & 1) for x in v]
-        if isinstance(o, Sym):
-            return [a & m for a in self._symbol_address(frame, o.name)]
-        if isinstance(o, Addr) and isinstance(o.base, Sym):
-            return [(a + o.offset) & m for a in self._symbol_address(frame, o.base.name)]
-        raise ExecutionFault(f"unsupported operand {o}")
-
-    def _symbol_address(self, frame: Frame, name: str) -> list[int]:
-        """The address a symbol denotes in its own state space (what `mov` gives)."""
-        if name in self.layout.var_addresses:
-            return [self.layout.var_addresses[name]] * LANES
-        if name in self.prog.shared_offsets:
-            return [self.prog.shared_offsets[name]] * LANES
-        if name in self.prog.dynamic_shared:
-            return [self.dyn_shared_base] * LANES
-        if name in self.prog.const_offsets:
-            return [self.prog.const_offsets[name]] * LANES
-        offs = self.prog.local_offsets.get(frame.fn.name, {})
-        if name in offs:
-            return [frame.local_base + offs[name]] * LANES
-        raise ExecutionFault(f"taking the address of {name} is not supported")
-
-    def _write_reg(self, frame: Frame, o, values: list[int], mask: int, t: str):
-        if o is None:
-            return
-        if not isinstance(o, Reg):
-            raise ExecutionFault(f"destination {o} is not a register")
-        rt = frame.fn.regs.get(o.name, t)
-        if rt == "pred" or t == "pred":
-            vals = [v & 1 for v in values]
-        else:
-            w, rw = _bits(t), _bits(rt)
-            vals = [alu.extend(v, w, rw, _signed(t)) if rw > w else v & alu.mask(rw) for v in values]
-        old = frame.regs.get(o.name)
-        if old is None:
-            old = [0] * LANES
-        new = [vals[i] if mask >> i & 1 else old[i] for i in range(LANES)]
-        frame.regs[o.name] = new
-        if self._step is not None:
-            self._step.reg_writes[o.name] = list(new)
-            self._step.reg_write_mask |= mask
-
-    # -- memory --------------------------------------------------------------------------------------
-
-    def _resolve(self, space: str | None, addr: int, lane: int):
-        """(memory object, space name, offset) for an address in `space` (None = generic)."""
-        if space is None:
-            for sp, base in GENERIC_WINDOWS.items():
-                if base <= addr < base + WINDOW_SIZE:
-                    return self._resolve(sp, addr - base, lane)
-            space = "global"
-        if space == "global":
-            return self.gmem, "global", addr
-        if space == "shared":
-            return self.shared, "shared", addr
-        if space == "local":
-            # the thread's local memory is its live frames (the kernel's depot, each callee's above
-            # it, each padded to 16 bytes): an access beyond the innermost frame faults
-            frame = self.warp.frames[-1]
-            mem = self.warp.locals[lane]
-            mem.limit = min(LOCAL_BYTES, frame.local_base + self.prog.local_size.get(frame.fn.name, 0))
-            return mem, "local", addr
-        if space == "const":
-            return self.const, "const", addr
-        raise ExecutionFault(f"unsupported state space {space}")
-
-    def _addresses(self, frame: Frame, a: Addr, lanes: int) -> list[int]:
-        if a.base is None:
-            base = [0] * LANES
-        elif isinstance(a.base, Reg):
-            base = frame.regs.get(a.base.name, [0] * LANES)
-        else:
-            base = self._symbol_address(frame, a.base.name)
-        return [(b + a.offset) & 0xFFFFFFFFFFFFFFFF for b in base]
-
-    def _mem_read(self, space, addr, size, lane):
-        mem, sp, off = self._resolve(space, addr, lane)
-        check_alignment(off if sp != "global" else addr, size, sp)
-        try:
-            return mem.read(off, size)
-        except MemoryFault as e:
-            raise e.locate(lane=lane)
-
-    def _mem_write(self, space, addr, size, value, lane):
-        mem, sp, off = self._resolve(space, addr, lane)
-        if sp == "const":
-            raise MemoryFault(f"write to const memory at 0x{addr:x}", address=addr, kind="write")
-        check_alignment(off if sp != "global" else addr, size, sp)
-        try:
-            mem.write(off, size, value)
-        except MemoryFault as e:
-            raise e.locate(lane=lane)
-        if self._step is not None:
-            self._step.mem_writes.append((sp, off, size, lane, value & alu.mask(8 * size)))
-
-    def _param_var(self, frame: Frame, name: str, size_hint: int):
-        store = frame.params.get(name)
-        if store is None:
-            var = frame.fn.vars.get(name)
-            size = var.size if var is not None and var.size else size_hint
-            for p in list(frame.fn.params) + list(frame.fn.returns):
-                if p.name == name:
-                    size = p.size
-            store = [bytearray(size) for _ in range(LANES)]
-            frame.params[name] = store
-        return store
-
     # -- instruction semantics ---------------------------------------------------------------------
 
     def _execute(self, warp: Warp, frame: Frame, top: Entry, ins: Instr, pc: int, mask: int, ex: int):
@@ -621,10 +329,10 @@ class Interpreter:
                 return
             if ex != warp.live:
                 raise ExecutionFault("bar.sync executed by only some lanes of a warp (divergent barrier)",
-                                     lane=(_lanes(ex) or [None])[0], kind="barrier")
+                                     lane=(lanes_of(ex) or [None])[0], kind="barrier")
             if info.mode == "red":
                 pred = ins.operands[-1]
-                vals = self._read(warp, frame, pred, "pred")
+                vals = self.read(warp, frame, pred, "pred")
                 votes = [vals[i] & 1 for i in range(LANES) if ex >> i & 1]
                 warp.bar_red = (info.boolop, ins.operands[0], votes, ex)
             warp.state = "barrier"
@@ -632,7 +340,7 @@ class Interpreter:
         top.pc = pc + 1
         if ex == 0:
             return
-        handler = _HANDLERS.get(op)
+        handler = HANDLERS.get(op)
         if handler is None:
             raise ExecutionFault(f"no semantics for {ins.opcode}")
         handler(self, warp, frame, ins, info, ex)
@@ -642,7 +350,7 @@ class Interpreter:
         if ins.op == "bra":
             targets = {fn.labels[ins.operands[0].name]: ex}
         else:
-            idx = self._read(warp, frame, ins.operands[0], "u32")
+            idx = self.read(warp, frame, ins.operands[0], "u32")
             names = fn.branch_targets[ins.operands[1].name]
             targets = {}
             for i in range(LANES):
@@ -680,14 +388,14 @@ class Interpreter:
             raise ExecutionFault(f"call to {callee.name} with {len(args)} arguments and {len(rets)} "
                                  f"results; it takes {len(callee.params)} and returns {len(callee.returns)}")
         if len(warp.frames) > 64:
-            raise ExecutionFault("call depth exceeds 64 (recursion?)", lane=_lanes(ex)[0], kind="stack")
+            raise ExecutionFault("call depth exceeds 64 (recursion?)", lane=lanes_of(ex)[0], kind="stack")
         params = {}
         for a, p in zip(args, callee.params):
             if isinstance(a, Sym):
-                src = self._param_var(frame, a.name, p.size)
+                src = self.param_var(frame, a.name, p.size)
                 params[p.name] = [bytearray(src[i][:p.size].ljust(p.size, b"\0")) for i in range(LANES)]
             else:
-                vals = self._read(warp, frame, a, p.type)
+                vals = self.read(warp, frame, a, p.type)
                 params[p.name] = [bytearray((vals[i] & alu.mask(8 * p.size)).to_bytes(p.size, "little"))
                                   for i in range(LANES)]
         base = frame.local_base + self.prog.local_size.get(frame.fn.name, 0)
@@ -695,607 +403,24 @@ class Interpreter:
         warp.frames.append(Frame(callee, [Entry(0, ex, None)], {}, params, base, ex, pc, ret_vars))
 
 
-# ---------------------------------------------------------------------------------------------
-# handlers: (interp, warp, frame, ins, info, lanes)
-
-
-def _lanes(mask: int):
-    return [i for i in range(LANES) if mask >> i & 1]
-
-
-def _np(vals: list[int]) -> np.ndarray:
-    return np.array(vals, dtype=np.uint64)
-
-
-def _from_np(arr) -> list[int]:
-    return [int(x) for x in np.asarray(arr).tolist()]
-
-
-def _float_args(info):
-    return dict(width=_bits(info.type))
-
-
-def h_arith(it: Interpreter, warp, frame, ins, info, ex):
-    op = ins.op
-    t = info.type
-    if t in ("f32", "f64", "f16", "f16x2"):
-        return h_float(it, warp, frame, ins, info, ex)
-    w = _bits(t)
-    s = _signed(t)
-    srcs = [it._read(warp, frame, o, t) for o in ins.operands[1:]]
-    cc = frame.regs.get("%%cc", [0] * LANES)
-    out = [0] * LANES
-    newcc = list(cc)
-    for i in _lanes(ex):
-        a = srcs[0][i]
-        b = srcs[1][i] if len(srcs) > 1 else 0
-        if op == "add":
-            r = alu.add(a, b, w, s, info.sat)
-            if "cc" in info.flags:
-                newcc[i] = (a + b) >> w
-        elif op == "addc":
-            r = alu.wrap(a + b + cc[i], w)
-            if "cc" in info.flags:
-                newcc[i] = (a + b + cc[i]) >> w
-        elif op == "sub":
-            r = alu.sub(a, b, w, s, info.sat)
-            if "cc" in info.flags:
-                newcc[i] = 1 if a < b else 0
-        elif op == "subc":
-            r = alu.wrap(a - b - cc[i], w)
-            if "cc" in info.flags:
-                newcc[i] = 1 if a < b + cc[i] else 0
-        elif op == "mul":
-            r = alu.mul(a, b, w, s, info.mode)
-        elif op == "mad":
-            p = alu.mul(a, b, w, s, info.mode)
-            ow = 2 * w if info.mode == "wide" else w
-            c = srcs[2][i] if info.mode != "wide" else it._read(warp, frame, ins.operands[3], _wide(t))[i]
-            if info.sat:     # mad.hi.sat.s32
-                total = alu.sx(p, w) + alu.sx(c, w)
-                r = alu.wrap(max(-(1 << 31), min((1 << 31) - 1, total)), w)
-            else:
-                r = alu.wrap(p + c, ow)
-            if "cc" in info.flags:
-                newcc[i] = (p + c) >> ow
-        elif op == "madc":
-            p = alu.mul(a, b, w, s, info.mode or "lo")
-            r = alu.wrap(p + srcs[2][i] + cc[i], w)
-            if "cc" in info.flags:
-                newcc[i] = (p + srcs[2][i] + cc[i]) >> w
-        elif op == "mul24":
-            r = alu.mul24(a, b, s, info.mode)
-        elif op == "mad24":
-            r = alu.wrap(alu.mul24(a, b, s, info.mode) + srcs[2][i], 32)
-        elif op == "div":
-            r = alu.div(a, b, w, s)
-        elif op == "rem":
-            r = alu.rem(a, b, w, s)
-        elif op == "abs":
-            r = alu.absolute(a, w)
-        elif op == "neg":
-            r = alu.neg(a, w)
-        elif op == "min":
-            r = alu.minimum(a, b, w, s)
-        elif op == "max":
-            r = alu.maximum(a, b, w, s)
-        elif op == "sad":
-            r = alu.sad(a, b, srcs[2][i], w, s)
-        else:
-            raise ExecutionFault(f"no semantics for {ins.opcode}")
-        out[i] = r
-    if "cc" in info.flags:
-        frame.regs["%%cc"] = [newcc[i] if ex >> i & 1 else cc[i] for i in range(LANES)]
-    dt = _wide(t) if info.mode == "wide" else t
-    it._write_reg(frame, ins.operands[0], out, ex, dt)
-
-
-def _wide(t: str) -> str:
-    return t[0] + str(2 * int(t[1:]))
-
-
-def h_float(it: Interpreter, warp, frame, ins, info, ex):
-    t = info.type
-    srcs = [_np(it._read(warp, frame, o, t)) for o in ins.operands[1:]]
-    if t == "f16x2":        # each half on its own: the low halves, then the high ones
-        lo = _float_op(ins, info, "f16", [x & 0xFFFF for x in srcs])
-        hi = _float_op(ins, info, "f16", [(x >> 16) & 0xFFFF for x in srcs])
-        out = [int(a) | int(b) << 16 for a, b in zip(np.asarray(lo).tolist(), np.asarray(hi).tolist())]
-    else:
-        out = _from_np(_float_op(ins, info, t, srcs))
-    it._write_reg(frame, ins.operands[0], out, ex, t)
-
-
-def _float_op(ins, info, t: str, srcs: list):
-    """The float operation `ins` on type `t` over each lane's operands (`srcs`: one array each)."""
-    F = _floats()
-    w = _bits(t)
-    op = ins.op
-    kw = dict(width=w, ftz=info.ftz)
-    rnd = info.rnd or "rn"
-    if op == "add":
-        r = F.fadd(srcs[0], srcs[1], rnd=rnd, sat=info.sat, **kw)
-    elif op == "sub":
-        r = F.fsub(srcs[0], srcs[1], rnd=rnd, sat=info.sat, **kw)
-    elif op == "mul":
-        r = F.fmul(srcs[0], srcs[1], rnd=rnd, sat=info.sat, **kw)
-    elif op in ("fma", "mad"):
-        r = F.ffma(srcs[0], srcs[1], srcs[2], rnd=rnd, sat=info.sat, **kw)
-    elif op == "div":
-        r = F.fdiv(srcs[0], srcs[1], rnd=rnd, **kw)
-    elif op == "rcp" and info.mode == "approx64":
-        r = _approx().rcp_f64(srcs[0])
-    elif op == "rcp":
-        r = F.frcp(srcs[0], rnd=rnd, **kw)
-    elif op == "sqrt":
-        r = F.fsqrt(srcs[0], rnd=rnd, **kw)
-    elif op == "min":
-        r = F.fmin(srcs[0], srcs[1], nan="NaN" in info.flags, **kw)
-    elif op == "max":
-        r = F.fmax(srcs[0], srcs[1], nan="NaN" in info.flags, **kw)
-    elif op == "abs":
-        r = F.fabs(srcs[0], **kw)
-    elif op == "neg":
-        r = F.fneg(srcs[0], **kw)
-    else:
-        raise ExecutionFault(f"no semantics for {ins.opcode}")
-    return r
-
-
-def h_approx(it: Interpreter, warp, frame, ins, info, ex):
-    """ex2, lg2, sin, cos, tanh, rsqrt .approx: qwenGPU's definitions (`approx`)."""
-    t = info.type
-    a = _np(it._read(warp, frame, ins.operands[1], t))
-    r = _approx().rsqrt_f64(a) if t == "f64" else _approx().approximate(ins.op, a, ftz=info.ftz)
-    it._write_reg(frame, ins.operands[0], _from_np(r), ex, t)
-
-
-def h_bits(it: Interpreter, warp, frame, ins, info, ex):
-    op = ins.op
-    t = info.type
-    w = _bits(t)
-    ops = ins.operands
-    out = [0] * LANES
-    dt = t
-    if op in ("and", "or", "xor", "not", "cnot"):
-        srcs = [it._read(warp, frame, o, t) for o in ops[1:]]
-        m = alu.mask(w)
-        for i in _lanes(ex):
-            a = srcs[0][i]
-            if op == "and":
-                r = a & srcs[1][i]
-            elif op == "or":
-                r = a | srcs[1][i]
-            elif op == "xor":
-                r = a ^ srcs[1][i]
-            elif op == "not":
-                r = ~a & m
-            else:
-                r = 1 if a == 0 else 0
-            out[i] = r
-    elif op in ("shl", "shr"):
-        a = it._read(warp, frame, ops[1], t)
-        n = it._read(warp, frame, ops[2], "u32")
-        for i in _lanes(ex):
-            out[i] = alu.shl(a[i], n[i], w) if op == "shl" else alu.shr(a[i], n[i], w, _signed(t))
-    elif op == "shf":
-        a = it._read(warp, frame, ops[1], "b32")
-        b = it._read(warp, frame, ops[2], "b32")
-        n = it._read(warp, frame, ops[3], "u32")
-        for i in _lanes(ex):
-            out[i] = alu.shf(a[i], b[i], n[i], info.mode == "l", "clamp" in info.flags)
-    elif op in ("popc", "clz", "brev", "bfind"):
-        a = it._read(warp, frame, ops[1], t)
-        for i in _lanes(ex):
-            if op == "popc":
-                out[i] = alu.popc(a[i], w)
-            elif op == "clz":
-                out[i] = alu.clz(a[i], w)
-            elif op == "brev":
-                out[i] = alu.brev(a[i], w)
-            else:
-                out[i] = alu.bfind(a[i], w, _signed(t), "shiftamt" in info.flags)
-        if op != "brev":
-            dt = "u32"
-    elif op == "bfe":
-        a = it._read(warp, frame, ops[1], t)
-        p = it._read(warp, frame, ops[2], "u32")
-        ln = it._read(warp, frame, ops[3], "u32")
-        for i in _lanes(ex):
-            out[i] = alu.bfe(a[i], p[i], ln[i], w, _signed(t))
-    elif op == "bfi":
-        a = it._read(warp, frame, ops[1], t)
-        b = it._read(warp, frame, ops[2], t)
-        p = it._read(warp, frame, ops[3], "u32")
-        ln = it._read(warp, frame, ops[4], "u32")
-        for i in _lanes(ex):
-            out[i] = alu.bfi(a[i], b[i], p[i], ln[i], w)
-    elif op == "prmt":
-        a, b, c = (it._read(warp, frame, o, "b32") for o in ops[1:4])
-        for i in _lanes(ex):
-            out[i] = alu.prmt(a[i], b[i], c[i], info.mode)
-    elif op == "lop3":
-        a, b, c, imm = (it._read(warp, frame, o, "b32") for o in ops[1:5])
-        for i in _lanes(ex):
-            out[i] = alu.lop3(a[i], b[i], c[i], imm[i] & 0xFF)
-    elif op in ("dp4a", "dp2a"):
-        a, b, c = (it._read(warp, frame, o, "b32") for o in ops[1:4])
-        for i in _lanes(ex):
-            if op == "dp4a":
-                out[i] = alu.dp4a(a[i], b[i], c[i], info.type == "s32", info.src_type == "s32")
-            else:
-                out[i] = alu.dp2a(a[i], b[i], c[i], info.type == "s32", info.src_type == "s32",
-                                  info.mode == "hi")
-        dt = "u32" if info.type == "u32" and info.src_type == "u32" else "s32"
-    it._write_reg(frame, ops[0], out, ex, dt)
-
-
-def _compare(it, warp, frame, info, a_op, b_op, t) -> list[int]:
-    a = it._read(warp, frame, a_op, t)
-    b = it._read(warp, frame, b_op, t)
-    if t in ("f32", "f64", "f16"):
-        F = _floats()
-        r = F.fcompare(info.cmp, _np(a), _np(b), width=_bits(t), ftz=info.ftz)
-        return [int(x) for x in np.asarray(r).tolist()]
-    w = _bits(t)
-    return [int(alu.compare(info.cmp, a[i], b[i], w, _signed(t))) for i in range(LANES)]
-
-
-def _combine(boolop, t: list[int], c: list[int]) -> list[int]:
-    if boolop == "and":
-        return [x & y for x, y in zip(t, c)]
-    if boolop == "or":
-        return [x | y for x, y in zip(t, c)]
-    return [x ^ y for x, y in zip(t, c)]
-
-
-def h_setp(it: Interpreter, warp, frame, ins, info, ex):
-    ops = ins.operands
-    if ins.op == "setp":
-        r = _compare(it, warp, frame, info, ops[1], ops[2], info.type)
-        nr = [1 - x for x in r]
-        if info.boolop:
-            c = [x & 1 for x in it._read(warp, frame, ops[3], "pred")]
-            r, nr = _combine(info.boolop, r, c), _combine(info.boolop, nr, c)
-        dst = ops[0]
-        if isinstance(dst, Pair):
-            it._write_reg(frame, dst.first, r, ex, "pred")
-            it._write_reg(frame, dst.second, nr, ex, "pred")
-        else:
-            it._write_reg(frame, dst, r, ex, "pred")
-        return
-    # set.cmp.dtype.stype
-    r = _compare(it, warp, frame, info, ops[1], ops[2], info.src_type)
-    if info.boolop:
-        c = [x & 1 for x in it._read(warp, frame, ops[3], "pred")]
-        r = _combine(info.boolop, r, c)
-    one = 0x3F800000 if info.type == "f32" else 0xFFFFFFFF
-    it._write_reg(frame, ops[0], [one if x else 0 for x in r], ex, info.type)
-
-
-def h_selp(it: Interpreter, warp, frame, ins, info, ex):
-    ops = ins.operands
-    a = it._read(warp, frame, ops[1], info.type)
-    b = it._read(warp, frame, ops[2], info.type)
-    if ins.op == "selp":
-        c = it._read(warp, frame, ops[3], "pred")
-        out = [a[i] if c[i] & 1 else b[i] for i in range(LANES)]
-    else:
-        c = it._read(warp, frame, ops[3], info.src_type)
-        if info.src_type == "s32":
-            sel = [alu.sx(x, 32) >= 0 for x in c]
-        else:
-            F = _floats()
-            zero = _np([0] * LANES)
-            sel = [bool(x) for x in np.asarray(F.fcompare("ge", _np(c), zero, width=32, ftz=info.ftz)).tolist()]
-        out = [a[i] if sel[i] else b[i] for i in range(LANES)]
-    it._write_reg(frame, ops[0], out, ex, info.type)
-
-
-def h_mov(it: Interpreter, warp, frame, ins, info, ex):
-    d, a = ins.operands
-    t = info.type
-    if isinstance(d, Vec):        # unpack: mov.b64 {lo, hi}, x
-        n = len(d.items)
-        ew = _bits(t) // n
-        v = it._read(warp, frame, a, t)
-        for k, r in enumerate(d.items):
-            if r is not None:
-                it._write_reg(frame, r, [(x >> (ew * k)) & alu.mask(ew) for x in v], ex, f"b{ew}")
-        return
-    if isinstance(a, Vec):        # pack: mov.b64 x, {lo, hi}
-        n = len(a.items)
-        ew = _bits(t) // n
-        parts = [it._read(warp, frame, r, f"b{ew}") if r is not None else [0] * LANES for r in a.items]
-        v = [sum(parts[k][i] << (ew * k) for k in range(n)) for i in range(LANES)]
-        it._write_reg(frame, d, v, ex, t)
-        return
-    if isinstance(a, Label):
-        raise ExecutionFault("taking the address of a function is not supported")
-    it._write_reg(frame, d, it._read(warp, frame, a, t), ex, t)
-
-
-def h_cvt(it: Interpreter, warp, frame, ins, info, ex):
-    d, a = ins.operands
-    dt, st = info.type, info.src_type
-    v = it._read(warp, frame, a, st)
-    if dt[0] in "usb" and st[0] in "usb":
-        sw, dw = _bits(st), _bits(dt)
-        out = []
-        for x in v:
-            val = alu.sx(x, sw) if _signed(st) else x
-            if info.sat:
-                lo, hi = (-(1 << (dw - 1)), (1 << (dw - 1)) - 1) if _signed(dt) else (0, (1 << dw) - 1)
-                val = max(lo, min(hi, val))
-            out.append(alu.wrap(val, dw))
-        it._write_reg(frame, d, out, ex, dt)
-        return
-    F = _floats()
-    r = F.cvt(_np(v), dt, st, rnd=info.rnd, sat=info.sat, ftz=info.ftz)
-    it._write_reg(frame, d, _from_np(r), ex, dt)
-
-
-def h_cvta(it: Interpreter, warp, frame, ins, info, ex):
-    d, a = ins.operands
-    v = it._read(warp, frame, a, info.type)
-    sp = info.space
-    out = []
-    for i in range(LANES):
-        x = v[i]
-        if sp == "global":
-            out.append(x)
-        elif "to" in info.flags:
-            base = GENERIC_WINDOWS.get(sp)
-            if base is None:
-                raise ExecutionFault(f"cvta.to.{sp} is not supported")
-            if ex >> i & 1 and not base <= x < base + WINDOW_SIZE:
-                raise MemoryFault(f"cvta.to.{sp} of 0x{x:x}, which is not a {sp} address",
-                                  address=x).locate(lane=i)
-            out.append(x - base if base <= x < base + WINDOW_SIZE else 0)
-        else:
-            base = GENERIC_WINDOWS.get(sp)
-            if base is None:
-                raise ExecutionFault(f"cvta.{sp} is not supported")
-            out.append(x + base)
-    it._write_reg(frame, d, out, ex, info.type)
-
-
-def h_ld(it: Interpreter, warp, frame, ins, info, ex):
-    d, a = ins.operands
-    t = info.type
-    size = max(1, _bits(t) // 8)
-    regs = list(d.items) if isinstance(d, Vec) else [d]
-    if len(regs) != info.vec:
-        raise ExecutionFault(f"{ins.opcode} needs {info.vec} destination registers")
-    values = [[0] * LANES for _ in regs]
-    if info.space == "param":
-        if not isinstance(a.base, Sym):
-            raise ExecutionFault("ld.param through a register address is not supported")
-        store = it._param_var(frame, a.base.name, a.offset + size * info.vec)
-        for i in _lanes(ex):
-            for k in range(len(regs)):
-                off = a.offset + k * size
-                if off + size > len(store[i]):
-                    raise MemoryFault(f"ld.param beyond parameter {a.base.name} (offset {off})",
-                                      address=off).locate(lane=i)
-                values[k][i] = int.from_bytes(store[i][off:off + size], "little")
-    else:
-        addrs = it._addresses(frame, a, ex)
-        for i in _lanes(ex):
-            check_alignment(addrs[i], size * info.vec, info.space or "generic") if info.vec > 1 else None
-            for k in range(len(regs)):
-                try:
-                    values[k][i] = it._mem_read(info.space, addrs[i] + k * size, size, i)
-                except MemoryFault as e:
-                    raise e.locate(lane=i)
-    for r, v in zip(regs, values):
-        if r is not None:
-            it._write_reg(frame, r, v, ex, t)
-
-
-def h_st(it: Interpreter, warp, frame, ins, info, ex):
-    a, s = ins.operands
-    t = info.type
-    size = max(1, _bits(t) // 8)
-    srcs = list(s.items) if isinstance(s, Vec) else [s]
-    values = [it._read(warp, frame, o, t) for o in srcs]
-    if info.space == "param":
-        if not isinstance(a.base, Sym):
-            raise ExecutionFault("st.param through a register address is not supported")
-        store = it._param_var(frame, a.base.name, a.offset + size * len(srcs))
-        for i in _lanes(ex):
-            for k in range(len(srcs)):
-                off = a.offset + k * size
-                if off + size > len(store[i]):
-                    store[i].extend(bytes(off + size - len(store[i])))
-                store[i][off:off + size] = values[k][i].to_bytes(size, "little")
-        return
-    addrs = it._addresses(frame, a, ex)
-    for i in _lanes(ex):
-        if info.vec > 1:
-            check_alignment(addrs[i], size * info.vec, info.space or "generic")
-        for k in range(len(srcs)):
-            try:
-                it._mem_write(info.space, addrs[i] + k * size, size, values[k][i], i)
-            except MemoryFault as e:
-                raise e.locate(lane=i)
-
-
-def h_atom(it: Interpreter, warp, frame, ins, info, ex):
-    ops = ins.operands
-    is_red = ins.op == "red"
-    a = ops[0] if is_red else ops[1]
-    srcs = ops[1:] if is_red else ops[2:]
-    t = info.type
-    w = _bits(t)
-    size = w // 8
-    b = it._read(warp, frame, srcs[0], t)
-    c = it._read(warp, frame, srcs[1], t) if len(srcs) > 1 else None
-    addrs = it._addresses(frame, a, ex)
-    out = [0] * LANES
-    F = None
-    for i in _lanes(ex):          # lanes in order: the machine's defined atomic order
-        try:
-            old = it._mem_read(info.space, addrs[i], size, i)
-        except MemoryFault as e:
-            if e.kind == "read":           # an atomic's access faults as an atomic (the machine's kind)
-                e.kind = "atomic"
-                e.reason = e.reason.replace(" read ", " atomic ", 1)
-            raise e.locate(lane=i)
-        o = info.boolop
-        s = _signed(t)
-        if o == "add":
-            if t in ("f32", "f64"):
-                F = F or _floats()
-                new = int(F.fadd(_np([old]), _np([b[i]]), width=w, ftz=(t == "f32"))[0])
-            else:
-                new = alu.wrap(old + b[i], w)
-        elif o == "min":
-            new = alu.minimum(old, b[i], w, s)
-        elif o == "max":
-            new = alu.maximum(old, b[i], w, s)
-        elif o == "inc":
-            new = 0 if old >= b[i] else old + 1
-        elif o == "dec":
-            new = b[i] if (old == 0 or old > b[i]) else old - 1
-        elif o == "and":
-            new = old & b[i]
-        elif o == "or":
-            new = old | b[i]
-        elif o == "xor":
-            new = old ^ b[i]
-        elif o == "exch":
-            new = b[i]
-        elif o == "cas":
-            new = c[i] if old == b[i] else old
-        else:
-            raise ExecutionFault(f"no semantics for {ins.opcode}")
-        it._mem_write(info.space, addrs[i], size, new, i)
-        out[i] = old
-    if not is_red:
-        it._write_reg(frame, ops[0], out, ex, t)
-
-
-def _member_mask(it, warp, frame, o, ex: int) -> int:
-    """The membermask operand (read from an executing lane: it is warp-uniform by contract)."""
-    v = it._read(warp, frame, o, "b32")
-    return v[_lanes(ex)[0]] & FULL
-
-
-def h_shfl(it: Interpreter, warp, frame, ins, info, ex):
-    d, a, b, c, mm = ins.operands
-    av = it._read(warp, frame, a, "b32")
-    bv = it._read(warp, frame, b, "b32")
-    cv = it._read(warp, frame, c, "b32")
-    out = [0] * LANES
-    pred = [0] * LANES
-    for lane in _lanes(ex):
-        bval = bv[lane] & 0x1F
-        cval = cv[lane] & 0x1F
-        seg = (cv[lane] >> 8) & 0x1F
-        max_lane = (lane & seg) | (cval & ~seg)
-        min_lane = lane & seg
-        if info.mode == "up":
-            j = lane - bval
-            ok = j >= max_lane
-        elif info.mode == "down":
-            j = lane + bval
-            ok = j <= max_lane
-        elif info.mode == "bfly":
-            j = lane ^ bval
-            ok = j <= max_lane
-        else:
-            j = min_lane | (bval & ~seg)
-            ok = j <= max_lane
-        if not 0 <= j < LANES:             # lanes 4..31 do not exist in a 4-lane warp
-            ok = False
-        if not ok:
-            j = lane
-        out[lane] = av[j]
-        pred[lane] = int(ok)
-    if isinstance(d, Pair):
-        it._write_reg(frame, d.first, out, ex, "b32")
-        it._write_reg(frame, d.second, pred, ex, "pred")
-    else:
-        it._write_reg(frame, d, out, ex, "b32")
-
-
-def h_vote(it: Interpreter, warp, frame, ins, info, ex):
-    d, a, mm = ins.operands
-    members = _member_mask(it, warp, frame, mm, ex) & ex
-    p = [x & 1 for x in it._read(warp, frame, a, "pred")]
-    lanes = _lanes(members)
-    if info.mode == "ballot":
-        v = sum(p[i] << i for i in lanes)
-        it._write_reg(frame, d, [v] * LANES, ex, "b32")
-        return
-    if info.mode == "any":
-        r = int(any(p[i] for i in lanes))
-    elif info.mode == "all":
-        r = int(all(p[i] for i in lanes))
-    else:
-        r = int(len({p[i] for i in lanes}) <= 1)
-    it._write_reg(frame, d, [r] * LANES, ex, "pred")
-
-
-def h_match(it: Interpreter, warp, frame, ins, info, ex):
-    d, a, mm = ins.operands
-    members = _member_mask(it, warp, frame, mm, ex) & ex
-    v = it._read(warp, frame, a, info.type)
-    lanes = _lanes(members)
-    if info.mode == "any":
-        out = [sum(1 << j for j in lanes if v[j] == v[i]) for i in range(LANES)]
-        it._write_reg(frame, d, out, ex, "b32")
-        return
-    same = len({v[j] for j in lanes}) <= 1
-    out = [members if same else 0] * LANES
-    if isinstance(d, Pair):
-        it._write_reg(frame, d.first, out, ex, "b32")
-        it._write_reg(frame, d.second, [int(same)] * LANES, ex, "pred")
-    else:
-        it._write_reg(frame, d, out, ex, "b32")
-
-
-def h_misc(it: Interpreter, warp, frame, ins, info, ex):
-    op = ins.op
-    if op == "activemask":
-        it._write_reg(frame, ins.operands[0], [ex] * LANES, ex, "b32")
-    elif op in ("membar", "fence", "nanosleep"):
-        return
-    elif op == "trap":
-        raise ExecutionFault("trap executed", lane=_lanes(ex)[0], kind="trap")
-    elif op == "brkpt":
-        raise ExecutionFault("brkpt executed", lane=_lanes(ex)[0], kind="trap")
-    elif op == "copysign":
-        F = _floats()
-        a = _np(it._read(warp, frame, ins.operands[1], info.type))
-        b = _np(it._read(warp, frame, ins.operands[2], info.type))
-        it._write_reg(frame, ins.operands[0], _from_np(F.fcopysign(a, b, width=_bits(info.type))), ex, info.type)
-    elif op == "testp":
-        F = _floats()
-        a = _np(it._read(warp, frame, ins.operands[1], info.type))
-        r = F.ftestp(info.mode, a, width=_bits(info.type))
-        it._write_reg(frame, ins.operands[0], [int(x) for x in np.asarray(r).tolist()], ex, "pred")
-    else:
-        raise ExecutionFault(f"no semantics for {ins.opcode}")
-
-
-_HANDLERS = {}
+#: which handler runs each opcode (`arithmetic`, `memory_ops`, `warp_ops`); branches, calls, barriers
+#: and exits are `Interpreter._execute`'s own
+HANDLERS = {}
 for _op in ("add", "sub", "mul", "mad", "mul24", "mad24", "div", "rem", "abs", "neg", "min", "max",
             "sad", "addc", "subc", "madc", "fma", "sqrt", "rcp"):
-    _HANDLERS[_op] = h_arith
+    HANDLERS[_op] = h_arith
 for _op in ("fma", "sqrt", "rcp"):
-    _HANDLERS[_op] = h_float
+    HANDLERS[_op] = h_float
 for _op in ("and", "or", "xor", "not", "cnot", "shl", "shr", "shf", "popc", "clz", "brev", "bfind",
             "bfe", "bfi", "prmt", "lop3", "dp4a", "dp2a"):
-    _HANDLERS[_op] = h_bits
+    HANDLERS[_op] = h_bits
 for _op in ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt"):
-    _HANDLERS[_op] = h_approx
-_HANDLERS.update({"setp": h_setp, "set": h_setp, "selp": h_selp, "slct": h_selp, "mov": h_mov,
-                  "cvt": h_cvt, "cvta": h_cvta, "ld": h_ld, "ldu": h_ld, "st": h_st, "atom": h_atom,
-                  "red": h_atom, "shfl": h_shfl, "vote": h_vote, "match": h_match, "activemask": h_misc,
-                  "membar": h_misc, "fence": h_misc, "nanosleep": h_misc, "trap": h_misc,
-                  "brkpt": h_misc, "copysign": h_misc, "testp": h_misc})
+    HANDLERS[_op] = h_approx
+HANDLERS.update({"setp": h_setp, "set": h_setp, "selp": h_selp, "slct": h_selp, "mov": h_mov,
+                 "cvt": h_cvt, "cvta": h_cvta, "ld": h_ld, "ldu": h_ld, "st": h_st, "atom": h_atom,
+                 "red": h_atom, "shfl": h_shfl, "vote": h_vote, "match": h_match, "activemask": h_misc,
+                 "membar": h_misc, "fence": h_misc, "nanosleep": h_misc, "trap": h_misc,
+                 "brkpt": h_misc, "copysign": h_misc, "testp": h_misc})
 
 
 def interpret(module: Module, spec: LaunchSpec, kernel: str | None = None,

@@ -55,7 +55,7 @@ import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
 from qwengpu.compiler.placement import MemoryPlacement, decode_words, words_of
-from qwengpu.interp.memory import ExecutionFault
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT
 from qwengpu.machine.tokens import token_kind

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import qwengpu
-from qwengpu.interp.interpreter import LANES, Interpreter
-from qwengpu.interp.memory import (CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, ExecutionFault,
-                                   global_layout, layout_variables)
+from qwengpu.interp.interpreter import Interpreter
 from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
+from qwengpu.semantics.faults import ExecutionFault
+from qwengpu.semantics.launch_model import (CONST_WINDOW, LANES, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, global_layout,
+                                            layout_variables)
 
 from .source import SourceLines
 from .values import fmt_all, pretty_symbol, pretty_text, reg_sort_key, shared_element_type, type_width

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: a warp's lanes: the reference semantics' warp width (`qwengpu.interp`), which the circuits are
+#: a warp's lanes: the reference semantics' warp width (`qwengpu.semantics.launch_model`), which the circuits are
 #: built for (4-bit lane masks in the tokens and the control word): not a per-geometry choice
-from qwengpu.interp.interpreter import LANES as LANES
+from qwengpu.semantics.launch_model import LANES as LANES
 
 ALU = "alu"
 MEM = "mem"

@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qwengpu.interp.memory import ExecutionFault, MemoryFault
+from qwengpu.semantics.faults import ExecutionFault, MemoryFault
 from qwengpu.launch import LaunchSpec
 
 from .config import FPU, LANES
 from .format import WARP_BITS
 from .image import Image, Source
 from .layout import MEMORY_BYTES
-from .uops import M32, alu_eval, fpu_eval
+from .uops import M32, alu_eval_lanes, fpu_eval
 
 RUN, BARRIER, EXITED = 0, 1, 2
 FAULT_KINDS = ["read", "write", "misaligned", "atomic"]
@@ -366,15 +366,15 @@ class Simulator:
             ports = slot_ports[k]
             val = (lambda name, l, ports=ports, so=so:
                    self._value(so.srcs[name], warp, l, ports, results, flags, his))
-            if op.kind == "alu":
-                for l in range(LANES):          # the units compute every lane; passes commit active ones
-                    a = val("a", l)
-                    bb = val("b", l) if "b" in so.srcs else 0
-                    c = val("c", l) if "c" in so.srcs else 0
-                    cin = {"0": 0, "1": 1}.get(op.cin)
-                    if cin is None:
-                        cin = val("cin", l)
-                    results[k][l], flags[k][l] = alu_eval(op.op, a, bb, c, cin)
+            if op.kind == "alu":                # the units compute every lane; passes commit active ones
+                fixed_cin = {"0": 0, "1": 1}.get(op.cin)
+                words = [[val(n, l) & M32 if n == "a" or n in so.srcs else 0 for l in range(LANES)]
+                         for n in ("a", "b", "c")]
+                cin = [fixed_cin if fixed_cin is not None else val("cin", l) for l in range(LANES)]
+                r, f = alu_eval_lanes(op.op, *(np.array(w, dtype=np.uint64) for w in words),
+                                      np.array(cin, dtype=np.uint64))
+                results[k][:] = [int(x) for x in r]
+                flags[k][:] = [int(x) for x in f]
             elif op.kind == "fpu":                # its operands: other slots' read ports
                 for l in range(LANES):
                     abc = [slot_ports[s.index[0]][s.index[1]][l] if s.kind == "sport" else 0
@@ -391,7 +391,7 @@ class Simulator:
                     self.passes.append(rec)
                     return None
             else:
-                self._xlane(so, warp, lanes, mask, val, results[k], his[k])
+                cross_lane_unit(so, lanes, mask, val, results[k], his[k])
         return served, memw
 
     def _float_lanes(self, b, done: list) -> list:
@@ -502,86 +502,15 @@ class Simulator:
         old = int.from_bytes(self.memory[addrs[l]:addrs[l] + size], "little")
         b = val("data_lo", l) & m
         c = val("cmp_lo", l) & m if "cmp_lo" in so.srcs else 0
-        o = ex["atom"]
-        s = ex.get("signed")
-        if o == "add":
-            new = (old + b) & m
-        elif o in ("min", "max"):
-            x, y = (_sx(old, bits), _sx(b, bits)) if s else (old, b)
-            new = old if (x <= y) == (o == "min") else b
-        elif o == "inc":
-            new = 0 if old >= b else old + 1
-        elif o == "dec":
-            new = b if (old == 0 or old > b) else old - 1
-        elif o == "and":
-            new = old & b
-        elif o == "or":
-            new = old | b
-        elif o == "xor":
-            new = old ^ b
-        elif o == "exch":
-            new = b
-        elif o == "cas":
-            new = c if old == b else old
-        else:
-            raise ExecutionFault(f"atomic {o} is not supported by the machine")
+        new = atomic_result(ex["atom"], old, b, c, bits, ex.get("signed"))
         out[l] = old & M32
         return 1 << l, [(l, addrs[l], size, new & m)]
-
-    # -- cross-lane unit --------------------------------------------------------------------------------
-
-    def _xlane(self, so, warp, lanes, mask, val, out, out_hi):
-        op = so.op
-        if op.op == "ACTIVEMASK":
-            for l in lanes:
-                out[l] = mask
-            return
-        if op.op == "VOTE":
-            p = {l: val("a", l) & 1 for l in lanes}
-            mode = op.extra["mode"]
-            if mode == "ballot":
-                r = sum(p[l] << l for l in lanes)
-            elif mode == "any":
-                r = int(any(p.values()))
-            elif mode == "all":
-                r = int(all(p.values()))
-            else:
-                r = int(len(set(p.values())) <= 1)
-            for l in lanes:
-                out[l] = r
-            return
-        if op.op == "SHFL":
-            a = {l: val("a", l) for l in range(LANES)}
-            mode = op.extra["mode"]
-            for lane in lanes:
-                bval = val("bsrc", lane) & 0x1F
-                cw = val("csrc", lane)
-                cval, seg = cw & 0x1F, (cw >> 8) & 0x1F
-                max_lane = (lane & seg) | (cval & ~seg)
-                min_lane = lane & seg
-                if mode == "up":
-                    j, ok = lane - bval, lane - bval >= max_lane
-                elif mode == "down":
-                    j, ok = lane + bval, lane + bval <= max_lane
-                elif mode == "bfly":
-                    j, ok = lane ^ bval, (lane ^ bval) <= max_lane
-                else:
-                    j = min_lane | (bval & ~seg)
-                    ok = j <= max_lane
-                if not 0 <= j < LANES:
-                    ok = False
-                if not ok:
-                    j = lane
-                out[lane] = a[j]
-                out_hi[lane] = int(ok)
-            return
-        raise ExecutionFault(f"cross-lane op {op.op} is not supported by the machine")
 
 
 
 def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
     """The machine memory at launch: argument buffers, initialised globals, constants."""
-    from qwengpu.interp.interpreter import ModuleAnalysis
+    from qwengpu.semantics.launch_model import ModuleAnalysis
     lay = image.layout
     memory = bytearray(MEMORY_BYTES)
     for a, addr in zip(spec.args, lay.buffer_addresses):
@@ -655,3 +584,80 @@ def _fault(kind: str, message: str, lane: int, address: int) -> MemoryFault:
     e = MemoryFault(message, lane=lane, address=address, kind=kind)
     e.token_kind = kind
     return e
+
+
+def atomic_result(o: str, old: int, b: int, c: int, bits: int, s) -> int:
+    """The new value an atomic `o` (add, min, max, inc, dec, and, or, xor, exch, cas; `s`: signed)
+    stores over the `bits`-bit word `old`, with operand b (and cas's compare value c)."""
+    if o == "add":
+        new = (old + b) & ((1 << bits) - 1)
+    elif o in ("min", "max"):
+        x, y = (_sx(old, bits), _sx(b, bits)) if s else (old, b)
+        new = old if (x <= y) == (o == "min") else b
+    elif o == "inc":
+        new = 0 if old >= b else old + 1
+    elif o == "dec":
+        new = b if (old == 0 or old > b) else old - 1
+    elif o == "and":
+        new = old & b
+    elif o == "or":
+        new = old | b
+    elif o == "xor":
+        new = old ^ b
+    elif o == "exch":
+        new = b
+    elif o == "cas":
+        new = c if old == b else old
+    else:
+        raise ExecutionFault(f"atomic {o} is not supported by the machine")
+    return new
+
+
+def cross_lane_unit(so, lanes, mask, val, out, out_hi):
+    """The cross-lane unit (ACTIVEMASK, VOTE, SHFL) on a warp's active `lanes`: results in `out`,
+    SHFL's in-range flags in `out_hi`."""
+    op = so.op
+    if op.op == "ACTIVEMASK":
+        for l in lanes:
+            out[l] = mask
+        return
+    if op.op == "VOTE":
+        p = {l: val("a", l) & 1 for l in lanes}
+        mode = op.extra["mode"]
+        if mode == "ballot":
+            r = sum(p[l] << l for l in lanes)
+        elif mode == "any":
+            r = int(any(p.values()))
+        elif mode == "all":
+            r = int(all(p.values()))
+        else:
+            r = int(len(set(p.values())) <= 1)
+        for l in lanes:
+            out[l] = r
+        return
+    if op.op == "SHFL":
+        a = {l: val("a", l) for l in range(LANES)}
+        mode = op.extra["mode"]
+        for lane in lanes:
+            bval = val("bsrc", lane) & 0x1F
+            cw = val("csrc", lane)
+            cval, seg = cw & 0x1F, (cw >> 8) & 0x1F
+            max_lane = (lane & seg) | (cval & ~seg)
+            min_lane = lane & seg
+            if mode == "up":
+                j, ok = lane - bval, lane - bval >= max_lane
+            elif mode == "down":
+                j, ok = lane + bval, lane + bval <= max_lane
+            elif mode == "bfly":
+                j, ok = lane ^ bval, (lane ^ bval) <= max_lane
+            else:
+                j = min_lane | (bval & ~seg)
+                ok = j <= max_lane
+            if not 0 <= j < LANES:
+                ok = False
+            if not ok:
+                j = lane
+            out[lane] = a[j]
+            out_hi[lane] = int(ok)
+        return
+    raise ExecutionFault(f"cross-lane op {op.op} is not supported by the machine")

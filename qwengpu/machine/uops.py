@@ -12,22 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-M32 = 0xFFFFFFFF
-
-#: ALU micro-ops: name -> number of sources (a, b, c), in opcode order (the bundle word encodes an
-#: ALU op by its place here: `format.ALU_OPCODES`); `alu_eval` below is their semantics
-ALU_OPS = {
-    "MOV": 1,
-    "ADD": 2,       # a + b + cin (cin: 0, 1 or the carry flag of the previous unit)
-    "AND": 2, "OR": 2, "XOR": 2,
-    "SHL": 2, "SHR": 2, "SAR": 2,       # shift a by b (amounts >= 32: 0 / sign)
-    "SEL": 3,       # c != 0 ? a : b
-    "EQ": 2, "LTU": 2, "LEU": 2,        # 1 if a == b / a < b / a <= b (unsigned) else 0
-    "LT": 2, "LE": 2,                   # signed
-    "MUL": 2,       # (a * b) mod 2^32
-    "MULHU": 2, "MULHS": 2,             # high 32 bits of the 64-bit product
-    "CLZ": 1, "POPC": 1, "BREV": 1,
-}
+# the ALU micro-ops' semantics (the circuits implement exactly this): one definition, on numpy lanes,
+# shared with the approximate instructions' definitions
+from qwengpu.semantics.words import ALU_OPS as ALU_OPS
+from qwengpu.semantics.words import M32 as M32
+from qwengpu.semantics.words import alu_eval as alu_eval
+from qwengpu.semantics.words import alu_eval_lanes as alu_eval_lanes
 
 #: float-unit micro-ops on f32 words: name -> number of sources, in opcode order (`fpu_eval` below is
 #: their semantics: the interpreter's, `docs/floats.md`). Modifiers ride in `MicroOp.extra`: "rnd"
@@ -161,7 +151,7 @@ def fpu(op: str, dst, a, b=None, c=None, ptx_pc: int = -1, **mods) -> MicroOp:
 
 def fpu_eval(op: str, mods: dict, a: int, b: int = 0, c: int = 0) -> int:
     """The f32 result word (or 0/1 for FSETP) of a float-unit micro-op on one lane: the reference
-    interpreter's float semantics (`qwengpu.interp.floats`), so the machine and the oracle share
+    interpreter's float semantics (`qwengpu.semantics.floats`), so the machine and the oracle share
     one definition."""
     import numpy as np
     r = fpu_eval_lanes(op, mods, *(np.array([x & M32], dtype=np.uint64) for x in (a, b, c)))
@@ -173,7 +163,7 @@ def fpu_eval_lanes(op: str, mods: dict, a, b, c):
     take arrays."""
     import numpy as np
 
-    from qwengpu.interp import floats as F  # the oracle's definitions (imported late: heavy)
+    from qwengpu.semantics import floats as F  # the shared definitions (imported late: heavy)
     rnd, ftz, sat = mods.get("rnd"), bool(mods.get("ftz")), bool(mods.get("sat"))
     if op in ("FADD", "FSUB", "FMUL"):
         r = {"FADD": F.fadd, "FSUB": F.fsub, "FMUL": F.fmul}[op](a, b, width=32, rnd=rnd, ftz=ftz, sat=sat)
@@ -192,60 +182,3 @@ def fpu_eval_lanes(op: str, mods: dict, a, b, c):
     else:
         raise ValueError(f"unknown float-unit op {op}")
     return np.asarray(r, dtype=np.uint64).reshape(-1) & M32
-
-
-# ---------------------------------------------------------------------------------------------
-# reference semantics of one ALU micro-op on one lane (the circuits implement exactly this)
-
-
-def _s(x: int) -> int:
-    x &= M32
-    return x - (1 << 32) if x >> 31 else x
-
-
-def alu_eval(op: str, a: int, b: int = 0, c: int = 0, cin: int = 0) -> tuple[int, int]:
-    """(result, carry flag) of an ALU micro-op on 32-bit words."""
-    a &= M32
-    b &= M32
-    if op == "ADD":
-        t = a + b + cin
-        return t & M32, t >> 32
-    if op == "AND":
-        return a & b, 0
-    if op == "OR":
-        return a | b, 0
-    if op == "XOR":
-        return a ^ b, 0
-    if op == "SHL":
-        return (a << b) & M32 if b < 32 else 0, 0
-    if op == "SHR":
-        return a >> b if b < 32 else 0, 0
-    if op == "SAR":
-        return (_s(a) >> min(b, 31)) & M32, 0
-    if op == "SEL":
-        return (a if c & M32 else b), 0
-    if op == "EQ":
-        return int(a == b), 0
-    if op == "LTU":
-        return int(a < b), 0
-    if op == "LEU":
-        return int(a <= b), 0
-    if op == "LT":
-        return int(_s(a) < _s(b)), 0
-    if op == "LE":
-        return int(_s(a) <= _s(b)), 0
-    if op == "MUL":
-        return (a * b) & M32, 0
-    if op == "MULHU":
-        return (a * b) >> 32, 0
-    if op == "MULHS":
-        return ((_s(a) * _s(b)) >> 32) & M32, 0
-    if op == "CLZ":
-        return 32 - a.bit_length(), 0
-    if op == "POPC":
-        return bin(a).count("1"), 0
-    if op == "BREV":
-        return int(format(a, "032b")[::-1], 2), 0
-    if op == "MOV":
-        return a, 0
-    raise ValueError(f"unknown ALU op {op}")

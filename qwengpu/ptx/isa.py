@@ -29,7 +29,7 @@ SPACES = {"global", "shared", "local", "param", "const"}
 MEMORY_QUALIFIERS = {"ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "relaxed", "acquire",
                      "release", "acq_rel", "weak", "gpu", "cta", "sys", "L1::no_allocate",
                      "L2::64B", "L2::128B", "L2::256B", "aligned", "uni", "sync"}
-#: approximate instructions (`qwengpu.interp.approx` defines them; `OpInfo.flags` holds "approx")
+#: approximate instructions (`qwengpu.semantics.approx` defines them; `OpInfo.flags` holds "approx")
 APPROX_OPS = {"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"}
 
 
@@ -155,12 +155,12 @@ def _d_float(instr):
     info.ftz = bool(_take(rest, {"ftz"}))
     if approx:
         # div.approx/div.full/rcp.approx/sqrt.approx .f32: defined as the .rn operation
-        # (`qwengpu.interp.approx`); the f64 forms (rcp.approx.ftz.f64) are not defined
+        # (`qwengpu.semantics.approx`); the f64 forms (rcp.approx.ftz.f64) are not defined
         if instr.op not in ("div", "rcp", "sqrt") or info.rnd is not None or \
                 (approx == "full" and instr.op != "div"):
             _fail(instr, f"approximate form .{approx}")
         if instr.op == "rcp" and info.type == "f64" and approx == "approx" and info.ftz:
-            info.mode = "approx64"          # rcp.approx.ftz.f64: `qwengpu.interp.approx.rcp_f64`
+            info.mode = "approx64"          # rcp.approx.ftz.f64: `qwengpu.semantics.approx.rcp_f64`
             info.ftz = False                # (its flushing is part of that definition)
         elif info.type != "f32":
             _fail(instr, f"approximate form .{approx} on .{info.type} (only .f32 and rcp.approx.ftz.f64 "
@@ -183,7 +183,7 @@ def _d_float(instr):
 
 
 def _d_approx(instr):
-    """ex2, lg2, sin, cos, tanh, rsqrt (.approx): `qwengpu.interp.approx` defines their results."""
+    """ex2, lg2, sin, cos, tanh, rsqrt (.approx): `qwengpu.semantics.approx` defines their results."""
     types, rest = _split(instr)
     op = instr.op
     info = OpInfo(op, flags=frozenset({"approx"}))
@@ -625,7 +625,7 @@ def validate_function(fn: Function, module: Module, approx: bool = True) -> list
 def validate_module(module: Module, approx: bool = True) -> Module:
     """Decode every instruction of every defined function (attaching `instr.info`); raise one
     `ModuleUnsupported` listing every unsupported construct, if any. `approx=False` refuses the
-    approximate instructions too (for hardware bit-exactness: `qwengpu.interp.approx` defines
+    approximate instructions too (for hardware bit-exactness: `qwengpu.semantics.approx` defines
     them within the ISA's stated error, not as NVIDIA hardware computes them)."""
     errors: list[PTXSyntaxError] = []
     try:
@@ -665,7 +665,7 @@ SUPPORTED = (
      "testp; .ftz, .sat"),
     ("half (f16, f16x2; the machine through f32: `softfloat.f16`)", tuple(sorted(HALF_OPS)) + ("setp",),
      "add, sub, mul (.rn), fma.rn, neg, abs, min, max (.NaN), setp.f16; .ftz, .sat. An f16x2 operation computes "
-     "each half on its own (`qwengpu.interp.floats` at width 16, correctly rounded)"),
+     "each half on its own (`qwengpu.semantics.floats` at width 16, correctly rounded)"),
     ("approximate (f32; `.ftz`)", tuple(sorted(APPROX_OPS)) + ("rcp", "sqrt", "div"),
      "ex2, lg2, sin, cos, tanh, rsqrt `.approx`; rcp/sqrt/div `.approx`, `div.full`; `rcp.approx.ftz.f64`, "
      "`rsqrt.approx.f64`: qwenGPU's definitions, within the ISA's stated error, not bit-identical to NVIDIA "

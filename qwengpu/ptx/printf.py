@@ -14,7 +14,7 @@ module pass `expand_printf` (run by `qwengpu.ptx.isa.validate_module`) replaces 
 and adds the buffer `PRINTF_VAR` (`PRINTF_BYTES` bytes: a 4-byte counter of the record bytes asked
 for, then the records) to the module's `.global` variables. Every engine runs the same PTX, so the
 buffer's bytes are the same on every engine (the interpreter's, the simulator's, the model's);
-`qwengpu.interp.printf.printf_output` formats them. A record that does not fit is dropped and
+`qwengpu.semantics.printf.printf_output` formats them. A record that does not fit is dropped and
 counted: the output ends with a message saying how much was lost.
 
 The format string must be a constant the pass can find (`mov`/`cvta.global` of a `.global` array

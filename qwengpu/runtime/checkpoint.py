@@ -42,10 +42,10 @@ META_VERSION = 3
 
 
 #: the packages a built machine is made from: its cache key hashes every source of them (the
-#: circuits, their specification and the compiler), so a change there is never served from a stale
-#: cache. The engines that run a built machine (`qwengpu.engines`) are apart: a change to them does
+#: circuits, their specification, the semantics the specification runs on, and the compiler), so a
+#: change there is never served from a stale cache. The engines that run a built machine (`qwengpu.engines`) are apart: a change to them does
 #: not rebuild it (their weights file is tagged by its own sources, `engine_file`).
-BUILD_PACKAGES = ("compiler", "machine")
+BUILD_PACKAGES = ("compiler", "machine", "semantics")
 
 
 def build_sources() -> list[Path]:

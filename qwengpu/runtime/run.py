@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu.interp.interpreter import launch_warps
-from qwengpu.interp.memory import ExecutionFault, MemoryFault
-from qwengpu.interp.printf import machine_printf
+from qwengpu.semantics.launch_model import launch_warps
+from qwengpu.semantics.faults import ExecutionFault, MemoryFault
+from qwengpu.semantics.printf import machine_printf
 from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qwengpu.interp.memory import ExecutionFault
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.machine.config import LANES
 from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import MachineState, Simulator

@@ -160,7 +160,7 @@ EX2_COEFFS = (1488522236, 515882504, 119194075, 20655258, 2861946, 333183, 30428
 
 def ex2_approx(x, ftz: bool = False):
     """ex2.approx{.ftz}.f32 by qwenGPU's definition, re-implemented on Python integers from its
-    description (independently of `qwengpu.interp.approx`): x = n + F / 2^32 with x * 2^32 truncated
+    description (independently of `qwengpu.semantics.approx`): x = n + F / 2^32 with x * 2^32 truncated
     toward zero, F in [0, 2^32); 2^(F / 2^32) by the fixed-point Horner scheme (each step the high word
     of a 32 x 32-bit product), rounded half up to 24 bits, scaled by 2^n (subnormal results rounded
     half up from the same fixed-point value; flushed to +0 with .ftz)."""

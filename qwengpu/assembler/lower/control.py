@@ -3,7 +3,7 @@
 bar.red through shared memory), membar."""
 from __future__ import annotations
 
-from qwengpu.interp.cfg import divergent_barriers
+from qwengpu.ptx.cfg import divergent_barriers
 from qwengpu.machine.uops import Imm, MicroOp, Special, alu, src
 from qwengpu.ptx.ir import ArgList, Label
 

@@ -12,6 +12,7 @@ from qwengpu.machine.uops import M32, Imm, MicroOp, Special, Src, VReg, alu, src
 from qwengpu.ptx.ir import TYPE_BITS, Addr, Function, Instr, Module, Neg, Reg, Sym
 from qwengpu.ptx.ir import Imm as PImm
 from qwengpu.ptx.ir import Special as PSpecial
+from qwengpu.semantics.launch_model import kernel_param_bytes
 
 from .. import intcode as ic
 from ..emit import Emitter
@@ -65,7 +66,7 @@ def float_literal(o: PImm, w: int, ins: Instr) -> int:
     """The bits of an immediate read as a w-bit float, as the interpreter reads it: an exact hex
     literal of the same width as is, anything else (the other width, a decimal or integer
     literal) converted by value."""
-    from qwengpu.interp.interpreter import float_bits
+    from qwengpu.semantics.floats import float_bits
     if o.bits is not None and o.width == w:
         return o.bits & ((1 << w) - 1)
     try:
@@ -243,16 +244,9 @@ class LowererCore:
                             {self.alive} if self.alive is not None else set())
 
     def kernel_params(self) -> dict:
-        out = {}
-        addrs = self.layout.buffer_addresses
-        for p, a, addr in zip(self.kernel.params, self.spec.args, addrs):
-            if a.is_buffer:
-                raw = addr.to_bytes(8, "little")
-            else:
-                import numpy as np
-                raw = np.array([a.value], dtype=a.value.dtype).tobytes()
-            out[p.name] = ("const", raw)
-        return out
+        """{parameter: ("const", its bytes)}: the kernel's parameters are constants of the program."""
+        return {name: ("const", raw) for name, raw in kernel_param_bytes(self.kernel, self.spec,
+                                                                     self.layout.buffer_addresses).items()}
 
     def lower_function(self, ctx):
         fn: Function = ctx["fn"]

@@ -146,7 +146,7 @@ class FloatOps:
     float_sqrt = float_rcp
 
     def op_ex2(self, ctx, ins, info):
-        """ex2/lg2/sin/cos/tanh/rsqrt .approx{.ftz}.f32: `qwengpu.interp.approx`'s definitions
+        """ex2/lg2/sin/cos/tanh/rsqrt .approx{.ftz}.f32: `qwengpu.semantics.approx`'s definitions
         (`softfloat.approx`), the interpreter's bits by construction."""
         if info.type == "f64" and ins.op == "rsqrt":
             a, = self.floats(ctx, ins, "f64", 1)
@@ -156,7 +156,7 @@ class FloatOps:
             raise AssemblerError(f"`{ins.opcode}` is not supported by the machine (only .f32)", ins)
         a, = self.floats(ctx, ins, "f32", 1)
         if ins.op == "rsqrt" and sf_unit.has_sequences(self.fpu):
-            # rsqrt.approx is rcp.rn(sqrt.rn(x)) (`interp.approx.rsqrt_f32`): both on the unit
+            # rsqrt.approx is rcp.rn(sqrt.rn(x)) (`semantics.approx.rsqrt_f32`): both on the unit
             root = self.routine(ctx, ins, sf_unit.sqrt, (a,), ("rn",), ftz=info.ftz)
             self.put(ctx, ins, "f32", self.routine(ctx, ins, sf_unit.rcp, (root,), ("rn",), ftz=info.ftz))
             return

@@ -2,7 +2,7 @@
 at a time for what the atomic unit does not do), on the machine's memory map."""
 from __future__ import annotations
 
-from qwengpu.interp.memory import GENERIC_WINDOWS
+from qwengpu.semantics.launch_model import GENERIC_WINDOWS
 from qwengpu.machine.uops import M32, Imm, MicroOp, Src, alu, src
 from qwengpu.ptx.ir import Addr, Vec
 

@@ -2,7 +2,7 @@
 (saturation), cvta (generic addresses)."""
 from __future__ import annotations
 
-from qwengpu.interp.memory import GENERIC_WINDOWS
+from qwengpu.semantics.launch_model import GENERIC_WINDOWS
 from qwengpu.machine.uops import M32, Imm, alu, src
 from qwengpu.ptx.ir import Vec
 

@@ -3,7 +3,7 @@
 Every routine takes an `Emitter` (`qwengpu.assembler.emit`) and operand `Src`s -- 32-bit words; an
 f64 value is a (lo, hi) pair, an f16 value the low 16 bits of a word -- and returns result `Src`s.
 The sequences are branch-free (SEL instead of branches) and bit-exact with the reference
-semantics in `qwengpu.interp.floats` for every input: NaNs (f32 results use the canonical NaN
+semantics in `qwengpu.semantics.floats` for every input: NaNs (f32 results use the canonical NaN
 0x7FFFFFFF), infinities, signed zeros, subnormals, overflow, ties, every rounding mode, .ftz and
 .sat. docs/softfloat.md has the algorithms, the correctness arguments and the micro-op counts
 (`COST`).

@@ -1,15 +1,15 @@
-"""The approximate f32 instructions on the micro-ISA: `qwengpu.interp.approx`'s definitions, run
+"""The approximate f32 instructions on the micro-ISA: `qwengpu.semantics.approx`'s definitions, run
 on the soft-float routines, so that the machine computes the interpreter's bits by construction.
 
 `ex2`, `lg2`, `sin` and `cos` build the fixed-point programs (`approx.FIXED_POINT`, written against
 the builder interface) with this package's `Builder`; `approximate` runs the compositions
 (`approx.COMPOSITE`: `rsqrt`, `tanh`) with `EmOps`, whose float operations are this package's `.rn` routines
-(bit-exact with `interp.floats`) and whose integer operations are single micro-ops.
+(bit-exact with `semantics.floats`) and whose integer operations are single micro-ops.
 `rcp/sqrt/div .approx` and `div.full` need nothing here: the decoder makes them `.rn`.
 """
 from __future__ import annotations
 
-from qwengpu.interp import approx as definitions
+from qwengpu.semantics import approx as definitions
 from qwengpu.machine.uops import src
 
 from .builder import routine
@@ -20,12 +20,12 @@ APPROX_OPS = ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt")
 
 
 def ex2(em, a, ftz=False):
-    """ex2.approx{.ftz}.f32 (`qwengpu.interp.approx.ex2_f32`) -> Src."""
+    """ex2.approx{.ftz}.f32 (`qwengpu.semantics.approx.ex2_f32`) -> Src."""
     return routine(em, lambda b, x: definitions.ex2_f32(b, x, ftz), a)
 
 
 class EmOps:
-    """The ops interface of `qwengpu.interp.approx` on an `Emitter`: values are `Src`s."""
+    """The ops interface of `qwengpu.semantics.approx` on an `Emitter`: values are `Src`s."""
 
     def __init__(self, em):
         self.em = em
@@ -56,7 +56,7 @@ class EmOps:
 
 
 def rcp_f64(em, a):
-    """rcp.approx.ftz.f64 (`qwengpu.interp.approx.rcp_f64`) of the (lo, hi) pair a -> (lo, hi)."""
+    """rcp.approx.ftz.f64 (`qwengpu.semantics.approx.rcp_f64`) of the (lo, hi) pair a -> (lo, hi)."""
     def flush(b, h):
         return b.sel(h & 0x7FF00000, h, h & 0x80000000)
     x = routine(em, lambda b, lo_, hi_: (b.sel(hi_ & 0x7FF00000, lo_, 0), flush(b, hi_)), *a)

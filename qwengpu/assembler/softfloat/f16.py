@@ -10,7 +10,7 @@ operation correctly rounded wherever rounding twice is innocuous:
 * min, max, compare: exact (the result is an operand, a NaN or a predicate).
 PTX has only `.rn` on f16. `.ftz` flushes the f16 operands and the result, `.sat` clamps the
 result to [0, 1] (NaN and -0 to +0), and a NaN result is the canonical f16 NaN 0x7FFF, as in
-`qwengpu.interp.floats`.
+`qwengpu.semantics.floats`.
 """
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ def run_lanes(op: str, rnd: str, ftz: bool, *operands):
 
 
 def reference(op: str, rnd: str, ftz: bool, *operands):
-    """The interpreter's result (`qwengpu.interp.floats`)."""
-    from qwengpu.interp import floats as F
+    """The interpreter's result (`qwengpu.semantics.floats`)."""
+    from qwengpu.semantics import floats as F
     fn = {"div": F.fdiv, "rcp": F.frcp, "sqrt": F.fsqrt}[op]
     return fn(*operands, width=32, rnd=rnd, ftz=ftz).astype("uint64")
 

@@ -78,29 +78,25 @@ def carry_save(hw: Builder, k: int, l: int, T: list, tmax: list, tag: str = "m")
     """M2: move multiples of 64 two columns up (U_s <= 63 + 8); M3: multiples of 8 one column
     up (V_s <= 7 + 9). Columns above the last are dropped (the product is taken mod 8^columns).
     `tag` names the variables (the float unit builds its own)."""
-    COLUMNS = len(T)
-    umax = [63 + (tmax[s - 2] // 64 if s >= 2 else 0) for s in range(COLUMNS)]
-    U = [hw.p.number_var(f"{tag}U.{k}.{l}.{s}", 0, umax[s]) for s in range(COLUMNS)]
-    n2 = []
-    for s in range(COLUMNS):
-        n2 += n_linear(T[s].f(0), {U[s].feature(0): 1})
-        for m in range(1, tmax[s] // 64 + 1):
-            out = {U[s].feature(0): -64}
-            if s + 2 < COLUMNS:
-                out[U[s + 2].feature(0)] = 1
-            n2 += n_step(T[s].f(0), 64 * m, out)
-    hw.circ(f"{tag}ul2.{k}.{l}", U, n2)
-    vmax = [7 + (umax[s - 1] // 8 if s >= 1 else 0) for s in range(COLUMNS)]
-    V = [hw.p.number_var(f"{tag}V.{k}.{l}.{s}", 0, vmax[s]) for s in range(COLUMNS)]
-    n3 = []
-    for s in range(COLUMNS):
-        n3 += n_linear(U[s].f(0), {V[s].feature(0): 1})
-        for m in range(1, umax[s] // 8 + 1):
-            out = {V[s].feature(0): -8}
-            if s + 1 < COLUMNS:
-                out[V[s + 1].feature(0)] = 1
-            n3 += n_step(U[s].f(0), 8 * m, out)
-    hw.circ(f"{tag}ul3.{k}.{l}", V, n3)
+    U, umax = _carry_up(hw, T, tmax, 64, 2, f"{tag}U.{k}.{l}", f"{tag}ul2.{k}.{l}")
+    return _carry_up(hw, U, umax, 8, 1, f"{tag}V.{k}.{l}", f"{tag}ul3.{k}.{l}")
+
+
+def _carry_up(hw: Builder, src: list, smax: list, unit: int, shift: int, var: str, circuit: str):
+    """One carry-save step: column s keeps src[s] mod `unit` and sends src[s] // unit to column
+    s + `shift` (dropped past the last). Returns the new columns and their maxima."""
+    columns = len(src)
+    vmax = [unit - 1 + (smax[s - shift] // unit if s >= shift else 0) for s in range(columns)]
+    V = [hw.p.number_var(f"{var}.{s}", 0, vmax[s]) for s in range(columns)]
+    ns = []
+    for s in range(columns):
+        ns += n_linear(src[s].f(0), {V[s].feature(0): 1})
+        for m in range(1, smax[s] // unit + 1):
+            out = {V[s].feature(0): -unit}
+            if s + shift < columns:
+                out[V[s + shift].feature(0)] = 1
+            ns += n_step(src[s].f(0), unit * m, out)
+    hw.circ(circuit, V, ns)
     return V, vmax
 
 

@@ -1,5 +1,5 @@
 // printf_basic: printf from 4 threads with %d %u %x %f %s %c %ld %lld, widths, precision and flags; the
-// kernel also doubles its input. The output is per thread, in program order (qwengpu.interp.printf);
+// kernel also doubles its input. The output is per thread, in program order (qwengpu.semantics.printf);
 // tests/test_printf.py checks its text on every engine.
 #include <cstdio>
 

@@ -16,7 +16,7 @@ from qwengpu.ptx.printf import PRINTF_BYTES, PRINTF_VAR
 
 __all__ = ["PRINTF_BYTES", "PrintfOutput", "format_one", "machine_printf", "printf_buffer_address", "printf_output"]
 
-from .memory import global_layout
+from .launch_model import global_layout
 
 
 @dataclass

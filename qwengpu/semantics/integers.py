@@ -186,20 +186,15 @@ def bfi(a, b, pos, length, w):
     return out
 
 
-def prmt(a, b, c, mode):
-    a &= 0xFFFFFFFF
-    b &= 0xFFFFFFFF
-    src = a | (b << 32)
-    bytes_ = [(src >> (8 * i)) & 0xFF for i in range(8)]
+#: prmt's modes (None: the default, a selector nibble per result byte)
+PRMT_MODES = (None, "f4e", "b4e", "rc8", "ecl", "ecr", "rc16")
+
+
+def prmt_selectors(c: int, mode) -> list[tuple[int, bool]]:
+    """[(source byte 0..7 of b:a, sign-replicate)] for prmt's 4 result bytes: the default mode's
+    selector nibbles (bit 3: replicate the selected byte's sign), or a mode's pattern from c & 3."""
     if mode is None:
-        out = 0
-        for i in range(4):
-            sel = (c >> (4 * i)) & 0xF
-            byte = bytes_[sel & 7]
-            if sel & 8:            # sign-replicate the selected byte's msb
-                byte = 0xFF if byte & 0x80 else 0
-            out |= byte << (8 * i)
-        return out
+        return [((c >> (4 * i)) & 7, bool((c >> (4 * i)) & 8)) for i in range(4)]
     n = c & 3
     sel = {
         "f4e": [(n + i) & 7 for i in range(4)],
@@ -209,7 +204,21 @@ def prmt(a, b, c, mode):
         "ecr": [min(i, n) for i in range(4)],
         "rc16": [2 * (n & 1), 2 * (n & 1) + 1] * 2,
     }[mode]
-    return sum(bytes_[s] << (8 * i) for i, s in enumerate(sel))
+    return [(s, False) for s in sel]
+
+
+def prmt(a, b, c, mode):
+    a &= 0xFFFFFFFF
+    b &= 0xFFFFFFFF
+    src = a | (b << 32)
+    bytes_ = [(src >> (8 * i)) & 0xFF for i in range(8)]
+    out = 0
+    for i, (s, replicate) in enumerate(prmt_selectors(c, mode)):
+        byte = bytes_[s]
+        if replicate:              # the selected byte's msb, replicated
+            byte = 0xFF if byte & 0x80 else 0
+        out |= byte << (8 * i)
+    return out
 
 
 def lop3(a, b, c, imm):

@@ -21,7 +21,7 @@ approx="refuse")` (`qwengpu --no-approx`) refuses them instead.
 - `rsqrt`, `tanh` `.approx.f32` are compositions (`rsqrt_f32`, `tanh_f32`) of correctly rounded
   f32 operations (`add mul fma div rcp sqrt`
   .rn), `ex2_f32` and integer micro-ops, written once against an "ops" interface (`alu`, `fadd`,
-  `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`interp.floats` for the float
+  `fmul`, `ffma`, `fdiv`, `frcp`, `fsqrt`, `ex2`): `NpOps` here (`floats` for the float
   operations), the assembler's emitter ops (`softfloat` routines, bit-exact with `floats`) on the
   machine.
 
@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import numpy as np
 
-M32 = 0xFFFFFFFF
+from .words import M32, alu_eval_lanes
+
 F32_NAN = 0x7FFFFFFF
 F32_INF = 0x7F800000
 
 
 # -------------------------------------------------------------------------------------------------
-# the numpy backend: 32-bit words per lane, the machine's ALU semantics (`machine.uops.alu_eval`)
+# the numpy backend: 32-bit words per lane, the ALU micro-ops' semantics (`words.alu_eval_lanes`)
 
 
 def _arr(x):
@@ -53,117 +54,65 @@ def _arr(x):
     return np.uint64(int(x) & M32)
 
 
-def _shl(a, n):
-    n = np.asarray(n, dtype=np.uint64)
-    return np.where(n < 32, (a << np.minimum(n, 31)) & M32, 0).astype(np.uint64)
-
-
-def _shr(a, n):
-    n = np.asarray(n, dtype=np.uint64)
-    return np.where(n < 32, a >> np.minimum(n, 31), 0).astype(np.uint64)
-
-
-def _signed(a):
-    return a.astype(np.int64) - ((a >> 31) << 32).astype(np.int64)
+def _word_op(op, a, b=0, c=0, cin=0):
+    return Lanes(alu_eval_lanes(op, _arr(a), _arr(b), _arr(c), cin)[0])
 
 
 class Lanes:
-    """A 32-bit word per lane (numpy uint64 holding values below 2^32); Python operators wrap to
-    32 bits and shift as the machine does (amounts of 32 or more give 0)."""
+    """A 32-bit word per lane (numpy uint64 holding values below 2^32); Python operators are the
+    ALU micro-ops (ADD, AND, OR, XOR, SHL, SHR: wrapping to 32 bits, shift amounts of 32 or more
+    giving 0; a - b is ADD(a, ~b, carry in 1))."""
     __slots__ = ("v",)
 
     def __init__(self, v):
         self.v = np.asarray(v, dtype=np.uint64) & M32
 
     def __add__(self, o):
-        return Lanes((self.v + _arr(o)) & M32)
+        return _word_op("ADD", self, o)
 
     __radd__ = __add__
 
     def __sub__(self, o):
-        return Lanes((self.v - _arr(o)) & M32)
+        return _word_op("ADD", self, _arr(o) ^ M32, cin=1)
 
     def __rsub__(self, o):
-        return Lanes((_arr(o) - self.v) & M32)
+        return _word_op("ADD", o, self.v ^ M32, cin=1)
 
     def __and__(self, o):
-        return Lanes(self.v & _arr(o))
+        return _word_op("AND", self, o)
 
     __rand__ = __and__
 
     def __or__(self, o):
-        return Lanes(self.v | _arr(o))
+        return _word_op("OR", self, o)
 
     __ror__ = __or__
 
     def __xor__(self, o):
-        return Lanes(self.v ^ _arr(o))
+        return _word_op("XOR", self, o)
 
     __rxor__ = __xor__
 
     def __invert__(self):
-        return Lanes(self.v ^ M32)
+        return _word_op("XOR", self, M32)
 
     def __lshift__(self, o):
-        return Lanes(_shl(self.v, _arr(o)))
+        return _word_op("SHL", self, o)
 
     def __rlshift__(self, o):
-        return Lanes(_shl(np.broadcast_to(_arr(o), self.v.shape), self.v))
+        return _word_op("SHL", o, self)
 
     def __rshift__(self, o):
-        return Lanes(_shr(self.v, _arr(o)))
+        return _word_op("SHR", self, o)
 
     def __rrshift__(self, o):
-        return Lanes(_shr(np.broadcast_to(_arr(o), self.v.shape), self.v))
+        return _word_op("SHR", o, self)
 
 
-class NpBuilder:
-    """The builder interface on numpy lanes (see the module docstring)."""
-
-    def __init__(self, shape=()):
-        self.shape = shape
-
-    def _v(self, x):
-        return np.broadcast_to(_arr(x), self.shape) if not isinstance(x, Lanes) else x.v
-
-    def inp(self, x) -> Lanes:
-        return Lanes(x)
-
-    def op(self, op, a, b=None, c=None):
-        a = self._v(a)
-        b = self._v(0 if b is None else b)
-        if op == "SEL":
-            return Lanes(np.where(self._v(c) != 0, a, b))
-        if op == "EQ":
-            return Lanes((a == b).astype(np.uint64))
-        if op == "LTU":
-            return Lanes((a < b).astype(np.uint64))
-        if op == "LEU":
-            return Lanes((a <= b).astype(np.uint64))
-        if op == "LT":
-            return Lanes((_signed(a) < _signed(b)).astype(np.uint64))
-        if op == "LE":
-            return Lanes((_signed(a) <= _signed(b)).astype(np.uint64))
-        if op == "SAR":
-            return Lanes((_signed(a) >> np.minimum(b, 31).astype(np.int64)).astype(np.uint64) & M32)
-        if op == "MUL":
-            return Lanes(((a & 0xFFFF) * b + (((a >> 16) * b & 0xFFFF) << 16)) & M32)
-        if op == "MULHU":
-            return Lanes(_mulhu(a, b))
-        if op == "MULHS":
-            hu = _mulhu(a, b).astype(np.int64)
-            r = hu - np.where(a >> 31, b, 0).astype(np.int64) - np.where(b >> 31, a, 0).astype(np.int64)
-            return Lanes(r.astype(np.uint64) & M32)
-        if op == "CLZ":
-            out = np.full(a.shape, 32, dtype=np.uint64)
-            x = a.copy()
-            n = np.zeros(a.shape, dtype=np.uint64)
-            for k in (16, 8, 4, 2, 1):
-                top = (x >> (32 - k)) == 0
-                n = np.where(top, n + k, n)
-                x = np.where(top, (x << k) & M32, x)
-            return Lanes(np.where(a == 0, out, n))
-        raise ValueError(f"no numpy semantics for {op}")
+class BuilderOps:
+    """The builder interface's named operations (see the module docstring), each one ALU micro-op
+    through the builder's `op(op, a, b=None, c=None)`: written once for every builder (`NpBuilder`
+    here; the soft-float builder of the assembler has the same ones)."""
 
     def sel(self, c, a, b):
         return self.op("SEL", a, b, c)
@@ -198,22 +147,29 @@ class NpBuilder:
     def clz(self, a):
         return self.op("CLZ", a)
 
+
+class NpBuilder(BuilderOps):
+    """The builder interface on numpy lanes (see the module docstring)."""
+
+    def __init__(self, shape=()):
+        self.shape = shape
+
+    def _v(self, x):
+        return np.broadcast_to(_arr(x), self.shape) if not isinstance(x, Lanes) else x.v
+
+    def inp(self, x) -> Lanes:
+        return Lanes(x)
+
+    def op(self, op, a, b=None, c=None):
+        return Lanes(alu_eval_lanes(op, self._v(a), self._v(0 if b is None else b), self._v(0 if c is None else c))[0])
+
     def sub(self, a, b):
-        return Lanes((self._v(a) - self._v(b)) & M32)
+        return Lanes(self._v(a)) - Lanes(self._v(b))
 
     def add64(self, a, b, cin=0):
-        lo = self._v(a[0]) + self._v(b[0]) + np.uint64(1 if cin == "1" else 0)
-        hi = self._v(a[1]) + self._v(b[1]) + (lo >> 32)
-        return Lanes(lo & M32), Lanes(hi & M32)
-
-
-def _mulhu(a, b):
-    """High word of the 64-bit product of 32-bit words (exact in uint64 pieces)."""
-    al, ah = a & 0xFFFF, a >> 16
-    bl, bh = b & 0xFFFF, b >> 16
-    ll = al * bl
-    mid = (ll >> 16) + (al * bh & M32) + (ah * bl & M32)
-    return (ah * bh + (mid >> 16)) & M32
+        lo, carry = alu_eval_lanes("ADD", self._v(a[0]), self._v(b[0]), 0, 1 if cin == "1" else 0)
+        hi, _ = alu_eval_lanes("ADD", self._v(a[1]), self._v(b[1]), 0, carry)
+        return Lanes(lo), Lanes(hi)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -376,7 +332,7 @@ def lg2_fx(b, x, ftz=False):
 
 # -------------------------------------------------------------------------------------------------
 # compositions of correctly rounded f32 operations, written against the "ops" interface:
-#   o.alu(op, a, b=None, c=None)  an integer micro-op (`machine.uops.alu_eval` semantics)
+#   o.alu(op, a, b=None, c=None)  an integer micro-op (`words.alu_eval_lanes`)
 #   o.fadd/fmul/fdiv(a, b, ftz), o.ffma(a, b, c, ftz), o.frcp/fsqrt(a, ftz)   IEEE .rn operations
 #   o.ex2(a, ftz)                 `ex2_f32`
 # values are 32-bit words (f32 bit patterns); constants are plain ints
@@ -421,21 +377,7 @@ class NpOps:
         self.b = NpBuilder(shape)
 
     def alu(self, op, a, b=None, c=None):
-        B = self.b
-        av, bv = B._v(a), B._v(0 if b is None else b)
-        if op == "ADD":
-            return (av + bv) & M32
-        if op == "AND":
-            return av & bv
-        if op == "OR":
-            return av | bv
-        if op == "XOR":
-            return av ^ bv
-        if op == "SHL":
-            return _shl(av, bv)
-        if op == "SHR":
-            return _shr(av, bv)
-        return B.op(op, a, b, c).v
+        return self.b.op(op, a, b, c).v
 
     def _f(self, x):
         return self.b._v(x).astype(np.uint64)
