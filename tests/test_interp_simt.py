@@ -69,6 +69,33 @@ DONE:
     assert len(stores) == 1 and stores[0].active == 0b1111
 
 
+def test_a_dead_end_in_a_loop_does_not_move_its_reconvergence():
+    """An infinite loop no lane reaches (nvcc emits `L: bra.uni L;`) inside a loop with divergent
+    trip counts: the lanes still reconverge at the loop's exit, so the shuffle after it reads every
+    lane's new value (found by `qwengpu fuzz --mix float`, kernel 5106: the exit was the function's
+    end, and lanes that left the loop early shuffled stale registers)."""
+    body = """
+    mov.u32 %r2, 0;
+    setp.eq.u32 %p3, %r1, 7;
+LOOP:
+    add.u32 %r2, %r2, 1;
+    @%p3 bra DEAD;
+    setp.lt.u32 %p1, %r2, %r1;
+    @%p1 bra LOOP;
+    add.u32 %r3, %r2, 10;
+    shfl.sync.idx.b32 %r4, %r3, 3, 31, 15;
+    add.u32 %r4, %r4, %r2;
+    st.global.u32 [%rd3], %r4;
+    ret;
+DEAD:
+    bra.uni DEAD;
+"""
+    res = launch(body, trace=True)
+    assert res.buffers[0].tolist() == [14, 14, 15, 16]      # lane 3's 3 + 10, plus each lane's trips
+    shuffles = [s for s in res.trace.steps if s.text.startswith("shfl")]
+    assert len(shuffles) == 1 and shuffles[0].active == 0b1111
+
+
 def test_early_return_inside_divergent_code():
     body = """
     setp.lt.u32 %p1, %r1, 2;

@@ -3,7 +3,8 @@
 A divergent branch reconverges at its immediate post-dominator (IPDOM): the first instruction
 that every path from the branch must reach. Paths that leave the function (`ret`/`exit`) reach the
 virtual exit node, numbered `len(body)`; a branch whose IPDOM is the exit reconverges only when its
-lanes have all left.
+lanes have all left. Instructions that cannot reach the exit (an infinite loop) are left out of the
+post-dominance of those that can.
 """
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ def immediate_postdominators(fn: Function) -> list[int]:
     full = (1 << (n + 1)) - 1
     pdom = [full] * (n + 1)
     pdom[n] = 1 << n
-    # nodes that cannot reach the exit (infinite loops) keep only themselves + exit
+    # nodes that cannot reach the exit (infinite loops) keep only themselves + exit, and the nodes
+    # that can ignore them: a dead end on one side of a branch must not move the branch's
+    # reconvergence to the exit (nvcc emits `L: bra.uni L;` after a loop it proves never runs
+    # there; a lane that went in would spin forever anyway)
     reach = {n}
     stack = [n]
     while stack:
@@ -63,7 +67,8 @@ def immediate_postdominators(fn: Function) -> list[int]:
         for pc in order:
             acc = full
             for s in succ[pc]:
-                acc &= pdom[s]
+                if s in reach:
+                    acc &= pdom[s]
             new = acc | (1 << pc)
             if new != pdom[pc]:
                 pdom[pc] = new
