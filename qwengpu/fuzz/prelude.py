@@ -73,35 +73,37 @@ typedef long long i64;
 typedef unsigned long long u64;
 #define FZ_I32_MIN (-2147483647 - 1)
 #define FZ_I64_MIN (-9223372036854775807LL - 1)
-FZ_DEV int fz_add_i(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
-FZ_DEV int fz_sub_i(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
-FZ_DEV int fz_mul_i(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
-FZ_DEV int fz_neg_i(int a) { return (int)(0u - (unsigned)a); }
-FZ_DEV int fz_div_i(int a, int b) { return (b == 0 || (a == FZ_I32_MIN && b == -1)) ? a : a / b; }
-FZ_DEV int fz_mod_i(int a, int b) { return (b == 0 || (a == FZ_I32_MIN && b == -1)) ? a : a % b; }
-FZ_DEV int fz_shl_i(int a, int b) { return (int)((unsigned)a << (b & 31)); }
-FZ_DEV int fz_shr_i(int a, int b) { return a >> (b & 31); }
-FZ_DEV unsigned fz_div_u(unsigned a, unsigned b) { return b == 0 ? a : a / b; }
-FZ_DEV unsigned fz_mod_u(unsigned a, unsigned b) { return b == 0 ? a : a % b; }
-FZ_DEV unsigned fz_shl_u(unsigned a, unsigned b) { return a << (b & 31); }
-FZ_DEV unsigned fz_shr_u(unsigned a, unsigned b) { return a >> (b & 31); }
-FZ_DEV i64 fz_add_l(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
-FZ_DEV i64 fz_sub_l(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
-FZ_DEV i64 fz_mul_l(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
-FZ_DEV i64 fz_neg_l(i64 a) { return (i64)(0ull - (u64)a); }
-FZ_DEV i64 fz_div_l(i64 a, i64 b) { return (b == 0 || (a == FZ_I64_MIN && b == -1)) ? a : a / b; }
-FZ_DEV i64 fz_mod_l(i64 a, i64 b) { return (b == 0 || (a == FZ_I64_MIN && b == -1)) ? a : a % b; }
-FZ_DEV i64 fz_shl_l(i64 a, i64 b) { return (i64)((u64)a << (b & 63)); }
-FZ_DEV i64 fz_shr_l(i64 a, i64 b) { return a >> (b & 63); }
-FZ_DEV u64 fz_div_ul(u64 a, u64 b) { return b == 0 ? a : a / b; }
-FZ_DEV u64 fz_mod_ul(u64 a, u64 b) { return b == 0 ? a : a % b; }
-FZ_DEV u64 fz_shl_ul(u64 a, u64 b) { return a << (b & 63); }
-FZ_DEV u64 fz_shr_ul(u64 a, u64 b) { return a >> (b & 63); }
+@SAFE_MATH@
 // float -> integer only inside the destination's range (C leaves the rest undefined); 0 outside
 FZ_DEV int fz_f2i(float f) { return (f > -2147483648.0f && f < 2147483648.0f) ? (int)f : 0; }
 FZ_DEV unsigned fz_f2u(float f) { return (f > -1.0f && f < 4294967296.0f) ? (unsigned)f : 0u; }
 FZ_DEV i64 fz_f2l(float f) { return (f > -9223372036854775808.0f && f < 9223372036854775808.0f) ? (i64)f : 0; }
 """
+
+
+def _safe_math(signed: str, unsigned: str, s: str, u: str, bits: int, int_min: str, zero: str) -> str:
+    """The safe-math helpers of one width: signed arithmetic wraps through unsigned, shifts are
+    masked to the width, division by zero and INT_MIN / -1 return the dividend."""
+    S, U, m = signed, unsigned, bits - 1
+    return "\n".join([
+        f"FZ_DEV {S} fz_add_{s}({S} a, {S} b) {{ return ({S})(({U})a + ({U})b); }}",
+        f"FZ_DEV {S} fz_sub_{s}({S} a, {S} b) {{ return ({S})(({U})a - ({U})b); }}",
+        f"FZ_DEV {S} fz_mul_{s}({S} a, {S} b) {{ return ({S})(({U})a * ({U})b); }}",
+        f"FZ_DEV {S} fz_neg_{s}({S} a) {{ return ({S})({zero} - ({U})a); }}",
+        f"FZ_DEV {S} fz_div_{s}({S} a, {S} b) {{ return (b == 0 || (a == {int_min} && b == -1)) ? a : a / b; }}",
+        f"FZ_DEV {S} fz_mod_{s}({S} a, {S} b) {{ return (b == 0 || (a == {int_min} && b == -1)) ? a : a % b; }}",
+        f"FZ_DEV {S} fz_shl_{s}({S} a, {S} b) {{ return ({S})(({U})a << (b & {m})); }}",
+        f"FZ_DEV {S} fz_shr_{s}({S} a, {S} b) {{ return a >> (b & {m}); }}",
+        f"FZ_DEV {U} fz_div_{u}({U} a, {U} b) {{ return b == 0 ? a : a / b; }}",
+        f"FZ_DEV {U} fz_mod_{u}({U} a, {U} b) {{ return b == 0 ? a : a % b; }}",
+        f"FZ_DEV {U} fz_shl_{u}({U} a, {U} b) {{ return a << (b & {m}); }}",
+        f"FZ_DEV {U} fz_shr_{u}({U} a, {U} b) {{ return a >> (b & {m}); }}",
+    ]) + "\n"
+
+
+PRELUDE = PRELUDE.replace("@SAFE_MATH@\n", _safe_math("int", "unsigned", "i", "u", 32, "FZ_I32_MIN", "0u")
+                          + _safe_math("i64", "u64", "l", "ul", 64, "FZ_I64_MIN", "0ull"))
+
 
 #: the host program's scheduler: runs one launch of a kernel, block by block, thread by thread
 HOST_RUNNER = r"""

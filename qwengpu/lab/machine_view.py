@@ -303,6 +303,17 @@ class _ChecksMixin:
                                      f"warp {chk.warp}) lane {chk.lane}", exp, chk.value, "interpreter"))
 
 
+def _lane_word(present: bool, st: int, epoch_now: bool = True) -> str:
+    """A lane's state word from the model's lane state (the lane table's, in every panel)."""
+    if not present:
+        return "absent"
+    if st & LANE_BARRIER:
+        return "barrier" if epoch_now else "ready"
+    if st & LANE_RUN:
+        return "ready"
+    return "exited"
+
+
 class MachineView(_ChecksMixin, SourceLines):
     """Per-position machine state of a launch recorded from the model (see the module docstring)."""
 
@@ -498,7 +509,7 @@ class MachineView(_ChecksMixin, SourceLines):
         present = [warp * LANES + l < self.spec.threads_per_block for l in range(LANES)]
         # a lane at a barrier waits while its epoch bit is the machine's epoch's parity; after the
         # release (the epoch moved on) it is runnable again, as the simulator's `runnable` says
-        words = [self._lane_word(p, st, bool(st & LANE_EPOCH) == bool(ms.epoch & 1)) for (pc, st), p in zip(row, present)]
+        words = [_lane_word(p, st, bool(st & LANE_EPOCH) == bool(ms.epoch & 1)) for (pc, st), p in zip(row, present)]
         running = [pc for (pc, _), word in zip(row, words) if word == "ready"]
         low = min(running) if running else None
         return [(pc, "waiting" if word == "ready" and pc != low else word) for (pc, _), word in zip(row, words)]
@@ -601,16 +612,6 @@ class MachineView(_ChecksMixin, SourceLines):
         name, half = a
         wide = self.kernel_fn.regs.get(name, "b32") in ("b64", "u64", "s64", "f64")
         return name + ((".hi" if half else ".lo") if wide else "")
-
-    @staticmethod
-    def _lane_word(present: bool, st: int, epoch_now: bool = True) -> str:
-        if not present:
-            return "absent"
-        if st & LANE_BARRIER:
-            return "barrier" if epoch_now else "ready"
-        if st & LANE_RUN:
-            return "ready"
-        return "exited"
 
     def _build_regions(self):
         lay = self.image.layout

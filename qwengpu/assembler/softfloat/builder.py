@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwengpu.machine.uops import M32, Imm, Src, src
+from qwengpu.semantics.approx import BuilderOps
 
 from ..simplify import Operand, Sym, simplify
 
@@ -135,8 +136,9 @@ class UnitOp:
     mods: tuple
 
 
-class Builder:
-    """Builds one routine: constant folding, identities, CSE, dead-code removal."""
+class Builder(BuilderOps):
+    """Builds one routine: constant folding, identities, CSE, dead-code removal (its named ALU
+    operations, `sel` .. `clz`, are `BuilderOps`', shared with the interpreter's NumPy builder)."""
 
     def __init__(self):
         self.nodes = []          # [op, a, b, c, cin, sets_flag] or ["IN", Src]
@@ -276,37 +278,6 @@ class Builder:
         if isinstance(b, int):
             return self.op("ADD", a, (-b) & M32)
         return self.op("ADD", a, _inv(b), cin="1")
-
-    def sel(self, c, a, b):
-        """c != 0 ? a : b."""
-        return self.op("SEL", a, b, c)
-
-    def sar(self, a, k):
-        return self.op("SAR", a, k)
-
-    def eq(self, a, b):
-        return self.op("EQ", a, b)
-
-    def ltu(self, a, b):
-        return self.op("LTU", a, b)
-
-    def leu(self, a, b):
-        return self.op("LEU", a, b)
-
-    def lt(self, a, b):
-        return self.op("LT", a, b)
-
-    def le(self, a, b):
-        return self.op("LE", a, b)
-
-    def mul(self, a, b):
-        return self.op("MUL", a, b)
-
-    def mulhu(self, a, b):
-        return self.op("MULHU", a, b)
-
-    def clz(self, a):
-        return self.op("CLZ", a)
 
     def not01(self, a):
         """1 - a for a 0/1 value."""

@@ -252,7 +252,7 @@ class _Lane:
                 lv.step(e, 8, {cls.feature(4 * n + 1): 1}, on)
                 lv.step(24 * e + f, 193, {cls.feature(4 * n + 2): 1}, on)
                 lv.step(23 * c.ftz - 24 * e - f, 0, {cls.feature(4 * n + 3): 1}, on)
-        ng = self.integer(lv, X, Z, cls)
+        ng = _integer_routes(self, lv, X, Z, cls)
         lv.done()
         self.ng = ng.f(0)
         self.arith = ar.f(0)
@@ -273,36 +273,6 @@ class _Lane:
         self.Xe = _value(self.X[23:31]) + 1 - self.enz[0]
         self.Ye = _value(self.Y[23:31]) + 126 * one + 1 - self.enz[1]
         self.Ze = _value(self.Z[23:31]) + self.zb + self.zc + self.zi - self.enz[2]
-
-    def integer(self, lv: _Level, X, Z, cls):
-        """I2F's routes at L1: the integer n as an FMA X * 1.0 + Z of two exact parts, so that the
-        datapath rounds it once like any sum. Non-negative n: X = n's bits 0..22 (at 2^0), Z = its
-        bits 23..31 (at 2^23). Negative n (s32): |n| = ~n + 1, so X and Z take ~n's bits, both signs
-        are negative, and the + 1 enters the product's column of X's lowest bit (`ng`, read at L2).
-        X's and Z's exponent fields are constants (`I2F_X_FIELD`, `I2F_Z_FIELD`); their class
-        flags are all 0 but zero."""
-        sg, zi = self.ctl.signed, self.zi
-        ng = lv.flag("ng")
-        for i in range(8):                 # the constant exponent fields
-            if (I2F_X_FIELD >> i) & 1:
-                lv.step(zi, 1, {X.feature(23 + i): 1})
-            if (I2F_Z_FIELD >> i) & 1:
-                lv.step(zi, 1, {Z.feature(23 + i): 1})
-        for sel, P in self.choices["a"]:
-            on = sel + zi - 1
-            n31 = P[31]
-            for var, lo, hi in ((X, 0, 23), (Z, 23, 31)):
-                for i in range(lo, hi):    # n's bit, complemented for a negative s32
-                    lv.neurons += n_step(64 * on + 2 * P[i] - sg - n31, 65, {var.feature(i - lo): 1})
-                    lv.neurons += n_step(64 * on + sg + n31 - P[i], 66, {var.feature(i - lo): 1})
-            lv.neurons += n_step(64 * on + n31 - sg, 65, {Z.feature(8): 1})          # u32's bit 31
-            lv.neurons += n_step(64 * on + sg + n31, 66, {X.feature(31): 1, ng.feature(0): 1})
-            lv.neurons += n_step(64 * on + sg + n31, 66, {Z.feature(31): 1})
-            low, high = sum(P[0:23], Lin()), sum(P[23:31], Lin())
-            lv.step(1 - 2 * low - sg - n31, 0, {cls.feature(3): 1}, on)              # X = 0: no + 1 either
-            lv.neurons += n_step(64 * on + 16 * sg + 16 * n31 + high, 104, {cls.feature(11): 1})   # ~n's high part 0
-            lv.neurons += n_step(64 * on - 16 * n31 - high, 64, {cls.feature(11): 1})  # n's high part 0
-        return ng
 
     # -- L2-L5: the product (carry-save), the aligned addend ------------------------------------
 
@@ -630,92 +600,124 @@ class _Lane:
         lv.done()
         return [w.f(i) for i in range(32)]
 
-    # -- compares, min, max ----------------------------------------------------------------------
 
-    def compare(self):
-        """L2: |a| vs |b| digits; L3: >= and > (carry outs); L4: magnitudes after .ftz; L5: the
-        orders; L6: the compare's result and min/max's choice; L7: min/max's word."""
-        c = self.ctl
-        X, Y = self.X, self.Y
-        lv = self.level("c2")
-        dig = lv.bits("d", 8)
-        groups = [(0, 8), (8, 16), (16, 24), (24, 31)]
-        for gi, (a, b) in enumerate(groups):
-            s_ = sum(((1 << (m - a)) * (X[m] + 1 - Y[m]) for m in range(a, b)), Lin())
-            lv.step(s_, 1 << (b - a), {dig.feature(2 * gi): 1})
-            lv.step(s_, (1 << (b - a)) - 1, {dig.feature(2 * gi + 1): 1})
-        sgn = lv.bits("s", 2)              # signs of non-zero (after .ftz) a and b
-        lv.step(X[31] - self.zf[0], 1, {sgn.feature(0): 1})
-        lv.step(Y[31] - self.zf[1], 1, {sgn.feature(1): 1})
-        un = lv.flag("un")
-        lv.step(self.nan[0] + self.nan[1], 1, {un.feature(0): 1})
-        lv.done()
-        D = [dig.f(2 * i) + dig.f(2 * i + 1) for i in range(4)]
-        P = [dig.f(2 * i + 1) - dig.f(2 * i) for i in range(4)]
-        lv = self.level("c3")
-        cmp3 = lv.bits("g", 2)             # |a| >= |b|, |a| > |b|
-        _carry_chunks(lv, [Lin.const(2)] + D, [Lin()] + P, {cmp3.feature(0): 1})
-        _carry_chunks(lv, [Lin()] + D, [Lin()] + P, {cmp3.feature(1): 1})
-        lv.done()
-        ge_ab, gt_ab = cmp3.f(0), cmp3.f(1)
-        za, zb = self.zf[0], self.zf[1]
-        lv = self.level("c4")
-        mg = lv.bits("m", 2)               # |a| < |b|, |a| > |b| (a flushed operand is 0)
-        lv.step(za - zb, 1, {mg.feature(0): 1})
-        lv.step(-1 * za - zb - ge_ab, 0, {mg.feature(0): 1})
-        lv.step(zb - za, 1, {mg.feature(1): 1})
-        lv.step(-1 * za - zb + gt_ab, 1, {mg.feature(1): 1})
-        lv.done()
-        ltm, gtm = mg.f(0), mg.f(1)
-        sa_, sb_ = sgn.f(0), sgn.f(1)
-        sa, sb = X[31], Y[31]
-        lv = self.level("c5")
-        od = lv.bits("o", 3)               # a < b, a > b (numbers), min/max picks a
-        for (x, y, lt, gt, f_) in ((sa_, sb_, ltm, gtm, 0), (sb_, sa_, gtm, ltm, 1)):
-            lv.step(x - y, 1, {od.feature(f_): 1})
-            lv.step(-1 * x - y + lt, 1, {od.feature(f_): 1})
-            lv.step(x + y + gt, 3, {od.feature(f_): 1})
-        for (op, lt, gt) in (("FMIN", ltm, gtm), ("FMAX", gtm, ltm)):
-            first, second = (sa, sb) if op == "FMIN" else (sb, sa)
-            lv.step(first - second, 1, {od.feature(2): 1}, c.o(op))
-            lv.step(-1 * sa - sb + lt, 1, {od.feature(2): 1}, c.o(op))
-            lv.step(sa + sb + gt, 3, {od.feature(2): 1}, c.o(op))
-        lv.done()
-        lt, gt = od.f(0), od.f(1)
-        eq = 1 - lt - gt
-        u = un.f(0)
-        lv = self.level("c6")
-        res = lv.bits("r", 4)              # compare true, min/max: a, b, canonical NaN
-        forms = {"eq": (eq - u, 1), "ne": (lt + gt - u, 1), "lt": (lt - u, 1), "le": (1 - gt - u, 1),
-                 "gt": (gt - u, 1), "ge": (1 - lt - u, 1), "equ": (eq + u, 1), "neu": (lt + gt + u, 1),
-                 "ltu": (lt + u, 1), "leu": (1 - gt + u, 1), "gtu": (gt + u, 1), "geu": (1 - lt + u, 1),
-                 "num": (1 - u, 1), "nan": (u, 1)}
-        for name, (form, t) in forms.items():
-            lv.step(form, t, {res.feature(0): 1}, c.c(name) + c.o("FSETP") - 1)
-        mm = c.o("FMIN") + c.o("FMAX")
-        an, bn, pa, nf = self.nan[0], self.nan[1], od.f(2), c.nan
-        lv.all_of([mm, 1 - an, 1 - bn, pa], {res.feature(1): 1})
-        lv.all_of([mm, 1 - an, bn, 1 - nf], {res.feature(1): 1})
-        lv.all_of([mm, 1 - an, 1 - bn, 1 - pa], {res.feature(2): 1})
-        lv.all_of([mm, an, 1 - bn, 1 - nf], {res.feature(2): 1})
-        lv.all_of([mm, an, bn], {res.feature(3): 1})
-        lv.all_of([mm, nf, an, 1 - bn], {res.feature(3): 1})
-        lv.all_of([mm, nf, 1 - an, bn], {res.feature(3): 1})
-        lv.done()
-        sel_a, sel_b, sel_n = res.f(1), res.f(2), res.f(3)
-        lv = self.level("c7")
-        mw = lv.bits("w", 32)
-        for i in range(32):
-            lv.gated(sel_a - (za if i < 31 else 0), X[i], {mw.feature(i): 1})
-            lv.gated(sel_b - (zb if i < 31 else 0), Y[i], {mw.feature(i): 1})
-        lv.done()
-        word = []
-        for i in range(32):
-            f = mw.f(i) + ((NAN >> i) & 1) * sel_n
-            if i == 0:
-                f = f + res.f(0)
-            word.append(f)
-        return word
+# -- I2F's routes, and the compares, min and max: functions of a lane's cleaned operands ---------
+
+def _integer_routes(ln: _Lane, lv: _Level, X, Z, cls):
+    """I2F's routes at L1: the integer n as an FMA X * 1.0 + Z of two exact parts, so that the
+    datapath rounds it once like any sum. Non-negative n: X = n's bits 0..22 (at 2^0), Z = its
+    bits 23..31 (at 2^23). Negative n (s32): |n| = ~n + 1, so X and Z take ~n's bits, both signs
+    are negative, and the + 1 enters the product's column of X's lowest bit (`ng`, read at L2).
+    X's and Z's exponent fields are constants (`I2F_X_FIELD`, `I2F_Z_FIELD`); their class
+    flags are all 0 but zero."""
+    sg, zi = ln.ctl.signed, ln.zi
+    ng = lv.flag("ng")
+    for i in range(8):                 # the constant exponent fields
+        if (I2F_X_FIELD >> i) & 1:
+            lv.step(zi, 1, {X.feature(23 + i): 1})
+        if (I2F_Z_FIELD >> i) & 1:
+            lv.step(zi, 1, {Z.feature(23 + i): 1})
+    for sel, P in ln.choices["a"]:
+        on = sel + zi - 1
+        n31 = P[31]
+        for var, lo, hi in ((X, 0, 23), (Z, 23, 31)):
+            for i in range(lo, hi):    # n's bit, complemented for a negative s32
+                lv.neurons += n_step(64 * on + 2 * P[i] - sg - n31, 65, {var.feature(i - lo): 1})
+                lv.neurons += n_step(64 * on + sg + n31 - P[i], 66, {var.feature(i - lo): 1})
+        lv.neurons += n_step(64 * on + n31 - sg, 65, {Z.feature(8): 1})          # u32's bit 31
+        lv.neurons += n_step(64 * on + sg + n31, 66, {X.feature(31): 1, ng.feature(0): 1})
+        lv.neurons += n_step(64 * on + sg + n31, 66, {Z.feature(31): 1})
+        low, high = sum(P[0:23], Lin()), sum(P[23:31], Lin())
+        lv.step(1 - 2 * low - sg - n31, 0, {cls.feature(3): 1}, on)              # X = 0: no + 1 either
+        lv.neurons += n_step(64 * on + 16 * sg + 16 * n31 + high, 104, {cls.feature(11): 1})   # ~n's high part 0
+        lv.neurons += n_step(64 * on - 16 * n31 - high, 64, {cls.feature(11): 1})  # n's high part 0
+    return ng
+
+
+def _compare_path(ln: _Lane) -> list:
+    """L2: |a| vs |b| digits; L3: >= and > (carry outs); L4: magnitudes after .ftz; L5: the
+    orders; L6: the compare's result and min/max's choice; L7: min/max's word."""
+    c = ln.ctl
+    X, Y = ln.X, ln.Y
+    lv = ln.level("c2")
+    dig = lv.bits("d", 8)
+    groups = [(0, 8), (8, 16), (16, 24), (24, 31)]
+    for gi, (a, b) in enumerate(groups):
+        s_ = sum(((1 << (m - a)) * (X[m] + 1 - Y[m]) for m in range(a, b)), Lin())
+        lv.step(s_, 1 << (b - a), {dig.feature(2 * gi): 1})
+        lv.step(s_, (1 << (b - a)) - 1, {dig.feature(2 * gi + 1): 1})
+    sgn = lv.bits("s", 2)              # signs of non-zero (after .ftz) a and b
+    lv.step(X[31] - ln.zf[0], 1, {sgn.feature(0): 1})
+    lv.step(Y[31] - ln.zf[1], 1, {sgn.feature(1): 1})
+    un = lv.flag("un")
+    lv.step(ln.nan[0] + ln.nan[1], 1, {un.feature(0): 1})
+    lv.done()
+    D = [dig.f(2 * i) + dig.f(2 * i + 1) for i in range(4)]
+    P = [dig.f(2 * i + 1) - dig.f(2 * i) for i in range(4)]
+    lv = ln.level("c3")
+    cmp3 = lv.bits("g", 2)             # |a| >= |b|, |a| > |b|
+    _carry_chunks(lv, [Lin.const(2)] + D, [Lin()] + P, {cmp3.feature(0): 1})
+    _carry_chunks(lv, [Lin()] + D, [Lin()] + P, {cmp3.feature(1): 1})
+    lv.done()
+    ge_ab, gt_ab = cmp3.f(0), cmp3.f(1)
+    za, zb = ln.zf[0], ln.zf[1]
+    lv = ln.level("c4")
+    mg = lv.bits("m", 2)               # |a| < |b|, |a| > |b| (a flushed operand is 0)
+    lv.step(za - zb, 1, {mg.feature(0): 1})
+    lv.step(-1 * za - zb - ge_ab, 0, {mg.feature(0): 1})
+    lv.step(zb - za, 1, {mg.feature(1): 1})
+    lv.step(-1 * za - zb + gt_ab, 1, {mg.feature(1): 1})
+    lv.done()
+    ltm, gtm = mg.f(0), mg.f(1)
+    sa_, sb_ = sgn.f(0), sgn.f(1)
+    sa, sb = X[31], Y[31]
+    lv = ln.level("c5")
+    od = lv.bits("o", 3)               # a < b, a > b (numbers), min/max picks a
+    for (x, y, lt, gt, f_) in ((sa_, sb_, ltm, gtm, 0), (sb_, sa_, gtm, ltm, 1)):
+        lv.step(x - y, 1, {od.feature(f_): 1})
+        lv.step(-1 * x - y + lt, 1, {od.feature(f_): 1})
+        lv.step(x + y + gt, 3, {od.feature(f_): 1})
+    for (op, lt, gt) in (("FMIN", ltm, gtm), ("FMAX", gtm, ltm)):
+        first, second = (sa, sb) if op == "FMIN" else (sb, sa)
+        lv.step(first - second, 1, {od.feature(2): 1}, c.o(op))
+        lv.step(-1 * sa - sb + lt, 1, {od.feature(2): 1}, c.o(op))
+        lv.step(sa + sb + gt, 3, {od.feature(2): 1}, c.o(op))
+    lv.done()
+    lt, gt = od.f(0), od.f(1)
+    eq = 1 - lt - gt
+    u = un.f(0)
+    lv = ln.level("c6")
+    res = lv.bits("r", 4)              # compare true, min/max: a, b, canonical NaN
+    forms = {"eq": (eq - u, 1), "ne": (lt + gt - u, 1), "lt": (lt - u, 1), "le": (1 - gt - u, 1),
+             "gt": (gt - u, 1), "ge": (1 - lt - u, 1), "equ": (eq + u, 1), "neu": (lt + gt + u, 1),
+             "ltu": (lt + u, 1), "leu": (1 - gt + u, 1), "gtu": (gt + u, 1), "geu": (1 - lt + u, 1),
+             "num": (1 - u, 1), "nan": (u, 1)}
+    for name, (form, t) in forms.items():
+        lv.step(form, t, {res.feature(0): 1}, c.c(name) + c.o("FSETP") - 1)
+    mm = c.o("FMIN") + c.o("FMAX")
+    an, bn, pa, nf = ln.nan[0], ln.nan[1], od.f(2), c.nan
+    lv.all_of([mm, 1 - an, 1 - bn, pa], {res.feature(1): 1})
+    lv.all_of([mm, 1 - an, bn, 1 - nf], {res.feature(1): 1})
+    lv.all_of([mm, 1 - an, 1 - bn, 1 - pa], {res.feature(2): 1})
+    lv.all_of([mm, an, 1 - bn, 1 - nf], {res.feature(2): 1})
+    lv.all_of([mm, an, bn], {res.feature(3): 1})
+    lv.all_of([mm, nf, an, 1 - bn], {res.feature(3): 1})
+    lv.all_of([mm, nf, 1 - an, bn], {res.feature(3): 1})
+    lv.done()
+    sel_a, sel_b, sel_n = res.f(1), res.f(2), res.f(3)
+    lv = ln.level("c7")
+    mw = lv.bits("w", 32)
+    for i in range(32):
+        lv.gated(sel_a - (za if i < 31 else 0), X[i], {mw.feature(i): 1})
+        lv.gated(sel_b - (zb if i < 31 else 0), Y[i], {mw.feature(i): 1})
+    lv.done()
+    word = []
+    for i in range(32):
+        f = mw.f(i) + ((NAN >> i) & 1) * sel_n
+        if i == 0:
+            f = f + res.f(0)
+        word.append(f)
+    return word
 
 
 def fpu_lane(hw: Builder, tag: str, choices: dict, ctl: FpuControl):
@@ -729,4 +731,4 @@ def fpu_lane(hw: Builder, tag: str, choices: dict, ctl: FpuControl):
     ln.add()
     ln.normalise()
     ln.finish()
-    return hw.view(f"fpu.{tag}", ln.word(ln.compare()))
+    return hw.view(f"fpu.{tag}", ln.word(_compare_path(ln)))
