@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from qwengpu.ptx.ir import Pair
 from qwengpu.semantics.launch_model import FULL, LANES
+from qwengpu.semantics.shuffle import shuffle_source
 
 from .lanes import lanes_of
 
@@ -22,27 +23,7 @@ def h_shfl(it, warp, frame, ins, info, ex):
     out = [0] * LANES
     pred = [0] * LANES
     for lane in lanes_of(ex):
-        bval = bv[lane] & 0x1F
-        cval = cv[lane] & 0x1F
-        seg = (cv[lane] >> 8) & 0x1F
-        max_lane = (lane & seg) | (cval & ~seg)
-        min_lane = lane & seg
-        if info.mode == "up":
-            j = lane - bval
-            ok = j >= max_lane
-        elif info.mode == "down":
-            j = lane + bval
-            ok = j <= max_lane
-        elif info.mode == "bfly":
-            j = lane ^ bval
-            ok = j <= max_lane
-        else:
-            j = min_lane | (bval & ~seg)
-            ok = j <= max_lane
-        if not 0 <= j < LANES:             # lanes 4..31 do not exist in a 4-lane warp
-            ok = False
-        if not ok:
-            j = lane
+        j, ok = shuffle_source(info.mode, lane, bv[lane], cv[lane])
         out[lane] = av[j]
         pred[lane] = int(ok)
     if isinstance(d, Pair):

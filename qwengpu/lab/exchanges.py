@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from qwengpu.machine.config import LANES
 from qwengpu.machine.tokens import parse_token
+from qwengpu.semantics.shuffle import shuffle_source
 
 from .passes import is_atomic, mask_lanes, served_lanes
 
@@ -41,18 +42,7 @@ def shuffle_sources(mode: str, b: list, c: list, executing: int) -> list:
         if not executing >> lane & 1:
             out.append(None)
             continue
-        bval, cval, seg = b[lane] & 0x1F, c[lane] & 0x1F, (c[lane] >> 8) & 0x1F
-        max_lane, min_lane = (lane & seg) | (cval & ~seg), lane & seg
-        if mode == "up":
-            j, ok = lane - bval, lane - bval >= max_lane
-        elif mode == "down":
-            j, ok = lane + bval, lane + bval <= max_lane
-        elif mode == "bfly":
-            j, ok = lane ^ bval, (lane ^ bval) <= max_lane
-        else:                                                        # idx
-            j = min_lane | (bval & ~seg)
-            ok = j <= max_lane
-        out.append(j if ok and 0 <= j < LANES else lane)
+        out.append(shuffle_source(mode, lane, b[lane], c[lane])[0])
     return out
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.semantics.faults import ExecutionFault, MemoryFault
+from qwengpu.semantics.shuffle import shuffle_source
 from qwengpu.launch import LaunchSpec
 
 from .config import FPU, LANES
@@ -639,24 +640,7 @@ def cross_lane_unit(so, lanes, mask, val, out, out_hi):
         a = {l: val("a", l) for l in range(LANES)}
         mode = op.extra["mode"]
         for lane in lanes:
-            bval = val("bsrc", lane) & 0x1F
-            cw = val("csrc", lane)
-            cval, seg = cw & 0x1F, (cw >> 8) & 0x1F
-            max_lane = (lane & seg) | (cval & ~seg)
-            min_lane = lane & seg
-            if mode == "up":
-                j, ok = lane - bval, lane - bval >= max_lane
-            elif mode == "down":
-                j, ok = lane + bval, lane + bval <= max_lane
-            elif mode == "bfly":
-                j, ok = lane ^ bval, (lane ^ bval) <= max_lane
-            else:
-                j = min_lane | (bval & ~seg)
-                ok = j <= max_lane
-            if not 0 <= j < LANES:
-                ok = False
-            if not ok:
-                j = lane
+            j, ok = shuffle_source(mode, lane, val("bsrc", lane), val("csrc", lane))
             out[lane] = a[j]
             out_hi[lane] = int(ok)
         return

@@ -8,5 +8,6 @@ so that neither imports the other.
 - `integers`, `floats` (its parts `float_exact`, `float_convert`): the bit-exact results of PTX's
   integer and IEEE instructions; `words`: what one ALU micro-op computes on 32-bit words, the
   language the approximate instructions' definitions (`approx`) are written in;
+- `shuffle`: which lane a `shfl.sync` reads;
 - `printf`: the text a kernel's printf records format to.
 """
