@@ -21,7 +21,7 @@ from qwengpu.assembler.emit import Recorder
 from qwengpu.assembler.lower import Block, MicroProgram
 from qwengpu.assembler.schedule import schedule
 from qwengpu.semantics.faults import ExecutionFault
-from qwengpu.machine.config import COMPACT, SIM
+from qwengpu.machine.config import COMPACT, COMPACT_FPU, SIM
 from qwengpu.machine.simulator import Simulator
 from qwengpu.machine.uops import MicroOp, src
 from qwengpu.verify import compare_buffers
@@ -692,3 +692,22 @@ def test_generic_addressing_on_every_space():
     want, got = run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim").buffers[-1]
     assert np.array_equal(want, got), (want, got)
     assert [list(want[k:k + 3]) for k in (0, 4)] == [[104, 0, 7], [101, 1, 11]]     # sh[0] took 4 atomic adds
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc is not installed on this machine")
+@pytest.mark.parametrize("config", [COMPACT, COMPACT_FPU], ids=lambda c: c.name)
+def test_an_immediate_zero_in_an_alus_third_operand_takes_a_port(config):
+    """An ALU's c operand has no wired zero: an immediate 0 there (here from a u64 -> f32
+    conversion of a constant, found by `qwengpu fuzz --mix float`, kernel 4412) reads a port like
+    any immediate; the machine refused to encode the program before."""
+    src = r'''
+__global__ void zero_c(const unsigned long long *q, const float *f, float *out) {
+    unsigned long long v = q[0] * 0ull + 3764948337711784077ull;
+    out[0] = sqrtf((float)v) > f[0] ? f[1] : f[0];
+}
+'''
+    import qwengpu
+    ptx = qwengpu.compile_cuda(src)
+    spec = {"grid": 1, "block": 1, "args": [{"buffer": "uint64", "data": [5]},
+                                            {"buffer": "float32", "data": [1.0, 2.0]}, {"buffer": "float32", "size": 1}]}
+    assert run(ptx, spec, engine="sim", config=config).buffers[2].tolist() == [2.0]

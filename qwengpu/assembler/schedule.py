@@ -10,7 +10,7 @@ virtual registers need a physical register.
 from __future__ import annotations
 
 from qwengpu.machine.config import ALU, FPU, MEM, XLANE, MachineConfig
-from qwengpu.machine.format import fpu_port_slots
+from qwengpu.machine.format import fpu_port_slots, sources_for
 from qwengpu.machine.image import PORTS, TERM_PORTS, Bundle, Image, SlotOp, Source
 from qwengpu.machine.uops import Imm, MicroOp, Special, Src, VReg
 
@@ -68,12 +68,18 @@ class _Packer:
         ports.append(entry)
         return len(ports) - 1
 
+    def _zero_wired(self, kind: str, name: str) -> bool:
+        """Whether operand `name` of a unit of `kind` can read the constant 0 without a port (an
+        ALU's c cannot: an immediate 0 there takes a port like any other)."""
+        k = len(self.cfg.slots) if kind == "term" else self.cfg.slots.index(kind)
+        return ("zero",) in sources_for(self.cfg, k, name)
+
     def operand(self, b: Bundle, s: Src, ports: list, limit: int, name: str, kind: str):
         """(Source, earliest slot) of an operand for a unit whose ports are `ports`; None: no room."""
         v = s.value
         if isinstance(v, Imm):
             val = (~v.value & 0xFFFFFFFF) if s.inv else v.value
-            if val == 0:
+            if val == 0 and self._zero_wired(kind, name):
                 return Source("zero"), -1
             k = self._port(ports, ("imm", val), limit)
             return (None, -1) if k is None else (Source("port", k), -1)
