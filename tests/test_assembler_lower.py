@@ -7,6 +7,8 @@ respects the carry limit, and every suite kernel the machine accepts gives the o
 """
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import sizes
@@ -25,6 +27,9 @@ from qwengpu.machine.config import COMPACT, COMPACT_FPU, SIM
 from qwengpu.machine.simulator import Simulator
 from qwengpu.machine.uops import MicroOp, src
 from qwengpu.verify import compare_buffers
+
+#: tests that compile CUDA (CI has nvcc, so they run there)
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed on this machine")
 
 SCALE = sizes.SOAK
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
@@ -694,7 +699,7 @@ def test_generic_addressing_on_every_space():
     assert [list(want[k:k + 3]) for k in (0, 4)] == [[104, 0, 7], [101, 1, 11]]     # sh[0] took 4 atomic adds
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc is not installed on this machine")
+@needs_nvcc
 @pytest.mark.parametrize("config", [COMPACT, COMPACT_FPU], ids=lambda c: c.name)
 def test_an_immediate_zero_in_an_alus_third_operand_takes_a_port(config):
     """An ALU's c operand has no wired zero: an immediate 0 there (here from a u64 -> f32
