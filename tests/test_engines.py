@@ -20,6 +20,7 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numba import njit
+from prefill import same_run
 
 import qwengpu
 from qwengpu import suite
@@ -107,23 +108,6 @@ def tiny():
     return compile_machine(TINY, dense=False)
 
 
-def _same_run(engine, ids, block, head=()):
-    """`ids` as a prompt in blocks of `block` against token by token (both after the prompt `head`
-    run the same way): the same logits, states, conv windows and margins, bit for bit."""
-    runs = []
-    for b in (block, 1):
-        state = engine.new_state()
-        if head:
-            engine.forward(head, state, block=b)
-        runs.append((engine.forward(ids, state, block=b).clone(), state))
-    (got, s1), (want, s2) = runs
-    assert torch.equal(got, want)
-    assert np.array_equal(s1.recurrent, s2.recurrent) and np.array_equal(s1.conv, s2.conv)
-    assert (s1.length, s1.residual_worst, s1.noise_worst, s1.noise_at) == \
-        (s2.length, s2.residual_worst, s2.noise_worst, s2.noise_at)
-    return got
-
-
 @FAST
 @given(st.integers(0, 2 ** 31 - 1), st.integers(2, 40))
 def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block):
@@ -132,7 +116,7 @@ def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block)
     model = _random_qwen(seed)
     ids = random.Random(seed).choices(range(64), k=37)
     engine = CompactEngine(ReferenceEngine(model))
-    got = _same_run(engine, ids, block)
+    got = same_run(engine, ids, block)
     want = _stock_logits(model, ids, "prefill")[-1]
     assert float((got - want).abs().max()) <= 2e-5 * max(1.0, float(got.abs().max()))
 
@@ -146,7 +130,7 @@ def test_a_block_prefill_is_the_token_by_token_run_on_the_machine(tiny, name, bl
     engine = tiny.compact_engine()
     r = qwengpu.run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=TINY)
     ids = [tiny.token_id(t) for t in r.extra["prompt"] + r.extra["generated"]]
-    _same_run(engine, ids[start:], block, head=ids[:start])
+    same_run(engine, ids[start:], block, head=ids[:start])
 
 
 @pytest.mark.parametrize("name", ["dot", "shift_clamp"])

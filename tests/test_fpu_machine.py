@@ -4,6 +4,7 @@ token stream identical to the simulator's, and far fewer tokens than the soft-fl
 from __future__ import annotations
 
 import pytest
+from prefill import same_run
 
 from qwengpu import load_program, run, suite
 from qwengpu.machine.config import COMPACT_FPU
@@ -74,18 +75,8 @@ def test_a_block_prefill_is_the_token_by_token_run_on_the_unit(fpu_machine, name
     """The prefill path on the unit's weights: a launch's tokens (its `<fpu l>` passes, and for
     i2f_convert the unit's I2F, included) fed in blocks give bit for bit the logits, states and
     margins of the run token after token."""
-    import numpy as np
-    import torch
     engine = fpu_machine.compact_engine()
     r = run(suite.get(name).ptx(), suite.get(name).spec(), engine="sim", config=COMPACT_FPU)
     tokens = r.extra["prompt"] + r.extra["generated"]
     assert any(t.startswith("<fpu") for t in tokens)
-    ids = [fpu_machine.token_id(t) for t in tokens]
-    runs = []
-    for b in (block, 1):
-        state = engine.new_state()
-        runs.append((engine.forward(ids, state, block=b).clone(), state))
-    (got, s1), (want, s2) = runs
-    assert torch.equal(got, want)
-    assert np.array_equal(s1.recurrent, s2.recurrent) and np.array_equal(s1.conv, s2.conv)
-    assert (s1.residual_worst, s1.noise_worst) == (s2.residual_worst, s2.noise_worst)
+    same_run(engine, [fpu_machine.token_id(t) for t in tokens], block)

@@ -9,6 +9,8 @@ virtual registers need a physical register.
 """
 from __future__ import annotations
 
+import heapq
+
 from qwengpu.machine.config import ALU, FPU, MEM, XLANE, MachineConfig
 from qwengpu.machine.format import fpu_port_slots, sources_for
 from qwengpu.machine.image import PORTS, TERM_PORTS, Bundle, Image, SlotOp, Source
@@ -428,7 +430,7 @@ def _order_blocks(prog: MicroProgram) -> list[Block]:
         body, todo = {head, latch}, [latch]
         while todo:
             for p_ in preds[todo.pop()]:
-                if p_ not in body and p_ in rank:
+                if p_ not in body:
                     body.add(p_)
                     todo.append(p_)
         exits = {n for lab in body for n in succ(lab) if n not in body}
@@ -441,7 +443,6 @@ def _order_blocks(prog: MicroProgram) -> list[Block]:
 def _topological(nodes: list, after: dict, rank: dict) -> list | None:
     """`nodes` in an order where each comes before every node of its `after` set, the lowest
     `rank` first among those ready; None if the constraints have a cycle (an irreducible CFG)."""
-    import heapq
     indeg = {n: 0 for n in nodes}
     for n in nodes:
         for m in after[n]:

@@ -102,11 +102,10 @@ _WRITE_BACK = ("FPU", "CARRY", "MEMW")
 def _unit_carry(bundle):
     """(the float unit's op, the carry slot of its result) in `bundle`, or None when the bundle
     carries no unit result."""
-    for k, so in enumerate(bundle.slots):
+    for j, (_, (slot, _part)) in enumerate(bundle.carries):
+        so = bundle.slots[slot] if 0 <= slot < len(bundle.slots) else None
         if so is not None and so.op.kind == "fpu":
-            for j, (_, (slot, _part)) in enumerate(bundle.carries):
-                if slot == k:
-                    return so.op, j
+            return so.op, j
     return None
 
 
@@ -115,7 +114,7 @@ def unit_result(view, position: int, bundle: int, lane: int) -> str | None:
     registers after the bundle's write-back (its carries hold what the unit computed; none when
     the result equals the register's old value), so the label shows the model's own number."""
     found = _unit_carry(view.image.bundles[bundle])
-    if found is None or lane is None:
+    if found is None:
         return None
     op, j = found
     recs, tokens = view.trace.records, view.trace.tokens

@@ -19,8 +19,8 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import re
+import shutil
 import sys
 import time
 from contextlib import contextmanager
@@ -43,8 +43,9 @@ META_VERSION = 3
 
 #: the packages a built machine is made from: its cache key hashes every source of them (the
 #: circuits, their specification, the semantics the specification runs on, and the compiler), so a
-#: change there is never served from a stale cache. The engines that run a built machine (`qwengpu.engines`) are apart: a change to them does
-#: not rebuild it (their weights file is tagged by its own sources, `engine_file`).
+#: change there is never served from a stale cache. The engines that run a built machine
+#: (`qwengpu.engines`) are apart: a change to them does not rebuild it (their weights file is
+#: tagged by its own sources, `engine_file`).
 BUILD_PACKAGES = ("compiler", "machine", "semantics")
 
 
@@ -511,10 +512,7 @@ def evict_stale_builds(config: MachineConfig, progress: bool = True) -> list:
         if not d.is_dir() or d.name.endswith(".partial") or not _BUILD_NAME.fullmatch(d.name[len(config.name) + 1:]):
             continue
         try:
-            data = json.loads(meta.read_text())
-            if data.get("config", {}).get("name", config.name) != config.name:
-                continue
-            stale = data.get("source_hash") != current
+            stale = json.loads(meta.read_text()).get("source_hash") != current
         except (OSError, ValueError):
             stale = True                  # no readable metadata: an interrupted or foreign build
         if stale and time.time() - last_used(d) > KEEP_RECENTLY_USED_S:
