@@ -18,7 +18,7 @@ from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble
 from qwengpu.engines.forwards import FORWARDS, best_device
-from qwengpu.machine.config import COMPACT, MachineConfig, config_named
+from qwengpu.machine.config import BUILTIN, MachineConfig, config_named
 from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, read_buffers,
                                       step_limit_message, trap_fault)
 from qwengpu.machine.tokens import ends_launch, parse_token, token_kind, token_text
@@ -58,7 +58,7 @@ def _lane_instructions(image, tokens) -> int:
     return n
 
 
-def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig | str = COMPACT,
+def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig | str = BUILTIN,
                      max_tokens: int | None = None) -> LaunchResult:
     """One launch on the token simulator of the machine `config` (a geometry or its name)."""
     img = assemble(module, spec, kernel, config_named(config, "machine"))
@@ -165,7 +165,7 @@ def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, 
     if len(specs) != B:
         raise ValueError(f"{B} programs for {len(specs)} launches")
     device = _device_for(forward, device)
-    machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
+    machine = machine or load_machine(BUILTIN, dense=forward == "model", progress=progress)
     kernels = kernels or [None] * B
     prefix_ids = prefix_ids or [None] * B
     launches = [_Launch(machine, m, sp, k, max_tokens, check_states,
@@ -212,7 +212,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     chunked prefill path. `prefix_ids`: model token ids (text, on a spliced checkpoint) run in the
     same context before the prompt."""
     from .checkpoint import load_machine
-    machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
+    machine = machine or load_machine(BUILTIN, dense=forward == "model", progress=progress)
     res = run_batch_on_model([module], [spec], [kernel], machine, max_tokens, check_states, progress, device,
                              forward, None if on_token is None else (lambda b, i, t, st: on_token(i, t, st)),
                              [prefix_ids])[0]

@@ -42,13 +42,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from qwengpu.machine.config import MachineConfig, config_named
+from qwengpu.machine.config import BUILTIN, MachineConfig, config_named
 from qwengpu.runtime.checkpoint import Machine
 
 from .splice import SpliceError, read_meta
-
-#: the machines by name (`--machine`)
-MACHINES = ("tiny", "compact")
 
 #: the kernel whose launch (prompt + generated tokens) is recorded as the sample launch
 SAMPLE_KERNEL = "dot"
@@ -226,7 +223,7 @@ def _qwen35_2b():
 GEOMETRIES = {"qwen3.5-2b": _qwen35_2b}
 
 
-def machine_for_geometry(geometry, machine="compact"):
+def machine_for_geometry(geometry, machine=BUILTIN.name):
     """`machine` compiled stand-alone for a base's true layer geometry (`compile_for_base_geometry`):
     `geometry` is a name in GEOMETRIES (Qwen3.5-2B's shapes, nothing downloaded) or a base
     checkpoint's directory. The suite and random programs run on it where the whole spliced
@@ -248,8 +245,14 @@ def tiny(target):
 
 
 def compact(target):
-    """`--program qwengpu.splice.machine_splice:compact`: the built-in COMPACT machine compiled for `target`."""
+    """`--program qwengpu.splice.machine_splice:compact`: COMPACT (float as soft-float routines) compiled for `target`."""
     return compile_for_base(target, "compact")
+
+
+def builtin(target):
+    """`--program qwengpu.splice.machine_splice:builtin`: the built-in machine (COMPACT with the float unit)
+    compiled for `target`."""
+    return compile_for_base(target, BUILTIN)
 
 
 def splice_machine(base, out_dir, machine="tiny", **kw):
