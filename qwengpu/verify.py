@@ -122,6 +122,17 @@ def compare_buffers(got: list, want: list, nan_equal: bool) -> str | None:
     return None
 
 
+def compare_symbols(got: dict, want: dict, nan_equal: bool) -> str | None:
+    """None when every variable of `want` ({name: array}) is in `got` with the same contents."""
+    for name, w in want.items():
+        if name not in got:
+            return f"symbol {name} not read back (the result has {', '.join(got) or 'none'})"
+        d = first_difference(np.asarray(got[name]), np.asarray(w), nan_equal)
+        if d:
+            return f"symbol {name} {d}"
+    return None
+
+
 def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     """One suite kernel on `engine`, checked against its oracle (and, on the model engines, the
     simulator's token stream; hardware goldens where recorded)."""
@@ -144,6 +155,9 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
                    refused=isinstance(res, machine_refusals()))
     row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
     d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
+    want_symbols = kernel.expected_symbols() if hasattr(kernel, "expected_symbols") else None
+    if not d and want_symbols is not None:
+        d = compare_symbols(res.symbols, want_symbols, nan_equal=True)
     row.checked.append("oracle")
     if d:
         row.exact, row.detail = False, f"oracle: {d}"
