@@ -230,6 +230,10 @@ class LaunchSpec:
             raise LaunchError(f"shared_bytes must be a non-negative int (bytes of dynamic shared memory), "
                               f"got {self.shared_bytes!r}")
         check_shared_bytes(0, self.shared_bytes, self.kernel)
+        if not isinstance(self.symbols, dict) or not all(
+                isinstance(k, str) and isinstance(v, SymbolValue) for k, v in self.symbols.items()):
+            raise LaunchError("symbols must map variable names to SymbolValue (from_json reads them from "
+                              '{NAME: {"dtype": DTYPE, "data": [...]}})')
 
     @property
     def threads_per_block(self) -> int:

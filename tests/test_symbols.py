@@ -196,6 +196,15 @@ def test_string_literals_and_the_printf_buffer_are_not_symbols():
         qwengpu.run(PTX, spec({"$str": {"dtype": "uint8", "data": [1]}}))
 
 
+def test_a_spec_made_in_python_holds_symbol_values():
+    from qwengpu.launch import SymbolValue
+    sp = LaunchSpec("k", (1, 1, 1), (4, 1, 1), LaunchSpec.from_json(spec()).args,
+                    symbols={"hits": SymbolValue("uint32", np.array([3], dtype=np.uint32))})
+    assert qwengpu.run(PTX, sp).symbols["hits"].tolist() == [13]
+    with pytest.raises(LaunchError, match="symbols must map variable names to SymbolValue"):
+        LaunchSpec("k", (1, 1, 1), (4, 1, 1), symbols={"hits": {"dtype": "uint32", "data": [3]}})
+
+
 # -- the prompt -------------------------------------------------------------------------------------
 
 def _prompt(symbols=None) -> list:
