@@ -24,7 +24,7 @@ class Row:
     steps: int = 0
     tokens: int | None = None
     seconds: float = 0.0
-    checked: list = field(default_factory=list)   # what was compared: "oracle", "golden"
+    checked: list = field(default_factory=list)   # what was compared: "oracle", "symbols", "golden"
     margins: dict = field(default_factory=dict)   # model engines: smallest logit gap, memory and residual code margins
     noise_at: str | None = None                   # the circuit node of the largest form noise
     refused: bool = False                         # the machine would not take the program (capacity, construct)
@@ -155,10 +155,11 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
                    refused=isinstance(res, machine_refusals()))
     row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
     d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
-    want_symbols = kernel.expected_symbols() if hasattr(kernel, "expected_symbols") else None
-    if not d and want_symbols is not None:
-        d = compare_symbols(res.symbols, want_symbols, nan_equal=True)
     row.checked.append("oracle")
+    want_symbols = kernel.expected_symbols() if hasattr(kernel, "expected_symbols") else None
+    if not d and want_symbols is not None:          # the module variables the oracle gives ("symbols")
+        row.checked.append("symbols")
+        d = compare_symbols(res.symbols, want_symbols, nan_equal=True)
     if d:
         row.exact, row.detail = False, f"oracle: {d}"
         return row

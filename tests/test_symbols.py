@@ -253,4 +253,13 @@ def test_verify_finds_a_wrong_symbol():
     r.symbols["g_apron_zeros"] = np.array([1003], dtype=np.uint32)
     row = check_result(k, "interp", r, 0.0)
     assert not row.exact and row.detail.startswith("oracle: symbol g_apron_zeros index 0: got") and "(0x3eb)" in row.detail
+    assert row.checked == ["oracle", "symbols"]
     assert compare_symbols({}, {"x": np.zeros(1)}, True) == "symbol x not read back (the result has none)"
+
+
+def test_qwengpu_verify_checks_the_kernels_symbols():
+    p = subprocess.run([sys.executable, "-m", "qwengpu", "verify", "conv_row_const", "--engine", "sim", "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)["kernels"][0]
+    assert row["name"] == "conv_row_const" and row["exact"] and row["checked"] == ["oracle", "symbols"]
