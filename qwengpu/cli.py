@@ -80,6 +80,8 @@ def _print_result(res, spec, as_json: bool):
         else:
             shown = np.array2string(b, threshold=64, max_line_width=100)
             print(f"  arg {i}: {a.dtype}[{len(b)}] = {shown}")
+    for name, v in res.symbols.items():
+        print(f"  {name}: {v.dtype}[{len(v)}] = {np.array2string(v, threshold=64, max_line_width=100)}")
     if res.printf is not None:
         print("printf output (per thread, in the order each printed):")
         print("\n".join("  " + line for line in res.printf.text().splitlines()) or "  (none)")

@@ -86,6 +86,29 @@ def test_stock_forward_is_exact_in_decode_and_prefill(tiny):
     assert 0 < res.extra["form_noise"] < 0.1          # measured through hooks on the stock MLPs
 
 
+def test_symbols_set_from_the_spec_are_read_back_from_the_models_state(compact):
+    """A launch spec's "symbols" go through the prompt into the model's memory, and the result reads
+    the variables back from the model's state (the reader the stock forward shares): the interpreter's
+    values, on the variables the spec sets (partly) and those it leaves."""
+    k = suite.get("global_device_array")
+    spec = k.spec().to_json()
+    spec["symbols"] = {"weights": {"dtype": "int32", "data": [7, -3]}, "counter": {"dtype": "uint32", "data": [9]}}
+    m = load_program(k.ptx())
+    want = run(m, spec).symbols
+    assert want["weights"].tolist() == [7, -3, 30, -40, 50, -60, 70, -80]
+    assert want["counter"].tolist() == [9 + 1, 200 + 2, 300 + 3, 400 + 4]
+    got = run(m, spec, engine="compact", machine=compact, progress=False, check_states=True)
+    assert list(got.symbols) == list(want)
+    assert all(got.symbols[n].dtype == want[n].dtype and got.symbols[n].tolist() == want[n].tolist() for n in want)
+
+
+def test_the_progress_bar_names_the_prompts_length_before_the_launch(compact, capsys):
+    k = suite.get("dot")
+    res = run(k.ptx(), k.spec(), engine="compact", machine=compact, progress=True)
+    err = capsys.readouterr().err
+    assert f"on the compact (prompt {len(res.extra['prompt']):,} tokens, token limit 100,000)" in err
+
+
 def test_saved_machine_runs_with_stock_generate(tiny):
     """AutoModelForCausalLM + AutoTokenizer + generate(): the prompt as text in, the launch's tokens
     out, stopping by itself at <halt> (the generation config's end tokens)."""
