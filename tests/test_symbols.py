@@ -263,3 +263,18 @@ def test_qwengpu_verify_checks_the_kernels_symbols():
     assert p.returncode == 0, p.stderr
     row = json.loads(p.stdout)["kernels"][0]
     assert row["name"] == "conv_row_const" and row["exact"] and row["checked"] == ["oracle", "symbols"]
+
+
+# -- the lab ---------------------------------------------------------------------------------------
+
+def test_the_labs_views_start_from_the_specs_values():
+    """The interpreter's view and the model's recording show the spec's values from the first
+    position on (the PTX initialiser's only where the spec leaves a byte alone)."""
+    from qwengpu.lab.view import interp_view
+    first = interp_view(PTX, spec(SET)).memory_at(0)
+    assert first["global:hits"] == (5).to_bytes(4, "little")
+    assert first["global:scale"] == np.float32(2.0).tobytes()
+    from qwengpu.lab.recorder import record_launch
+    view = record_launch(PTX, spec(SET), engine="compact")
+    assert view.snapshot(0).region("global:hits").data == (5).to_bytes(4, "little")
+    assert view.snapshot(len(view) - 1).region("global:hits").data == (5 + 10 + 20 + 3 + 4).to_bytes(4, "little")
