@@ -2,7 +2,7 @@
 (decode and chunked-prefill paths) and the compact engine, each against the token simulator and the
 kernels' oracles.
 
-The built-in COMPACT machine is compiled once (sparse weights) for the compact engine; the stock
+The built-in machine (COMPACT with the float unit) is compiled once (sparse weights) for the compact engine; the stock
 forward runs on the small TINY machine (same circuits, one ALU slot), built, saved and reloaded.
 `pytest --runslow` runs every kernel on the compact engine (~30 min on 2 cores); by default a set
 of kernels that exercises every unit and control path runs (the others are marked slow).
@@ -16,7 +16,7 @@ import qwengpu
 from qwengpu import load_program, run, suite
 from qwengpu.assembler import assemble
 from qwengpu.semantics.faults import ExecutionFault, MemoryFault
-from qwengpu.machine.config import COMPACT, TINY
+from qwengpu.machine.config import BUILTIN, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
 from qwengpu.machine.simulator import MachineStepLimit
 from qwengpu.runtime.checkpoint import load_machine, open_machine
@@ -35,7 +35,7 @@ def _machine_kernels():
     out = []
     for k in suite.kernels():
         try:
-            assemble(load_program(k.ptx()), k.spec(), config=COMPACT)
+            assemble(load_program(k.ptx()), k.spec(), config=BUILTIN)
         except Exception:
             continue
         out.append(k.name)
@@ -49,7 +49,7 @@ SUITE = CI_KERNELS + [pytest.param(n, marks=pytest.mark.slow) for n in _machine_
 def compact():
     """The built-in machine for the compact engine, from the cache (built there on first use, as
     `qwengpu demo` does)."""
-    return load_machine(COMPACT, progress=False)
+    return load_machine(BUILTIN, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +267,7 @@ def test_every_suite_kernel_encodes_for_the_circuits():
     further away read no carry: int_mulhi, i2f_convert, int_minmax, const_mem, atomic64 diverged on the model)."""
     for name in _machine_kernels():
         k, m, spec = _case(name)
-        img = assemble(m, spec, config=COMPACT)
+        img = assemble(m, spec, config=BUILTIN)
         for b in img.bundles:
             for slot, so in enumerate(b.slots):
                 if so is not None and so.op.kind == "alu" and so.op.cin == "flag":
