@@ -269,7 +269,8 @@ def test_qwengpu_verify_checks_the_kernels_symbols():
 
 def test_the_labs_views_start_from_the_specs_values():
     """The interpreter's view and the model's recording show the spec's values from the first
-    position on (the PTX initialiser's only where the spec leaves a byte alone)."""
+    position on (the PTX initialiser's only where the spec leaves a byte alone), and an initialiser's
+    relocated address alike."""
     from qwengpu.lab.view import interp_view
     first = interp_view(PTX, spec(SET)).memory_at(0)
     assert first["global:hits"] == (5).to_bytes(4, "little")
@@ -277,4 +278,6 @@ def test_the_labs_views_start_from_the_specs_values():
     from qwengpu.lab.recorder import record_launch
     view = record_launch(PTX, spec(SET), engine="compact")
     assert view.snapshot(0).region("global:hits").data == (5).to_bytes(4, "little")
+    # `where`'s initialiser is hits' address: both views show the address the engines hold
+    assert first["global:where"] == view.snapshot(0).region("global:where").data != bytes(8)
     assert view.snapshot(len(view) - 1).region("global:hits").data == (5 + 10 + 20 + 3 + 4).to_bytes(4, "little")

@@ -311,7 +311,7 @@ class _ReplayMixin:
                 mem[f"global:{name}"] = bytearray(a.data.tobytes())
         for vname in self._layout.var_addresses:
             v = self.module.vars[vname]
-            mem[f"global:{vname}"] = bytearray(v.init or bytes(v.size or 0))
+            mem[f"global:{vname}"] = bytearray(self._initial_globals.get(vname) or v.init or bytes(v.size or 0))
         for k, r in self._regions.items():
             if r.space in ("shared", "local"):
                 mem[k] = bytearray(r.size)
@@ -670,8 +670,11 @@ class LaunchView(_ReplayMixin, _ResolveMixin, SourceLines):
 
     def __init__(self, module: Module, spec: LaunchSpec, trace, *, kernel: str | None = None,
                  result: LaunchResult | None = None, fault: Exception | None = None,
-                 engine: str = "interp", names: list | None = None, progress=None):
+                 engine: str = "interp", names: list | None = None, progress=None, initial_globals: dict | None = None):
         self.module = module
+        #: {variable: bytes} of the `.global` variables as the launch began (initialisers with
+        #: relocated addresses, the spec's symbols), read from the interpreter; else the initialisers
+        self._initial_globals = initial_globals or {}
         self.spec = spec
         self.kernel_fn: Function = module.kernel(kernel if kernel is not None else spec.kernel)
         self.steps = list(trace.steps)
@@ -849,6 +852,8 @@ def interp_view(program, launch, *, kernel: str | None = None, max_steps: int | 
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
     module = apply_symbols(qwengpu.load_program(program), spec)     # the view's first memory holds them too
     it = Interpreter(module, spec, kernel=kernel, max_steps=max_steps or 200_000, trace=True)
+    initial = {name: it.gmem.read(addr, size).to_bytes(size, "little")
+               for name, addr in it.layout.var_addresses.items() if (size := module.vars[name].size or 0)}
     fault = None
     result = None
     try:
@@ -859,4 +864,4 @@ def interp_view(program, launch, *, kernel: str | None = None, max_steps: int | 
         if fault is not None:
             raise fault
     return LaunchView(module, spec, it.trace, kernel=kernel, result=result, fault=fault, engine="interp",
-                      names=names, progress=progress if callable(progress) else None)
+                      names=names, progress=progress if callable(progress) else None, initial_globals=initial)
