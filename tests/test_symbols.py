@@ -281,3 +281,33 @@ def test_the_labs_views_start_from_the_specs_values():
     # `where`'s initialiser is hits' address: both views show the address the engines hold
     assert first["global:where"] == view.snapshot(0).region("global:where").data != bytes(8)
     assert view.snapshot(len(view) - 1).region("global:hits").data == (5 + 10 + 20 + 3 + 4).to_bytes(4, "little")
+
+
+CONST_POINTER = """
+.version 7.0
+.target sm_75
+.address_size 64
+.const .align 4 .u32 c = 5;
+.global .align 8 .u64 p = generic(c);
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.global.u64 %rd2, [p];
+    ld.u32 %r1, [%rd2];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", MACHINE_ENGINES)
+def test_an_initialiser_holding_a_const_variables_address_is_one_address_on_every_engine(engine):
+    """`__device__ const int *p = &c;` for a `__constant__ int c`: the pointer holds c's generic
+    address (the machine filled in global variables' addresses only, and read 0 through it)."""
+    r = qwengpu.run(CONST_POINTER, {"kernel": "k", "grid": 1, "block": 1, "args": [{"buffer": "uint32", "size": 1}]},
+                    engine=engine)
+    assert r.buffers[0].tolist() == [5]
+    assert r.symbols["p"].tolist() == [0x3_0000_0000]

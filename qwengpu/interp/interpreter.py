@@ -21,8 +21,8 @@ from qwengpu.ptx.ir import ArgList, Instr, Label, Module, Sym
 from qwengpu.ptx.isa import validate_module
 from qwengpu.semantics import integers as alu
 from qwengpu.semantics.faults import ExecutionFault
-from qwengpu.semantics.launch_model import (CONST_WINDOW, LANES, SHARED_WINDOW, ModuleAnalysis, check_kernel_limits,
-                                            default_max_steps, kernel_param_bytes)
+from qwengpu.semantics.launch_model import (LANES, ModuleAnalysis, check_kernel_limits,
+                                            default_max_steps, kernel_param_bytes, relocated_initialisers)
 from qwengpu.semantics.symbols import apply_symbols, read_symbols
 
 from .arithmetic import h_approx, h_arith, h_bits, h_cvt, h_float, h_misc, h_mov, h_selp, h_setp
@@ -111,26 +111,15 @@ class Interpreter(OperandAccess):
                                      f"{p.size} bytes", kernel=self.kernel.name).locate()
 
     def _apply_relocations(self):
+        """Every address an initialiser holds, filled in (`relocated_initialisers`, as every engine)."""
+        try:
+            globals_, self.prog.const_init = relocated_initialisers(self.prog, self.layout.var_addresses)
+        except ExecutionFault as e:
+            raise e.locate(kernel=self.kernel.name)
         for v in self.module.vars.values():
-            for off, sym in v.relocs:
-                target = self._static_symbol_address(sym)
-                if v.space == "global":
-                    self.gmem.write(self.layout.var_addresses[v.name] + off, 8, target)
-                elif v.space == "const":
-                    o = self.prog.const_offsets[v.name] + off
-                    b = bytearray(self.prog.const_init)
-                    b[o:o + 8] = target.to_bytes(8, "little")
-                    self.prog.const_init = bytes(b)
-
-    def _static_symbol_address(self, name: str) -> int:
-        """Generic address of a module-level variable (for initialisers holding addresses)."""
-        if name in self.layout.var_addresses:
-            return self.layout.var_addresses[name]
-        if name in self.prog.const_offsets:
-            return CONST_WINDOW + self.prog.const_offsets[name]
-        if name in self.prog.shared_offsets:
-            return SHARED_WINDOW + self.prog.shared_offsets[name]
-        raise ExecutionFault(f"initialiser refers to {name}, which has no address").locate(kernel=self.kernel.name)
+            if v.relocs and v.space == "global":
+                raw = globals_[v.name]
+                self.gmem.write(self.layout.var_addresses[v.name], len(raw), int.from_bytes(raw, "little"))
 
     # -- running -----------------------------------------------------------------------------------
 

@@ -511,8 +511,11 @@ class Simulator:
 
 def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
     """The machine memory at launch: argument buffers, initialised globals, constants."""
-    from qwengpu.semantics.launch_model import ModuleAnalysis
+    from qwengpu.semantics.launch_model import ModuleAnalysis, relocated_initialisers
     lay = image.layout
+    analysis = ModuleAnalysis(module, module.kernel(image.kernel))
+    # the interpreter's addresses: global variables at the same addresses, const and shared in windows
+    globals_, ci = relocated_initialisers(analysis, lay.global_vars)
     memory = bytearray(MEMORY_BYTES)
     for a, addr in zip(spec.args, lay.buffer_addresses):
         if addr is not None and a.data.nbytes:
@@ -520,13 +523,9 @@ def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
             raw = a.data.tobytes()
             memory[m:m + len(raw)] = raw
     for name, addr in lay.global_vars.items():
-        v = module.vars[name]
-        init = bytearray(v.init or bytes(v.size or 0))
-        for off, sym in v.relocs:
-            init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
+        init = globals_[name]
         m = lay.machine_address("global", addr, 0)
         memory[m:m + len(init)] = init
-    ci = ModuleAnalysis(module).const_init
     if ci:
         m = lay.machine_address("const", 0, 0)
         memory[m:m + len(ci)] = ci

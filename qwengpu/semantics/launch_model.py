@@ -18,6 +18,7 @@ import numpy as np
 from qwengpu.launch import (BUFFER_ALIGN, CUDA_LIMITS, GLOBAL_BASE, MAX_GLOBAL_BYTES, LaunchError, LaunchSpec,
                             check_shared_bytes)
 from qwengpu.ptx.cfg import immediate_postdominators
+from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.ptx.ir import Addr, ArgList, Function, Label, Module, Neg, Pair, Sym, Variable, Vec
 
 #: a warp's lanes: the reference semantics' warp width, which the machine's circuits are built for
@@ -203,7 +204,7 @@ class ModuleAnalysis:
             if v.init:
                 o = self.const_offsets[v.name]
                 init[o:o + len(v.init)] = v.init
-        self.const_init = bytes(init)
+        self.const_init = bytes(init)           # relocated addresses: `relocated_const_init`
         self.local_offsets = {}
         self.local_size = {}
         for name, fn in module.functions.items():
@@ -212,3 +213,38 @@ class ModuleAnalysis:
             self.local_offsets[name] = offs
             sz = max([offs[v.name] + (v.size or 0) for v in lv], default=0)
             self.local_size[name] = (sz + 15) // 16 * 16
+
+
+def static_address(analysis: ModuleAnalysis, var_addresses: dict, name: str) -> int | None:
+    """The generic address an initialiser's `generic(NAME)` (or bare NAME) holds: a global variable's
+    address, a const or shared variable's in its window; None for a name that has none."""
+    if name in var_addresses:
+        return var_addresses[name]
+    if name in analysis.const_offsets:
+        return CONST_WINDOW + analysis.const_offsets[name]
+    if name in analysis.shared_offsets:
+        return SHARED_WINDOW + analysis.shared_offsets[name]
+    return None
+
+
+def relocated_initialisers(analysis: ModuleAnalysis, var_addresses: dict) -> tuple[dict, bytes]:
+    """The module's variables as a launch starts, with every address an initialiser holds filled in
+    (every engine starts from these): ({global variable: bytes}, the const space's bytes). A name
+    without an address raises `ExecutionFault`."""
+    module = analysis.module
+    const = bytearray(analysis.const_init)
+    globals_ = {}
+    for v in module.vars.values():
+        if v.space == "global":
+            globals_[v.name] = bytearray(v.init or bytes(v.size or 0))
+        for off, sym in v.relocs:
+            target = static_address(analysis, var_addresses, sym)
+            if target is None:
+                raise ExecutionFault(f"initialiser of {v.name} refers to {sym}, which has no address")
+            raw = target.to_bytes(8, "little")
+            if v.space == "global":
+                globals_[v.name][off:off + 8] = raw
+            elif v.space == "const":
+                o = analysis.const_offsets[v.name] + off
+                const[o:o + 8] = raw
+    return {k: bytes(b) for k, b in globals_.items()}, bytes(const)
