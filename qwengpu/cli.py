@@ -29,7 +29,7 @@ import numpy as np
 from . import __version__
 from .launch import margin_text
 from .api import MODEL_ENGINES
-from .machine.config import BUILTIN
+from .api import BUILTIN_MACHINE
 
 
 def _engines():
@@ -121,7 +121,7 @@ def _machine_factory(args):
     if model:
         return functools.partial(open_spliced_machine, model)
     if geometry:
-        return functools.partial(machine_for_geometry, geometry, machine or BUILTIN.name)
+        return functools.partial(machine_for_geometry, geometry, machine or BUILTIN_MACHINE)
     from .api import default_machine
     return functools.partial(default_machine, args.engine, machine=machine)
 
@@ -394,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--quiet", action="store_true", help="no progress bar")
     so.add_argument("--kernel", choices=["lcg_soak", "float_soak"], default="lcg_soak",
                     help="the loop: integer LCG steps (default) or a float logistic map (the float unit's ops)")
-    so.add_argument("--machine", default=BUILTIN.name,
+    so.add_argument("--machine", default=BUILTIN_MACHINE,
                     help="the machine's geometry: compact-fpu (the built-in one, with the float unit), compact "
                          "(float as soft-float routines)")
     so.set_defaults(func=cmd_soak)

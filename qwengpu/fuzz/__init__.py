@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..machine.config import BUILTIN
+from ..api import BUILTIN_MACHINE
 from .generator import MIXES, FuzzKernel, generate
 from .host import compile_ptx, cuda_source, missing_tools, run_host
 from .prelude import PRELUDE
@@ -48,7 +48,7 @@ class FuzzReport:
     engines: tuple
     compact_every: int
     mix: str = "all"
-    machine: str = BUILTIN.name
+    machine: str = BUILTIN_MACHINE
     checked: dict = field(default_factory=dict)        # engine -> kernels compared with the host
     did_not_fit: dict = field(default_factory=dict)    # engine -> kernels the machine could not hold
     failures: list = field(default_factory=list)
@@ -148,7 +148,7 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
     if mix not in MIXES:
         raise ValueError(f"unknown type mix {mix!r} (known: {', '.join(MIXES)})")
     report = FuzzReport(seed=seed, count=count, engines=tuple(engines), compact_every=compact_every, mix=mix,
-                        machine=geometry or BUILTIN.name)
+                        machine=geometry or BUILTIN_MACHINE)
     all_engines = list(engines) + (["compact"] if compact_every > 0 else [])
     for e in all_engines:
         report.checked[e], report.did_not_fit[e] = 0, 0
@@ -177,7 +177,7 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
                 if engine == "compact":
                     if machine is None:
                         from ..api import default_machine
-                        machine = default_machine("compact", progress=False, machine=geometry or BUILTIN.name)
+                        machine = default_machine("compact", progress=False, machine=geometry or BUILTIN_MACHINE)
                     options = {"machine": machine, "progress": False}
                 src = _only(program, k.name) if program is not None else compile_ptx([k])
                 detail = _check(src, k, engine, host[k.name], options)
