@@ -190,42 +190,42 @@ def _select(q, k, hk, dk):
 
 
 class _CompactTap:
-    """Taps on the compact engine: its `forward` is wrapped for the run (an instance attribute,
-    removed afterwards) to run token by token with a `gdn_hook`, which sees every GDN layer's
-    normalised queries and keys, write strengths and output gates as the engine computed them."""
+    """Taps on the compact engine: its `forward` is replaced for the run (an instance attribute,
+    removed afterwards) by `forward_captured`, which runs the tokens in compiled chunks and hands
+    over every GDN layer's normalised queries and keys, values, write strengths, decays and output
+    gates as the engine computed them; `put` takes a chunk's layers all at once, in numpy."""
 
     def __init__(self, engine, taps: _Taps):
         self.engine, self.taps = engine, taps
         # the output gate of each key head's first value head (every value head of a read shares it)
         self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
-        self.pending: list = []            # this pass's layers so far: taken together after its last
+        kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
+        self.q_of = lambda c: c[:, :, 0, :kd].reshape(*c.shape[:2], engine.hk, engine.dk)
+        self.k_of = lambda c: c[:, :, 1, :kd].reshape(*c.shape[:2], engine.hk, engine.dk)
+        self.v_of = lambda c: c[:, :, 2, :vd].reshape(*c.shape[:2], hv, engine.dv)
+        self.z_head = lambda c: c[:, :, 5, self.gate_heads * engine.dv]       # z[:, :, gate_heads, 0]
+        self.hv = hv
 
     def install(self):
-        engine, orig = self.engine, type(self.engine).forward
+        engine = self.engine
         tap = self
 
-        def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None):
-            logits = None
-            for tok in token_ids:
-                tap.taps.begin(1)
-                tap.pending = []
-                logits = orig(engine, [tok], state, hidden_hook, gate_hook, tap.put)
-            return logits
+        def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None, block=None):
+            return engine.forward_captured(token_ids, state, tap.put)
 
         engine.forward = forward
 
     def remove(self):
         self.engine.__dict__.pop("forward", None)
 
-    def put(self, L: int, inputs):
-        self.pending.append(inputs)
-        if len(self.pending) < len(self.taps.layers):
-            return
-        x = {f: np.stack([getattr(p, f) for p in self.pending], axis=1) for f in ("q", "k", "beta", "decay", "v", "z")}
-        self.pending = []
-        z = x["z"][:, :, self.gate_heads, 0].astype(np.float64)
+    def put(self, cap):
+        """A chunk's captures [n, G, 6, C] (`CompactEngine.forward_captured`) into the taps."""
+        self.taps.begin(cap.shape[0])
+        hv = self.hv
+        z = self.z_head(cap).astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
-        self.taps.put_layers(slice(None), x["q"], x["k"], x["beta"], gate, x["decay"], x["v"])
+        self.taps.put_layers(slice(None), self.q_of(cap), self.k_of(cap), cap[:, :, 3, :hv], gate,
+                             cap[:, :, 4, :hv], self.v_of(cap))
 
 
 class _ModelHooks:
@@ -460,6 +460,7 @@ class _PassRecorder:
         self.base_raw: dict = {}
         self.last_raw: dict = {}
         self.updates: list = []
+        self.base_all = self.prev_all = None   # the compact engine's: every layer's state in one array
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
@@ -472,17 +473,26 @@ class _PassRecorder:
         if self.user_hook is not None:
             self.user_hook(i, text, state)
         self.last_state = state
-        raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
+        stacked = _stacked_states(state, self.geo.gdn_layers)
+        if stacked is not None:
+            raws = dict(zip(self.geo.gdn_layers, stacked))
+        else:
+            raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
         self.last_raw.clear()
         self.last_raw.update(raws)
         if i == 0:
-            for L in self.geo.gdn_layers:
-                self.base_raw[L] = raws[L].copy()
-                self.prev_raw[L] = raws[L].copy()
+            if stacked is not None:         # one copy of every layer's state (the dicts hold views of it)
+                self.base_all, self.prev_all = stacked.copy(), stacked.copy()
+                self.base_raw.update(zip(self.geo.gdn_layers, self.base_all))
+                self.prev_raw.update(zip(self.geo.gdn_layers, self.prev_all))
+            else:
+                for L in self.geo.gdn_layers:
+                    self.base_raw[L] = raws[L].copy()
+                    self.prev_raw[L] = raws[L].copy()
             self.updates.append([])
             moved = None
         else:
-            self.updates.append(self._moved_rows(raws))
+            self.updates.append(self._moved_rows(raws, stacked))
             # a pass writes the rows its keys select; a user's hook may have changed any row
             moved = self.updates[-1] if self.user_hook is None else None
         margins, words = {}, {}
@@ -521,11 +531,23 @@ class _PassRecorder:
             new_written[slots] = written
             self.words[name] = (new_vals, new_written)
 
-    def _moved_rows(self, raws: dict) -> list:
-        """The rows this pass's keys selected, where a value moved: kept with old and new values."""
-        upd = []
+    def _moved_rows(self, raws: dict, stacked) -> list:
+        """The rows this pass's keys selected, where a value moved: kept with old and new values,
+        per GDN layer in layer order. `stacked`: every layer's state as one array (the compact
+        engine's), gathered all at once; else layer by layer."""
         heads, group, taps = self.heads, self.geo.group, self.taps
         tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
+        upd = []
+        if stacked is not None and self.prev_all is not None:
+            rows_ = tab[:, :, 2].astype(np.int64)[:, heads // group]          # [G, hv]
+            at = (np.arange(len(rows_))[:, None], heads[None, :], rows_)
+            new, old = stacked[at], self.prev_all[at]                          # [G, hv, dv]
+            moved = np.abs(new - old).max(-1) > ROW_EPS
+            for g in np.nonzero(moved.any(-1))[0]:
+                m = moved[g]
+                upd.append((self.geo.gdn_layers[g], heads[m], rows_[g, m], old[g, m], new[g, m]))
+            self.prev_all[tuple(a[moved] for a in np.broadcast_arrays(*at))] = new[moved]
+            return upd
         for L in self.geo.gdn_layers:
             rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
             new = raws[L][heads, rows_]
@@ -536,6 +558,15 @@ class _PassRecorder:
                 upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
                 self.prev_raw[L][hh, rr] = new[moved]
         return upd
+
+
+def _stacked_states(state, gdn_layers: list):
+    """Every GDN layer's recurrent state as one array [G, hv, dk, dv] when the state keeps them so
+    (the compact engine's `EngineState`, its layers in this order), else None."""
+    arr = getattr(state, "recurrent", None)
+    if isinstance(arr, np.ndarray) and tuple(getattr(state, "gdn_layers", ())) == tuple(gdn_layers):
+        return arr
+    return None
 
 
 class LiveRecording:
