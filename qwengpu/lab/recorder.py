@@ -48,6 +48,7 @@ projections; the simulator and the interpreter are only compared against.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -460,7 +461,7 @@ class _PassRecorder:
         self.base_raw: dict = {}
         self.last_raw: dict = {}
         self.updates: list = []
-        self.base_all = self.prev_all = None   # the compact engine's: every layer's state in one array
+        self.rows: _RowLog | None = None     # the compact engine's: its states kept as rows
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
@@ -481,10 +482,9 @@ class _PassRecorder:
         self.last_raw.clear()
         self.last_raw.update(raws)
         if i == 0:
-            if stacked is not None:         # one copy of every layer's state (the dicts hold views of it)
-                self.base_all, self.prev_all = stacked.copy(), stacked.copy()
-                self.base_raw.update(zip(self.geo.gdn_layers, self.base_all))
-                self.prev_raw.update(zip(self.geo.gdn_layers, self.prev_all))
+            if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
+                self.rows = _RowLog(stacked)
+                self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             else:
                 for L in self.geo.gdn_layers:
                     self.base_raw[L] = raws[L].copy()
@@ -538,15 +538,15 @@ class _PassRecorder:
         heads, group, taps = self.heads, self.geo.group, self.taps
         tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
         upd = []
-        if stacked is not None and self.prev_all is not None:
+        if stacked is not None and self.rows is not None:
             rows_ = tab[:, :, 2].astype(np.int64)[:, heads // group]          # [G, hv]
             at = (np.arange(len(rows_))[:, None], heads[None, :], rows_)
-            new, old = stacked[at], self.prev_all[at]                          # [G, hv, dv]
+            new, old = stacked[at], self.rows.get(at)                          # [G, hv, dv]
             moved = np.abs(new - old).max(-1) > ROW_EPS
             for g in np.nonzero(moved.any(-1))[0]:
                 m = moved[g]
                 upd.append((self.geo.gdn_layers[g], heads[m], rows_[g, m], old[g, m], new[g, m]))
-            self.prev_all[tuple(a[moved] for a in np.broadcast_arrays(*at))] = new[moved]
+            self.rows.put(tuple(a[moved] for a in np.broadcast_arrays(*at)), new[moved])
             return upd
         for L in self.geo.gdn_layers:
             rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
@@ -558,6 +558,87 @@ class _PassRecorder:
                 upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
                 self.prev_raw[L][hh, rr] = new[moved]
         return upd
+
+
+class _RowLog:
+    """The recurrent states of every GDN layer [G, hv, dk, dv] as the recorder last saw them, kept as
+    rows: the state after the prompt by its non-zero rows, then every row a pass moved, as moved. It
+    holds what a copy of the states kept up to date would hold, without copying them (a copy of
+    the ~130 MB costs more than a pass). Rows are compared by their bits: a -0.0 is kept."""
+
+    def __init__(self, stacked: np.ndarray):
+        self.shape = stacked.shape
+        G, hv, dk, dv = stacked.shape
+        found = [np.nonzero((layer.view(np.int32) != 0).any(-1)) for layer in stacked]   # a layer at a time
+        where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
+                 np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
+        self.base = (where, stacked[where])                                   # the state after the prompt
+        self.row_at = np.full((G, hv, dk), -1, np.int64)                      # (g, h, r) -> its row in `values`
+        self.row_at[where] = np.arange(len(where[0]))
+        self.values = np.empty((max(64, 2 * len(where[0])), dv), stacked.dtype)
+        self.count = len(where[0])
+        self.values[:self.count] = self.base[1]
+
+    def get(self, at) -> np.ndarray:
+        """The rows at index arrays `at` (g, h, r; broadcast), [..., dv]."""
+        idx = self.row_at[at]
+        out = self.values[np.maximum(idx, 0)]
+        out[idx < 0] = 0
+        return out
+
+    def put(self, at, rows: np.ndarray):
+        """Rows at (g, h, r) (1-d index arrays, each row once) are now `rows`."""
+        fresh = self.row_at[at] < 0
+        n = int(fresh.sum())
+        if self.count + n > len(self.values):
+            grown = np.empty((2 * (self.count + n), self.shape[-1]), self.values.dtype)
+            grown[:self.count] = self.values[:self.count]
+            self.values = grown
+        self.row_at[tuple(a[fresh] for a in at)] = np.arange(self.count, self.count + n)
+        self.count += n
+        self.values[self.row_at[at]] = rows
+
+    def _dense(self, g: int, where, values) -> np.ndarray:
+        out = np.zeros(self.shape[1:], np.float32)
+        sel = where[0] == g
+        out[where[1][sel], where[2][sel]] = values[sel]
+        return out
+
+    def base_layer(self, g: int) -> np.ndarray:
+        """GDN layer g's state after the prompt [hv, dk, dv]."""
+        return self._dense(g, *self.base)
+
+    def error(self, states: list) -> float:
+        """The largest difference between the rows kept and `states` (every layer's, in order)."""
+        worst = 0.0
+        kept = np.zeros(self.shape[1:], np.float32)
+        for g, state in enumerate(states):
+            kept[:] = 0
+            h, r = np.nonzero(self.row_at[g] >= 0)
+            kept[h, r] = self.values[self.row_at[g][h, r]]
+            worst = max(worst, float(np.abs(kept - state).max()))
+        return worst
+
+
+class _LayerStates(Mapping):
+    """{GDN layer: its state [hv, dk, dv]}, each built when first asked for (`make(index)`)."""
+
+    def __init__(self, layers: list, make):
+        self._index = {L: i for i, L in enumerate(layers)}
+        self._make = make
+        self._built: dict = {}
+
+    def __getitem__(self, layer):
+        got = self._built.get(layer)
+        if got is None:
+            got = self._built[layer] = self._make(self._index[layer])
+        return got
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self):
+        return len(self._index)
 
 
 def _stacked_states(state, gdn_layers: list):
@@ -619,7 +700,9 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, p
     n = len(rec.records) if upto is None else upto
     rows = rec.prompt_len + n - 1                  # tokens consumed by pass n - 1
     records = rec.records[:n]
-    if upto is None:
+    if upto is None and rec.rows is not None:
+        raw_error = rec.rows.error([rec.last_raw[L] for L in geo.gdn_layers])
+    elif upto is None:
         raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers),
                         default=0.0)
     else:
