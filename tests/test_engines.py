@@ -131,15 +131,16 @@ def test_a_captured_run_is_the_hooked_run(seed, chunk):
     engine = CompactEngine(ReferenceEngine(model))
     hooked, captured = [], []
     s1, s2 = engine.new_state(), engine.new_state()
+    G, C = len(engine.gdn_layers), max(engine.hk * engine.dk, engine.hv * engine.dv)
+    buffer = np.zeros((chunk, G, 6, C), np.float32)      # the caller's, reused by every chunk and call
     for part in (ids, ids[:1]):             # the prompt, then one decode step
         want = engine.forward(part, s1, gdn_hook=lambda L, g: hooked.append(g))
-        got = engine.forward_captured(part, s2, lambda cap: captured.append(cap.copy()), chunk=chunk)
+        got = engine.forward_captured(part, s2, lambda cap: captured.append(cap.copy()), chunk=chunk, buffer=buffer)
         assert torch.equal(got, want)
     assert np.array_equal(s1.recurrent, s2.recurrent) and np.array_equal(s1.conv, s2.conv)
     assert (s1.length, s1.residual_worst, s1.noise_worst, s1.noise_at) == \
         (s2.length, s2.residual_worst, s2.noise_worst, s2.noise_at)
     cap = np.concatenate(captured)                       # [tokens, G, 6, C]
-    G = len(engine.gdn_layers)
     assert cap.shape[:2] == (len(ids) + 1, G)
     kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
     for i, g in enumerate(hooked):

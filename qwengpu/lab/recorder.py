@@ -55,7 +55,7 @@ import numpy as np
 import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
-from qwengpu.compiler.placement import MemoryPlacement, decode_words, words_of
+from qwengpu.compiler.placement import MemoryPlacement, decode_words, read_rails, words_of
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT
@@ -63,7 +63,9 @@ from qwengpu.machine.tokens import token_kind
 from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
-from qwengpu.runtime.readback import state_of_words
+from qwengpu.machine.format import ctl_fields
+from qwengpu.machine.simulator import MachineState
+from qwengpu.runtime.readback import lane_table_of, memory_of, registers_of, state_of_words
 from qwengpu.runtime.statecheck import ReferenceRun
 
 from .machine_view import MachineView
@@ -73,6 +75,9 @@ from .view import interp_view
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
+
+#: tokens the compact engine runs per captured call (a prompt in blocks; ~2 MB of captures a token)
+CAPTURE_CHUNK = 16
 
 def memory_placements(machine) -> dict:
     """{name: MemoryPlacement} of every memory of a built machine (`qwengpu.compiler.placement`: its
@@ -206,13 +211,17 @@ class _CompactTap:
         self.v_of = lambda c: c[:, :, 2, :vd].reshape(*c.shape[:2], hv, engine.dv)
         self.z_head = lambda c: c[:, :, 5, self.gate_heads * engine.dv]       # z[:, :, gate_heads, 0]
         self.hv = hv
+        self.buffer = None              # the captures' buffer, made at the first pass, kept for the run
 
     def install(self):
         engine = self.engine
         tap = self
 
         def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None, block=None):
-            return engine.forward_captured(token_ids, state, tap.put)
+            if tap.buffer is None:
+                big = max(engine.hk * engine.dk, engine.hv * engine.dv)
+                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), 6, big), np.float32)
+            return engine.forward_captured(token_ids, state, tap.put, chunk=CAPTURE_CHUNK, buffer=tap.buffer)
 
         engine.forward = forward
 
@@ -465,6 +474,9 @@ class _PassRecorder:
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
+        self.word_dicts: dict = {}         # decoded memory -> {slot: word} now
+        self.margin: dict = {}             # memory -> its code margin now
+        self.decoders: dict = {}           # memory -> its _SlotDecoder
         self.held_by: dict = {}            # GDN layer -> the memories with pieces in it
         for name, info in placements.items():
             for L in info.layers:
@@ -495,34 +507,40 @@ class _PassRecorder:
             self.updates.append(self._moved_rows(raws, stacked))
             # a pass writes the rows its keys select; a user's hook may have changed any row
             moved = self.updates[-1] if self.user_hook is None else None
-        margins, words = {}, {}
         touched: dict = {}                             # memory -> the slots of the rows this pass moved
         for L, hh, rr, _, _ in moved or ():
             for name in self.held_by.get(L, ()):
                 touched.setdefault(name, set()).update(self.placements[name].slots_of_rows(L, hh, rr))
+        changed = set()
         for name, info in self.placements.items():
-            self._decode(name, info, raws, None if moved is None else touched.get(name, ()))
-            margins[name] = float(self.slot_margin[name].min(initial=np.inf))
-            if name in self.decoded:
-                words[name] = words_of(*self.words[name], info)
+            if self._decode(name, info, raws, None if moved is None else touched.get(name, ())):
+                changed.add(name)
+                self.margin[name] = float(self.slot_margin[name].min(initial=np.inf))
+                if name in self.decoded:
+                    self.word_dicts[name] = words_of(*self.words[name], info)
+        prev = self.records[-1].machine if self.records else None
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
-                                        position=i, machine=state_of_words(words, self.placements), margins=margins))
+                                        position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
+                                        margins=dict(self.margin)))
 
     def _decode(self, name: str, info: MemoryPlacement, raws: dict, slots):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
         all slots at the first pass (or after a user's hook: `slots` None), then only `slots`, those
         of the rows the pass moved (`_moved_rows`: every other row is as the previous pass left it,
-        to ROW_EPS)."""
+        to ROW_EPS). Returns whether it read any slot (else all is as the previous pass left it)."""
         if slots is None or name not in self.slot_margin:
             vals, written, margin = decode_words(raws, info, per_slot=True)
             self.slot_margin[name] = margin
             if name in self.decoded:
                 self.words[name] = (vals, written)
-            return
+            return True
         if not slots:
-            return
+            return False
         slots = sorted(slots)
-        vals, written, margin = decode_words(raws, info, slots=slots, per_slot=True)
+        decoder = self.decoders.get(name)
+        if decoder is None:
+            decoder = self.decoders[name] = _SlotDecoder(info)
+        vals, written, margin = decoder(raws, slots)
         self.slot_margin[name][slots] = margin
         if name in self.decoded:
             old_vals, old_written = self.words[name]
@@ -530,6 +548,7 @@ class _PassRecorder:
             new_vals[:, slots] = vals
             new_written[slots] = written
             self.words[name] = (new_vals, new_written)
+        return True
 
     def _moved_rows(self, raws: dict, stacked) -> list:
         """The rows this pass's keys selected, where a value moved: kept with old and new values,
@@ -558,6 +577,46 @@ class _PassRecorder:
                 upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
                 self.prev_raw[L][hh, rr] = new[moved]
         return upd
+
+
+class _SlotDecoder:
+    """`decode_words(state, placement, slots=..., per_slot=True)` of one memory with its pieces
+    grouped once (`MemoryPlacement.blocks`), not on every pass: the same rows through the same
+    `read_rails`, the same results."""
+
+    def __init__(self, placement: MemoryPlacement):
+        self.spans = len(placement.spans)
+        self.blocks = [(L, w, s0, n, np.array([h for h, _ in hf])[:, None], np.array([f for _, f in hf])[:, None],
+                        np.arange(w, dtype=np.uint64))
+                       for (L, w, s0, n), hf in placement.blocks().items()]
+
+    def __call__(self, state: dict, slots: list):
+        want = np.asarray(slots, dtype=np.int64)
+        vals = np.zeros((self.spans, len(want)), dtype=np.uint64)
+        written = np.zeros(len(want), dtype=bool)
+        margin = np.full(len(want), np.inf)
+        for L, w, s0, n, heads, fields, shifts in self.blocks:
+            cols = np.nonzero((want >= s0) & (want < s0 + n))[0]
+            if not len(cols):
+                continue
+            bits, m, wr = read_rails(state[L][heads, want[cols] - s0][..., :2 * w])     # [k, cols, w], [k, cols] x2
+            vals[fields, cols] = (bits.astype(np.uint64) << shifts).sum(-1, dtype=np.uint64)
+            written[cols] |= wr.any(axis=0)
+            margin[cols] = np.minimum(margin[cols], m.min(axis=0))
+        return vals, written, margin
+
+
+def _machine_state(words: dict, placements: dict, prev, changed: set):
+    """`state_of_words(words, placements)`, taking from `prev` (the previous pass's) the parts of
+    the memories not in `changed` (their words are as they were)."""
+    if prev is None or {"lanes", "reg.emit", "mem"} <= changed:
+        return state_of_words(words, placements)
+    ctl = ctl_fields(words["ctl"].get(0, 0))
+    lanes = prev.lanes if "lanes" not in changed else \
+        lane_table_of(words["lanes"].get(0, 0), placements["lanes"].width)
+    regs = prev.regs if "reg.emit" not in changed else registers_of(words["reg.emit"])
+    memory = prev.memory if "mem" not in changed else memory_of(words["mem"], placements["mem"].slots)
+    return MachineState(lanes=lanes, regs=regs, memory=memory, **ctl)
 
 
 class _RowLog:
