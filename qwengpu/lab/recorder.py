@@ -14,12 +14,17 @@ How a launch is recorded (`record_launch`):
    the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
    every memory, with the compiler's decoder (`qwengpu.compiler.placement.read_rails`: a bit is its
    1-rail against half the rail level), vectorised.
-2. Hooks on the GDN layers record, for every token the model consumes (the prompt included), which
-   slot each key head's query and key select — computed from the model's own projections of that
-   token (q, k: SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer.
+   Only the slots of the rows a pass moved are decoded again; the other memories keep what the
+   previous pass decoded.
+2. Taps record, for every token the model consumes (the prompt included), which slot each key
+   head's query and key select — computed from the model's own projections of that token (q, k:
+   SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer. On the compact
+   engine they come from its compiled captures (`CompactEngine.forward_captured`: the prompt in
+   blocks, as the bare run); on the stock model from forward hooks.
 3. The raw recurrent state of every GDN layer is kept as the state after the prompt plus, per pass,
    the rows the pass wrote (rows of the key the pass selected whose values moved by more than
-   `ROW_EPS`; crosstalk below that is not kept). `MachineView.gdn_state(position, memory)` rebuilds
+   `ROW_EPS`; crosstalk below that is not kept). On the compact engine the recorder keeps them as
+   rows (`_RowLog`), never copying the whole states. `MachineView.gdn_state(position, memory)` rebuilds
    a memory's raw block from them; at the end the rebuilt states are compared with the model's
    final states (`trace.raw_exact`).
 4. Consistency, two ways (`ModelTrace.consistency`):
@@ -628,7 +633,7 @@ class _RowLog:
     def __init__(self, stacked: np.ndarray):
         self.shape = stacked.shape
         G, hv, dk, dv = stacked.shape
-        found = [np.nonzero((layer.view(np.int32) != 0).any(-1)) for layer in stacked]   # a layer at a time
+        found = [np.nonzero(_nonzero_rows(layer)) for layer in stacked]   # a layer at a time
         where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
                  np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
         self.base = (where, stacked[where])                                   # the state after the prompt
@@ -668,15 +673,25 @@ class _RowLog:
         return self._dense(g, *self.base)
 
     def error(self, states: list) -> float:
-        """The largest difference between the rows kept and `states` (every layer's, in order)."""
+        """The largest difference between the rows kept and `states` (every layer's, in order): on
+        the rows kept, value against value; elsewhere (rows kept as 0) the largest |value| of the
+        rows that are not all zeros. One read of each state, not a rebuilt copy."""
         worst = 0.0
-        kept = np.zeros(self.shape[1:], np.float32)
         for g, state in enumerate(states):
-            kept[:] = 0
-            h, r = np.nonzero(self.row_at[g] >= 0)
-            kept[h, r] = self.values[self.row_at[g][h, r]]
-            worst = max(worst, float(np.abs(kept - state).max()))
+            kept = self.row_at[g] >= 0                                        # [hv, dk]
+            h, r = np.nonzero(kept)
+            on_kept = np.abs(self.values[self.row_at[g][h, r]] - state[h, r]).max() if len(h) else np.float32(0)
+            others = _nonzero_rows(state) & ~kept
+            elsewhere = np.abs(state[others]).max() if others.any() else np.float32(0)
+            worst = max(worst, float(np.max([on_kept, elsewhere])))        # a NaN anywhere: NaN, as one max
         return worst
+
+
+def _nonzero_rows(state: np.ndarray) -> np.ndarray:
+    """[..., rows] bool: the rows of `state` [..., rows, dv] (float32) with a bit set (a -0.0
+    counts), read as whole words: pairs of values where the row allows."""
+    words = state.view(np.int64) if state.shape[-1] % 2 == 0 and state.flags.c_contiguous else state.view(np.int32)
+    return words.any(-1)
 
 
 class _LayerStates(Mapping):
