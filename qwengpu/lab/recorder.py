@@ -223,6 +223,8 @@ class _CompactTap:
         tap = self
 
         def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None, block=None):
+            if hidden_hook or gate_hook or gdn_hook:
+                raise ValueError("the compact engine of a recording runs with the recorder's captures, no other hooks")
             if tap.buffer is None:
                 big = max(engine.hk * engine.dk, engine.hv * engine.dv)
                 tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), 6, big), np.float32)
