@@ -122,6 +122,34 @@ def test_a_block_prefill_is_the_token_by_token_run_on_random_models(seed, block)
 
 
 @FAST
+@given(st.integers(0, 2 ** 31 - 1), st.integers(1, 20))
+def test_a_captured_run_is_the_hooked_run(seed, chunk):
+    """`forward_captured` (the lab's taps: a prompt in blocks, `chunk` tokens a call) gives the
+    hooked run's GDN inputs, logits, states and margins, bit for bit, then steps on as it does."""
+    model = _random_qwen(seed)
+    ids = random.Random(seed).choices(range(64), k=23)
+    engine = CompactEngine(ReferenceEngine(model))
+    hooked, captured = [], []
+    s1, s2 = engine.new_state(), engine.new_state()
+    G, C = len(engine.gdn_layers), max(engine.hk * engine.dk, engine.hv * engine.dv)
+    buffer = np.zeros((chunk, G, 6, C), np.float32)      # the caller's, reused by every chunk and call
+    for part in (ids, ids[:1]):             # the prompt, then one decode step
+        want = engine.forward(part, s1, gdn_hook=lambda L, g: hooked.append(g))
+        got = engine.forward_captured(part, s2, lambda cap: captured.append(cap.copy()), chunk=chunk, buffer=buffer)
+        assert torch.equal(got, want)
+    assert np.array_equal(s1.recurrent, s2.recurrent) and np.array_equal(s1.conv, s2.conv)
+    assert (s1.length, s1.residual_worst, s1.noise_worst, s1.noise_at) == \
+        (s2.length, s2.residual_worst, s2.noise_worst, s2.noise_at)
+    cap = np.concatenate(captured)                       # [tokens, G, 6, C]
+    assert cap.shape[:2] == (len(ids) + 1, G)
+    kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
+    for i, g in enumerate(hooked):
+        row = cap[i // G, i % G]
+        for field, n, x in ((0, kd, g.q), (1, kd, g.k), (2, vd, g.v), (3, hv, g.beta), (4, hv, g.decay), (5, vd, g.z)):
+            assert np.array_equal(row[field, :n], x.reshape(-1)), field
+
+
+@FAST
 @given(st.sampled_from(["dot", "syncwarp", "switch_sparse", "shift_clamp", "atomic_inc_dec", "grid_2d"]),
        st.integers(2, 33), st.integers(0, 60))
 def test_a_block_prefill_is_the_token_by_token_run_on_the_machine(tiny, name, block, start):

@@ -59,3 +59,14 @@ def test_the_classroom_notebooks_keep_their_answers_to_themselves():
     prediction = [c.source for c in nbformat.read(ROOT / "notebooks" / "05_classroom.ipynb", as_version=4).cells
                   if "my_x =" in c.source and c.cell_type == "code"][0]
     assert "my_x = None" in prediction and "my_diverges = None" in prediction
+
+
+def test_the_notebooks_with_the_inspector_carry_no_stale_widget_outputs():
+    """01, 03, 06 and 07 open the inspector: committed without outputs or saved widget state (a saved
+    widget output is the static HTML of the widget version that ran it)."""
+    import nbformat
+    for name in ("01_quickstart", "03_simt_divergence", "06_inside_the_model", "07_spliced_model"):
+        nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        assert "Inspector" in "".join(c.source for c in nb.cells), name
+        assert not [c.id for c in nb.cells if c.cell_type == "code" and (c.outputs or c.execution_count)], name
+        assert "widgets" not in nb.metadata, name

@@ -120,7 +120,7 @@ class CompactEngine:
         hooks = (hidden_hook, gate_hook, gdn_hook)
         if not any(hooks) and block > 1 and len(tokens) > 1:
             kernels.prefill_blocks(self.W, tokens, h, state.recurrent, state.conv, state.length, margins, logits,
-                     min(block, len(tokens)))
+                     min(block, len(tokens)), 0, np.zeros((0, 0, 0, 0), np.float32))
         elif not any(hooks):
             empty = np.zeros((0, 0, 0), np.float32)
             kernels.forward_tokens(self.W, tokens, h, state.recurrent, state.conv, state.length, margins, 0, empty, empty,
@@ -145,6 +145,41 @@ class CompactEngine:
                 if gdn_hook:
                     for gi, L in enumerate(self.gdn_layers):
                         gdn_hook(L, self._gdn_inputs(cd[0, gi]))
+        state.length += len(tokens)
+        state.residual_worst, state.noise_worst = float(margins[0]), float(margins[1])
+        state.noise_at = (int(margins[2]), int(margins[3]))
+        return torch.from_numpy(logits)
+
+    def forward_captured(self, token_ids, state: EngineState, on_gdn, chunk: int = BLOCK, buffer=None):
+        """`forward` that hands every GDN layer's inputs to `on_gdn(cap)` (the lab's taps), `chunk`
+        tokens at a time: `cap` [n, G, 6, max(hk dk, hv dv)] holds per token and GDN layer the rows
+        `gdn_hook` gets as `GDNInputs` (l2-normed q, l2-normed k, v, beta, decay, z; a buffer reused
+        by the next chunk). One compiled call per chunk, a prompt in blocks as `forward` runs it
+        (bit for bit its results, and those of a hooked run); no Python per token or layer.
+        `buffer`: an array of at least `chunk` such rows to capture into (a caller's, kept between
+        calls: a fresh one costs page faults on every pass). Returns the last logits."""
+        import torch
+        tokens = np.asarray(list(token_ids), dtype=np.int64)
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.W.estart) - 1):
+            raise ValueError(f"token id outside the vocabulary (0..{len(self.W.estart) - 2})")
+        logits = np.zeros(self.vocab, np.float32)
+        h = np.zeros(self.width, np.float32)
+        margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
+        big = max(self.hk * self.dk, self.hv * self.dv)
+        shape = (len(self.gdn_layers), 6, big)
+        if buffer is not None and (buffer.shape[1:] != shape or len(buffer) < min(chunk, len(tokens))):
+            raise ValueError(f"a capture buffer of {buffer.shape} for chunks of {chunk} x {shape}")
+        cap = buffer if buffer is not None else np.zeros((min(chunk, len(tokens)), *shape), np.float32)
+        none3 = np.zeros((0, 0, 0), np.float32)
+        for t0 in range(0, len(tokens), chunk):
+            part = tokens[t0:t0 + chunk]
+            if len(part) > 1:
+                kernels.prefill_blocks(self.W, part, h, state.recurrent, state.conv, state.length + t0, margins, logits,
+                                       min(BLOCK, len(part)), CAP_GDN, cap)
+            else:
+                kernels.forward_tokens(self.W, part, h, state.recurrent, state.conv, state.length + t0, margins,
+                                       CAP_GDN, none3, none3, cap, logits)
+            on_gdn(cap[:len(part)])
         state.length += len(tokens)
         state.residual_worst, state.noise_worst = float(margins[0]), float(margins[1])
         state.noise_at = (int(margins[2]), int(margins[3]))

@@ -453,16 +453,17 @@ def _spmm(W, m, X, Y, n, V):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, no4):
+def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, cap_flags, cap_gdn, t0):
     """The GDN mixer of layer L on a block of n tokens: the projections as block products, the
-    conv and the delta rule token after token."""
+    conv and the delta rule token after token (its inputs captured at rows t0.. of cap_gdn when
+    cap_flags asks)."""
     X, Y, O, V = bs[0], bs[1], bs[2], bs[4]
     m = W.mix_mat[L]
     for t in range(n):
         _norm_into(W, m, H[t], W.in_norm[L], W.eps[0], X[:, t])
     _spmm(W, m, X, Y, n, V)
     for t in range(n):
-        _delta_rule(W, g, Y[:, t], O[:, t], pos0 + t, S_all, ring, sc, 0, no4, 0)
+        _delta_rule(W, g, Y[:, t], O[:, t], pos0 + t, S_all, ring, sc, cap_flags, cap_gdn, t0 + t)
     for p in range(W.mrow[m], W.mrow[m + 1]):
         Y[W.rowlist[p], :n] = ZERO
     mo = W.out_mat[L]
@@ -499,16 +500,17 @@ def _mlp_block(W, L, H, n, bs, block_margins, sc):
 
 
 @njit(cache=True, error_model="numpy", nogil=True)      # other threads run meanwhile (the lab's page)
-def prefill_blocks(W, tokens, h, recurrent, conv_state, length0, margins, logits, block):
-    """`forward_tokens` without captures, `block` tokens at a time through each layer: the products over
-    the block, the recurrences in token order. Bit for bit `forward_tokens`'s results: every token's
+def prefill_blocks(W, tokens, h, recurrent, conv_state, length0, margins, logits, block, cap_flags, cap_gdn):
+    """`forward_tokens`, `block` tokens at a time through each layer: the products over the block,
+    the recurrences in token order. Bit for bit `forward_tokens`'s results: every token's
     arithmetic is the same, and the margins are merged in token order (the first place of the
-    largest form noise is the one a token-by-token run records)."""
+    largest form noise is the one a token-by-token run records). Captures only the GDN inputs
+    (`cap_flags` CAP_GDN: [T, G, 6, C] as `forward_tokens`; 0 and an empty array: none)."""
     sc = _scratch(W)
     bs = _block_scratch(W, block)
     H = np.zeros((block, W.dims[0]), np.float32)
     block_margins = np.zeros((block, 4), np.float64)
-    no4 = np.zeros((0, 0, 0, 0), np.float32)
+    gdn_flags = cap_flags & CAP_GDN
     T = tokens.shape[0]
     n = 0
     for b0 in range(0, T, block):
@@ -522,7 +524,7 @@ def prefill_blocks(W, tokens, h, recurrent, conv_state, length0, margins, logits
         for L in range(W.dims[7]):
             g = W.gdn_of[L]
             if g >= 0:
-                _mixer_block(W, L, g, H, n, length0 + b0, recurrent[g], conv_state[g], sc, bs, no4)
+                _mixer_block(W, L, g, H, n, length0 + b0, recurrent[g], conv_state[g], sc, bs, gdn_flags, cap_gdn, b0)
             for t in range(n):
                 _probe(W, 2 * L, H[t], block_margins[t])
             if W.down_mat[L] >= 0:

@@ -14,12 +14,17 @@ How a launch is recorded (`record_launch`):
    the register file copy `reg.emit` and the machine memory `mem`, and notes the code margin of
    every memory, with the compiler's decoder (`qwengpu.compiler.placement.read_rails`: a bit is its
    1-rail against half the rail level), vectorised.
-2. Hooks on the GDN layers record, for every token the model consumes (the prompt included), which
-   slot each key head's query and key select — computed from the model's own projections of that
-   token (q, k: SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer.
+   Only the slots of the rows a pass moved are decoded again; the other memories keep what the
+   previous pass decoded.
+2. Taps record, for every token the model consumes (the prompt included), which slot each key
+   head's query and key select — computed from the model's own projections of that token (q, k:
+   SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer. On the compact
+   engine they come from its compiled captures (`CompactEngine.forward_captured`: the prompt in
+   blocks, as the bare run); on the stock model from forward hooks.
 3. The raw recurrent state of every GDN layer is kept as the state after the prompt plus, per pass,
    the rows the pass wrote (rows of the key the pass selected whose values moved by more than
-   `ROW_EPS`; crosstalk below that is not kept). `MachineView.gdn_state(position, memory)` rebuilds
+   `ROW_EPS`; crosstalk below that is not kept). On the compact engine the recorder keeps them as
+   rows (`_RowLog`), never copying the whole states. `MachineView.gdn_state(position, memory)` rebuilds
    a memory's raw block from them; at the end the rebuilt states are compared with the model's
    final states (`trace.raw_exact`).
 4. Consistency, two ways (`ModelTrace.consistency`):
@@ -48,6 +53,7 @@ projections; the simulator and the interpreter are only compared against.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -55,7 +61,7 @@ import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
 from qwengpu.semantics.symbols import apply_symbols
-from qwengpu.compiler.placement import MemoryPlacement, decode_words, words_of
+from qwengpu.compiler.placement import MemoryPlacement, decode_words, read_rails, words_of
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import BUILTIN
@@ -63,7 +69,9 @@ from qwengpu.machine.tokens import token_kind
 from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
-from qwengpu.runtime.readback import state_of_words
+from qwengpu.machine.format import ctl_fields
+from qwengpu.machine.simulator import MachineState
+from qwengpu.runtime.readback import lane_table_of, memory_of, registers_of, state_of_words
 from qwengpu.runtime.statecheck import ReferenceRun
 
 from .machine_view import MachineView
@@ -73,6 +81,9 @@ from .view import interp_view
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
+
+#: tokens the compact engine runs per captured call (a prompt in blocks; ~2 MB of captures a token)
+CAPTURE_CHUNK = 16
 
 def memory_placements(machine) -> dict:
     """{name: MemoryPlacement} of every memory of a built machine (`qwengpu.compiler.placement`: its
@@ -191,42 +202,48 @@ def _select(q, k, hk, dk):
 
 
 class _CompactTap:
-    """Taps on the compact engine: its `forward` is wrapped for the run (an instance attribute,
-    removed afterwards) to run token by token with a `gdn_hook`, which sees every GDN layer's
-    normalised queries and keys, write strengths and output gates as the engine computed them."""
+    """Taps on the compact engine: its `forward` is replaced for the run (an instance attribute,
+    removed afterwards) by `forward_captured`, which runs the tokens in compiled chunks and hands
+    over every GDN layer's normalised queries and keys, values, write strengths, decays and output
+    gates as the engine computed them; `put` takes a chunk's layers all at once, in numpy."""
 
     def __init__(self, engine, taps: _Taps):
         self.engine, self.taps = engine, taps
         # the output gate of each key head's first value head (every value head of a read shares it)
         self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
-        self.pending: list = []            # this pass's layers so far: taken together after its last
+        kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
+        self.q_of = lambda c: c[:, :, 0, :kd].reshape(*c.shape[:2], engine.hk, engine.dk)
+        self.k_of = lambda c: c[:, :, 1, :kd].reshape(*c.shape[:2], engine.hk, engine.dk)
+        self.v_of = lambda c: c[:, :, 2, :vd].reshape(*c.shape[:2], hv, engine.dv)
+        self.z_head = lambda c: c[:, :, 5, self.gate_heads * engine.dv]       # z[:, :, gate_heads, 0]
+        self.hv = hv
+        self.buffer = None              # the captures' buffer, made at the first pass, kept for the run
 
     def install(self):
-        engine, orig = self.engine, type(self.engine).forward
+        engine = self.engine
         tap = self
 
-        def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None):
-            logits = None
-            for tok in token_ids:
-                tap.taps.begin(1)
-                tap.pending = []
-                logits = orig(engine, [tok], state, hidden_hook, gate_hook, tap.put)
-            return logits
+        def forward(token_ids, state, hidden_hook=None, gate_hook=None, gdn_hook=None, block=None):
+            if hidden_hook or gate_hook or gdn_hook:
+                raise ValueError("the compact engine of a recording runs with the recorder's captures, no other hooks")
+            if tap.buffer is None:
+                big = max(engine.hk * engine.dk, engine.hv * engine.dv)
+                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), 6, big), np.float32)
+            return engine.forward_captured(token_ids, state, tap.put, chunk=CAPTURE_CHUNK, buffer=tap.buffer)
 
         engine.forward = forward
 
     def remove(self):
         self.engine.__dict__.pop("forward", None)
 
-    def put(self, L: int, inputs):
-        self.pending.append(inputs)
-        if len(self.pending) < len(self.taps.layers):
-            return
-        x = {f: np.stack([getattr(p, f) for p in self.pending], axis=1) for f in ("q", "k", "beta", "decay", "v", "z")}
-        self.pending = []
-        z = x["z"][:, :, self.gate_heads, 0].astype(np.float64)
+    def put(self, cap):
+        """A chunk's captures [n, G, 6, C] (`CompactEngine.forward_captured`) into the taps."""
+        self.taps.begin(cap.shape[0])
+        hv = self.hv
+        z = self.z_head(cap).astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
-        self.taps.put_layers(slice(None), x["q"], x["k"], x["beta"], gate, x["decay"], x["v"])
+        self.taps.put_layers(slice(None), self.q_of(cap), self.k_of(cap), cap[:, :, 3, :hv], gate,
+                             cap[:, :, 4, :hv], self.v_of(cap))
 
 
 class _ModelHooks:
@@ -461,9 +478,13 @@ class _PassRecorder:
         self.base_raw: dict = {}
         self.last_raw: dict = {}
         self.updates: list = []
+        self.rows: _RowLog | None = None     # the compact engine's: its states kept as rows
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
+        self.word_dicts: dict = {}         # decoded memory -> {slot: word} now
+        self.margin: dict = {}             # memory -> its code margin now
+        self.decoders: dict = {}           # memory -> its _SlotDecoder
         self.held_by: dict = {}            # GDN layer -> the memories with pieces in it
         for name, info in placements.items():
             for L in info.layers:
@@ -473,47 +494,61 @@ class _PassRecorder:
         if self.user_hook is not None:
             self.user_hook(i, text, state)
         self.last_state = state
-        raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
+        stacked = _stacked_states(state, self.geo.gdn_layers)
+        if stacked is not None:
+            raws = dict(zip(self.geo.gdn_layers, stacked))
+        else:
+            raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
         self.last_raw.clear()
         self.last_raw.update(raws)
         if i == 0:
-            for L in self.geo.gdn_layers:
-                self.base_raw[L] = raws[L].copy()
-                self.prev_raw[L] = raws[L].copy()
+            if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
+                self.rows = _RowLog(stacked)
+                self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
+            else:
+                for L in self.geo.gdn_layers:
+                    self.base_raw[L] = raws[L].copy()
+                    self.prev_raw[L] = raws[L].copy()
             self.updates.append([])
             moved = None
         else:
-            self.updates.append(self._moved_rows(raws))
+            self.updates.append(self._moved_rows(raws, stacked))
             # a pass writes the rows its keys select; a user's hook may have changed any row
             moved = self.updates[-1] if self.user_hook is None else None
-        margins, words = {}, {}
         touched: dict = {}                             # memory -> the slots of the rows this pass moved
         for L, hh, rr, _, _ in moved or ():
             for name in self.held_by.get(L, ()):
                 touched.setdefault(name, set()).update(self.placements[name].slots_of_rows(L, hh, rr))
+        changed = set()
         for name, info in self.placements.items():
-            self._decode(name, info, raws, None if moved is None else touched.get(name, ()))
-            margins[name] = float(self.slot_margin[name].min(initial=np.inf))
-            if name in self.decoded:
-                words[name] = words_of(*self.words[name], info)
+            if self._decode(name, info, raws, None if moved is None else touched.get(name, ())):
+                changed.add(name)
+                self.margin[name] = float(self.slot_margin[name].min(initial=np.inf))
+                if name in self.decoded:
+                    self.word_dicts[name] = words_of(*self.words[name], info)
+        prev = self.records[-1].machine if self.records else None
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
-                                        position=i, machine=state_of_words(words, self.placements), margins=margins))
+                                        position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
+                                        margins=dict(self.margin)))
 
     def _decode(self, name: str, info: MemoryPlacement, raws: dict, slots):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
         all slots at the first pass (or after a user's hook: `slots` None), then only `slots`, those
         of the rows the pass moved (`_moved_rows`: every other row is as the previous pass left it,
-        to ROW_EPS)."""
+        to ROW_EPS). Returns whether it read any slot (else all is as the previous pass left it)."""
         if slots is None or name not in self.slot_margin:
             vals, written, margin = decode_words(raws, info, per_slot=True)
             self.slot_margin[name] = margin
             if name in self.decoded:
                 self.words[name] = (vals, written)
-            return
+            return True
         if not slots:
-            return
+            return False
         slots = sorted(slots)
-        vals, written, margin = decode_words(raws, info, slots=slots, per_slot=True)
+        decoder = self.decoders.get(name)
+        if decoder is None:
+            decoder = self.decoders[name] = _SlotDecoder(info)
+        vals, written, margin = decoder(raws, slots)
         self.slot_margin[name][slots] = margin
         if name in self.decoded:
             old_vals, old_written = self.words[name]
@@ -521,12 +556,25 @@ class _PassRecorder:
             new_vals[:, slots] = vals
             new_written[slots] = written
             self.words[name] = (new_vals, new_written)
+        return True
 
-    def _moved_rows(self, raws: dict) -> list:
-        """The rows this pass's keys selected, where a value moved: kept with old and new values."""
-        upd = []
+    def _moved_rows(self, raws: dict, stacked) -> list:
+        """The rows this pass's keys selected, where a value moved: kept with old and new values,
+        per GDN layer in layer order. `stacked`: every layer's state as one array (the compact
+        engine's), gathered all at once; else layer by layer."""
         heads, group, taps = self.heads, self.geo.group, self.taps
         tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
+        upd = []
+        if stacked is not None and self.rows is not None:
+            rows_ = tab[:, :, 2].astype(np.int64)[:, heads // group]          # [G, hv]
+            at = (np.arange(len(rows_))[:, None], heads[None, :], rows_)
+            new, old = stacked[at], self.rows.get(at)                          # [G, hv, dv]
+            moved = np.abs(new - old).max(-1) > ROW_EPS
+            for g in np.nonzero(moved.any(-1))[0]:
+                m = moved[g]
+                upd.append((self.geo.gdn_layers[g], heads[m], rows_[g, m], old[g, m], new[g, m]))
+            self.rows.put(tuple(a[moved] for a in np.broadcast_arrays(*at)), new[moved])
+            return upd
         for L in self.geo.gdn_layers:
             rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
             new = raws[L][heads, rows_]
@@ -537,6 +585,146 @@ class _PassRecorder:
                 upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
                 self.prev_raw[L][hh, rr] = new[moved]
         return upd
+
+
+class _SlotDecoder:
+    """`decode_words(state, placement, slots=..., per_slot=True)` of one memory with its pieces
+    grouped once (`MemoryPlacement.blocks`), not on every pass: the same rows through the same
+    `read_rails`, the same results."""
+
+    def __init__(self, placement: MemoryPlacement):
+        self.spans = len(placement.spans)
+        self.blocks = [(L, w, s0, n, np.array([h for h, _ in hf])[:, None], np.array([f for _, f in hf])[:, None],
+                        np.arange(w, dtype=np.uint64))
+                       for (L, w, s0, n), hf in placement.blocks().items()]
+
+    def __call__(self, state: dict, slots: list):
+        want = np.asarray(slots, dtype=np.int64)
+        vals = np.zeros((self.spans, len(want)), dtype=np.uint64)
+        written = np.zeros(len(want), dtype=bool)
+        margin = np.full(len(want), np.inf)
+        for L, w, s0, n, heads, fields, shifts in self.blocks:
+            cols = np.nonzero((want >= s0) & (want < s0 + n))[0]
+            if not len(cols):
+                continue
+            bits, m, wr = read_rails(state[L][heads, want[cols] - s0][..., :2 * w])     # [k, cols, w], [k, cols] x2
+            vals[fields, cols] = (bits.astype(np.uint64) << shifts).sum(-1, dtype=np.uint64)
+            written[cols] |= wr.any(axis=0)
+            margin[cols] = np.minimum(margin[cols], m.min(axis=0))
+        return vals, written, margin
+
+
+def _machine_state(words: dict, placements: dict, prev, changed: set):
+    """`state_of_words(words, placements)`, taking from `prev` (the previous pass's) the parts of
+    the memories not in `changed` (their words are as they were)."""
+    if prev is None or {"lanes", "reg.emit", "mem"} <= changed:
+        return state_of_words(words, placements)
+    ctl = ctl_fields(words["ctl"].get(0, 0))
+    lanes = prev.lanes if "lanes" not in changed else \
+        lane_table_of(words["lanes"].get(0, 0), placements["lanes"].width)
+    regs = prev.regs if "reg.emit" not in changed else registers_of(words["reg.emit"])
+    memory = prev.memory if "mem" not in changed else memory_of(words["mem"], placements["mem"].slots)
+    return MachineState(lanes=lanes, regs=regs, memory=memory, **ctl)
+
+
+class _RowLog:
+    """The recurrent states of every GDN layer [G, hv, dk, dv] as the recorder last saw them, kept as
+    rows: the state after the prompt by its non-zero rows, then every row a pass moved, as moved. It
+    holds what a copy of the states kept up to date would hold, without copying them (a copy of
+    the ~130 MB costs more than a pass). Rows are compared by their bits: a -0.0 is kept."""
+
+    def __init__(self, stacked: np.ndarray):
+        self.shape = stacked.shape
+        G, hv, dk, dv = stacked.shape
+        found = [np.nonzero(_nonzero_rows(layer)) for layer in stacked]   # a layer at a time
+        where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
+                 np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
+        self.base = (where, stacked[where])                                   # the state after the prompt
+        self.row_at = np.full((G, hv, dk), -1, np.int64)                      # (g, h, r) -> its row in `values`
+        self.row_at[where] = np.arange(len(where[0]))
+        self.values = np.empty((max(64, 2 * len(where[0])), dv), stacked.dtype)
+        self.count = len(where[0])
+        self.values[:self.count] = self.base[1]
+
+    def get(self, at) -> np.ndarray:
+        """The rows at index arrays `at` (g, h, r; broadcast), [..., dv]."""
+        idx = self.row_at[at]
+        out = self.values[np.maximum(idx, 0)]
+        out[idx < 0] = 0
+        return out
+
+    def put(self, at, rows: np.ndarray):
+        """Rows at (g, h, r) (1-d index arrays, each row once) are now `rows`."""
+        fresh = self.row_at[at] < 0
+        n = int(fresh.sum())
+        if self.count + n > len(self.values):
+            grown = np.empty((2 * (self.count + n), self.shape[-1]), self.values.dtype)
+            grown[:self.count] = self.values[:self.count]
+            self.values = grown
+        self.row_at[tuple(a[fresh] for a in at)] = np.arange(self.count, self.count + n)
+        self.count += n
+        self.values[self.row_at[at]] = rows
+
+    def _dense(self, g: int, where, values) -> np.ndarray:
+        out = np.zeros(self.shape[1:], np.float32)
+        sel = where[0] == g
+        out[where[1][sel], where[2][sel]] = values[sel]
+        return out
+
+    def base_layer(self, g: int) -> np.ndarray:
+        """GDN layer g's state after the prompt [hv, dk, dv]."""
+        return self._dense(g, *self.base)
+
+    def error(self, states: list) -> float:
+        """The largest difference between the rows kept and `states` (every layer's, in order): on
+        the rows kept, value against value; elsewhere (rows kept as 0) the largest |value| of the
+        rows that are not all zeros. One read of each state, not a rebuilt copy."""
+        worst = 0.0
+        for g, state in enumerate(states):
+            kept = self.row_at[g] >= 0                                        # [hv, dk]
+            h, r = np.nonzero(kept)
+            on_kept = np.abs(self.values[self.row_at[g][h, r]] - state[h, r]).max() if len(h) else np.float32(0)
+            others = _nonzero_rows(state) & ~kept
+            elsewhere = np.abs(state[others]).max() if others.any() else np.float32(0)
+            worst = max(worst, float(np.max([on_kept, elsewhere])))        # a NaN anywhere: NaN, as one max
+        return worst
+
+
+def _nonzero_rows(state: np.ndarray) -> np.ndarray:
+    """[..., rows] bool: the rows of `state` [..., rows, dv] (float32) with a bit set (a -0.0
+    counts), read as whole words: pairs of values where the row allows."""
+    words = state.view(np.int64) if state.shape[-1] % 2 == 0 and state.flags.c_contiguous else state.view(np.int32)
+    return words.any(-1)
+
+
+class _LayerStates(Mapping):
+    """{GDN layer: its state [hv, dk, dv]}, each built when first asked for (`make(index)`)."""
+
+    def __init__(self, layers: list, make):
+        self._index = {L: i for i, L in enumerate(layers)}
+        self._make = make
+        self._built: dict = {}
+
+    def __getitem__(self, layer):
+        got = self._built.get(layer)
+        if got is None:
+            got = self._built[layer] = self._make(self._index[layer])
+        return got
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self):
+        return len(self._index)
+
+
+def _stacked_states(state, gdn_layers: list):
+    """Every GDN layer's recurrent state as one array [G, hv, dk, dv] when the state keeps them so
+    (the compact engine's `EngineState`, its layers in this order), else None."""
+    arr = getattr(state, "recurrent", None)
+    if isinstance(arr, np.ndarray) and tuple(getattr(state, "gdn_layers", ())) == tuple(gdn_layers):
+        return arr
+    return None
 
 
 class LiveRecording:
@@ -589,7 +777,9 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, p
     n = len(rec.records) if upto is None else upto
     rows = rec.prompt_len + n - 1                  # tokens consumed by pass n - 1
     records = rec.records[:n]
-    if upto is None:
+    if upto is None and rec.rows is not None:
+        raw_error = rec.rows.error([rec.last_raw[L] for L in geo.gdn_layers])
+    elif upto is None:
         raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers),
                         default=0.0)
     else:

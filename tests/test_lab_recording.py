@@ -1,0 +1,79 @@
+"""The recorder's fast path (`qwengpu.lab.recorder`: the compact engine's compiled captures, the
+prompt in blocks, the states kept as rows, only the moved slots decoded) against the eager one (the
+engine's per-token GDN hook, full copies of the states, the compiler's `decode_words` on the moved
+slots and a machine state made afresh at every pass): the same view at every pass, on the built-in
+machine (dot) and on the float unit's (saxpy)."""
+import json
+
+import numpy as np
+import pytest
+
+from qwengpu import suite
+from qwengpu.compiler.placement import decode_words
+from qwengpu.engines.compact import CompactEngine
+from qwengpu.lab import recorder, trace_launch
+from qwengpu.lab.payload import (attention_payload, gdn_payload, layer_attention_payload, machine_gdn_bytes,
+                                 machine_snapshot_payload)
+from qwengpu.machine.config import COMPACT, COMPACT_FPU
+from qwengpu.runtime.checkpoint import load_machine
+from qwengpu.runtime.readback import state_of_words
+
+
+def _hooked_capture(engine, token_ids, state, on_gdn, chunk=16, buffer=None):
+    """`forward_captured` the eager way: token after token through the engine's `gdn_hook`, each
+    token's `GDNInputs` laid out as a capture row."""
+    kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
+    logits = None
+    for tok in token_ids:
+        seen = []
+        logits = CompactEngine.forward(engine, [tok], state, gdn_hook=lambda L, g: seen.append(g))
+        cap = np.zeros((1, len(engine.gdn_layers), 6, max(kd, vd)), np.float32)
+        for g, x in enumerate(seen):
+            for field, n, a in ((0, kd, x.q), (1, kd, x.k), (2, vd, x.v), (3, hv, x.beta), (4, hv, x.decay),
+                                (5, vd, x.z)):
+                cap[0, g, field, :n] = a.reshape(-1)
+        on_gdn(cap)
+    return logits
+
+
+def _views(view, positions, memories, layers) -> list:
+    """Everything the inspector shows of these positions, as comparable text and bytes."""
+    out = []
+    for p in positions:
+        snap = view.snapshot(p)
+        shown = [machine_snapshot_payload(view, snap, "reg.emit", ["reg.emit", "mem"]), attention_payload(view, p)]
+        shown += [layer_attention_payload(view, p, L) for L in layers]
+        shown += [(gdn_payload(view, p, m), machine_gdn_bytes(view, p, m)) for m in memories]
+        out.append(json.dumps(shown, sort_keys=True, default=lambda x: x.hex() if isinstance(x, bytes) else repr(x)))
+    return out
+
+
+@pytest.mark.parametrize("name, config, every", [("dot", COMPACT, 1), ("saxpy", COMPACT_FPU, 23)],
+                         ids=["dot-compact", "saxpy-compact-fpu"])
+def test_a_fast_recording_shows_what_the_eager_one_shows(monkeypatch, name, config, every):
+    machine = load_machine(config, progress=False)
+    k = suite.get(name)
+    fast = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine)
+    with monkeypatch.context() as m:
+        m.setattr(CompactEngine, "forward_captured", _hooked_capture)
+        m.setattr(recorder, "_stacked_states", lambda state, layers: None)      # the states layer by layer, copied
+        m.setattr(recorder, "_SlotDecoder", lambda info: lambda raws, slots: decode_words(raws, info, slots=slots,
+                                                                                          per_slot=True))
+        m.setattr(recorder, "_machine_state", lambda words, placements, prev, changed: state_of_words(words, placements))
+        eager = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine)
+    a, b = fast.trace, eager.trace
+    assert a.consistency["exact"] and a.raw_exact
+    assert a.consistency == b.consistency and a.raw_error == b.raw_error and a.tokens == b.tokens
+    for table in ("taps", "betas", "decays", "vnorms"):
+        assert np.array_equal(getattr(a, table), getattr(b, table)), table
+    assert a.sparse_error == b.sparse_error
+    assert [(r.text, r.machine, r.margins) for r in a.records] == [(r.text, r.machine, r.margins) for r in b.records]
+    for L in a.gdn_layers:
+        assert np.array_equal(a.base_raw[L], b.base_raw[L]), L
+    for ua, ub in zip(a.updates, b.updates, strict=True):
+        assert len(ua) == len(ub) and all(x[0] == y[0] and all(np.array_equal(p, q) for p, q in zip(x[1:], y[1:]))
+                                          for x, y in zip(ua, ub))
+    positions = sorted(set(range(0, len(fast), every)) | {len(fast) - 1})
+    memories = ["reg.emit", "mem", "ctl", "lanes"]
+    layers = a.gdn_layers[::11]
+    assert _views(fast, positions, memories, layers) == _views(eager, positions, memories, layers)
