@@ -19,7 +19,7 @@ from qwengpu.launch import (CUDA_LIMITS, MAX_GLOBAL_BYTES, LaunchError, LaunchSp
                             check_step_limit)
 from qwengpu.machine.config import COMPACT
 from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS
-from qwengpu.machine.layout import LINE, LOCAL_BYTES as MACHINE_LOCAL_BYTES, LOCAL_THREADS, REGIONS
+from qwengpu.machine.layout import memory_map
 from qwengpu.ptx.parser import MAX_REGISTERS, PTX_VERSIONS
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS, TOKENS_PER_WARP
 
@@ -33,8 +33,12 @@ def _refusal(check, *args) -> str:
     raise AssertionError(f"{check.__name__}{args} accepted")
 
 
+#: the built-in machine's memory map (`MachineConfig`'s sizes)
+MEMORY = memory_map(COMPACT)
+
+
 def _window(space: str) -> int:
-    return REGIONS[space][1] * LINE
+    return MEMORY.window(space)
 
 
 def _spec(blocks: int, threads: int) -> LaunchSpec:
@@ -77,12 +81,12 @@ def rows() -> list[tuple[str, str, str, str]]:
         ("global memory (buffers and `.global` variables)", "the device's memory",
          f"{MAX_GLOBAL_BYTES} bytes (qwenGPU's bound, so a small spec cannot allocate gigabytes): "
          "`args[k]: a buffer of N ... qwenGPU's global memory holds at most ...`",
-         f"{_window('global')} bytes from 0x{REGIONS['global'][3]:x}: `the launch needs N bytes of global "
+         f"{_window('global')} bytes from 0x{MEMORY.regions['global'].base:x}: `the launch needs N bytes of global "
          f"memory; the machine has {_window('global')}`"),
         ("local memory (stack) per thread", f"{lim.local_bytes_per_thread} bytes",
          f"{LOCAL_BYTES} bytes; an access beyond it faults (`out-of-bounds local ...`)",
-         f"{MACHINE_LOCAL_BYTES} bytes per thread, for blocks of at most {LOCAL_THREADS} threads: "
-         f"`the kernel needs N bytes of local memory per thread; the machine has {MACHINE_LOCAL_BYTES}`"),
+         f"{MEMORY.local_bytes} bytes per thread, for blocks of at most {MEMORY.local_threads} threads: "
+         f"`the kernel needs N bytes of local memory per thread; the machine has {MEMORY.local_bytes}`"),
         ("constant memory (`.const` together)", f"{lim.const_bytes} bytes",
          f"{over} `line L: .const NAME ends at byte N; CUDA's constant memory holds {lim.const_bytes} bytes`",
          f"{_window('const')} bytes: `const memory of N bytes does not fit the machine's const window`"),
@@ -138,7 +142,8 @@ def limits_page() -> str:
     out += ["",
             "Messages quote the code (N, L, V stand for the numbers of the case). The tables behind them: "
             "`qwengpu.launch.CUDA_LIMITS` and `MAX_GLOBAL_BYTES`, `qwengpu.ptx.parser.MAX_REGISTERS` and "
-            "`PTX_VERSIONS`, `qwengpu.machine.layout.REGIONS` and `qwengpu.machine.format`, the step "
+            "`PTX_VERSIONS`, the memory sizes of `qwengpu.machine.config.COMPACT` (`qwengpu.machine.layout.MemoryMap`) "
+            "and `qwengpu.machine.format`, the step "
             "limits in `qwengpu.semantics.launch_model` and `qwengpu.runtime.run`.",
             ""]
     return "\n".join(out)

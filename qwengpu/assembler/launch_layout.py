@@ -5,9 +5,9 @@ from __future__ import annotations
 from qwengpu.semantics.launch_model import ModuleAnalysis
 from qwengpu.semantics.launch_model import check_kernel_limits, global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
-from qwengpu.machine.config import LANES
+from qwengpu.machine.config import COMPACT, LANES, MachineConfig
 from qwengpu.machine.format import BLOCK_BITS, WARP_BITS
-from qwengpu.machine.layout import LINE, LOCAL_BYTES, LOCAL_THREADS, REGIONS, MachineLayout
+from qwengpu.machine.layout import MachineLayout, memory_map
 from qwengpu.ptx.ir import Module
 
 from .lower import AssemblerError
@@ -22,9 +22,10 @@ def check_launch_shape(spec: LaunchSpec):
                              f"{1 << WARP_BITS} warps of {LANES} lanes")
 
 
-def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> MachineLayout:
-    """Where the launch's memories lie on the machine. CUDA's limits are refused first, as the
-    interpreter refuses them, then the machine's own."""
+def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str,
+                   config: MachineConfig = COMPACT) -> MachineLayout:
+    """Where the launch's memories lie on the memory map of a machine of geometry `config`. CUDA's
+    limits are refused first, as the interpreter refuses them, then the machine's own."""
     fn = module.kernel(kernel_name)
     check_kernel_limits(module, spec, fn)
     check_launch_shape(spec)
@@ -32,17 +33,18 @@ def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> Machin
     glay = global_layout(spec, module)
     lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
                         len(prog.const_init), {}, 0, dict(prog.local_offsets), dict(prog.local_size), 0,
-                        spec.threads_per_block)
-    if glay.end > GLOBAL_BASE + (REGIONS["global"][1] * LINE):
+                        spec.threads_per_block, memory_map(config))
+    mm = lay.memory
+    if glay.end > lay.window_end("global"):
         raise AssemblerError(f"the launch needs {glay.end - GLOBAL_BASE} bytes of global memory; the "
-                             f"machine has {REGIONS['global'][1] * LINE}")
+                             f"machine has {mm.window('global')}")
 
     def mark(space, addr, size, thread=0):
         m = lay.machine_address(space, addr, thread)
         if m is None or lay.machine_address(space, addr + size - 1, thread) is None:
             raise AssemblerError(f"{space} memory of {addr + size} bytes does not fit the machine's {space} window")
-        for k in range(size):
-            lay.valid[m + k] = 1
+        for k in range(size):           # byte by byte: a rotated global window is not contiguous
+            lay.valid[lay.machine_address(space, addr + k, thread)] = 1
 
     for a, addr in zip(spec.args, glay.buffer_addresses):
         if addr is not None and a.data.nbytes:
@@ -63,10 +65,11 @@ def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> Machin
     stride = sum(prog.local_size.values())
     lay.local_stride = stride
     if stride:
-        if stride > LOCAL_BYTES:
-            raise AssemblerError(f"the kernel needs {stride} bytes of local memory per thread; the machine has {LOCAL_BYTES}")
-        if spec.threads_per_block > LOCAL_THREADS:
-            raise AssemblerError(f"local memory is available to blocks of at most {LOCAL_THREADS} threads")
+        if stride > mm.local_bytes:
+            raise AssemblerError(f"the kernel needs {stride} bytes of local memory per thread; the machine has "
+                                 f"{mm.local_bytes}")
+        if spec.threads_per_block > mm.local_threads:
+            raise AssemblerError(f"local memory is available to blocks of at most {mm.local_threads} threads")
         for t in range(spec.threads_per_block):
             mark("local", 0, stride, t)
     return lay

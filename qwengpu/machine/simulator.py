@@ -40,7 +40,6 @@ from qwengpu.launch import LaunchSpec
 from .config import FPU, LANES
 from .format import WARP_BITS
 from .image import Image, Source
-from .layout import MEMORY_BYTES
 from .uops import M32, alu_eval_lanes, fpu_eval
 
 RUN, BARRIER, EXITED = 0, 1, 2
@@ -513,23 +512,19 @@ def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
     """The machine memory at launch: argument buffers, initialised globals, constants."""
     from qwengpu.semantics.launch_model import ModuleAnalysis
     lay = image.layout
-    memory = bytearray(MEMORY_BYTES)
+    memory = bytearray(lay.end)
     for a, addr in zip(spec.args, lay.buffer_addresses):
         if addr is not None and a.data.nbytes:
-            m = lay.machine_address("global", addr, 0)
-            raw = a.data.tobytes()
-            memory[m:m + len(raw)] = raw
+            lay.put(memory, "global", addr, a.data.tobytes())
     for name, addr in lay.global_vars.items():
         v = module.vars[name]
         init = bytearray(v.init or bytes(v.size or 0))
         for off, sym in v.relocs:
             init[off:off + 8] = lay.global_vars.get(sym, 0).to_bytes(8, "little")
-        m = lay.machine_address("global", addr, 0)
-        memory[m:m + len(init)] = init
+        lay.put(memory, "global", addr, init)
     ci = ModuleAnalysis(module).const_init
     if ci:
-        m = lay.machine_address("const", 0, 0)
-        memory[m:m + len(ci)] = ci
+        lay.put(memory, "const", 0, ci)
     return memory
 
 
@@ -540,8 +535,7 @@ def read_buffers(image: Image, spec: LaunchSpec, memory) -> list:
         if addr is None:
             buffers.append(None)
         else:
-            m = image.layout.machine_address("global", addr, 0)
-            raw = bytes(memory[m:m + a.data.nbytes])
+            raw = image.layout.get(memory, "global", addr, a.data.nbytes)
             buffers.append(np.frombuffer(raw, dtype=a.data.dtype).copy())
     return buffers
 

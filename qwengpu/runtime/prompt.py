@@ -17,7 +17,7 @@ from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import LANES
 from qwengpu.machine.format import REG_BITS, WordFormat
 from qwengpu.machine.image import Image
-from qwengpu.machine.layout import LINE, LINES
+from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import initial_memory
 from qwengpu.machine.tokens import token_text
 
@@ -50,7 +50,7 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
             put(seg.name, b.index, word[seg.first_byte:seg.first_byte + seg.nbytes])
     memory = initial_memory(image, module, spec)
     valid = image.layout.valid
-    for line in range(LINES):
+    for line in range(image.layout.memory.lines):
         data = bytes(memory[line * LINE:(line + 1) * LINE])
         bits = sum(valid[line * LINE + i] << i for i in range(LINE))
         put("mem", line, data + bits.to_bytes(2, "little"))

@@ -9,8 +9,8 @@ from qwengpu.compiler import gadgets as G
 from qwengpu.compiler.gadgets import n_step
 
 from ..config import LANES, MachineConfig
-from ..format import MAX_PC_BITS, WordFormat
-from ..layout import LINE
+from ..format import MAX_PC_BITS, WARP_BITS, WordFormat
+from ..layout import LINE, memory_map
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]
 OUT_KINDS = ["EXEC", "CARRY", "MEMW", "WARP", "BLOCK", "RELEASE", "HALT", "FAULT"]
@@ -64,6 +64,10 @@ class Builder:
         if not 8 <= cfg.pc_bits <= MAX_PC_BITS:
             raise ValueError(f"pc_bits must be 8..{MAX_PC_BITS} (the control word holds that many)")
         self.pcb = cfg.pc_bits
+        self.memory_map = memory_map(cfg)
+        self.warp_bits = WARP_BITS
+        # the prompt's cursor (`t_addr`): a ROM bundle, a memory line, a block ...
+        self.addr_bits = max(self.pcb, self.memory_map.line_bits)
         self.fmt = WordFormat(cfg)
         self.J = cfg.carry_slots
         self.p = Program(f"qwengpu-{cfg.name}")

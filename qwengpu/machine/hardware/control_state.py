@@ -35,6 +35,9 @@ def control_state(hw: Builder):
     hw.c_space = hw.view("c_space", [r.f(32 + i) for i in range(4)])
     hw.c_addr = hw.view("c_addr", [r.f(40 + i) for i in range(8)])
     hw.c_addr_rom = hw.view("c_addr_rom", [r.f(40 + i) for i in range(8)] + [r.f(36 + i) for i in range(hw.pcb - 8)])
+    nb = hw.memory_map.line_bits            # a memory line: the cursor's bits 8.. too, when there are more lines
+    hw.c_line = hw.c_addr if nb <= 8 else hw.view("c_line", [r.f(40 + i) for i in range(8)]
+                                                  + [r.f(36 + i) for i in range(nb - 8)])
     hw.c_epoch = hw.view("c_epoch", [r.f(48 + i) for i in range(EPOCH_BITS)])
 
 

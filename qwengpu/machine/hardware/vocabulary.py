@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ..config import LANES
 from ..format import BLOCK_BITS, EPOCH_BITS, WARP_BITS
-from ..layout import LINES
 from ..tokens import token_text
 from .builder import FPU_KIND, Builder, carry_pos, memw_pos
 
@@ -22,7 +21,7 @@ def inputs(hw: Builder):
     hw.t_block = p.input_bits("t_block", BLOCK_BITS)
     hw.t_epoch = p.input_bits("t_epoch", EPOCH_BITS)
     hw.t_space = p.input_bits("t_space", 4)
-    hw.t_addr = p.input_bits("t_addr", hw.pcb)          # AT cursor: a ROM bundle, line, block ...
+    hw.t_addr = p.input_bits("t_addr", hw.addr_bits)          # AT cursor: a ROM bundle, line, block ...
     hw.t_f = p.input_bits("t_f", hw.F)
     hw.t_pos = p.input_bits("t_pos", 7)                      # CARRY/MEMW: place in the pass order
 
@@ -64,7 +63,7 @@ def vocabulary(hw: Builder):
             hw.tok[("FAULT", fk, l)] = p.token(token_text(("FAULT", fk, l)), kind=kb("FAULT"), t_lane=1 << l,
                                                  t_byte=1 << fk)
     for si, space in enumerate(hw.spaces):
-        n = {"ltab": 1 << WARP_BITS, "conf": 1, "mem": LINES, "btab": 1 << BLOCK_BITS}.get(space, 1 << hw.pcb)
+        n = {"ltab": 1 << WARP_BITS, "conf": 1, "mem": hw.memory_map.lines, "btab": 1 << BLOCK_BITS}.get(space, 1 << hw.pcb)
         for a in range(n):
             hw.tok[("AT", space, a)] = p.token(token_text(("AT", space, a)), kind=kb("AT"), t_space=si, t_addr=a)
     for f in range(hw.F):
