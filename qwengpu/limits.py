@@ -18,7 +18,7 @@ from qwengpu.semantics.launch_model import DEFAULT_MAX_STEPS, LANES, LOCAL_BYTES
 from qwengpu.launch import (CUDA_LIMITS, MAX_GLOBAL_BYTES, LaunchError, LaunchSpec, check_dims, check_shared_bytes,
                             check_step_limit)
 from qwengpu.machine.config import COMPACT
-from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS
+from qwengpu.machine.format import BLOCK_BITS, REG_BITS
 from qwengpu.machine.layout import memory_map
 from qwengpu.ptx.parser import MAX_REGISTERS, PTX_VERSIONS
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS, TOKENS_PER_WARP
@@ -49,11 +49,11 @@ def rows() -> list[tuple[str, str, str, str]]:
     """(limit, CUDA's, the interpreter's, the machine's on sim and compact) for each limit."""
     lim = CUDA_LIMITS
     over = "refuses beyond CUDA's limit:"
-    machine_blocks, machine_threads = 1 << BLOCK_BITS, LANES << WARP_BITS
+    machine_blocks, machine_threads = 1 << BLOCK_BITS, COMPACT.max_threads
     return [
         ("threads per block", f"{lim.threads_per_block}",
          f"{over} {_refusal(check_dims, (1, 1, 1), (1024, 2, 1))}",
-         f"{machine_threads} ({1 << WARP_BITS} warps of {LANES} lanes): "
+         f"{machine_threads} ({COMPACT.max_warps} warps of {LANES} lanes): "
          f"{_refusal(check_launch_shape, _spec(1, machine_threads + 1))}"),
         ("block dimensions (x, y, z)", ", ".join(map(str, lim.block_dims)),
          f"{over} {_refusal(check_dims, (1, 1, 1), (1, 1, lim.block_dims[2] + 1))}",

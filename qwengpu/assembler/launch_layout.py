@@ -6,20 +6,21 @@ from qwengpu.semantics.launch_model import ModuleAnalysis
 from qwengpu.semantics.launch_model import check_kernel_limits, global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
 from qwengpu.machine.config import COMPACT, LANES, MachineConfig
-from qwengpu.machine.format import BLOCK_BITS, WARP_BITS
+from qwengpu.machine.format import BLOCK_BITS
 from qwengpu.machine.layout import MachineLayout, memory_map
 from qwengpu.ptx.ir import Module
 
 from .lower import AssemblerError
 
 
-def check_launch_shape(spec: LaunchSpec):
-    """The machine's limits on a launch's shape (every geometry's: the token fields' widths)."""
+def check_launch_shape(spec: LaunchSpec, config: MachineConfig = COMPACT):
+    """The machine's limits on a launch's shape: the blocks (every geometry's: the token fields'
+    widths) and the geometry's threads per block."""
     if spec.blocks > 1 << BLOCK_BITS:
         raise AssemblerError(f"the launch has {spec.blocks} blocks; the machine runs at most {1 << BLOCK_BITS}")
-    if spec.threads_per_block > LANES << WARP_BITS:
+    if spec.threads_per_block > config.max_threads:
         raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
-                             f"{1 << WARP_BITS} warps of {LANES} lanes")
+                             f"{config.max_warps} warps of {LANES} lanes")
 
 
 def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str,
@@ -28,7 +29,7 @@ def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str,
     limits are refused first, as the interpreter refuses them, then the machine's own."""
     fn = module.kernel(kernel_name)
     check_kernel_limits(module, spec, fn)
-    check_launch_shape(spec)
+    check_launch_shape(spec, config)
     prog = ModuleAnalysis(module, fn)
     glay = global_layout(spec, module)
     lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),

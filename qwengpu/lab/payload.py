@@ -274,7 +274,7 @@ def _memory_meta(view, m) -> dict:
     used = sorted(int(x) for x in used if 0 <= x < m.slots)
     return {"name": m.name, "layer": m.layer, "where": m.where, "slots": m.slots, "width": m.width,
             "ports": len(m.port_keys()), "role": memory_role(m.name), "used": used,
-            "labels": [slot_label(m.name, x, view.image.layout.memory) for x in used]}
+            "labels": [slot_label(m.name, x, view.image.layout.memory, view.image.config.warp_bits) for x in used]}
 
 
 def _word_text(memory: str, word: int, width: int) -> str:

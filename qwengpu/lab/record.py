@@ -77,13 +77,14 @@ def memory_role(name: str) -> str:
 # where the machine's memories live in the model
 
 
-def slot_label(name: str, slot: int, memory: MemoryMap | None = None) -> str:
+def slot_label(name: str, slot: int, memory: MemoryMap | None = None, warp_bits: int = WARP_BITS) -> str:
     """A slot of a machine memory as the lab labels it; a `mem` line by its space's address in
-    `memory` (the machine's memory map, default the built-in machine's)."""
+    `memory` (the machine's memory map, default the built-in machine's), a register by its warp
+    (`warp_bits`, the machine's) and number."""
     if name.startswith("rom."):
         return f"pc {slot}"
     if name.startswith("reg."):
-        return f"w{slot & ((1 << WARP_BITS) - 1)} r{slot >> WARP_BITS}"
+        return f"w{slot & ((1 << warp_bits) - 1)} r{slot >> warp_bits}"
     if name == "mem":
         at = (memory or _builtin_memory()).line_address(slot)
         if at is not None:

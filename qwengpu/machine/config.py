@@ -26,7 +26,7 @@ class MachineConfig:
     reg_ports: int = 6            # register read ports (distinct registers read per pass)
     carry_slots: int = 4          # registers written back per pass
     registers: int = 64           # physical registers per warp
-    max_warps: int = 8            # warps per block (blocks of up to 32 threads)
+    max_warps: int = 8            # warps per block (blocks of up to 32 threads): a power of two, 2..32
     pc_bits: int = 8              # program counter width: the ROM holds 2**pc_bits bundles
     # the memory map (`qwengpu.machine.layout.MemoryMap`): every size a power of two, so that the
     # memory unit finds a byte's machine line by selecting address bits (no adders)
@@ -49,6 +49,25 @@ class MachineConfig:
         return FPU in self.slots
 
     @property
+    def warp_bits(self) -> int:
+        """Bits of a warp number (the tokens' and the control word's warp field)."""
+        return (self.max_warps - 1).bit_length()
+
+    @property
+    def max_threads(self) -> int:
+        return self.max_warps * LANES
+
+    @property
+    def tid_bits(self) -> int:
+        """Bits of each of tid.x/y/z in the launch's thread table (5 up to blocks of 32 threads)."""
+        return max(5, (self.max_threads - 1).bit_length())
+
+    @property
+    def ltab_lane_bytes(self) -> int:
+        """Bytes of one lane's tid.x/y/z in the thread table (`ltab`)."""
+        return (3 * self.tid_bits + 7) // 8
+
+    @property
     def memory_bytes(self) -> int:
         """The machine memory's bytes: its lines (the regions', rounded up to a power of two) x 16
         (`layout.MemoryMap`)."""
@@ -58,6 +77,8 @@ class MachineConfig:
     def __post_init__(self):
         if bool(self.fpu_ops) != self.has_fpu:
             raise ValueError(f"machine {self.name}: a float unit slot needs its ops (fpu_ops) and fpu_ops a float unit")
+        if not 2 <= self.max_warps <= 32 or self.max_warps & (self.max_warps - 1):
+            raise ValueError(f"machine {self.name}: max_warps must be a power of two, 2..32 (got {self.max_warps})")
         from .layout import memory_map
         memory_map(self)                # refuses a memory map the circuits cannot select by address bits
 

@@ -38,7 +38,6 @@ from qwengpu.semantics.shuffle import shuffle_source
 from qwengpu.launch import LaunchSpec
 
 from .config import FPU, LANES
-from .format import WARP_BITS
 from .image import Image, Source
 from .uops import M32, alu_eval_lanes, fpu_eval
 
@@ -256,7 +255,7 @@ class Simulator:
         warp, block, epoch, every lane of every warp slot (`lane_code`), the registers and the
         memory as the consumed CARRY and MEMW tokens left them."""
         lanes = []
-        for w in range(1 << WARP_BITS):
+        for w in range(1 << self.cfg.warp_bits):
             for l in range(LANES):
                 pc, st, ep = self.lanes[(w, l)] if w < self.cfg.max_warps else (0, EXITED, 0)
                 lanes.append((pc, lane_code(st, ep)))

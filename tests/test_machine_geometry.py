@@ -1,6 +1,7 @@
-"""The memory map as geometry (`MachineConfig`'s sizes, `qwengpu.machine.layout.MemoryMap`): the
-built-in map, a larger one's faults at its window edges -- on the simulator and in the circuits'
-reference semantics -- equal to the interpreter's, and the refusals naming the geometry's sizes."""
+"""The memory map and the threads per block as geometry (`MachineConfig`'s sizes and `max_warps`,
+`qwengpu.machine.layout.MemoryMap`): the built-in map, a larger one's faults at its window edges --
+on the simulator and in the circuits' reference semantics -- equal to the interpreter's, blocks
+past 32 threads, and the refusals naming the geometry's sizes."""
 import dataclasses
 
 import pytest
@@ -132,10 +133,9 @@ def wide_hardware():
     return Hardware(config_with(TINY, WIDE))
 
 
-# small launches (the reference semantics cost ~0.15 s a token): lane 2 in bounds; at 0x3000, one
-# past the rotated global window, whose line is 0x1000's (valid: only the window says no); past
+# small launches (the reference semantics cost ~0.15 s a token): lane 2 at 0x3000, one past the rotated global window, whose line is 0x1000's (valid: only the window says no); past
 # its local frame's 64 bytes
-@pytest.mark.parametrize("space, k", [("global", 4), ("global", 0x3000 - GLOBAL_BASE - 8), ("local", 64 - 8)])
+@pytest.mark.parametrize("space, k", [("global", 0x3000 - GLOBAL_BASE - 8), ("local", 64 - 8)])
 def test_the_circuits_fault_where_the_simulator_does_on_a_larger_geometry(wide_hardware, space, k):
     cfg = wide_hardware.cfg
     program = load_program(_edge_kernel(space, 64))
@@ -146,7 +146,7 @@ def test_the_circuits_fault_where_the_simulator_does_on_a_larger_geometry(wide_h
         sim.run()
     except ExecutionFault:
         pass
-    assert (sim.tokens[-1][0] == "FAULT") == (k != 4)
+    assert sim.tokens[-1][0] == "FAULT"
     assert reference_tokens(wide_hardware, prompt_tokens(img, program, spec)) == [token_text(t) for t in sim.tokens]
 
 
@@ -160,3 +160,56 @@ def test_refusals_name_the_geometrys_sizes():
         assemble(program, _spec("local", 128, 0), config=cfg)
     with pytest.raises(AssemblerError, match="the machine has 32$"):
         assemble(load_program(_edge_kernel("local", 64)), _spec("local", 64, 0), config=TINY)
+
+
+_STORE = """
+    mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y; mov.u32 %r9, %ntid.x;
+    mad.lo.u32 %r3, %r2, %r9, %r1;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;
+    mad.lo.u32 %r4, %r2, 100, %r1;
+    st.global.u32 [%rd3], %r4;
+    bar.sync 0;"""
+_BINS = """
+    and.b32 %r5, %r3, 7; mul.wide.u32 %rd4, %r5, 4;
+    ld.param.u64 %rd5, [bins]; add.s64 %rd6, %rd5, %rd4;
+    atom.global.add.u32 %r6, [%rd6], %r3;"""
+#: every thread stores tid.x + 100 * tid.y at its linear index; then, past a barrier, adds its
+#: index into one of 8 bins (atomics over every warp of the block)
+BLOCK_KERNEL = kernel(_STORE + _BINS + "\n    ret;", ".param .u64 out, .param .u64 bins", name="k")
+#: the same without the atomics (fewer tokens, for the circuits' reference semantics)
+BARRIER_KERNEL = kernel(_STORE + "\n    ret;", ".param .u64 out, .param .u64 bins", name="k")
+
+
+def _block_spec(block, grid=1):
+    n = block[0] * block[1]
+    return LaunchSpec.from_json({"kernel": "k", "grid": grid, "block": list(block) + [1], "args": [
+        {"buffer": "uint32", "size": n}, {"buffer": "uint32", "size": 8}]})
+
+
+@pytest.mark.parametrize("warps, block", [(16, (16, 4)), (32, (8, 16))])
+def test_blocks_of_64_and_128_threads_run_exact_on_the_simulator(warps, block):
+    program, spec = load_program(BLOCK_KERNEL), _block_spec(block, grid=2)
+    want = run(program, spec, engine="interp").buffers
+    got = run(program, spec, engine="sim", config=config_with(COMPACT, {"max_warps": warps})).buffers
+    assert [b.tolist() for b in got] == [b.tolist() for b in want]
+    with pytest.raises(AssemblerError, match=f"a block of {block[0] * block[1]} threads needs more than the "
+                                             "machine's 8 warps of 4 lanes"):
+        run(program, spec, engine="sim", config=COMPACT)
+
+
+def test_the_circuits_run_a_block_past_32_threads_as_the_simulator_does():
+    """9 warps (warp bit 3) and tid.x up to 32 (6 bits): the thread table, the lane table and the
+    control over 16 warps, a barrier, in the circuits' reference semantics."""
+    cfg = config_with(TINY, {"max_warps": 16})
+    program, spec = load_program(BARRIER_KERNEL), _block_spec((33, 1))
+    img = assemble(program, spec, config=cfg)
+    sim = Simulator(img, program, spec)
+    sim.run()
+    assert reference_tokens(Hardware(cfg), prompt_tokens(img, program, spec)) == [token_text(t) for t in sim.tokens]
+
+
+def test_warps_must_be_a_power_of_two_the_tokens_hold():
+    for bad in (12, 64):
+        with pytest.raises(ValueError, match="max_warps must be a power of two, 2..32"):
+            config_with(COMPACT, {"max_warps": bad})
