@@ -24,7 +24,7 @@ out-of-bounds access faults exactly where the interpreter's does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from qwengpu.launch import GLOBAL_BASE
@@ -146,7 +146,7 @@ class MachineLayout:
     local_size: dict            # function -> frame size
     local_stride: int
     threads: int
-    memory: MemoryMap = field(default_factory=lambda: memory_map(_default_config()))
+    memory: MemoryMap           # the machine's memory map (`memory_map(config)`)
     valid: bytearray = None
 
     def __post_init__(self):
@@ -178,8 +178,3 @@ class MachineLayout:
     @property
     def end(self) -> int:
         return self.memory.bytes
-
-
-def _default_config():
-    from .config import MachineConfig
-    return MachineConfig()
