@@ -127,6 +127,10 @@ TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2,
 CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, TINY)}
 
 
+#: the fields that hold tuples (or None: every slot)
+_TUPLE_FIELDS = ("slots", "shifters", "bitcount", "multipliers", "fpu_ops")
+
+
 def config_with(cfg: MachineConfig, settings) -> MachineConfig:
     """`cfg` with some fields set (`qwengpu splice-size --set global_bytes=16384`): settings are
     "FIELD=VALUE" strings (integers; tuples as comma lists) or a {field: value} dict. The geometry is
@@ -147,8 +151,9 @@ def config_with(cfg: MachineConfig, settings) -> MachineConfig:
             raise ValueError(f"{key!r} is not a field of a machine's geometry (fields: "
                              f"{', '.join(k for k in fields if k != 'name')})")
         if isinstance(value, str):
-            if isinstance(getattr(cfg, key), tuple) or getattr(cfg, key) is None and "," in value:
-                value = tuple(v.strip() if not v.strip().lstrip("-").isdigit() else int(v) for v in value.split(",") if v.strip())
+            if key in _TUPLE_FIELDS:        # a comma list: slot numbers, or names (slots, fpu_ops)
+                items = [v.strip() for v in value.split(",") if v.strip()]
+                value = tuple(int(v) if v.isdigit() else v for v in items)
             else:
                 value = int(value, 0)
         out[key] = value

@@ -51,13 +51,14 @@ def window_faults(hw: Builder, space: str, addr: list, ahi: list) -> list[Lin]:
         high = v
         for i in range(g + 1, 32):
             high = high + addr[i]
+        b = r.base.bit_length() - 1         # GLOBAL_BASE = 2^b
         mid = Lin()
-        for i in range(r.base.bit_length() - 1, g):
+        for i in range(b, g):
             mid = mid + addr[i]
-        big = 64
+        big = 64                            # > the bits of `mid`: any high bit switches the others off
         return [high,                                               # 2^(g+1) and beyond
                 1 - addr[g] - mid - big * high,                      # below GLOBAL_BASE
-                mid + (g - 12) * (addr[g] - 1) - big * high]         # 2^g + GLOBAL_BASE and beyond
+                mid + (g - b) * (addr[g] - 1) - big * high]          # 2^g + GLOBAL_BASE and beyond
     pattern = r.base >> g
     must0 = [i for i in range(g, 32) if not (pattern >> (i - g)) & 1]
     must1 = [i for i in range(g, 32) if (pattern >> (i - g)) & 1]
