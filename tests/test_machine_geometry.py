@@ -1,9 +1,7 @@
 """The memory map and the threads per block as geometry (`MachineConfig`'s sizes and `max_warps`,
-`qwengpu.machine.layout.MemoryMap`): the built-in map, a larger one's faults at its window edges --
-on the simulator and in the circuits' reference semantics -- equal to the interpreter's, blocks
-past 32 threads, and the refusals naming the geometry's sizes."""
-import dataclasses
-
+`qwengpu.machine.layout.MemoryMap`): the built-in map; a larger one's faults at its window edges,
+equal to the interpreter's on the simulator and to the simulator's on a compiled machine; blocks of
+64 and 128 threads; the refusals naming the geometry's sizes."""
 import pytest
 from ptxkit import kernel
 
@@ -11,11 +9,8 @@ from qwengpu import load_program, run
 from qwengpu.assembler import AssemblerError, assemble
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
 from qwengpu.machine.config import COMPACT, SIM, TINY, config_with
-from qwengpu.machine.hardware import Hardware, reference_tokens
 from qwengpu.machine.layout import memory_map
-from qwengpu.machine.simulator import Simulator
-from qwengpu.machine.tokens import token_text
-from qwengpu.runtime.prompt import prompt_tokens
+from qwengpu.runtime.checkpoint import compile_machine
 from qwengpu.semantics.faults import ExecutionFault
 
 #: a geometry with every window larger than the built-in one's, the global one past 4 KiB (rotated:
@@ -128,28 +123,6 @@ def test_faults_at_a_larger_geometrys_window_edges_equal_the_interpreters(space,
     assert _outcome(program, spec, "sim", config=cfg) == want
 
 
-@pytest.fixture(scope="module")
-def wide_hardware():
-    return Hardware(config_with(TINY, WIDE))
-
-
-# small launches (the reference semantics cost ~0.15 s a token): lane 2 at 0x3000, one past the rotated global window, whose line is 0x1000's (valid: only the window says no); past
-# its local frame's 64 bytes
-@pytest.mark.parametrize("space, k", [("global", 0x3000 - GLOBAL_BASE - 8), ("local", 64 - 8)])
-def test_the_circuits_fault_where_the_simulator_does_on_a_larger_geometry(wide_hardware, space, k):
-    cfg = wide_hardware.cfg
-    program = load_program(_edge_kernel(space, 64))
-    spec = _spec(space, 32, k)
-    img = assemble(program, spec, config=cfg)
-    sim = Simulator(img, program, spec)
-    try:
-        sim.run()
-    except ExecutionFault:
-        pass
-    assert sim.tokens[-1][0] == "FAULT"
-    assert reference_tokens(wide_hardware, prompt_tokens(img, program, spec)) == [token_text(t) for t in sim.tokens]
-
-
 def test_refusals_name_the_geometrys_sizes():
     cfg = config_with(TINY, WIDE)
     program = load_program(_edge_kernel("global", 16384))
@@ -177,8 +150,6 @@ _BINS = """
 #: every thread stores tid.x + 100 * tid.y at its linear index; then, past a barrier, adds its
 #: index into one of 8 bins (atomics over every warp of the block)
 BLOCK_KERNEL = kernel(_STORE + _BINS + "\n    ret;", ".param .u64 out, .param .u64 bins", name="k")
-#: the same without the atomics (fewer tokens, for the circuits' reference semantics)
-BARRIER_KERNEL = kernel(_STORE + "\n    ret;", ".param .u64 out, .param .u64 bins", name="k")
 
 
 def _block_spec(block, grid=1):
@@ -198,15 +169,33 @@ def test_blocks_of_64_and_128_threads_run_exact_on_the_simulator(warps, block):
         run(program, spec, engine="sim", config=COMPACT)
 
 
-def test_the_circuits_run_a_block_past_32_threads_as_the_simulator_does():
-    """9 warps (warp bit 3) and tid.x up to 32 (6 bits): the thread table, the lane table and the
-    control over 16 warps, a barrier, in the circuits' reference semantics."""
-    cfg = config_with(TINY, {"max_warps": 16})
-    program, spec = load_program(BARRIER_KERNEL), _block_spec((33, 1))
-    img = assemble(program, spec, config=cfg)
-    sim = Simulator(img, program, spec)
-    sim.run()
-    assert reference_tokens(Hardware(cfg), prompt_tokens(img, program, spec)) == [token_text(t) for t in sim.tokens]
+@pytest.fixture(scope="module")
+def wide_machine():
+    """TINY compiled (sparse weights, the compact engine) with the larger map and 16 warps: ~10 s."""
+    return compile_machine(config_with(TINY, dict(WIDE, max_warps=16)), dense=False)
+
+
+def _engine_outcome(program, spec, engine, **kw):
+    try:
+        r = run(program, spec, engine=engine, **kw)
+    except ExecutionFault as e:
+        return ("fault", e.kind, e.lane, e.address)
+    return ("ok", [None if b is None else b.tolist() for b in r.buffers], r.extra["generated"])
+
+
+# lane 2 at 0x3000, one past the rotated global window, whose line is 0x1000's (valid: only the
+# window says no); in bounds; past its local frame's 64 bytes; a block of 64 threads over 16 warps
+# (tid.x 6 bits, warp 4 bits, a barrier, atomics from every warp)
+@pytest.mark.parametrize("case", ["global_edge", "global_in", "local_edge", "block_64"])
+def test_the_compiled_machine_runs_a_larger_geometry_as_the_simulator_does(wide_machine, case):
+    program, spec = {"global_edge": (_edge_kernel("global", 64), _spec("global", 32, 0x3000 - GLOBAL_BASE - 8)),
+                     "global_in": (_edge_kernel("global", 64), _spec("global", 32, 4)),
+                     "local_edge": (_edge_kernel("local", 64), _spec("local", 32, 64 - 8)),
+                     "block_64": (BLOCK_KERNEL, _block_spec((16, 4)))}[case]
+    program = load_program(program)
+    want = _engine_outcome(program, spec, "sim", config=wide_machine.config)
+    assert want[0] == ("fault" if case.endswith("edge") else "ok")
+    assert _engine_outcome(program, spec, "compact", machine=wide_machine, progress=False, check_states=True) == want
 
 
 def test_warps_must_be_a_power_of_two_the_tokens_hold():
