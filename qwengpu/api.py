@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from .cuda import compile_cuda
+from .machine.config import BUILTIN
 from .launch import LaunchError, LaunchResult, LaunchSpec, check_step_limit
 from .ptx.ir import Module
 from .ptx.isa import validate_module
@@ -82,10 +83,11 @@ def run(program, launch, *, engine: str = "interp", kernel: str | None = None,
     raise ValueError(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
 
 
-def default_machine(engine: str = "compact", progress: bool = True, machine: str = "compact"):
+def default_machine(engine: str = "compact", progress: bool = True, machine: str = BUILTIN.name):
     """A built-in machine an engine runs (built into the cache on first use): the compact
     engines' sparse weights, or with them the stock checkpoint for engine "model". `machine`: the
-    geometry by name (compact; compact-fpu, with the float unit; tiny)."""
+    geometry by name (the built-in compact-fpu, with the float unit; compact, whose float is soft-float
+    routines; tiny)."""
     from .runtime.checkpoint import load_machine
     return load_machine(machine, dense=engine == "model", progress=progress)
 

@@ -29,6 +29,7 @@ import numpy as np
 from . import __version__
 from .launch import margin_text
 from .api import MODEL_ENGINES
+from .machine.config import BUILTIN
 
 
 def _engines():
@@ -79,6 +80,8 @@ def _print_result(res, spec, as_json: bool):
         else:
             shown = np.array2string(b, threshold=64, max_line_width=100)
             print(f"  arg {i}: {a.dtype}[{len(b)}] = {shown}")
+    for name, v in res.symbols.items():
+        print(f"  {name}: {v.dtype}[{len(v)}] = {np.array2string(v, threshold=64, max_line_width=100)}")
     if res.printf is not None:
         print("printf output (per thread, in the order each printed):")
         print("\n".join("  " + line for line in res.printf.text().splitlines()) or "  (none)")
@@ -118,7 +121,7 @@ def _machine_factory(args):
     if model:
         return functools.partial(open_spliced_machine, model)
     if geometry:
-        return functools.partial(machine_for_geometry, geometry, machine or "compact")
+        return functools.partial(machine_for_geometry, geometry, machine or BUILTIN.name)
     from .api import default_machine
     return functools.partial(default_machine, args.engine, machine=machine)
 
@@ -309,8 +312,8 @@ def cmd_fuzz(args) -> int:
 def _model_arguments(p, checks: bool = True) -> None:
     p.add_argument("--device", default=None, help="torch device of the model engine: cpu, cuda, mps "
                    "(default: the best available; the compact engine runs on the CPU)")
-    p.add_argument("--machine", default=None, help="the machine's geometry: compact (the built-in one), "
-                   "compact-fpu (with the float unit, docs/float_units.md), tiny; sim and the model engines")
+    p.add_argument("--machine", default=None, help="the machine's geometry: compact-fpu (the built-in one, with the float unit, "
+                   "docs/float_units.md), compact (float as soft-float routines), tiny; sim and the model engines")
     if checks:
         p.add_argument("--check-states", action="store_true",
                        help="model engines: compare the registers in the model's state with the simulator's after every pass")
@@ -391,8 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--quiet", action="store_true", help="no progress bar")
     so.add_argument("--kernel", choices=["lcg_soak", "float_soak"], default="lcg_soak",
                     help="the loop: integer LCG steps (default) or a float logistic map (the float unit's ops)")
-    so.add_argument("--machine", default="compact",
-                    help="the machine's geometry: compact (the built-in one), compact-fpu (with the float unit)")
+    so.add_argument("--machine", default=BUILTIN.name,
+                    help="the machine's geometry: compact-fpu (the built-in one, with the float unit), compact "
+                         "(float as soft-float routines)")
     so.set_defaults(func=cmd_soak)
 
     lb = sub.add_parser("lab", help="JupyterLab on the tutorial notebooks (prints the URL; no browser needed)")
@@ -422,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--json", help="write the report to this JSON file")
     fz.add_argument("--quiet", action="store_true", help="no progress lines")
     fz.add_argument("--machine", default=None, help="the geometry sim and compact run (default: the built-in "
-                    "compact; compact-fpu tests the float unit)")
+                    "compact-fpu; compact runs float as soft-float routines)")
     fz.add_argument("--mix", choices=("all", "float"), default="all",
                     help="the generator's types: all alike (default) or mostly float (the float unit's run)")
     fz.add_argument("--faults", action="store_true",

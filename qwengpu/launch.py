@@ -11,7 +11,13 @@ A struct passed by value (`.param .align N .b8 p[SIZE]`) is `{"struct": "HEX"}`:
 in memory order as hex digits (e.g. `"0300000000f9ff02"` for an 8-byte struct), any size.
 
 `grid` and `block` (both required) are an int or `[x, y, z]`. An optional `"shared_bytes"` gives
-the size of dynamic shared memory (`extern __shared__`). Float data may use the strings "nan",
+the size of dynamic shared memory (`extern __shared__`). An optional `"symbols"` sets the module's
+`__constant__` (`.const`) and `__device__` (`.global`) variables by name before the launch, as
+`cudaMemcpyToSymbol` does: `{"symbols": {"c_filter": {"dtype": "float32", "data": [0.25, 0.5, 0.25]}}}`
+fills the variable's first bytes (the rest keeps its PTX initialiser, zero without one); an entry
+with a dtype and no data only says how the result reads it back (`LaunchResult.symbols`). The
+variable's name, size and space are checked against the module when a launch runs
+(`qwengpu.semantics.symbols`). Float data may use the strings "nan",
 "inf", "-inf"; any element may be a string "0x..." giving its raw bit pattern (at most the dtype's
 width). A value the dtype cannot hold (an int out of range, a float beyond float32's range, a bit
 pattern wider than the dtype) is refused, naming the argument and the element.
@@ -189,12 +195,28 @@ class Arg:
 
 
 @dataclass
+class SymbolValue:
+    """A module variable's value from the launch spec's `"symbols"`: its elements (`data`, None
+    when the spec only names the dtype the result reads it back in) in `dtype`."""
+    dtype: str
+    data: np.ndarray | None = None
+
+    def to_json(self) -> dict:
+        d = {"dtype": self.dtype}
+        if self.data is not None:
+            d["data"] = values_to_json(self.data)
+        return d
+
+
+@dataclass
 class LaunchSpec:
     kernel: str | None
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     args: list[Arg] = field(default_factory=list)
     shared_bytes: int = 0
+    #: {variable name: its value}: the module's `.const`/`.global` variables set before the launch
+    symbols: dict[str, SymbolValue] = field(default_factory=dict)
 
     def __post_init__(self):
         self.check()
@@ -208,6 +230,10 @@ class LaunchSpec:
             raise LaunchError(f"shared_bytes must be a non-negative int (bytes of dynamic shared memory), "
                               f"got {self.shared_bytes!r}")
         check_shared_bytes(0, self.shared_bytes, self.kernel)
+        if not isinstance(self.symbols, dict) or not all(
+                isinstance(k, str) and isinstance(v, SymbolValue) for k, v in self.symbols.items()):
+            raise LaunchError("symbols must map variable names to SymbolValue (from_json reads them from "
+                              '{NAME: {"dtype": DTYPE, "data": [...]}})')
 
     @property
     def threads_per_block(self) -> int:
@@ -234,7 +260,7 @@ class LaunchSpec:
                 raise LaunchError(f"launch spec is not valid JSON: {e}") from None
         if not isinstance(obj, dict):
             raise LaunchError("a launch spec is a JSON object")
-        unknown = set(obj) - {"kernel", "grid", "block", "args", "shared_bytes"}
+        unknown = set(obj) - {"kernel", "grid", "block", "args", "shared_bytes", "symbols"}
         if unknown:
             raise LaunchError(f"unknown launch spec keys: {', '.join(sorted(unknown))}")
         if not isinstance(obj.get("args", []), list):
@@ -251,15 +277,7 @@ class LaunchSpec:
                     raise LaunchError(f"args[{k}]: unknown dtype {dt!r} (one of {', '.join(DTYPES)})")
                 npdt = np.dtype(DTYPES[dt])
                 if "data" in a:
-                    if not isinstance(a["data"], list):
-                        raise LaunchError(f"args[{k}].data must be a list")
-                    values = []
-                    for j, x in enumerate(a["data"]):
-                        try:
-                            values.append(_element(x, npdt))
-                        except LaunchError as e:
-                            raise LaunchError(f"args[{k}].data[{j}]: {e}") from None
-                    data = np.array(values, dtype=npdt)
+                    data = _elements(a["data"], npdt, f"args[{k}].data")
                 elif "size" in a:
                     if isinstance(a["size"], bool) or not isinstance(a["size"], int) or a["size"] < 0:
                         raise LaunchError(f"args[{k}].size must be a non-negative int")
@@ -293,13 +311,15 @@ class LaunchSpec:
             if key not in obj:
                 raise LaunchError(f"the launch spec needs {key!r} (an int or [x, y, z])")
         return cls(kernel=obj.get("kernel"), grid=_dim3(obj["grid"], "grid"), block=_dim3(obj["block"], "block"),
-                   args=args, shared_bytes=obj.get("shared_bytes", 0))
+                   args=args, shared_bytes=obj.get("shared_bytes", 0), symbols=_symbols(obj.get("symbols", {})))
 
     def to_json(self) -> dict:
         d = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
              "args": [a.to_json() for a in self.args]}
         if self.shared_bytes:
             d["shared_bytes"] = self.shared_bytes
+        if self.symbols:
+            d["symbols"] = {name: v.to_json() for name, v in self.symbols.items()}
         return d
 
     def buffer_addresses(self) -> list[int | None]:
@@ -313,6 +333,47 @@ class LaunchSpec:
             else:
                 out.append(None)
         return out
+
+
+def _elements(data, dtype: np.dtype, what: str) -> np.ndarray:
+    """A JSON list of elements (`_element`'s forms) as an array of `dtype`; refusals name `what[j]`."""
+    if not isinstance(data, list):
+        raise LaunchError(f"{what} must be a list")
+    values = []
+    for j, x in enumerate(data):
+        try:
+            values.append(_element(x, dtype))
+        except LaunchError as e:
+            raise LaunchError(f"{what}[{j}]: {e}") from None
+    return np.array(values, dtype=dtype)
+
+
+def _symbols(obj) -> dict[str, SymbolValue]:
+    """The spec's `"symbols"`: {name: {"dtype": DTYPE, "data": [...]}} (data optional). What only
+    the module can tell (the name, the variable's size) is checked when the launch runs."""
+    if not isinstance(obj, dict):
+        raise LaunchError('symbols must be an object {NAME: {"dtype": DTYPE, "data": [...]}}')
+    out, total = {}, 0
+    for name, entry in obj.items():
+        what = f"symbols.{name}"
+        if not isinstance(entry, dict):
+            raise LaunchError(f'{what} must be an object {{"dtype": DTYPE, "data": [...]}}')
+        unknown = set(entry) - {"dtype", "data"}
+        if unknown:
+            raise LaunchError(f"{what}: unknown keys {', '.join(sorted(unknown))} (a symbol has 'dtype' and 'data')")
+        dt = entry.get("dtype")
+        if dt not in DTYPES:
+            raise LaunchError(f"{what}.dtype: " + ("missing" if dt is None else f"unknown dtype {dt!r}")
+                              + f" (one of {', '.join(DTYPES)})")
+        data = None
+        if "data" in entry:
+            data = _elements(entry["data"], np.dtype(DTYPES[dt]), f"{what}.data")
+            total += data.nbytes
+            if total > MAX_GLOBAL_BYTES:
+                raise LaunchError(f"{what}.data: the symbols up to this one hold {total} bytes; qwenGPU's "
+                                  f"memory holds at most {MAX_GLOBAL_BYTES}")
+        out[name] = SymbolValue(dt, data)
+    return out
 
 
 def struct_value(hex_bytes, what: str = "struct") -> np.void:
@@ -351,11 +412,17 @@ class LaunchResult:
     extra: dict = field(default_factory=dict)
     #: the kernel's printf output (`qwengpu.semantics.printf.PrintfOutput`), None when it has no printf
     printf: object = None
+    #: {name: final contents} of the module's `.global` and `.const` variables after the launch
+    #: (`qwengpu.semantics.symbols.module_symbols`), each in the dtype the spec's `"symbols"` gives
+    #: it, else its declared PTX type (`.b8` arrays as uint8)
+    symbols: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         d = {"kernel": self.kernel, "engine": self.engine,
              "buffers": [None if b is None else values_to_json(b) for b in self.buffers],
              "steps": self.steps, "tokens": self.tokens}
+        if self.symbols:
+            d["symbols"] = {name: values_to_json(v) for name, v in self.symbols.items()}
         if self.printf is not None:
             d["printf"] = {"records": [[t, s] for t, s in self.printf.records], "dropped": self.printf.dropped}
         if self.margins():

@@ -117,11 +117,12 @@ def measure(op: Op, engine: str = "sim", chain: int = CHAIN, module=None, **opti
     import numpy as np
 
     from .api import run
+    from .machine.config import BUILTIN
     module = module if module is not None else chain_module(chain)
     spec = launch_spec(op)
     cfg = options.get("config") or getattr(options.get("machine"), "config", None)
     row = {"op": op.name, "engine": engine, "chain": chain, "target": op.target,
-           "machine": getattr(cfg, "name", cfg) or "compact"}
+           "machine": getattr(cfg, "name", cfg) or BUILTIN.name}
     counts = []
     for n in (0, chain):
         try:

@@ -79,6 +79,7 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
     import numpy as np
 
     from . import suite
+    from .machine.config import BUILTIN
     from .runtime.checkpoint import load_machine
     from .runtime.run import run_on_model
     from .api import load_program, run
@@ -86,7 +87,7 @@ def soak(tokens: int = 1_000_000, window: int = 10_000, machine=None, progress: 
     if kernel not in SOAK_KERNELS:
         raise ValueError(f"soak runs {', '.join(SOAK_KERNELS)}, not {kernel!r}")
     if machine is None or isinstance(machine, str):
-        machine = load_machine(machine or "compact", progress=progress)
+        machine = load_machine(machine or BUILTIN, progress=progress)
     k = suite.get(kernel)
     n = loop_count_for(tokens, machine.config, kernel)
     spec = k.spec()

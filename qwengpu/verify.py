@@ -24,7 +24,7 @@ class Row:
     steps: int = 0
     tokens: int | None = None
     seconds: float = 0.0
-    checked: list = field(default_factory=list)   # what was compared: "oracle", "golden"
+    checked: list = field(default_factory=list)   # what was compared: "oracle", "symbols", "golden"
     margins: dict = field(default_factory=dict)   # model engines: smallest logit gap, memory and residual code margins
     noise_at: str | None = None                   # the circuit node of the largest form noise
     refused: bool = False                         # the machine would not take the program (capacity, construct)
@@ -122,6 +122,17 @@ def compare_buffers(got: list, want: list, nan_equal: bool) -> str | None:
     return None
 
 
+def compare_symbols(got: dict, want: dict, nan_equal: bool) -> str | None:
+    """None when every variable of `want` ({name: array}) is in `got` with the same contents."""
+    for name, w in want.items():
+        if name not in got:
+            return f"symbol {name} not read back (the result has {', '.join(got) or 'none'})"
+        d = first_difference(np.asarray(got[name]), np.asarray(w), nan_equal)
+        if d:
+            return f"symbol {name} {d}"
+    return None
+
+
 def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     """One suite kernel on `engine`, checked against its oracle (and, on the model engines, the
     simulator's token stream; hardware goldens where recorded)."""
@@ -145,6 +156,10 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
     row = Row(kernel.name, True, steps=res.steps, tokens=res.tokens, seconds=seconds)
     d = compare_buffers(res.buffers, kernel.expected(), nan_equal=True)
     row.checked.append("oracle")
+    want_symbols = kernel.expected_symbols() if hasattr(kernel, "expected_symbols") else None
+    if not d and want_symbols is not None:          # the module variables the oracle gives ("symbols")
+        row.checked.append("symbols")
+        d = compare_symbols(res.symbols, want_symbols, nan_equal=True)
     if d:
         row.exact, row.detail = False, f"oracle: {d}"
         return row

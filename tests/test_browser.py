@@ -343,9 +343,9 @@ def compact_machine():
     kernel then loads it in seconds)."""
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
 
-    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.config import BUILTIN
     from qwengpu.runtime.checkpoint import load_machine
-    return load_machine(COMPACT, progress=False).compact_engine()
+    return load_machine(BUILTIN, progress=False).compact_engine()
 
 
 @pytest.mark.timeout(900)

@@ -73,9 +73,9 @@ def test_gdn_weights_unroll_the_delta_rule():
 
 def machine_layers() -> int:
     """The built-in machine's layer count (every one of them must have a view)."""
-    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.config import BUILTIN
     from qwengpu.runtime.checkpoint import load_machine
-    return load_machine(COMPACT, progress=False).report["layers"]
+    return load_machine(BUILTIN, progress=False).report["layers"]
 
 
 @pytest.fixture(scope="module")

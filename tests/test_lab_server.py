@@ -64,8 +64,9 @@ def test_cli_lab_without_notebooks_fails_clearly(tmp_path, capsys):
 
 def test_prepare_machine_gives_the_builtin_machine():
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
+    from qwengpu.machine.config import BUILTIN
     m = prepare_machine(progress=False)
-    assert m.config.name == "compact"
+    assert m.config.name == BUILTIN.name == "compact-fpu"
 
 
 def test_a_busy_port_moves_the_lab_to_the_next_free_one():

@@ -204,12 +204,12 @@ def test_decode_dual_rail_state():
 
 @pytest.fixture(scope="module")
 def dot_model():
-    """dot on the compact engine of the built-in COMPACT machine (cached under ~/.cache/qwengpu)."""
+    """dot on the compact engine of the built-in machine (cached under ~/.cache/qwengpu)."""
     import torch  # noqa: F401  (a test requirement: a missing torch must fail, not skip)
 
-    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.config import BUILTIN
     from qwengpu.runtime.checkpoint import load_machine
-    machine = load_machine(COMPACT, progress=False)
+    machine = load_machine(BUILTIN, progress=False)
     layers = sorted({pl.layer for pl in machine.placements.values()})
     k = suite.get("dot")
     last = {}
@@ -361,13 +361,13 @@ def test_lowering_loops_are_found_for_the_register_check():
     from qwengpu import load_program
     from qwengpu.assembler import assemble
     from qwengpu.lab.checks import micro_loop_pcs
-    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.config import BUILTIN
 
     def loops(name):
         k = suite.get(name)
         m, spec = load_program(k.ptx()), k.spec()
         fn = m.kernel(spec.kernel)
-        return {fn.body[p].text.split()[0] for p in micro_loop_pcs(assemble(m, spec, None, COMPACT), fn)}
+        return {fn.body[p].text.split()[0] for p in micro_loop_pcs(assemble(m, spec, None, BUILTIN), fn)}
 
     assert loops("atomic_float_add") == {"atom.global.add.f32"}
     assert loops("collatz") == set() and loops("dot") == set()
@@ -396,9 +396,9 @@ def test_a_corrupted_state_shows_up_as_a_mismatch():
             st[0, h, row, col + 1] = 0.0                                      # 0-rail off
             hit.append(name)
 
-    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.config import BUILTIN
     from qwengpu.runtime.checkpoint import load_machine
-    machine = load_machine(COMPACT, progress=False)
+    machine = load_machine(BUILTIN, progress=False)
     infos = machine.placements
     v = trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine, on_token=corrupt, names=["a", "b", "out"])
     assert "reg.emit" in hit and len(hit) >= 2

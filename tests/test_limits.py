@@ -175,7 +175,8 @@ def test_ptx_versions_beyond_the_known_range_are_refused_naming_the_line():
 
 def test_matrix_mul_sample_runs_within_the_default_token_limit():
     """The suite's matmul_tile4 (the shape of NVIDIA's matrixMul sample: 4x4 tiles in shared memory)
-    on 8x16 times 16x8: 106,531 tokens, past the old fixed default of 100,000."""
+    on 8x16 times 16x8 on COMPACT, whose float is soft-float: 106,531 tokens, past the old fixed default of
+    100,000 (the built-in machine's float unit runs it in ~11,600)."""
     from qwengpu import suite
     h, w, n = 8, 16, 8
     a = (np.arange(h * w) % 7 - 3).astype(np.float32)
@@ -184,7 +185,7 @@ def test_matrix_mul_sample_runs_within_the_default_token_limit():
             "args": [{"buffer": "float32", "size": h * n}, {"buffer": "float32", "data": a.tolist()},
                      {"buffer": "float32", "data": b.tolist()}, {"scalar": "int32", "value": w},
                      {"scalar": "int32", "value": n}]}
-    res = qwengpu.run(suite.get("matmul_tile4").ptx(), spec, engine="sim")
+    res = qwengpu.run(suite.get("matmul_tile4").ptx(), spec, engine="sim", config="compact")
     assert res.tokens > 100_000
     np.testing.assert_array_equal(res.buffers[0], (a.reshape(h, w) @ b.reshape(w, n)).reshape(-1))
 

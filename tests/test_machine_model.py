@@ -2,7 +2,7 @@
 (decode and chunked-prefill paths) and the compact engine, each against the token simulator and the
 kernels' oracles.
 
-The built-in COMPACT machine is compiled once (sparse weights) for the compact engine; the stock
+The built-in machine (COMPACT with the float unit) is compiled once (sparse weights) for the compact engine; the stock
 forward runs on the small TINY machine (same circuits, one ALU slot), built, saved and reloaded.
 `pytest --runslow` runs every kernel on the compact engine (~30 min on 2 cores); by default a set
 of kernels that exercises every unit and control path runs (the others are marked slow).
@@ -16,7 +16,7 @@ import qwengpu
 from qwengpu import load_program, run, suite
 from qwengpu.assembler import assemble
 from qwengpu.semantics.faults import ExecutionFault, MemoryFault
-from qwengpu.machine.config import COMPACT, TINY
+from qwengpu.machine.config import BUILTIN, TINY
 from qwengpu.machine.hardware import Hardware, reference_tokens
 from qwengpu.machine.simulator import MachineStepLimit
 from qwengpu.runtime.checkpoint import load_machine, open_machine
@@ -35,7 +35,7 @@ def _machine_kernels():
     out = []
     for k in suite.kernels():
         try:
-            assemble(load_program(k.ptx()), k.spec(), config=COMPACT)
+            assemble(load_program(k.ptx()), k.spec(), config=BUILTIN)
         except Exception:
             continue
         out.append(k.name)
@@ -49,7 +49,7 @@ SUITE = CI_KERNELS + [pytest.param(n, marks=pytest.mark.slow) for n in _machine_
 def compact():
     """The built-in machine for the compact engine, from the cache (built there on first use, as
     `qwengpu demo` does)."""
-    return load_machine(COMPACT, progress=False)
+    return load_machine(BUILTIN, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,29 @@ def test_stock_forward_is_exact_in_decode_and_prefill(tiny):
     assert res.extra["min_logit_gap"] > 8 and res.extra["prefill_min_gap"] > 8
     assert res.extra["memory_margin"] > 8
     assert 0 < res.extra["form_noise"] < 0.1          # measured through hooks on the stock MLPs
+
+
+def test_symbols_set_from_the_spec_are_read_back_from_the_models_state(compact):
+    """A launch spec's "symbols" go through the prompt into the model's memory, and the result reads
+    the variables back from the model's state (the reader the stock forward shares): the interpreter's
+    values, on the variables the spec sets (partly) and those it leaves."""
+    k = suite.get("global_device_array")
+    spec = k.spec().to_json()
+    spec["symbols"] = {"weights": {"dtype": "int32", "data": [7, -3]}, "counter": {"dtype": "uint32", "data": [9]}}
+    m = load_program(k.ptx())
+    want = run(m, spec).symbols
+    assert want["weights"].tolist() == [7, -3, 30, -40, 50, -60, 70, -80]
+    assert want["counter"].tolist() == [9 + 1, 200 + 2, 300 + 3, 400 + 4]
+    got = run(m, spec, engine="compact", machine=compact, progress=False, check_states=True)
+    assert list(got.symbols) == list(want)
+    assert all(got.symbols[n].dtype == want[n].dtype and got.symbols[n].tolist() == want[n].tolist() for n in want)
+
+
+def test_the_progress_bar_names_the_prompts_length_before_the_launch(compact, capsys):
+    k = suite.get("dot")
+    res = run(k.ptx(), k.spec(), engine="compact", machine=compact, progress=True)
+    err = capsys.readouterr().err
+    assert f"on the compact (prompt {len(res.extra['prompt']):,} tokens, token limit 100,000)" in err
 
 
 def test_saved_machine_runs_with_stock_generate(tiny):
@@ -244,7 +267,7 @@ def test_every_suite_kernel_encodes_for_the_circuits():
     further away read no carry: int_mulhi, i2f_convert, int_minmax, const_mem, atomic64 diverged on the model)."""
     for name in _machine_kernels():
         k, m, spec = _case(name)
-        img = assemble(m, spec, config=COMPACT)
+        img = assemble(m, spec, config=BUILTIN)
         for b in img.bundles:
             for slot, so in enumerate(b.slots):
                 if so is not None and so.op.kind == "alu" and so.op.cin == "flag":

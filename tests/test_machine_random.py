@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from randprog import inputs, launch, programs
 
 from qwengpu import run
-from qwengpu.machine.config import COMPACT
+from qwengpu.machine.config import BUILTIN
 from qwengpu.runtime.checkpoint import load_machine
 
 MODEL_EXAMPLES = sizes.scaled(4)
@@ -25,7 +25,7 @@ SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.d
 @functools.cache
 def compact():
     """The built-in machine (not a fixture: hypothesis would print its 37k-token vocabulary)."""
-    return load_machine(COMPACT, progress=False)
+    return load_machine(BUILTIN, progress=False)
 
 
 @functools.cache

@@ -233,3 +233,12 @@ def test_no_module_over_1000_lines_and_no_class_over_400(tmp_path):
     assert len(found) == 2 and "long.py" in found[0] + found[1] and "class Big" in found[0] + found[1], found
     over = _sizes_over_limits(ROOT / "qwengpu")
     assert not over, "\n".join(over)
+
+
+def test_the_suite_page_counts_the_suite():
+    import re
+
+    from qwengpu import suite
+    text = (ROOT / "docs" / "suite.md").read_text()
+    said = int(re.search(r"holds (\d+) small CUDA kernels", text).group(1))
+    assert said == len(suite.names()), f"docs/suite.md says {said} kernels; the suite has {len(suite.names())}"

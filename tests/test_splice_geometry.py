@@ -5,6 +5,7 @@ import pytest
 
 from qwengpu import run, suite
 from qwengpu.cli import main
+from qwengpu.machine.config import BUILTIN
 from qwengpu.splice import fixtures
 from qwengpu.splice.machine_splice import GEOMETRIES, fitting_text_config, machine_for_geometry
 from qwengpu.verify import compare_buffers
@@ -23,7 +24,7 @@ def test_a_machine_for_a_base_directory_takes_its_layer_shapes_and_runs_exactly(
 
 
 def test_verify_on_compact_for_a_base_geometry_from_the_command_line(tmp_path, capsys):
-    base = fixtures.write_random_base(tmp_path / "b", fitting_text_config("compact", V), tokenizer="none")
+    base = fixtures.write_random_base(tmp_path / "b", fitting_text_config(BUILTIN.name, V), tokenizer="none")
     assert main(["verify", "dot", "--engine", "compact", "--check-states", "--geometry", str(base)]) == 0
     assert "verify compact: 1/1 exact" in capsys.readouterr().out
 

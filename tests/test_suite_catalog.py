@@ -139,3 +139,19 @@ def test_a_struct_argument_is_its_bytes():
     for bad in ("", "xyz", "123", 5):
         with pytest.raises(LaunchError, match=r"args\[0\]\.struct must be a non-empty string of hex digits"):
             LaunchSpec.from_json({"args": [{"struct": bad}]})
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if ORACLES[n].symbols])
+def test_a_symbols_oracle_expects_variables_of_its_module_in_the_dtype_they_are_read_in(name):
+    """An oracle of module variables (`oracle(..., symbols=True)`) names variables the result reads
+    back, each with the shape and dtype it is read back in (the spec's dtype, else the declared one)."""
+    import qwengpu
+    from qwengpu.semantics.symbols import module_symbols, symbol_dtype
+    k = suite.get(name)
+    spec = k.spec()
+    variables = {v.name: v for v in module_symbols(qwengpu.load_program(k.ptx()))}
+    want = k.expected_symbols()
+    assert want and set(want) <= set(variables)
+    for n, arr in want.items():
+        dt = symbol_dtype(variables[n], spec)
+        assert arr.dtype == dt and arr.shape == (variables[n].size // dt.itemsize,), n

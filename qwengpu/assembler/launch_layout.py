@@ -5,7 +5,7 @@ from __future__ import annotations
 from qwengpu.semantics.launch_model import ModuleAnalysis
 from qwengpu.semantics.launch_model import check_kernel_limits, global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
-from qwengpu.machine.config import COMPACT, LANES, MachineConfig
+from qwengpu.machine.config import BUILTIN, LANES, MachineConfig
 from qwengpu.machine.format import BLOCK_BITS
 from qwengpu.machine.layout import MachineLayout, memory_map
 from qwengpu.ptx.ir import Module
@@ -13,7 +13,7 @@ from qwengpu.ptx.ir import Module
 from .lower import AssemblerError
 
 
-def check_launch_shape(spec: LaunchSpec, config: MachineConfig = COMPACT):
+def check_launch_shape(spec: LaunchSpec, config: MachineConfig = BUILTIN):
     """The machine's limits on a launch's shape: the blocks (every geometry's: the token fields'
     widths) and the geometry's threads per block."""
     if spec.blocks > 1 << BLOCK_BITS:
@@ -24,7 +24,7 @@ def check_launch_shape(spec: LaunchSpec, config: MachineConfig = COMPACT):
 
 
 def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str,
-                   config: MachineConfig = COMPACT) -> MachineLayout:
+                   config: MachineConfig = BUILTIN) -> MachineLayout:
     """Where the launch's memories lie on the memory map of a machine of geometry `config`. CUDA's
     limits are refused first, as the interpreter refuses them, then the machine's own."""
     fn = module.kernel(kernel_name)

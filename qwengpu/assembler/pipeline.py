@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from qwengpu.launch import LaunchSpec
-from qwengpu.machine.config import COMPACT, MachineConfig
+from qwengpu.machine.config import BUILTIN, MachineConfig
 from qwengpu.machine.image import Image
 from qwengpu.ptx.ir import Module
 
@@ -14,7 +14,7 @@ from .spill import schedule_with_spills
 
 
 def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
-             config: MachineConfig = COMPACT) -> Image:
+             config: MachineConfig = BUILTIN) -> Image:
     """The program image of one launch of `kernel` on a machine of geometry `config`."""
     fn = module.kernel(kernel if kernel is not None else spec.kernel)
     lay = machine_layout(module, spec, fn.name, config)

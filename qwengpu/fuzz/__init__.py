@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..machine.config import BUILTIN
 from .generator import MIXES, FuzzKernel, generate
 from .host import compile_ptx, cuda_source, missing_tools, run_host
 from .prelude import PRELUDE
@@ -47,7 +48,7 @@ class FuzzReport:
     engines: tuple
     compact_every: int
     mix: str = "all"
-    machine: str = "compact"
+    machine: str = BUILTIN.name
     checked: dict = field(default_factory=dict)        # engine -> kernels compared with the host
     did_not_fit: dict = field(default_factory=dict)    # engine -> kernels the machine could not hold
     failures: list = field(default_factory=list)
@@ -147,7 +148,7 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
     if mix not in MIXES:
         raise ValueError(f"unknown type mix {mix!r} (known: {', '.join(MIXES)})")
     report = FuzzReport(seed=seed, count=count, engines=tuple(engines), compact_every=compact_every, mix=mix,
-                        machine=geometry or "compact")
+                        machine=geometry or BUILTIN.name)
     all_engines = list(engines) + (["compact"] if compact_every > 0 else [])
     for e in all_engines:
         report.checked[e], report.did_not_fit[e] = 0, 0
@@ -176,7 +177,7 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
                 if engine == "compact":
                     if machine is None:
                         from ..api import default_machine
-                        machine = default_machine("compact", progress=False, machine=geometry or "compact")
+                        machine = default_machine("compact", progress=False, machine=geometry or BUILTIN.name)
                     options = {"machine": machine, "progress": False}
                 src = _only(program, k.name) if program is not None else compile_ptx([k])
                 detail = _check(src, k, engine, host[k.name], options)

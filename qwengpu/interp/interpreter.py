@@ -23,6 +23,7 @@ from qwengpu.semantics import integers as alu
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.semantics.launch_model import (CONST_WINDOW, LANES, SHARED_WINDOW, ModuleAnalysis, check_kernel_limits,
                                             default_max_steps, kernel_param_bytes)
+from qwengpu.semantics.symbols import apply_symbols, read_symbols
 
 from .arithmetic import h_approx, h_arith, h_bits, h_cvt, h_float, h_misc, h_mov, h_selp, h_setp
 from .lanes import lanes_of
@@ -77,10 +78,10 @@ class Interpreter(OperandAccess):
     def __init__(self, module: Module, spec: LaunchSpec, kernel: str | None = None,
                  max_steps: int | None = None, trace: bool = False):
         validate_module(module)
-        self.module = module
         self.spec = spec
         self.kernel = module.kernel(kernel if kernel is not None else spec.kernel)
         check_kernel_limits(module, spec, self.kernel)      # before anything is allocated
+        module = self.module = apply_symbols(module, spec)  # the spec's "symbols" as initialisers
         self.prog = ModuleAnalysis(module, self.kernel)
         self.max_steps = check_step_limit(max_steps) or default_max_steps(spec)
         self.record = trace
@@ -142,7 +143,17 @@ class Interpreter(OperandAccess):
         return LaunchResult(kernel=self.kernel.name, engine="interp",
                             buffers=read_back(self.gmem, self.spec, self.layout), steps=self.steps,
                             tokens=None, lane_instructions=self.lane_instructions,
-                            trace=self.trace if self.record else None, printf=self._printf())
+                            trace=self.trace if self.record else None, printf=self._printf(),
+                            symbols=read_symbols(self.module, self.spec, self._variable_bytes))
+
+    def _variable_bytes(self, v) -> bytes:
+        """A module `.global` or `.const` variable's bytes as the launch left them."""
+        if v.space == "const":
+            off = self.prog.const_offsets[v.name]
+            return bytes(self.const.data[off:off + v.size])
+        addr = self.layout.var_addresses[v.name]
+        r = self.gmem.region(addr, v.size)
+        return bytes(r.data[addr - r.base:addr - r.base + v.size])
 
     def _printf(self):
         """The printf output, formatted from the buffer in global memory (None without printf)."""

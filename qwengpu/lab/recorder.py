@@ -54,10 +54,11 @@ import numpy as np
 import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
+from qwengpu.semantics.symbols import apply_symbols
 from qwengpu.compiler.placement import MemoryPlacement, decode_words, words_of
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
-from qwengpu.machine.config import COMPACT
+from qwengpu.machine.config import BUILTIN
 from qwengpu.machine.tokens import token_kind
 from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS
@@ -318,9 +319,9 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     passes recorded so far (the inspector's scrubbing during a recording)."""
     if engine not in ("compact", "model"):
         raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
-    module = qwengpu.load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
-    machine = machine or load_machine(COMPACT, dense=engine == "model", progress=progress)
+    module = apply_symbols(qwengpu.load_program(program), spec)     # the lab's simulator starts from them too
+    machine = machine or load_machine(BUILTIN, dense=engine == "model", progress=progress)
     fn = module.kernel(kernel if kernel is not None else spec.kernel)
     image = assemble(module, spec, kernel, machine.config)
     prompt = prompt_tokens(image, module, spec)

@@ -116,9 +116,9 @@ def lab_url(port: int, ip: str, notebook: str, token: str = "") -> str:
 def prepare_machine(progress: bool = True):
     """The built-in machine, built and cached on the first run (2-3 min), with its compact engine's
     weights; later runs load it in seconds."""
-    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.config import BUILTIN
     from qwengpu.runtime.checkpoint import load_machine
-    m = load_machine(COMPACT, progress=progress)
+    m = load_machine(BUILTIN, progress=progress)
     m.reference_engine()              # the compact engine's weights file, written next to the machine
     return m
 

@@ -21,7 +21,7 @@ def trace_launch(program, launch, *, engine: str = "interp", kernel: str | None 
     the launch through the model's forward passes and gives a `qwengpu.lab.MachineView`: one position
     per forward pass, the machine decoded from the model's own state after it, checked against the
     simulator and the interpreter (`qwengpu.lab.recorder`). `machine`: a built machine (default: the
-    built-in COMPACT machine, built on first use); `max_steps` bounds the generated tokens;
+    built-in machine, built on first use); `max_steps` bounds the generated tokens;
     `on_token(index, text, state)` runs after every pass before the lab reads the state (it may
     change it: fault injection, see `record_launch`). `machine` may be a spliced checkpoint's
     (`qwengpu.splice.machine_splice.open_spliced_machine`) and `prefix` text run before the launch in its context;

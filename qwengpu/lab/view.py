@@ -28,6 +28,7 @@ from qwengpu.interp.interpreter import Interpreter
 from qwengpu.launch import LaunchResult, LaunchSpec
 from qwengpu.ptx.ir import Addr, ArgList, Function, Imm, Label, Module, Neg, Pair, Reg, Special, Sym, Vec
 from qwengpu.semantics.faults import ExecutionFault
+from qwengpu.semantics.symbols import apply_symbols
 from qwengpu.semantics.launch_model import (CONST_WINDOW, LANES, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, global_layout,
                                             layout_variables)
 
@@ -845,8 +846,8 @@ def interp_view(program, launch, *, kernel: str | None = None, max_steps: int | 
     """Run one launch on the reference interpreter with a per-step trace and build its `LaunchView`
     (one position per warp-instruction). A launch that faults still gives a view: its last step is
     the faulting one and `view.fault` holds the `ExecutionFault`."""
-    module = qwengpu.load_program(program)
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
+    module = apply_symbols(qwengpu.load_program(program), spec)     # the view's first memory holds them too
     it = Interpreter(module, spec, kernel=kernel, max_steps=max_steps or 200_000, trace=True)
     fault = None
     result = None

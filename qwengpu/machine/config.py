@@ -123,6 +123,10 @@ COMPACT_FPU = MachineConfig(name="compact-fpu", slots=(ALU, ALU, MEM, ALU, ALU, 
 TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2, shifters=(0,), bitcount=(0,),
                      multipliers=(0,))
 
+#: the machine every engine, build, splice and the lab use when none is named: COMPACT with the float
+#: unit (docs/float_units.md, "The built-in machine"); `compact` stays by name, float as soft-float routines
+BUILTIN = COMPACT_FPU
+
 #: configurations by name (`qwengpu build --config NAME`)
 CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, TINY)}
 

@@ -1,6 +1,6 @@
 """The built machine: the hardware circuits compiled into a stock Qwen3.5 checkpoint, cached on disk.
 
-    machine = load_machine()                 # the built-in COMPACT machine (built once, then cached)
+    machine = load_machine()                 # the built-in machine (COMPACT with the float unit; built once, then cached)
     machine.model                            # a transformers Qwen3_5ForCausalLM
     machine.token_id("<go>"), machine.text(id)
     machine.reader.memory(cache)             # the machine memory, decoded from the GDN states
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from qwengpu.compiler.margins import gate_lattices
 from qwengpu.engines import reference_engine
-from qwengpu.machine.config import COMPACT, MachineConfig, config_named
+from qwengpu.machine.config import BUILTIN, MachineConfig, config_named
 from qwengpu.machine.tokens import ends_launch
 
 from .tokenizer import machine_tokenizer, save_tokenizer
@@ -304,7 +304,7 @@ class Machine:
         return self._reader
 
 
-def compile_machine(config: MachineConfig = COMPACT, dense: bool = True, **target_kw) -> Machine:
+def compile_machine(config: MachineConfig = BUILTIN, dense: bool = True, **target_kw) -> Machine:
     """Build a machine in memory (nothing written): `dense=False` keeps sparse weights, enough for
     the compact engine; `dense=True` also gives the stock transformers model."""
     from qwengpu.compiler import Target, compile_program
@@ -412,7 +412,7 @@ def open_machine(path) -> Machine:
                    probes, lattices, meta.get("files", {}))
 
 
-def build_machine(config: MachineConfig = COMPACT, path=None, progress: bool = True, dense: bool = True,
+def build_machine(config: MachineConfig = BUILTIN, path=None, progress: bool = True, dense: bool = True,
                   overwrite: bool = False, **target_kw) -> Machine:
     """Compile the machine's circuits and save them at `path` (default: the cache): always the
     compact engine's sparse weights and the decoding metadata; with `dense`, also the stock
@@ -487,7 +487,7 @@ def _cache_path(config: MachineConfig, target_kw: dict) -> Path:
     return cache_root() / f"{config.name}-{source_hash(config, target_kw)}"
 
 
-def cached_build_path(config: MachineConfig = COMPACT, **target_kw) -> Path:
+def cached_build_path(config: MachineConfig = BUILTIN, **target_kw) -> Path:
     """Where the cache keeps the build of `config` with these compiler options (the defaults
     filled in as `load_machine` does), built or not."""
     target_kw = with_budgets(target_kw)
@@ -551,7 +551,7 @@ def has_checkpoint(path) -> bool:
     return (Path(path) / "config.json").exists()
 
 
-def load_machine(config: MachineConfig = COMPACT, path=None, dense: bool = False, build: bool = True,
+def load_machine(config: MachineConfig = BUILTIN, path=None, dense: bool = False, build: bool = True,
                  progress: bool = True, **target_kw) -> Machine:
     """The built machine for `config` from `path` or the cache, building it when missing (or when
     the stock checkpoint is wanted, `dense`, and only the compact engine's weights are there).

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from qwengpu.semantics.launch_model import launch_warps
 from qwengpu.semantics.faults import ExecutionFault, MemoryFault
 from qwengpu.semantics.printf import machine_printf
+from qwengpu.semantics.symbols import apply_symbols, symbols_from_machine
 from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble
 from qwengpu.engines.forwards import FORWARDS, best_device
-from qwengpu.machine.config import COMPACT, MachineConfig, config_named
+from qwengpu.machine.config import BUILTIN, MachineConfig, config_named
 from qwengpu.machine.simulator import (FAULT_KINDS, MachineStepLimit, Simulator, read_buffers,
                                       step_limit_message, trap_fault)
 from qwengpu.machine.tokens import ends_launch, parse_token, token_kind, token_text
@@ -58,16 +59,18 @@ def _lane_instructions(image, tokens) -> int:
     return n
 
 
-def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig | str = COMPACT,
+def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config: MachineConfig | str = BUILTIN,
                      max_tokens: int | None = None) -> LaunchResult:
     """One launch on the token simulator of the machine `config` (a geometry or its name)."""
-    img = assemble(module, spec, kernel, config_named(config, "machine"))
+    img = assemble(module, spec, kernel, config_named(config, "machine"))     # refuses bad "symbols" first
+    module = apply_symbols(module, spec)
     res = Simulator(img, module, spec, max_tokens=check_step_limit(max_tokens) or default_max_tokens(spec)).run()
     texts = [token_text(t) for t in res.tokens]
     return LaunchResult(img.kernel, "sim", res.buffers, steps=len(res.passes), tokens=len(texts),
                         lane_instructions=_lane_instructions(img, texts),
                         extra={"prompt": prompt_tokens(img, module, spec), "generated": texts, "image": img},
-                        printf=machine_printf(module, spec, img.layout, res.memory))
+                        printf=machine_printf(module, spec, img.layout, res.memory),
+                        symbols=symbols_from_machine(module, spec, img.layout, res.memory))
 
 
 def _device_for(forward: str, device: str | None) -> str:
@@ -84,8 +87,9 @@ class _Launch:
     and what it leaves in the model's state when it ends."""
 
     def __init__(self, machine, module, spec, kernel, max_tokens, check_states, on_token, prefix):
+        self.img = assemble(module, spec, kernel, machine.config)         # refuses bad "symbols" first
+        module = apply_symbols(module, spec)
         self.machine, self.module, self.spec = machine, module, spec
-        self.img = assemble(module, spec, kernel, machine.config)
         self.prompt = prompt_tokens(self.img, module, spec)
         self.prefix = list(prefix or [])
         self.stream = TokenStream(self.prompt)
@@ -145,7 +149,8 @@ class _Launch:
         return LaunchResult(self.img.kernel, forward, read_buffers(self.img, self.spec, memory),
                             steps=sum(token_kind(t) == "EXEC" for t in gen), tokens=len(gen),
                             lane_instructions=_lane_instructions(self.img, gen), extra=extra,
-                            printf=machine_printf(self.module, self.spec, self.img.layout, memory))
+                            printf=machine_printf(self.module, self.spec, self.img.layout, memory),
+                            symbols=symbols_from_machine(self.module, self.spec, self.img.layout, memory))
 
 
 def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, machine=None,
@@ -165,16 +170,18 @@ def run_batch_on_model(modules: list, specs: list, kernels: list | None = None, 
     if len(specs) != B:
         raise ValueError(f"{B} programs for {len(specs)} launches")
     device = _device_for(forward, device)
-    machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
+    machine = machine or load_machine(BUILTIN, dense=forward == "model", progress=progress)
     kernels = kernels or [None] * B
     prefix_ids = prefix_ids or [None] * B
     launches = [_Launch(machine, m, sp, k, max_tokens, check_states,
                         None if on_token is None else (lambda i, t, st, b=b: on_token(b, i, t, st)), pre)
                 for b, (m, sp, k, pre) in enumerate(zip(modules, specs, kernels, prefix_ids))]
     name = launches[0].img.kernel if B == 1 else f"{B} launches"
-    # the bar runs up to the token limit, so it shows how near a long launch is to being stopped
+    # the bar runs up to the token limit, so it shows how near a long launch is to being stopped; it
+    # names the prompt's length before the prefill starts (a prompt's cost grows with what the launch writes)
     limit = sum(ln.max_tokens for ln in launches)
-    bar = tqdm(desc=f"{name} on the {forward} (token limit {limit:,})", unit="tok", total=limit, disable=not progress)
+    bar = tqdm(desc=f"{name} on the {forward} (prompt {sum(len(ln.prompt_ids()) for ln in launches):,} tokens, "
+                    f"token limit {limit:,})", unit="tok", total=limit, disable=not progress)
     with FORWARDS[forward](machine, device, B) as fw:
         logits = fw.prefill_all([ln.prompt_ids() for ln in launches])
         running = list(range(B))
@@ -212,7 +219,7 @@ def run_on_model(module, spec: LaunchSpec, kernel: str | None = None, machine=No
     chunked prefill path. `prefix_ids`: model token ids (text, on a spliced checkpoint) run in the
     same context before the prompt."""
     from .checkpoint import load_machine
-    machine = machine or load_machine(COMPACT, dense=forward == "model", progress=progress)
+    machine = machine or load_machine(BUILTIN, dense=forward == "model", progress=progress)
     res = run_batch_on_model([module], [spec], [kernel], machine, max_tokens, check_states, progress, device,
                              forward, None if on_token is None else (lambda b, i, t, st: on_token(i, t, st)),
                              [prefix_ids])[0]

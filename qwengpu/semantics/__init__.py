@@ -9,5 +9,6 @@ so that neither imports the other.
   integer and IEEE instructions; `words`: what one ALU micro-op computes on 32-bit words, the
   language the approximate instructions' definitions (`approx`) are written in;
 - `shuffle`: which lane a `shfl.sync` reads;
-- `printf`: the text a kernel's printf records format to.
+- `printf`: the text a kernel's printf records format to;
+- `symbols`: the module variables a launch spec sets by name (`"symbols"`) and a result reads back.
 """

@@ -137,9 +137,11 @@ def check_kernel_limits(module: Module, spec: LaunchSpec, kernel: Function):
     """Every CUDA limit a launch of `kernel` must meet, checked the same way by every engine (the
     interpreter and the assembler call it before allocating anything): the launch's shape, the
     module's declarations, the kernel's static shared memory and, with the launch's dynamic
-    shared memory, the block's."""
+    shared memory, the block's; and the variables the spec's `"symbols"` set (`check_symbols`)."""
+    from qwengpu.semantics.symbols import check_symbols
     spec.check()
     check_module_limits(module)
+    check_symbols(module, spec)
     static = [v for v in kernel_shared_variables(module, kernel) if not v.extern]
     check_shared_bytes(shared_end(static, layout_variables(static)), spec.shared_bytes, kernel.name)
 

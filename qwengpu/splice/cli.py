@@ -1,11 +1,11 @@
 """Command-line subcommands of the splicer, for `qwengpu.cli` to mount:
 
-    qwengpu build [--target compact] [--out DIR] [--overwrite]    the stand-alone machine checkpoint
-    qwengpu build --base PATH --out DIR [--machine compact|tiny | --program MODULE:FUNC] [--mtp widen|drop]
+    qwengpu build [--target compact-fpu] [--out DIR] [--overwrite]    the stand-alone machine checkpoint
+    qwengpu build --base PATH --out DIR [--machine compact-fpu|compact|tiny | --program MODULE:FUNC] [--mtp widen|drop]
                   [--overwrite]
     qwengpu kl --base PATH --model DIR [--text FILE] [--dtype float32|bfloat16] [--json]
     qwengpu bench-splice [--workdir DIR] [--keep] [--machine tiny|compact|compact-fpu [--write]] [--json]
-    qwengpu splice-size [--machine compact] [--widest N] [--json]       layers, widths, GiB before writing
+    qwengpu splice-size [--machine compact-fpu] [--widest N] [--json]       layers, widths, GiB before writing
 
 `add_parsers(subparsers)` adds them; each sets `func` to a `cmd_*` taking the parsed args and
 returning an exit status.
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import sys
+
+from qwengpu.machine.config import BUILTIN
 
 
 def cmd_build(args) -> int:
@@ -27,9 +29,9 @@ def cmd_build(args) -> int:
     if args.machine and args.program:
         raise ValueError("--machine and --program are alternatives")
     prog = import_circuit(args.program) if args.program else None
-    if not args.program:                  # the machine by default: COMPACT, the whole suite
+    if not args.program:                  # the machine by default: the built-in one, the whole suite
         from .machine_splice import compile_for_base
-        machine = args.machine or "compact"
+        machine = args.machine or BUILTIN.name
         prog = lambda target: compile_for_base(target, machine)            # noqa: E731
     rep = build(args.base, args.out, prog, mtp=args.mtp, overwrite=args.overwrite, progress=not args.quiet)
     if args.json:
@@ -110,14 +112,14 @@ def add_parsers(sub) -> None:
     b = sub.add_parser("build", help="build the machine checkpoint; with --base, splice it into a Qwen3.5 checkpoint")
     b.add_argument("--base", help="folder of a Qwen3.5 checkpoint (config.json, *.safetensors)")
     b.add_argument("--out", help="output folder (without --base: default the cache)")
-    b.add_argument("--target", "--config", dest="config", default="compact",
-                   help="machine geometry without --base: compact (default, the built-in one) or tiny")
+    b.add_argument("--target", "--config", dest="config", default=BUILTIN.name,
+                   help=f"machine geometry without --base: {BUILTIN.name} (default, the built-in one), compact or tiny")
     b.add_argument("--compact-only", action="store_true",
                    help="without --base: only the compact engine's sparse weights, no stock checkpoint")
     b.add_argument("--program", help="MODULE:FUNC giving another GPU program for a target (e.g. the stand-in, "
                    "qwengpu.splice.demo:standin)")
     b.add_argument("--machine", choices=MACHINES,
-                   help="with --base: the machine (the SIMT GPU) to splice, default compact; refused, with what it "
+                   help=f"with --base: the machine (the SIMT GPU) to splice, default {BUILTIN.name}; refused, with what it "
                         "needs, when the base's layer geometry cannot hold it")
     b.add_argument("--mtp", choices=["widen", "drop"], default="widen", help="the base's MTP head (default: widen)")
     b.add_argument("--overwrite", action="store_true",
@@ -159,7 +161,7 @@ def add_parsers(sub) -> None:
 
     z = sub.add_parser("splice-size", help="a machine compiled for Qwen3.5-2B's shapes: GPU layers, spliced width, "
                                             "fp32 size, the widest residual boundaries and what is live there")
-    z.add_argument("--machine", choices=MACHINES, default="compact")
+    z.add_argument("--machine", choices=MACHINES, default=BUILTIN.name)
     z.add_argument("--set", action="append", metavar="FIELD=VALUE",
                    help="change a field of the machine's geometry (repeatable), e.g. --set global_bytes=16384 "
                         "--set max_warps=16 (docs/memory_sizes.md)")

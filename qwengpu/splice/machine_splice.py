@@ -42,13 +42,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from qwengpu.machine.config import MachineConfig, config_named
+from qwengpu.machine.config import BUILTIN, MachineConfig, config_named
 from qwengpu.runtime.checkpoint import Machine
 
 from .splice import SpliceError, read_meta
-
-#: the machines by name (`--machine`)
-MACHINES = ("tiny", "compact")
 
 #: the kernel whose launch (prompt + generated tokens) is recorded as the sample launch
 SAMPLE_KERNEL = "dot"
@@ -226,7 +223,7 @@ def _qwen35_2b():
 GEOMETRIES = {"qwen3.5-2b": _qwen35_2b}
 
 
-def machine_for_geometry(geometry, machine="compact"):
+def machine_for_geometry(geometry, machine=BUILTIN.name):
     """`machine` compiled stand-alone for a base's true layer geometry (`compile_for_base_geometry`):
     `geometry` is a name in GEOMETRIES (Qwen3.5-2B's shapes, nothing downloaded) or a base
     checkpoint's directory. The suite and random programs run on it where the whole spliced
@@ -248,8 +245,14 @@ def tiny(target):
 
 
 def compact(target):
-    """`--program qwengpu.splice.machine_splice:compact`: the built-in COMPACT machine compiled for `target`."""
+    """`--program qwengpu.splice.machine_splice:compact`: COMPACT (float as soft-float routines) compiled for `target`."""
     return compile_for_base(target, "compact")
+
+
+def builtin(target):
+    """`--program qwengpu.splice.machine_splice:builtin`: the built-in machine (COMPACT with the float unit)
+    compiled for `target`."""
+    return compile_for_base(target, BUILTIN)
 
 
 def splice_machine(base, out_dir, machine="tiny", **kw):
@@ -460,14 +463,16 @@ def fitting_text_config(machine="tiny", vocab: int = 416, hidden: int = 64, laye
     GPU's layer count down) and value heads of 16 dims (8-bit fields): the machine's 256-slot
     memories are banked over two key heads and spread over layers. `grouped=True`: 4 key heads of
     256 dims with 18 value heads each (r = 18: a memory's fields share its key head; `mem`, 18
-    fields x 4 ports, fills a layer). MLP 2560 either way (the widest circuit has 1760 neurons)."""
-    config_named(machine)
+    fields x 4 ports, fills a layer). MLP 2560 either way, or more where the machine's widest circuit
+    with an eighth of the MLP beside it for erases (the scheduler's last resort) needs it (COMPACT's
+    widest has 1,760 neurons: 2560; the float unit's 2,632: 3072)."""
+    widest = _machine_needs(config_named(machine))[1][1]
     from .fixtures import tiny_text_config
     c = tiny_text_config(vocab, hidden)
     if grouped:
         c.update(linear_num_key_heads=4, linear_num_value_heads=72, linear_key_head_dim=256, linear_value_head_dim=16)
     else:
         c.update(linear_num_key_heads=32, linear_num_value_heads=32, linear_key_head_dim=128, linear_value_head_dim=16)
-    c.update(intermediate_size=2560, num_hidden_layers=layers,
+    c.update(intermediate_size=max(2560, -(-widest * 8 // 7 // 256) * 256), num_hidden_layers=layers,
              layer_types=(["linear_attention", "full_attention"] * layers)[:layers])
     return c

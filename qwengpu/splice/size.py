@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qwengpu.machine.config import BUILTIN
+
 #: the 2B's text model is tied; its base layers alternate three GDN layers and one attention layer
 _FULL_EVERY = 4
 
@@ -69,9 +71,10 @@ def text_model_gib(base: dict, gpu_layer_types: list, width: int, gpu_tokens: in
     return sum(p.numel() for p in model.parameters()) * 4 / 2**30
 
 
-def splice_size(machine="compact", base: dict | None = None, widest: int = 3, top: int = 8) -> SpliceSize:
+def splice_size(machine=BUILTIN.name, base: dict | None = None, widest: int = 3, top: int = 8) -> SpliceSize:
     """Compile `machine` (a name or a `MachineConfig`) for the base's geometry (default: Qwen3.5-2B's
-    text config) as the splice does and measure it: layers, widths, size, the `widest` boundaries with their `top` variables."""
+    text config) as the splice does and measure it: layers, widths, size, the `widest` boundaries
+    with their `top` variables."""
     from .fixtures import qwen35_2b_text_config
     from .machine_splice import compile_for_base
     from .sharing import feature_map

@@ -55,14 +55,28 @@ class SuiteKernel:
 
     def expected(self, spec: LaunchSpec | None = None) -> list[np.ndarray | None]:
         """The oracle applied to the spec's initial arguments: expected final buffers (None for scalars)."""
+        return self._oracle(spec or self.spec())[0]
+
+    def expected_symbols(self, spec: LaunchSpec | None = None) -> dict[str, np.ndarray] | None:
+        """The module variables' expected final contents ({name: array}, compared with the result's
+        `symbols`), or None when the kernel's oracle checks none."""
+        return self._oracle(spec or self.spec())[1]
+
+    def _oracle(self, spec: LaunchSpec) -> tuple[list, dict | None]:
         from .oracles import ORACLES
-        spec = spec or self.spec()
         try:
             orc = ORACLES[self.name]
         except KeyError:
             raise KeyError(f"suite kernel {self.name!r} has no oracle") from None
         args = [a.data.copy() if a.is_buffer else a.value for a in spec.args]
-        out = list(orc.fn(*args))
+        symbols = None
+        if orc.symbols:
+            out, symbols = orc.fn(*args, symbols={name: v.data.copy() for name, v in spec.symbols.items()
+                                                  if v.data is not None})
+            symbols = {name: np.asarray(v) for name, v in symbols.items()}
+        else:
+            out = orc.fn(*args)
+        out = list(out)
         if len(out) != len(spec.args):
             raise ValueError(f"oracle {self.name!r} returned {len(out)} entries for {len(spec.args)} args")
         result = []
@@ -75,7 +89,7 @@ class SuiteKernel:
                 raise ValueError(f"oracle {self.name!r}: arg {k} is {arr.dtype}{arr.shape}, "
                                  f"the spec has {a.data.dtype}{a.data.shape}")
             result.append(arr)
-        return result
+        return result, symbols
 
 
 def _load() -> dict[str, SuiteKernel]:

@@ -20,14 +20,17 @@ class Oracle:
     tags: frozenset
     about: str
     max_steps: int | None = None      # a token budget above the runtime's default (verify runs with it)
+    #: the kernel's spec sets module variables (`"symbols"`): `fn` takes them as `symbols=` ({name:
+    #: the spec's data}) and returns (the arguments' final contents, {name: a variable's final contents})
+    symbols: bool = False
 
 
-def oracle(name: str, tags=(), about: str = "", max_steps: int | None = None):
+def oracle(name: str, tags=(), about: str = "", max_steps: int | None = None, symbols: bool = False):
     """Register `fn` as the oracle of suite kernel `name`."""
     def deco(fn):
         if name in ORACLES:
             raise ValueError(f"duplicate oracle {name!r}")
-        ORACLES[name] = Oracle(name, fn, frozenset(tags), about, max_steps)
+        ORACLES[name] = Oracle(name, fn, frozenset(tags), about, max_steps, symbols)
         return fn
     return deco
 

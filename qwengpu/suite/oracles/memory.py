@@ -127,3 +127,27 @@ def pointer_chase(nxt, val, start, total, ln):
             node = int(nxt[node])
         total[i], ln[i] = s, n
     return [nxt, val, start, total, ln]
+
+
+@oracle("conv_row_const", tags={"const", "global_var", "shared", "sync", "multiwarp", "grid", "float", "atomics"},
+        about="separable convolution's row pass: a __constant__ filter and a __device__ counter set from the spec",
+        symbols=True)
+def conv_row_const(src, dst, width, symbols):
+    radius, tile = 2, 8
+    filt = symbols["c_row_filter"]
+    zeros = int(symbols["g_apron_zeros"][0])
+    width, dst = int(width), dst.copy()
+
+    def at(i):            # the row, zero beyond its ends (the apron's zeros)
+        return src[i] if 0 <= i < width else np.float32(0)
+
+    for x in range(min(width, len(dst))):
+        s = np.float32(0)
+        for k in range(-radius, radius + 1):          # nvcc's order: the filter's last tap first, fused
+            s = fma(filt[radius - k], at(x + k), s)
+        dst[x] = s
+    for block_start in range(0, len(dst), tile):      # threads 0 and 1 of each block load the apron
+        for t in range(radius):
+            x = block_start + t
+            zeros += (x - radius < 0) + (x + tile >= width)
+    return [src, dst, None], {"c_row_filter": filt, "g_apron_zeros": np.array([u32(zeros)], dtype=np.uint32)}
