@@ -3,7 +3,7 @@
 Three kinds of limit (`docs/limits.md` says what each engine does at each one):
 - CUDA's (`qwengpu.launch.CUDA_LIMITS`): every engine refuses a launch beyond them before running
   it, with the same `LaunchError` (`qwengpu.semantics.launch_model.check_kernel_limits`).
-- the machine's capacity (the built-in COMPACT geometry, `qwengpu.machine`): the sim and the
+- the machine's capacity (the built-in geometry, `qwengpu.machine.config.BUILTIN`: COMPACT with the float unit): the sim and the
   model engines refuse beyond it with an `AssemblerError`; the interpreter runs what CUDA allows.
 - qwenGPU's own bounds (the parser's register count, global memory, the step limits), which keep a
   small input from allocating or running without end.
@@ -17,9 +17,9 @@ from qwengpu.assembler.launch_layout import check_launch_shape
 from qwengpu.semantics.launch_model import DEFAULT_MAX_STEPS, LANES, LOCAL_BYTES, STEPS_PER_WARP
 from qwengpu.launch import (CUDA_LIMITS, MAX_GLOBAL_BYTES, LaunchError, LaunchSpec, check_dims, check_shared_bytes,
                             check_step_limit)
-from qwengpu.machine.config import COMPACT
-from qwengpu.machine.format import BLOCK_BITS, REG_BITS, WARP_BITS
-from qwengpu.machine.layout import LINE, LOCAL_BYTES as MACHINE_LOCAL_BYTES, LOCAL_THREADS, REGIONS
+from qwengpu.machine.config import BUILTIN
+from qwengpu.machine.format import BLOCK_BITS, REG_BITS
+from qwengpu.machine.layout import memory_map
 from qwengpu.ptx.parser import MAX_REGISTERS, PTX_VERSIONS
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS, TOKENS_PER_WARP
 
@@ -33,8 +33,12 @@ def _refusal(check, *args) -> str:
     raise AssertionError(f"{check.__name__}{args} accepted")
 
 
+#: the built-in machine's memory map (`MachineConfig`'s sizes)
+MEMORY = memory_map(BUILTIN)
+
+
 def _window(space: str) -> int:
-    return REGIONS[space][1] * LINE
+    return MEMORY.window(space)
 
 
 def _spec(blocks: int, threads: int) -> LaunchSpec:
@@ -45,11 +49,11 @@ def rows() -> list[tuple[str, str, str, str]]:
     """(limit, CUDA's, the interpreter's, the machine's on sim and compact) for each limit."""
     lim = CUDA_LIMITS
     over = "refuses beyond CUDA's limit:"
-    machine_blocks, machine_threads = 1 << BLOCK_BITS, LANES << WARP_BITS
+    machine_blocks, machine_threads = 1 << BLOCK_BITS, BUILTIN.max_threads
     return [
         ("threads per block", f"{lim.threads_per_block}",
          f"{over} {_refusal(check_dims, (1, 1, 1), (1024, 2, 1))}",
-         f"{machine_threads} ({1 << WARP_BITS} warps of {LANES} lanes): "
+         f"{machine_threads} ({BUILTIN.max_warps} warps of {LANES} lanes): "
          f"{_refusal(check_launch_shape, _spec(1, machine_threads + 1))}"),
         ("block dimensions (x, y, z)", ", ".join(map(str, lim.block_dims)),
          f"{over} {_refusal(check_dims, (1, 1, 1), (1, 1, lim.block_dims[2] + 1))}",
@@ -77,23 +81,23 @@ def rows() -> list[tuple[str, str, str, str]]:
         ("global memory (buffers and `.global` variables)", "the device's memory",
          f"{MAX_GLOBAL_BYTES} bytes (qwenGPU's bound, so a small spec cannot allocate gigabytes): "
          "`args[k]: a buffer of N ... qwenGPU's global memory holds at most ...`",
-         f"{_window('global')} bytes from 0x{REGIONS['global'][3]:x}: `the launch needs N bytes of global "
+         f"{_window('global')} bytes from 0x{MEMORY.regions['global'].base:x}: `the launch needs N bytes of global "
          f"memory; the machine has {_window('global')}`"),
         ("local memory (stack) per thread", f"{lim.local_bytes_per_thread} bytes",
          f"{LOCAL_BYTES} bytes; an access beyond it faults (`out-of-bounds local ...`)",
-         f"{MACHINE_LOCAL_BYTES} bytes per thread, for blocks of at most {LOCAL_THREADS} threads: "
-         f"`the kernel needs N bytes of local memory per thread; the machine has {MACHINE_LOCAL_BYTES}`"),
+         f"{MEMORY.local_bytes} bytes per thread, for blocks of at most {MEMORY.local_threads} threads: "
+         f"`the kernel needs N bytes of local memory per thread; the machine has {MEMORY.local_bytes}`"),
         ("constant memory (`.const` together)", f"{lim.const_bytes} bytes",
          f"{over} `line L: .const NAME ends at byte N; CUDA's constant memory holds {lim.const_bytes} bytes`",
          f"{_window('const')} bytes: `const memory of N bytes does not fit the machine's const window`"),
         ("registers", "PTX registers are virtual (ptxas allocates at most 255 per thread)",
          f"{MAX_REGISTERS} declared in one function (`.reg .b32 %r<N>`): `line L: %r<N> declares more "
          f"registers than qwenGPU accepts in one function ({MAX_REGISTERS} together)`",
-         f"{COMPACT.registers} physical registers per warp on COMPACT (the tokens hold up to {1 << REG_BITS}); "
+         f"{BUILTIN.registers} physical registers per warp on the built-in machine (the tokens hold up to {1 << REG_BITS}); "
          "more live values spill to memory, and a program still needing more is refused naming the count"),
         ("program size (ROM)", "-", "-",
-         f"{COMPACT.rom_bundles} bundles: `the program needs N bundles; the machine's ROM holds "
-         f"{COMPACT.rom_bundles}`"),
+         f"{BUILTIN.rom_bundles} bundles: `the program needs N bundles; the machine's ROM holds "
+         f"{BUILTIN.rom_bundles}`"),
         ("step limit", "none (a kernel runs until it ends)",
          f"`max_steps` warp-instructions; default the larger of {DEFAULT_MAX_STEPS:,} and {STEPS_PER_WARP:,} "
          "per warp of the launch: `step limit of N steps exceeded (a runaway loop? raise max_steps)`; "
@@ -126,7 +130,7 @@ def limits_page() -> str:
            "What a launch may ask for, and what each engine does at each limit. CUDA's limits (compute "
            "capability 9.0, what nvcc 13 compiles for) are refused alike by every engine, with the same "
            "`LaunchError`, before anything runs: the interpreter never runs what CUDA itself refuses. The "
-           "machine's limits (the built-in COMPACT geometry, run by `sim`, `compact` and `model`) are "
+           "machine's limits (the built-in geometry, COMPACT with the float unit, run by `sim`, `compact` and `model`) are "
            "capacity: those engines refuse beyond them with an `AssemblerError` (`qwengpu verify` lists "
            "such kernels apart from wrong ones), while the interpreter runs any size CUDA allows. "
            "qwenGPU's own bounds keep a small input from allocating or running without end.",
@@ -138,7 +142,8 @@ def limits_page() -> str:
     out += ["",
             "Messages quote the code (N, L, V stand for the numbers of the case). The tables behind them: "
             "`qwengpu.launch.CUDA_LIMITS` and `MAX_GLOBAL_BYTES`, `qwengpu.ptx.parser.MAX_REGISTERS` and "
-            "`PTX_VERSIONS`, `qwengpu.machine.layout.REGIONS` and `qwengpu.machine.format`, the step "
+            "`PTX_VERSIONS`, the memory sizes of `qwengpu.machine.config.BUILTIN` (`qwengpu.machine.layout.MemoryMap`) "
+            "and `qwengpu.machine.format`, the step "
             "limits in `qwengpu.semantics.launch_model` and `qwengpu.runtime.run`.",
             ""]
     return "\n".join(out)

@@ -35,3 +35,12 @@ def test_text_model_size_of_known_shapes():
     tokens is 18.2 GiB (docs/splice.md)."""
     kinds = ["linear_attention"] * 32 + ["full_attention"] * 12
     assert text_model_gib(fixtures.qwen35_2b_text_config(), kinds, 2236, 42546) == pytest.approx(18.22, abs=0.01)
+
+
+def test_splice_size_set_refuses_what_is_no_geometry_before_compiling(capsys):
+    """`--set FIELD=VALUE` changes a field of the geometry (`config_with`); a name that is no field,
+    or a size the memory map cannot select by address bits, is refused before anything compiles."""
+    assert main(["splice-size", "--machine", "tiny", "--set", "memory=1"]) != 0
+    assert "'memory' is not a field of a machine's geometry" in capsys.readouterr().err
+    assert main(["splice-size", "--machine", "tiny", "--set", "global_bytes=3000"]) != 0
+    assert "global_bytes must be a power of two" in capsys.readouterr().err

@@ -5,44 +5,47 @@ from __future__ import annotations
 from qwengpu.semantics.launch_model import ModuleAnalysis
 from qwengpu.semantics.launch_model import check_kernel_limits, global_layout
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
-from qwengpu.machine.config import LANES
-from qwengpu.machine.format import BLOCK_BITS, WARP_BITS
-from qwengpu.machine.layout import LINE, LOCAL_BYTES, LOCAL_THREADS, REGIONS, MachineLayout
+from qwengpu.machine.config import BUILTIN, LANES, MachineConfig
+from qwengpu.machine.format import BLOCK_BITS
+from qwengpu.machine.layout import MachineLayout, memory_map
 from qwengpu.ptx.ir import Module
 
 from .lower import AssemblerError
 
 
-def check_launch_shape(spec: LaunchSpec):
-    """The machine's limits on a launch's shape (every geometry's: the token fields' widths)."""
+def check_launch_shape(spec: LaunchSpec, config: MachineConfig = BUILTIN):
+    """The machine's limits on a launch's shape: the blocks (every geometry's: the token fields'
+    widths) and the geometry's threads per block."""
     if spec.blocks > 1 << BLOCK_BITS:
         raise AssemblerError(f"the launch has {spec.blocks} blocks; the machine runs at most {1 << BLOCK_BITS}")
-    if spec.threads_per_block > LANES << WARP_BITS:
+    if spec.threads_per_block > config.max_threads:
         raise AssemblerError(f"a block of {spec.threads_per_block} threads needs more than the machine's "
-                             f"{1 << WARP_BITS} warps of {LANES} lanes")
+                             f"{config.max_warps} warps of {LANES} lanes")
 
 
-def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> MachineLayout:
-    """Where the launch's memories lie on the machine. CUDA's limits are refused first, as the
-    interpreter refuses them, then the machine's own."""
+def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str,
+                   config: MachineConfig = BUILTIN) -> MachineLayout:
+    """Where the launch's memories lie on the memory map of a machine of geometry `config`. CUDA's
+    limits are refused first, as the interpreter refuses them, then the machine's own."""
     fn = module.kernel(kernel_name)
     check_kernel_limits(module, spec, fn)
-    check_launch_shape(spec)
+    check_launch_shape(spec, config)
     prog = ModuleAnalysis(module, fn)
     glay = global_layout(spec, module)
     lay = MachineLayout(glay.buffer_addresses, dict(glay.var_addresses), glay.end, dict(prog.const_offsets),
                         len(prog.const_init), {}, 0, dict(prog.local_offsets), dict(prog.local_size), 0,
-                        spec.threads_per_block)
-    if glay.end > GLOBAL_BASE + (REGIONS["global"][1] * LINE):
+                        spec.threads_per_block, memory_map(config))
+    mm = lay.memory
+    if glay.end > lay.window_end("global"):
         raise AssemblerError(f"the launch needs {glay.end - GLOBAL_BASE} bytes of global memory; the "
-                             f"machine has {REGIONS['global'][1] * LINE}")
+                             f"machine has {mm.window('global')}")
 
     def mark(space, addr, size, thread=0):
         m = lay.machine_address(space, addr, thread)
         if m is None or lay.machine_address(space, addr + size - 1, thread) is None:
             raise AssemblerError(f"{space} memory of {addr + size} bytes does not fit the machine's {space} window")
-        for k in range(size):
-            lay.valid[m + k] = 1
+        for k in range(size):           # byte by byte: a rotated global window is not contiguous
+            lay.valid[lay.machine_address(space, addr + k, thread)] = 1
 
     for a, addr in zip(spec.args, glay.buffer_addresses):
         if addr is not None and a.data.nbytes:
@@ -63,10 +66,11 @@ def machine_layout(module: Module, spec: LaunchSpec, kernel_name: str) -> Machin
     stride = sum(prog.local_size.values())
     lay.local_stride = stride
     if stride:
-        if stride > LOCAL_BYTES:
-            raise AssemblerError(f"the kernel needs {stride} bytes of local memory per thread; the machine has {LOCAL_BYTES}")
-        if spec.threads_per_block > LOCAL_THREADS:
-            raise AssemblerError(f"local memory is available to blocks of at most {LOCAL_THREADS} threads")
+        if stride > mm.local_bytes:
+            raise AssemblerError(f"the kernel needs {stride} bytes of local memory per thread; the machine has "
+                                 f"{mm.local_bytes}")
+        if spec.threads_per_block > mm.local_threads:
+            raise AssemblerError(f"local memory is available to blocks of at most {mm.local_threads} threads")
         for t in range(spec.threads_per_block):
             mark("local", 0, stride, t)
     return lay

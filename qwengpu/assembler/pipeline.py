@@ -17,7 +17,7 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
              config: MachineConfig = BUILTIN) -> Image:
     """The program image of one launch of `kernel` on a machine of geometry `config`."""
     fn = module.kernel(kernel if kernel is not None else spec.kernel)
-    lay = machine_layout(module, spec, fn.name)
+    lay = machine_layout(module, spec, fn.name, config)
     bx, by, bz = spec.block
     gx, gy, gz = spec.grid
     nwarps = (spec.threads_per_block + 3) // 4
@@ -29,7 +29,7 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
         return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
     except RomOverflow as inlined:
         # too large with every float routine inlined: call shared copies instead (`lower/shared.py`)
-        lay = machine_layout(module, spec, fn.name)
+        lay = machine_layout(module, spec, fn.name, config)
         prog = optimize(lower(module, spec, fn, lay, share_routines=True, fpu_ops=config.fpu_ops), specials)
         try:
             return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))

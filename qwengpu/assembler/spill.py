@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from qwengpu.launch import GLOBAL_BASE
 from qwengpu.machine.config import MachineConfig
 from qwengpu.machine.image import Image
-from qwengpu.machine.layout import LINE, REGIONS
+from qwengpu.machine.layout import LINE
 from qwengpu.machine.uops import Imm, MicroOp, Special, Src, VReg, alu, src
 
 from .lower import AssemblerError, Block, MicroProgram
@@ -113,7 +113,7 @@ def _area(layout, nslots: int, threads: int) -> tuple[int, int]:
 
 def _reserve(layout, nslots: int, threads: int):
     base, size = _area(layout, nslots, threads)
-    window = GLOBAL_BASE + REGIONS["global"][1] * LINE
+    window = layout.window_end("global")
     if base + size > window:
         raise AssemblerError(
             f"spilling {nslots} registers needs {size} bytes of global memory ({threads} threads x "

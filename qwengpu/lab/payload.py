@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from qwengpu.machine.config import LANES
-from qwengpu.machine.format import ctl_fields
+from qwengpu.machine.format import WARP_BITS, ctl_fields
 from qwengpu.ptx.ir import demangled_name
 from qwengpu.runtime.readback import lane_table_of
 
@@ -274,10 +274,10 @@ def _memory_meta(view, m) -> dict:
     used = sorted(int(x) for x in used if 0 <= x < m.slots)
     return {"name": m.name, "layer": m.layer, "where": m.where, "slots": m.slots, "width": m.width,
             "ports": len(m.port_keys()), "role": memory_role(m.name), "used": used,
-            "labels": [slot_label(m.name, x) for x in used]}
+            "labels": [slot_label(m.name, x, view.image.layout.memory, view.image.config.warp_bits) for x in used]}
 
 
-def _word_text(memory: str, word: int, width: int) -> str:
+def _word_text(memory: str, word: int, width: int, warp_bits: int = WARP_BITS) -> str:
     """A memory word as the lab shows it in the GDN panel."""
     if memory.startswith("reg.") or memory in ("cbuf", "pa", "mbuf"):
         lanes = [(word >> (32 * i)) & 0xFFFFFFFF for i in range((width + 31) // 32)]
@@ -290,7 +290,7 @@ def _word_text(memory: str, word: int, width: int) -> str:
         c = ctl_fields(word)
         return f"pc {c['pc']} · mask {c['mask']:04b} · warp {c['warp']} · block {c['block']} · epoch {c['epoch']}"
     if memory == "lanes":
-        return " ".join(f"{pc}:{st}" for pc, st in lane_table_of(word, width))
+        return " ".join(f"{pc}:{st}" for pc, st in lane_table_of(word, width, warp_bits))
     return f"0x{word:0{(width + 3) // 4}x}"
 
 
@@ -367,7 +367,7 @@ def gdn_payload(view, position: int, memory: str) -> dict:
     changed = set()
     for L, hh, rr, _, _ in tr.updates[position]:
         changed |= info.slots_of_rows(L, hh, rr)
-    slots = [{"slot": d.slot, "label": d.label, "value": _word_text(memory, d.value, info.width),
+    slots = [{"slot": d.slot, "label": d.label, "value": _word_text(memory, d.value, info.width, view.image.config.warp_bits),
               "margin": round(float(d.margin), 3), "changed": d.slot in changed}
              for d in dec if d.value is not None]
     return {"memory": memory, "layer": info.layer, "where": info.where, "role": memory_role(memory), "heads": info.heads,

@@ -39,7 +39,7 @@ import numpy as np
 
 from qwengpu.compiler.placement import MemoryPlacement, decode_words
 from qwengpu.machine.format import WARP_BITS
-from qwengpu.machine.layout import LINE, REGIONS
+from qwengpu.machine.layout import MemoryMap
 from qwengpu.machine.simulator import LANE_BARRIER, LANE_EPOCH, LANE_RUN, MachineState  # noqa: F401 (the record's state)
 from qwengpu.runtime.statecheck import Mismatch  # noqa: F401 (a record's check)
 
@@ -77,26 +77,35 @@ def memory_role(name: str) -> str:
 # where the machine's memories live in the model
 
 
-def slot_label(name: str, slot: int) -> str:
+def slot_label(name: str, slot: int, memory: MemoryMap | None = None, warp_bits: int = WARP_BITS) -> str:
+    """A slot of a machine memory as the lab labels it; a `mem` line by its space's address in
+    `memory` (the machine's memory map, default the built-in machine's), a register by its warp
+    (`warp_bits`, the machine's) and number."""
     if name.startswith("rom."):
         return f"pc {slot}"
     if name.startswith("reg."):
-        return f"w{slot & ((1 << WARP_BITS) - 1)} r{slot >> WARP_BITS}"
+        return f"w{slot & ((1 << warp_bits) - 1)} r{slot >> warp_bits}"
     if name == "mem":
-        for space, (first, lines, _, base) in REGIONS.items():
-            if first <= slot < first + lines:
-                off = (slot - first) * LINE
-                if space == "global":
-                    return f"0x{base + off:x}"
-                if space == "local":
-                    return f"local t{off // 32} +{off % 32}"
-                return f"{space} 0x{off:x}"
+        at = (memory or _builtin_memory()).line_address(slot)
+        if at is not None:
+            space, addr, thread = at
+            if space == "global":
+                return f"0x{addr:x}"
+            if space == "local":
+                return f"local t{thread} +{addr}"
+            return f"{space} 0x{addr:x}"
     if name == "ltab":
         return f"warp {slot}"
     if name == "btab":
         return f"block {slot}"
     return str(slot)
 
+
+
+def _builtin_memory() -> MemoryMap:
+    from qwengpu.machine.config import COMPACT
+    from qwengpu.machine.layout import memory_map
+    return memory_map(COMPACT)
 
 
 @dataclass

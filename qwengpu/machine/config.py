@@ -26,9 +26,15 @@ class MachineConfig:
     reg_ports: int = 6            # register read ports (distinct registers read per pass)
     carry_slots: int = 4          # registers written back per pass
     registers: int = 64           # physical registers per warp
-    max_warps: int = 8            # warps per block (blocks of up to 32 threads)
+    max_warps: int = 8            # warps per block (blocks of up to 32 threads): a power of two, 2..32
     pc_bits: int = 8              # program counter width: the ROM holds 2**pc_bits bundles
-    memory_bytes: int = 1 << 14   # machine memory (global + const + shared + local)
+    # the memory map (`qwengpu.machine.layout.MemoryMap`): every size a power of two, so that the
+    # memory unit finds a byte's machine line by selecting address bits (no adders)
+    global_bytes: int = 2048      # the global window, from GLOBAL_BASE
+    shared_bytes: int = 1024      # shared memory of the running block
+    local_bytes: int = 32         # local memory per thread ...
+    local_threads: int = 16       # ... for the first `local_threads` threads of a block
+    const_bytes: int = 512        # the constant bank
     shifters: tuple | None = None     # ALU slots with a barrel shifter (None: all)
     bitcount: tuple | None = None     # ALU slots with CLZ/POPC/BREV (None: all)
     multipliers: tuple = ()           # ALU slots with MUL/MULHU/MULHS
@@ -42,9 +48,39 @@ class MachineConfig:
     def has_fpu(self) -> bool:
         return FPU in self.slots
 
+    @property
+    def warp_bits(self) -> int:
+        """Bits of a warp number (the tokens' and the control word's warp field)."""
+        return (self.max_warps - 1).bit_length()
+
+    @property
+    def max_threads(self) -> int:
+        return self.max_warps * LANES
+
+    @property
+    def tid_bits(self) -> int:
+        """Bits of each of tid.x/y/z in the launch's thread table (5 up to blocks of 32 threads)."""
+        return max(5, (self.max_threads - 1).bit_length())
+
+    @property
+    def ltab_lane_bytes(self) -> int:
+        """Bytes of one lane's tid.x/y/z in the thread table (`ltab`)."""
+        return (3 * self.tid_bits + 7) // 8
+
+    @property
+    def memory_bytes(self) -> int:
+        """The machine memory's bytes: its lines (the regions', rounded up to a power of two) x 16
+        (`layout.MemoryMap`)."""
+        from .layout import memory_map
+        return memory_map(self).bytes
+
     def __post_init__(self):
         if bool(self.fpu_ops) != self.has_fpu:
             raise ValueError(f"machine {self.name}: a float unit slot needs its ops (fpu_ops) and fpu_ops a float unit")
+        if not 2 <= self.max_warps <= 32 or self.max_warps & (self.max_warps - 1):
+            raise ValueError(f"machine {self.name}: max_warps must be a power of two, 2..32 (got {self.max_warps})")
+        from .layout import memory_map
+        memory_map(self)                # refuses a memory map the circuits cannot select by address bits
 
     def slot_kinds(self) -> list[str]:
         return list(self.slots)
@@ -61,8 +97,9 @@ class MachineConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "MachineConfig":
-        """A geometry from its fields as JSON holds them (lists where it has tuples)."""
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        """A geometry from its fields as JSON holds them (lists where it has tuples). A `memory_bytes`
+        (a field of checkpoints written before the memory map was geometry) is derived now."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "memory_bytes"})
 
     def describe(self) -> str:
         return (f"machine {self.name}: bundle {' > '.join(self.slots)}, {self.reg_ports} register ports, "
@@ -92,6 +129,42 @@ BUILTIN = COMPACT_FPU
 
 #: configurations by name (`qwengpu build --config NAME`)
 CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, TINY)}
+
+
+#: the fields that hold tuples (or None: every slot)
+_TUPLE_FIELDS = ("slots", "shifters", "bitcount", "multipliers", "fpu_ops")
+
+
+def config_with(cfg: MachineConfig, settings) -> MachineConfig:
+    """`cfg` with some fields set (`qwengpu splice-size --set global_bytes=16384`): settings are
+    "FIELD=VALUE" strings (integers; tuples as comma lists) or a {field: value} dict. The geometry is
+    named after its base and the settings, so that no cache or report mistakes it for the base."""
+    import dataclasses
+    fields = {f.name: f for f in dataclasses.fields(MachineConfig)}
+    if not isinstance(settings, dict):
+        parsed = {}
+        for item in settings:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"a setting is FIELD=VALUE (got {item!r})")
+            parsed[key.strip()] = value.strip()
+        settings = parsed
+    out = {}
+    for key, value in settings.items():
+        if key not in fields or key == "name":
+            raise ValueError(f"{key!r} is not a field of a machine's geometry (fields: "
+                             f"{', '.join(k for k in fields if k != 'name')})")
+        if isinstance(value, str):
+            if key in _TUPLE_FIELDS:        # a comma list: slot numbers, or names (slots, fpu_ops)
+                items = [v.strip() for v in value.split(",") if v.strip()]
+                value = tuple(int(v) if v.isdigit() else v for v in items)
+            else:
+                value = int(value, 0)
+        out[key] = value
+    if not out:
+        return cfg
+    name = cfg.name + "[" + ",".join(f"{k}={v}" for k, v in out.items()) + "]"
+    return dataclasses.replace(cfg, name=name, **out)
 
 
 def config_named(machine, what: str = "machine") -> MachineConfig:

@@ -19,7 +19,7 @@ from .uops import ALU_OPS, FPU_COMPARES, FPU_OPS, FPU_ROUNDINGS
 MAX_PC_BITS = 12         # ROM: up to 4096 bundles (MachineConfig.pc_bits; the control word's layout)
 
 
-WARP_BITS = 3            # 8 warps per block
+WARP_BITS = 3            # 8 warps per block: the built-in machines' (`MachineConfig.warp_bits`)
 REG_BITS = 5             # 32 physical registers per warp
 BLOCK_BITS = 8           # 256 blocks per grid
 LINE_BITS = 8            # memory: 256 lines of 16 bytes
@@ -27,10 +27,10 @@ EPOCH_BITS = 4
 VALUE_BITS = 8           # every token carries one byte
 
 
-def lane_entry(table: int, i: int, width: int) -> tuple[int, int]:
-    """(next pc, state) of lane-table entry i (warp * LANES + lane) of the `lanes` word: each entry
-    is the pc's bits, then 3 state bits."""
-    F = width // (LANES << WARP_BITS)
+def lane_entry(table: int, i: int, width: int, warp_bits: int = WARP_BITS) -> tuple[int, int]:
+    """(next pc, state) of lane-table entry i (warp * LANES + lane) of the `lanes` word of a machine
+    of 2**warp_bits warps: each entry is the pc's bits, then 3 state bits."""
+    F = width // (LANES << warp_bits)
     e = (table >> (F * i)) & ((1 << F) - 1)
     return e & ((1 << (F - 3)) - 1), e >> (F - 3)
 
@@ -41,7 +41,7 @@ def lane_entry(table: int, i: int, width: int) -> tuple[int, int]:
 
 #: field -> (first bit, width) of each part of the control word. The pc's bits 8.. sit above the mask
 #: (`pc_hi`), the prompt cursor's address bits 8.. above its space (`addr_hi`).
-CTL_FIELDS = {"pc_lo": (0, 8), "mask": (8, LANES), "pc_hi": (12, MAX_PC_BITS - 8), "warp": (16, WARP_BITS),
+CTL_FIELDS = {"pc_lo": (0, 8), "mask": (8, LANES), "pc_hi": (12, MAX_PC_BITS - 8), "warp": (16, 8),
               "block": (24, BLOCK_BITS), "space": (32, 4), "addr_hi": (36, 4), "addr": (40, 8),
               "epoch": (48, EPOCH_BITS)}
 

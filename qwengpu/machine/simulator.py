@@ -38,9 +38,7 @@ from qwengpu.semantics.shuffle import shuffle_source
 from qwengpu.launch import LaunchSpec
 
 from .config import FPU, LANES
-from .format import WARP_BITS
 from .image import Image, Source
-from .layout import MEMORY_BYTES
 from .uops import M32, alu_eval_lanes, fpu_eval
 
 RUN, BARRIER, EXITED = 0, 1, 2
@@ -257,7 +255,7 @@ class Simulator:
         warp, block, epoch, every lane of every warp slot (`lane_code`), the registers and the
         memory as the consumed CARRY and MEMW tokens left them."""
         lanes = []
-        for w in range(1 << WARP_BITS):
+        for w in range(1 << self.cfg.warp_bits):
             for l in range(LANES):
                 pc, st, ep = self.lanes[(w, l)] if w < self.cfg.max_warps else (0, EXITED, 0)
                 lanes.append((pc, lane_code(st, ep)))
@@ -516,19 +514,14 @@ def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
     analysis = ModuleAnalysis(module, module.kernel(image.kernel))
     # the interpreter's addresses: global variables at the same addresses, const and shared in windows
     globals_, ci = relocated_initialisers(analysis, lay.global_vars)
-    memory = bytearray(MEMORY_BYTES)
+    memory = bytearray(lay.end)
     for a, addr in zip(spec.args, lay.buffer_addresses):
         if addr is not None and a.data.nbytes:
-            m = lay.machine_address("global", addr, 0)
-            raw = a.data.tobytes()
-            memory[m:m + len(raw)] = raw
+            lay.put(memory, "global", addr, a.data.tobytes())
     for name, addr in lay.global_vars.items():
-        init = globals_[name]
-        m = lay.machine_address("global", addr, 0)
-        memory[m:m + len(init)] = init
+        lay.put(memory, "global", addr, globals_[name])
     if ci:
-        m = lay.machine_address("const", 0, 0)
-        memory[m:m + len(ci)] = ci
+        lay.put(memory, "const", 0, ci)
     return memory
 
 
@@ -539,8 +532,7 @@ def read_buffers(image: Image, spec: LaunchSpec, memory) -> list:
         if addr is None:
             buffers.append(None)
         else:
-            m = image.layout.machine_address("global", addr, 0)
-            raw = bytes(memory[m:m + a.data.nbytes])
+            raw = image.layout.get(memory, "global", addr, a.data.nbytes)
             buffers.append(np.frombuffer(raw, dtype=a.data.dtype).copy())
     return buffers
 

@@ -19,7 +19,7 @@ from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import LANES
 from qwengpu.machine.format import REG_BITS, WordFormat
 from qwengpu.machine.image import Image
-from qwengpu.machine.layout import LINE, LINES
+from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import initial_memory
 from qwengpu.machine.tokens import token_text
 from qwengpu.semantics.symbols import apply_symbols
@@ -32,8 +32,8 @@ def check_fits(image: Image, spec: LaunchSpec):
         raise AssemblerError(f"the program needs {len(image.bundles)} bundles; the machine's ROM holds {rom}")
     if image.nregs > 1 << REG_BITS:
         raise AssemblerError(f"the program needs {image.nregs} registers per warp; the machine has {1 << REG_BITS}")
-    check_launch_shape(spec)
-    # thread ids are held in 5 bits and block ids in 8 (the limits above keep them there)
+    check_launch_shape(spec, image.config)
+    # thread ids are held in `tid_bits` and block ids in 8 (the limits above keep them there)
 
 
 def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
@@ -53,18 +53,19 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
             put(seg.name, b.index, word[seg.first_byte:seg.first_byte + seg.nbytes])
     memory = initial_memory(image, apply_symbols(module, spec), spec)
     valid = image.layout.valid
-    for line in range(LINES):
+    for line in range(image.layout.memory.lines):
         data = bytes(memory[line * LINE:(line + 1) * LINE])
         bits = sum(valid[line * LINE + i] << i for i in range(LINE))
         put("mem", line, data + bits.to_bytes(2, "little"))
     bx, by, bz = spec.block
     n = spec.threads_per_block
+    tb, lane_bytes = image.config.tid_bits, image.config.ltab_lane_bytes
     for w in range((n + LANES - 1) // LANES):
         row = bytearray()
-        for l in range(LANES):          # tid.x, tid.y, tid.z: 5 bits each, two bytes per lane
+        for l in range(LANES):          # tid.x, tid.y, tid.z: tid_bits each (5 to blocks of 32 threads)
             t = w * LANES + l
             x, y, z = (t % bx, (t // bx) % by, t // (bx * by)) if t < n else (0, 0, 0)
-            row += (x | y << 5 | z << 10).to_bytes(2, "little")
+            row += (x | y << tb | z << 2 * tb).to_bytes(lane_bytes, "little")
         put("ltab", w, bytes(row))
     gx, gy, gz = spec.grid
     for blk in range(spec.blocks):

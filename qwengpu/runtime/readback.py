@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from qwengpu.compiler.placement import decode_words, words_of
 from qwengpu.machine.config import LANES
-from qwengpu.machine.format import WARP_BITS, ctl_fields, lane_entry
+from qwengpu.machine.format import REG_BITS, WARP_BITS, ctl_fields, lane_entry
 from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import MachineState
 
@@ -38,10 +38,10 @@ def lanes_of(word: int) -> list[int]:
     return [(word >> (32 * lane)) & M32 for lane in range(LANES)]
 
 
-def registers_of(words: dict) -> dict:
+def registers_of(words: dict, warp_bits: int = WARP_BITS) -> dict:
     """{(warp, physical register): [value per lane]} from the words of a register file copy
-    (slot = warp + 8 x register)."""
-    return {(slot & ((1 << WARP_BITS) - 1), slot >> WARP_BITS): lanes_of(w) for slot, w in words.items()}
+    (slot = warp + 2**warp_bits x register)."""
+    return {(slot & ((1 << warp_bits) - 1), slot >> warp_bits): lanes_of(w) for slot, w in words.items()}
 
 
 def memory_of(words: dict, lines: int) -> bytes:
@@ -53,16 +53,22 @@ def memory_of(words: dict, lines: int) -> bytes:
     return bytes(mem)
 
 
-def lane_table_of(word: int, width: int) -> list[tuple[int, int]]:
+def lane_table_of(word: int, width: int, warp_bits: int = WARP_BITS) -> list[tuple[int, int]]:
     """(next pc, state bits) of every warp x lane of the `lanes` word."""
-    return [lane_entry(word, i, width) for i in range(LANES << WARP_BITS)]
+    return [lane_entry(word, i, width, warp_bits) for i in range(LANES << warp_bits)]
+
+
+def warp_bits_of(placements: dict) -> int:
+    """A built machine's warp bits, from its register file's slots (2**(warp bits + REG_BITS))."""
+    return (placements["reg.emit"].slots - 1).bit_length() - REG_BITS
 
 
 def state_of_words(words: dict, placements: dict) -> MachineState:
     """The `MachineState` from the words ({slot: word}) of `STATE_MEMORIES`."""
     ctl = ctl_fields(words["ctl"].get(0, 0))
-    return MachineState(lanes=lane_table_of(words["lanes"].get(0, 0), placements["lanes"].width),
-                        regs=registers_of(words["reg.emit"]),
+    wb = warp_bits_of(placements)
+    return MachineState(lanes=lane_table_of(words["lanes"].get(0, 0), placements["lanes"].width, wb),
+                        regs=registers_of(words["reg.emit"], wb),
                         memory=memory_of(words["mem"], placements["mem"].slots), **ctl)
 
 
@@ -89,7 +95,7 @@ class MachineReader:
 
     def registers(self, state) -> dict:
         """{(warp, physical register): [value per lane]} of every written register."""
-        return registers_of(self.words(state, "reg.emit")[0])
+        return registers_of(self.words(state, "reg.emit")[0], warp_bits_of(self.placements))
 
     def pending_addresses(self, state) -> list[int]:
         """The addresses of the last memory op, per lane (where a fault's address is read)."""

@@ -93,8 +93,10 @@ def cmd_bench_splice(args) -> int:
 def cmd_splice_size(args) -> int:
     from dataclasses import asdict
 
+    from qwengpu.machine.config import config_named, config_with
+
     from .size import splice_size
-    r = splice_size(args.machine, widest=args.widest)
+    r = splice_size(config_with(config_named(args.machine), args.set or []), widest=args.widest)
     if args.json:
         print(json.dumps(asdict(r)))
     else:
@@ -160,6 +162,9 @@ def add_parsers(sub) -> None:
     z = sub.add_parser("splice-size", help="a machine compiled for Qwen3.5-2B's shapes: GPU layers, spliced width, "
                                             "fp32 size, the widest residual boundaries and what is live there")
     z.add_argument("--machine", choices=MACHINES, default=BUILTIN.name)
+    z.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="change a field of the machine's geometry (repeatable), e.g. --set global_bytes=16384 "
+                        "--set max_warps=16 (docs/memory_sizes.md)")
     z.add_argument("--widest", type=int, default=3, help="how many of the widest sublayer boundaries to list")
     z.add_argument("--json", action="store_true")
     z.set_defaults(func=cmd_splice_size)

@@ -71,9 +71,10 @@ def text_model_gib(base: dict, gpu_layer_types: list, width: int, gpu_tokens: in
     return sum(p.numel() for p in model.parameters()) * 4 / 2**30
 
 
-def splice_size(machine: str = BUILTIN.name, base: dict | None = None, widest: int = 3, top: int = 8) -> SpliceSize:
-    """Compile `machine` for the base's geometry (default: Qwen3.5-2B's text config) as the splice
-    does and measure it: layers, widths, size, the `widest` boundaries with their `top` variables."""
+def splice_size(machine=BUILTIN.name, base: dict | None = None, widest: int = 3, top: int = 8) -> SpliceSize:
+    """Compile `machine` (a name or a `MachineConfig`) for the base's geometry (default: Qwen3.5-2B's
+    text config) as the splice does and measure it: layers, widths, size, the `widest` boundaries
+    with their `top` variables."""
     from .fixtures import qwen35_2b_text_config
     from .machine_splice import compile_for_base
     from .sharing import feature_map
@@ -86,5 +87,6 @@ def splice_size(machine: str = BUILTIN.name, base: dict | None = None, widest: i
     profile, live = live_profile(compiled)
     order = sorted(range(len(profile)), key=lambda s: (-profile[s], s))[:widest]
     rows = [(s, profile[s], sorted(((n, name) for name, n in live[s].items()), reverse=True)[:top]) for s in order]
-    return SpliceSize(machine, len(kinds), kinds, compiled.layout.width, fm.width, gpu_tokens,
+    name = machine if isinstance(machine, str) else machine.name
+    return SpliceSize(name, len(kinds), kinds, compiled.layout.width, fm.width, gpu_tokens,
                       text_model_gib(base, kinds, fm.width, gpu_tokens), profile, rows)

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu.launch import GLOBAL_BASE
-from qwengpu.machine.layout import LINE, REGIONS
+from qwengpu.machine.layout import LINE
 from qwengpu.machine.uops import M32, Imm, MicroOp, Special, VReg, alu, src
 from qwengpu.ptx.ir import Function, Label, Module
 
@@ -108,7 +107,7 @@ class CallOps:
             return
         lay, threads = self.layout, self.spec.threads_per_block
         base = (lay.global_end + LINE - 1) // LINE * LINE
-        window = GLOBAL_BASE + REGIONS["global"][1] * LINE
+        window = lay.window_end("global")
         words = min(STACK_WORDS, (window - base) // STACK_SHARE // (4 * threads))
         if words < 2:
             raise AssemblerError(f"recursive functions need a call stack of at least 2 words per thread "

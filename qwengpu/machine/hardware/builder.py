@@ -10,13 +10,12 @@ from qwengpu.compiler.gadgets import n_step
 
 from ..config import LANES, MachineConfig
 from ..format import MAX_PC_BITS, WordFormat
-from ..layout import LINE
+from ..layout import LINE, memory_map
 
 KINDS = ["GO", "BLOCK", "WARP", "EXEC", "CARRY", "MEMW", "RELEASE", "HALT", "FAULT", "AT", "W"]
 OUT_KINDS = ["EXEC", "CARRY", "MEMW", "WARP", "BLOCK", "RELEASE", "HALT", "FAULT"]
 #: the token kind a machine with a float unit adds (appended, so the others keep their bits)
 FPU_KIND = "FPU"
-LTAB_BYTES = 2 * LANES                  # tid.x/y/z per lane (5 bits each: blocks have <= 32 threads)
 BTAB_BYTES = 3                          # ctaid.x/y/z (8 bits each: grids have <= 256 blocks)
 CONF_BYTES = 4                          # last block, entry bundle (low byte), threads per block, entry (high bits)
 MEM_FIELDS = LINE + 2                   # 16 data bytes, 16 validity bits
@@ -64,12 +63,18 @@ class Builder:
         if not 8 <= cfg.pc_bits <= MAX_PC_BITS:
             raise ValueError(f"pc_bits must be 8..{MAX_PC_BITS} (the control word holds that many)")
         self.pcb = cfg.pc_bits
+        self.memory_map = memory_map(cfg)
+        self.warps = cfg.max_warps
+        self.warp_bits = cfg.warp_bits
+        self.ltab_bytes = LANES * cfg.ltab_lane_bytes     # tid.x/y/z of a warp's lanes
+        # the prompt's cursor (`t_addr`): a ROM bundle, a memory line, a block ...
+        self.addr_bits = max(self.pcb, self.memory_map.line_bits)
         self.fmt = WordFormat(cfg)
         self.J = cfg.carry_slots
         self.p = Program(f"qwengpu-{cfg.name}")
         self.units: list[Unit] = []
         self.spaces = [s.name for s in self.fmt.segments] + ["mem", "ltab", "btab", "conf"]
-        self.F = max([s.nbytes for s in self.fmt.segments] + [MEM_FIELDS, LTAB_BYTES, BTAB_BYTES, CONF_BYTES])
+        self.F = max([s.nbytes for s in self.fmt.segments] + [MEM_FIELDS, self.ltab_bytes, BTAB_BYTES, CONF_BYTES])
         self.mem_info = None
         self.segments: dict = {}          # segment name -> its word this pass (`rom.segment`)
         self.unit_ports: dict = {}        # slot -> its read ports (`regfile.ports_of`)

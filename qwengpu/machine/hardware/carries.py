@@ -6,7 +6,6 @@ from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_step
 
 from ..config import LANES, MEM, XLANE
-from ..format import WARP_BITS
 from .builder import Builder
 from .regfile import register_copy
 
@@ -59,7 +58,7 @@ def carry_buffer(hw: Builder):
     rf = register_copy(hw, "reg.emit")
     hw.cold = []
     for j in range(hw.J):
-        addr = hw.view(f"reg.emit.q{j}", [hw.c_warp.f(i) for i in range(WARP_BITS)]
+        addr = hw.view(f"reg.emit.q{j}", [hw.c_warp.f(i) for i in range(hw.warp_bits)]
                          + hw.field_forms(tail, "tail", f"c{j}_reg"))
         hw.cold.append(rf.read(addr, name=f"reg.emit.r{j}"))
     rf.late = True

@@ -13,7 +13,7 @@ from .builder import Builder
 
 def early(hw: Builder):
     """Values the control and the emitter need that depend only on the control state."""
-    hw.cw = G.decode(hw.p, hw.c_warp, 8, name="cw")
+    hw.cw = G.decode(hw.p, hw.c_warp, hw.warps, name="cw")
     nb = hw.bits("next.block", BLOCK_BITS)
     ne = hw.bits("next.epoch", EPOCH_BITS)
     blast = hw.bits("more.blocks", 1)
@@ -32,36 +32,37 @@ def early(hw: Builder):
 
 def control(hw: Builder):
     lpc, lst, cw = hw.lpc, hw.lst, hw.cw
+    W = hw.warps
     par = hw.c_epoch.f(0)
-    run = hw.bits("c.run", 8 * LANES)
-    wait = hw.bits("c.wait", 8 * LANES)
+    run = hw.bits("c.run", W * LANES)
+    wait = hw.bits("c.wait", W * LANES)
     pcc = [hw.bits(f"c.pc.{l}", hw.pcb) for l in range(LANES)]
     n1 = []
-    for i in range(8 * LANES):
-        R, W, P = lst.f(3 * i), lst.f(3 * i + 1), lst.f(3 * i + 2)
+    for i in range(W * LANES):
+        R, Wt, P = lst.f(3 * i), lst.f(3 * i + 1), lst.f(3 * i + 2)
         n1 += n_linear(R, {run.feature(i): 1})
-        n1 += n_step(W + P - par, 2, {run.feature(i): 1})       # waited at an earlier epoch
-        n1 += n_step(W + par - P, 2, {run.feature(i): 1})
-        n1 += n_step(W + P + par, 3, {wait.feature(i): 1})
-        n1 += n_step(W - P - par, 1, {wait.feature(i): 1})
-    for w in range(8):
+        n1 += n_step(Wt + P - par, 2, {run.feature(i): 1})       # waited at an earlier epoch
+        n1 += n_step(Wt + par - P, 2, {run.feature(i): 1})
+        n1 += n_step(Wt + P + par, 3, {wait.feature(i): 1})
+        n1 += n_step(Wt - P - par, 1, {wait.feature(i): 1})
+    for w in range(W):
         for l in range(LANES):
             for b in range(hw.pcb):
                 n1 += n_gated(cw.f(w), lpc.f(hw.pcb * (LANES * w + l) + b), {pcc[l].feature(b): 1})
     hw.circ("control.1", [run, wait] + pcc, n1)
     runc = hw.bits("c.runc", LANES)
-    anyrun = hw.bits("c.anyrun", 8)
+    anyrun = hw.bits("c.anyrun", W)
     anywait = hw.bits("c.anywait", 1)
     n2 = []
     for l in range(LANES):
-        for w in range(8):
+        for w in range(W):
             n2 += n_gated(cw.f(w), run.f(LANES * w + l), {runc.feature(l): 1})
-    for w in range(8):
+    for w in range(W):
         n2 += n_step(sum((run.f(LANES * w + l) for l in range(LANES)), Lin()), 1, {anyrun.feature(w): 1})
-    n2 += n_step(sum((wait.f(i) for i in range(8 * LANES)), Lin()), 1, {anywait.feature(0): 1})
+    n2 += n_step(sum((wait.f(i) for i in range(W * LANES)), Lin()), 1, {anywait.feature(0): 1})
     hw.circ("control.2", [runc, anyrun, anywait], n2)
     le = hw.bits("c.le", LANES * LANES)
-    nw = hw.bits("c.nextwarp", 8)
+    nw = hw.bits("c.nextwarp", W)
     cur = hw.bits("c.cur", 1)
     n3 = []
     val = lambda l: sum(((1 << b) * pcc[l].f(b) for b in range(hw.pcb)), Lin())
@@ -69,11 +70,11 @@ def control(hw: Builder):
         for m in range(LANES):
             if m != l:
                 n3 += n_step(val(m) - val(l) + (1 << hw.pcb) * (1 - runc.f(m)), 0, {le.feature(LANES * l + m): 1})
-    for c in range(8):
-        for w2 in range(8):
+    for c in range(W):
+        for w2 in range(W):
             if w2 == c:
                 continue
-            between = [(c + d) % 8 for d in range(1, (w2 - c) % 8)]
+            between = [(c + d) % W for d in range(1, (w2 - c) % W)]
             form = 8 * cw.f(c) + 8 * anyrun.f(w2) - sum((anyrun.f(x) for x in between), Lin())
             n3 += n_step(form, 16, {nw.feature(w2): 1})
     n3 += n_step(sum((runc.f(l) for l in range(LANES)), Lin()), 1, {cur.feature(0): 1})
@@ -84,9 +85,9 @@ def control(hw: Builder):
     for l in range(LANES):
         s = sum((le.f(LANES * l + m) for m in range(LANES) if m != l), Lin())
         n4 += n_step(8 * runc.f(l) + s, 8 + LANES - 1, {ismin.feature(l): 1})
-    ar = sum((anyrun.f(w) for w in range(8)), Lin())
+    ar = sum((anyrun.f(w) for w in range(W)), Lin())
     n4 += n_linear(cur.f(0), {ck.feature(0): 1})
-    n4 += n_step(ar - 8 * cur.f(0), 1, {ck.feature(1): 1})
+    n4 += n_step(ar - W * cur.f(0), 1, {ck.feature(1): 1})      # no warp switch while the current one runs
     n4 += n_step(anywait.f(0) - 8 * ar, 1, {ck.feature(2): 1})
     n4 += n_step(hw.more_blocks.f(0) - anywait.f(0) - ar, 1, {ck.feature(3): 1})
     n4 += n_step(1 - hw.more_blocks.f(0) - anywait.f(0) - ar, 1, {ck.feature(4): 1})

@@ -7,8 +7,8 @@ from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_step
 
 from ..config import LANES
-from ..format import BLOCK_BITS, EPOCH_BITS, WARP_BITS
-from .builder import BTAB_BYTES, CONF_BYTES, LTAB_BYTES, MEM_FIELDS, Builder, match
+from ..format import BLOCK_BITS, EPOCH_BITS
+from .builder import BTAB_BYTES, CONF_BYTES, MEM_FIELDS, Builder, match
 
 
 def control_state(hw: Builder):
@@ -30,11 +30,14 @@ def control_state(hw: Builder):
     r = ctl.read(slot, name="ctl.out")
     hw.c_pc = hw.view("c_pc", [r.f(i) for i in range(8)] + [r.f(12 + i) for i in range(hw.pcb - 8)])
     hw.c_mask = hw.view("c_mask", [r.f(8 + i) for i in range(LANES)])
-    hw.c_warp = hw.view("c_warp", [r.f(16 + i) for i in range(WARP_BITS)])
+    hw.c_warp = hw.view("c_warp", [r.f(16 + i) for i in range(hw.warp_bits)])
     hw.c_block = hw.view("c_block", [r.f(24 + i) for i in range(BLOCK_BITS)])
     hw.c_space = hw.view("c_space", [r.f(32 + i) for i in range(4)])
     hw.c_addr = hw.view("c_addr", [r.f(40 + i) for i in range(8)])
     hw.c_addr_rom = hw.view("c_addr_rom", [r.f(40 + i) for i in range(8)] + [r.f(36 + i) for i in range(hw.pcb - 8)])
+    nb = hw.memory_map.line_bits            # a memory line: the cursor's bits 8.. too, when there are more lines
+    hw.c_line = hw.c_addr if nb <= 8 else hw.view("c_line", [r.f(40 + i) for i in range(8)]
+                                                  + [r.f(36 + i) for i in range(nb - 8)])
     hw.c_epoch = hw.view("c_epoch", [r.f(48 + i) for i in range(EPOCH_BITS)])
 
 
@@ -44,7 +47,7 @@ def prompt_enables(hw: Builder):
     hw.we_any = {}
     neurons = []
     nbytes = {s.name: s.nbytes for s in hw.fmt.segments}
-    nbytes.update(mem=MEM_FIELDS, ltab=LTAB_BYTES, btab=BTAB_BYTES, conf=CONF_BYTES)
+    nbytes.update(mem=MEM_FIELDS, ltab=hw.ltab_bytes, btab=BTAB_BYTES, conf=CONF_BYTES)
     outs = []
     for si, space in enumerate(hw.spaces):
         n = nbytes[space]

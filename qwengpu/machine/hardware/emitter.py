@@ -221,7 +221,7 @@ def output(hw: Builder, firstc, e0, fnext=None):
         for i in range(hw.pcb):
             n += n_gated(ex + fmin.f(l) - 1, pcc[l].f(i), {A.feature(i): 1})
         n += n_gated(ex, ismin.f(l), {B.feature(l): 1})
-    for w in range(8):
+    for w in range(hw.warps):
         n += const(ck.f(1) - quiet + nw.f(w) - 1, w, A, 8)
     for i in range(EPOCH_BITS):
         n += n_gated(ck.f(2) - quiet, hw.next_epoch.f(i), {A.feature(i): 1})

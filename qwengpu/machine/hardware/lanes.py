@@ -7,7 +7,7 @@ from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_gated, n_step
 
 from ..config import LANES
-from ..format import MEM_OPS, TERM_KINDS, WARP_BITS, sources_for
+from ..format import MEM_OPS, TERM_KINDS, sources_for
 from .builder import Builder
 from .operands import source_forms
 from .regfile import register_copy
@@ -40,7 +40,7 @@ def lane_states(hw: Builder):
     tk = lambda name: term.f(TERM_KINDS.index(name))
     # the terminator's register port, and whether each lane's predicate is non-zero
     mem = register_copy(hw, "reg.term")
-    addr = hw.view("reg.term.q", [hw.c_warp.f(i) for i in range(WARP_BITS)]
+    addr = hw.view("reg.term.q", [hw.c_warp.f(i) for i in range(hw.warp_bits)]
                      + hw.field_forms(tail, "tail", "tp_reg"))
     r = mem.read(addr, name="reg.term.r", enable=hw.field_forms(tail, "tail", "tp_en")[0])
     mem.late = True
@@ -51,7 +51,8 @@ def lane_states(hw: Builder):
     nz = hw.bits("pred.nz", LANES)
     done = hw.bits("done", LANES)
     cw = hw.cw
-    en = hw.bits("lanes.en", 8 * LANES)
+    W = hw.warps
+    en = hw.bits("lanes.en", W * LANES)
     n1 = []
     for l in range(LANES):
         for oi, opt in enumerate(opts):
@@ -62,7 +63,7 @@ def lane_states(hw: Builder):
             n1 += n_step(64 * psel.f(oi) + s, 65, {nz.feature(l): 1})
         # served lanes: all of the mask, but an atomic serves only the first
         n1 += n_step(2 * hw.c_mask.f(l) + (1 - atom) + first.f(l), 3, {done.feature(l): 1})
-        for w in range(8):
+        for w in range(W):
             n1 += n_step(2 * (hw.k("EXEC") + cw.f(w) + hw.c_mask.f(l)) + (1 - atom) + first.f(l), 7,
                          {en.feature(LANES * w + l): 1})
     hw.circ("term.pred", [nz, done, en], n1)
@@ -72,7 +73,7 @@ def lane_states(hw: Builder):
     t1 = hw.field_forms(tail, "tail", "t1")
     t2 = hw.field_forms(tail, "tail", "t2")
     npc = [hw.bits(f"lanes.pc.{l}", hw.pcb) for l in range(LANES)]
-    nst = [hw.bits(f"lanes.st.{w}.{l}", 3) for w in range(8) for l in range(LANES)]
+    nst = [hw.bits(f"lanes.st.{w}.{l}", 3) for w in range(W) for l in range(LANES)]
     n2 = []
     for l in range(LANES):
         for i in range(hw.pcb):
@@ -82,23 +83,24 @@ def lane_states(hw: Builder):
             n2 += n_gated(hw.k("EXEC") + tk("branch") - nz.f(l) - 1, t2[i], o)
             n2 += n_gated(hw.k("EXEC") + tk("exit") - 1, hw.c_pc.f(i), o)
             n2 += n_gated(start, hw.entry.f(i), o)
-    nth = sum(((1 << i) * hw.nthreads.f(i) for i in range(6)), Lin())
-    for w in range(8):
+    nth = sum(((1 << i) * hw.nthreads.f(i) for i in range(hw.nthreads.size)), Lin())
+    big = max(64, 2 * hw.cfg.max_threads)      # switches the fresh state off when no GO/BLOCK: > the threads
+    for w in range(W):
         for l in range(LANES):
             st = nst[LANES * w + l]
             n2 += n_step(hw.k("EXEC") + tk("jump") + tk("branch"), 2, {st.feature(0): 1})
             n2 += n_step(hw.k("EXEC") + tk("barrier"), 2, {st.feature(1): 1})
             n2 += n_step(hw.k("EXEC") + tk("barrier") + hw.c_epoch.f(0), 3, {st.feature(2): 1})
-            n2 += n_step(64 * start + nth, 64 + LANES * w + l + 1, {st.feature(0): 1})
+            n2 += n_step(big * start + nth, big + LANES * w + l + 1, {st.feature(0): 1})
     hw.circ("lanes.next", npc + nst, n2)
     # one lane-table entry per warp and lane: its next pc and state, a write granule of its own
     F = hw.pcb + 3
-    table = M.GDNMemory(p, "lanes", slots=1, width=F * 8 * LANES, field_bits=F)
+    table = M.GDNMemory(p, "lanes", slots=1, width=F * W * LANES, field_bits=F)
     slot = p.vars["slot0"]
-    fe = [en.f(i) + start for i in range(8 * LANES)]
-    table.write(slot, hw.view("lanes.in", [f for i in range(8 * LANES)
+    fe = [en.f(i) + start for i in range(W * LANES)]
+    table.write(slot, hw.view("lanes.in", [f for i in range(W * LANES)
                                            for f in [npc[i % LANES].f(b) for b in range(hw.pcb)]
                                            + [nst[i].f(b) for b in range(3)]]), field_enable=fe)
     out = table.read(slot, name="lanes.out")
-    hw.lpc = hw.view("lanes.pc", [out.f(F * i + b) for i in range(8 * LANES) for b in range(hw.pcb)])
-    hw.lst = hw.view("lanes.st", [out.f(F * i + hw.pcb + b) for i in range(8 * LANES) for b in range(3)])
+    hw.lpc = hw.view("lanes.pc", [out.f(F * i + b) for i in range(W * LANES) for b in range(hw.pcb)])
+    hw.lst = hw.view("lanes.st", [out.f(F * i + hw.pcb + b) for i in range(W * LANES) for b in range(3)])

@@ -9,7 +9,7 @@ from qwengpu.compiler.gadgets import n_gated, n_step
 from ..config import LANES, MEM
 from ..format import ATOM_OPS, MEM_OPS, SPACES, sources_for
 from ..image import PORTS
-from ..layout import LINE, LINES, REGIONS
+from ..layout import LINE
 from .atomic import atomic_unit
 from .builder import MEM_FIELDS, Builder, Unit, bits_of, match
 from .lanes import first_lane
@@ -19,41 +19,54 @@ from .rom import rom
 
 
 def line_forms(hw: Builder, space: str, addr: list, lane: int) -> list[Lin]:
-    """The 8 bits of the machine line of an address in `space` (bit selection, no arithmetic)."""
-    first, lines, bits, base = REGIONS[space]
-    if space == "global":
-        return [addr[4 + i] for i in range(7)] + [Lin()]
-    if space == "shared":
-        return [addr[4 + i] for i in range(6)] + [Lin(), Lin.const(1)]
-    if space == "const":
-        return [addr[4 + i] for i in range(5)] + [Lin.const(1)] * 3
-    # local: line 192 + 2 * thread + address bit 4; thread = 4 * warp + lane
-    lb = bits_of(lane, 2)
-    return [addr[4], Lin.const(lb[0]), Lin.const(lb[1]), hw.c_warp.f(0), hw.c_warp.f(1), Lin(),
-            Lin.const(1), Lin.const(1)]
+    """The bits of the machine line of an address in `space` (`layout.MemoryMap`): bit selection,
+    no arithmetic. The address's bits 4.. of the window (global: modulo the window), for local over
+    the thread's lane and warp bits, then the region's first line's bits above them."""
+    mm = hw.memory_map
+    r = mm.regions[space]
+    forms = [addr[4 + i] for i in range(r.bits - 4)]
+    if space == "local":                    # thread = 4 * warp + lane
+        forms += [Lin.const(b) for b in bits_of(lane, 2)] + [hw.c_warp.f(i) for i in range(mm.local_thread_bits)]
+    const = lambda b: Lin.const(1) if b else Lin()
+    return forms + [const((r.first >> i) & 1) for i in range(len(forms), mm.line_bits)]
 
 
-def window_violation(hw: Builder, space: str, addr: list, ahi: list) -> Lin:
-    """A form that is 0 exactly when the address lies in the space's window."""
+def window_faults(hw: Builder, space: str, addr: list, ahi: list) -> list[Lin]:
+    """Forms, at most one of them >= 1 (the others <= 0), and one exactly when the address lies
+    outside the space's window. A window is its address bits' high bits matching a pattern --
+    global windows of up to 4 KiB (GLOBAL_BASE is a multiple of them), shared, const, local (and the
+    thread's warp bits above the threads with local memory) -- except a global window larger than
+    4 KiB: [0x1000, 0x1000 + 2^g) takes the address's bit g to tell a low address (bits 12..g-1 must
+    not all be zero) from a high one (they must), three exclusive cases."""
+    mm = hw.memory_map
+    r = mm.regions[space]
     v = Lin()
     for f in ahi:
         v = v + f
-    must1 = []
-    if space == "global":
-        must0 = [11] + list(range(13, 32))
-        must1 = [12]
-    elif space == "shared":
-        must0 = list(range(10, 32))
-    elif space == "local":
-        must0 = list(range(5, 32))
-        v = v + hw.c_warp.f(2)              # threads 16.. have no local memory
-    else:
-        must0 = list(range(9, 32))
+    if space == "local":                    # threads local_threads.. have no local memory
+        for i in range(mm.local_thread_bits, hw.warp_bits):
+            v = v + hw.c_warp.f(i)
+    g = r.bits
+    if space == "global" and r.base % (1 << g):
+        high = v
+        for i in range(g + 1, 32):
+            high = high + addr[i]
+        b = r.base.bit_length() - 1         # GLOBAL_BASE = 2^b
+        mid = Lin()
+        for i in range(b, g):
+            mid = mid + addr[i]
+        big = 64                            # > the bits of `mid`: any high bit switches the others off
+        return [high,                                               # 2^(g+1) and beyond
+                1 - addr[g] - mid - big * high,                      # below GLOBAL_BASE
+                mid + (g - b) * (addr[g] - 1) - big * high]          # 2^g + GLOBAL_BASE and beyond
+    pattern = r.base >> g
+    must0 = [i for i in range(g, 32) if not (pattern >> (i - g)) & 1]
+    must1 = [i for i in range(g, 32) if (pattern >> (i - g)) & 1]
     for i in must0:
         v = v + addr[i]
     for i in must1:
         v = v + (1 - addr[i])
-    return v
+    return [v]
 
 
 def mem(hw: Builder, k: int):
@@ -114,21 +127,22 @@ def _pending_addresses(hw: Builder, addr: list) -> list:
 
 def _addresses(hw: Builder, k: int, A: list, ahi: list, space, align):
     """Level A: lines, offsets, faults; the MEMW write line and byte."""
-    mline = [hw.bits(f"mline.{k}.{l}", 8) for l in range(LANES)]
+    nb = hw.memory_map.line_bits
+    mline = [hw.bits(f"mline.{k}.{l}", nb) for l in range(LANES)]
     off = [hw.bits(f"off.{k}.{l}", 16) for l in range(LANES)]
     bad = [hw.bits(f"badaddr.{k}.{l}", 2) for l in range(LANES)]   # misaligned, outside window
-    wline = hw.bits(f"wline.{k}", 8)
+    wline = hw.bits(f"wline.{k}", nb)
     head = hw.bits(f"whead.{k}", LINE)
     na = []
     for l in range(LANES):
         for si, sp in enumerate(SPACES):
             forms = line_forms(hw, sp, A[l], l)
-            for b in range(8):
+            for b in range(nb):
                 if forms[b].terms:
                     na += n_gated(space.f(si), forms[b], {mline[l].feature(b): 1})
                     na += n_gated(hw.t_lane.f(l) + space.f(si) - 1, forms[b], {wline.feature(b): 1})
-            na += n_step(128 * space.f(si) + window_violation(hw, sp, A[l], [ahi[l].f(i) for i in range(32)]), 129,
-                         {bad[l].feature(1): 1})
+            for outside in window_faults(hw, sp, A[l], [ahi[l].f(i) for i in range(32)]):
+                na += n_step(128 * space.f(si) + outside, 129, {bad[l].feature(1): 1})
         for o in range(16):
             na += n_step(match(A[l][:4], o), 4, {off[l].feature(o): 1})
         for q in range(1, 5):
@@ -140,8 +154,8 @@ def _addresses(hw: Builder, k: int, A: list, ahi: list, space, align):
             for j in range(b, LINE):
                 na += n_step(hw.k("MEMW") + hw.t_lane.f(l) + hw.t_byte.f(b) + match(A[l][:4], j - b),
                              7, {head.feature(j): 1})
-    for b in range(8):
-        na += n_gated(hw.we_any["mem"].f(0), hw.c_addr.f(b), {wline.feature(b): 1})
+    for b in range(nb):
+        na += n_gated(hw.we_any["mem"].f(0), hw.c_line.f(b), {wline.feature(b): 1})
     hw.circ(f"mema.{k}", mline + off + bad + [wline, head], na)
     return mline, off, bad, wline, head
 
@@ -152,12 +166,12 @@ def _line_memory(hw: Builder, k: int, mline: list, wline, head) -> list:
     per byte), whose read is the written line's whole new value; the copy the lanes read is
     written whole with it."""
     p = hw.p
-    stage = M.GDNMemory(p, "mem.stage", slots=LINES, width=8 * MEM_FIELDS, field_bits=8)
+    stage = M.GDNMemory(p, "mem.stage", slots=hw.memory_map.lines, width=8 * MEM_FIELDS, field_bits=8)
     stage.write(wline, hw.view("mem.stage.in", [hw.t_v.f(i % 8) for i in range(8 * MEM_FIELDS)]),
                 field_enable=[head.f(j) + hw.we["mem"].f(j) for j in range(LINE)]
                 + [hw.we["mem"].f(LINE), hw.we["mem"].f(LINE + 1)])
     new = stage.read(wline, name="mem.new")
-    mem = M.GDNMemory(p, "mem", slots=LINES, width=8 * MEM_FIELDS, whole=True)
+    mem = M.GDNMemory(p, "mem", slots=hw.memory_map.lines, width=8 * MEM_FIELDS, whole=True)
     mem.write(wline, new, enable=hw.k("MEMW") + hw.we_any["mem"].f(0))
     lines = [mem.read(mline[l], name=f"line.{k}.{l}") for l in range(LANES)]
     hw.memory = mem

@@ -11,7 +11,7 @@ from qwengpu.compiler import memory as M
 from qwengpu.compiler.gadgets import n_gated, n_step
 
 from ..config import LANES
-from ..format import REG_BITS, WARP_BITS
+from ..format import REG_BITS
 from .builder import Builder
 from .rom import rom, segment
 
@@ -32,9 +32,9 @@ def register_write(hw: Builder):
             neurons += n_step(hw.k("CARRY") + hw.t_byte.f(b) + hw.t_ls.f(l), 3, out)
             neurons += n_step(hw.k("CARRY") + hw.t_byte.f(b) + hw.t_ls.f(LANES) + hw.c_mask.f(l), 4, out)
     hw.circ("carry.target", [creg, cwe], neurons)
-    hw.rkey = hw.view("rkey", [hw.c_warp.f(i) for i in range(WARP_BITS)] + [creg.f(i) for i in range(REG_BITS)])
+    hw.rkey = hw.view("rkey", [hw.c_warp.f(i) for i in range(hw.warp_bits)] + [creg.f(i) for i in range(REG_BITS)])
     hw.cwe = cwe
-    stage = M.GDNMemory(hw.p, "reg.stage", slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, field_bits=8)
+    stage = M.GDNMemory(hw.p, "reg.stage", slots=1 << (hw.warp_bits + REG_BITS), width=32 * LANES, field_bits=8)
     stage.write(hw.rkey, hw.view("reg.stage.in", [hw.t_v.f(i % 8) for i in range(32 * LANES)]),
                 field_enable=[cwe.f(i) for i in range(4 * LANES)])
     hw.rnew = stage.read(hw.rkey, name="reg.new")
@@ -42,7 +42,7 @@ def register_write(hw: Builder):
 
 def register_copy(hw: Builder, name: str):
     """A register file copy, written whole at every CARRY with the carried register's new value."""
-    mem = M.GDNMemory(hw.p, name, slots=1 << (WARP_BITS + REG_BITS), width=32 * LANES, whole=True)
+    mem = M.GDNMemory(hw.p, name, slots=1 << (hw.warp_bits + REG_BITS), width=32 * LANES, whole=True)
     mem.write(hw.rkey, hw.rnew, enable=hw.k("CARRY"))
     return mem
 
@@ -53,7 +53,7 @@ def regfile(hw: Builder, k: int, seg, nports: int) -> list:
     lines = []
     segname = f"s{k}"
     for p_ in range(nports):
-        addr = hw.view(f"reg.{k}.q{p_}", [hw.c_warp.f(i) for i in range(WARP_BITS)]
+        addr = hw.view(f"reg.{k}.q{p_}", [hw.c_warp.f(i) for i in range(hw.warp_bits)]
                          + hw.field_forms(seg, segname, f"p{p_}_reg"))
         en = hw.field_forms(seg, segname, f"p{p_}_en")[0]
         r = mem.read(addr, name=f"reg.{k}.r{p_}", enable=en)

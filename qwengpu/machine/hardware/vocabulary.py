@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from ..config import LANES
-from ..format import BLOCK_BITS, EPOCH_BITS, WARP_BITS
-from ..layout import LINES
+from ..format import BLOCK_BITS, EPOCH_BITS
 from ..tokens import token_text
 from .builder import FPU_KIND, Builder, carry_pos, memw_pos
 
@@ -18,11 +17,11 @@ def inputs(hw: Builder):
     hw.t_ls = p.input_bits("t_ls", LANES + 1)                  # a lane, or all (bit 4)
     hw.t_lane = p.input_bits("t_lane", LANES)
     hw.t_v = p.input_bits("t_v", 8)
-    hw.t_warp = p.input_bits("t_warp", WARP_BITS)
+    hw.t_warp = p.input_bits("t_warp", hw.warp_bits)
     hw.t_block = p.input_bits("t_block", BLOCK_BITS)
     hw.t_epoch = p.input_bits("t_epoch", EPOCH_BITS)
     hw.t_space = p.input_bits("t_space", 4)
-    hw.t_addr = p.input_bits("t_addr", hw.pcb)          # AT cursor: a ROM bundle, line, block ...
+    hw.t_addr = p.input_bits("t_addr", hw.addr_bits)          # AT cursor: a ROM bundle, line, block ...
     hw.t_f = p.input_bits("t_f", hw.F)
     hw.t_pos = p.input_bits("t_pos", 7)                      # CARRY/MEMW: place in the pass order
 
@@ -34,7 +33,7 @@ def vocabulary(hw: Builder):
     hw.tok["GO"] = p.token(token_text(("GO",)), kind=kb("GO"))
     for b in range(1, 1 << BLOCK_BITS):
         hw.tok[("BLOCK", b)] = p.token(token_text(("BLOCK", b)), kind=kb("BLOCK"), t_block=b)
-    for w in range(1 << WARP_BITS):
+    for w in range(1 << hw.warp_bits):
         hw.tok[("WARP", w)] = p.token(token_text(("WARP", w)), kind=kb("WARP"), t_warp=w)
     for pc in range(1 << hw.pcb):
         for m in range(1, 1 << LANES):
@@ -64,7 +63,7 @@ def vocabulary(hw: Builder):
             hw.tok[("FAULT", fk, l)] = p.token(token_text(("FAULT", fk, l)), kind=kb("FAULT"), t_lane=1 << l,
                                                  t_byte=1 << fk)
     for si, space in enumerate(hw.spaces):
-        n = {"ltab": 1 << WARP_BITS, "conf": 1, "mem": LINES, "btab": 1 << BLOCK_BITS}.get(space, 1 << hw.pcb)
+        n = {"ltab": 1 << hw.warp_bits, "conf": 1, "mem": hw.memory_map.lines, "btab": 1 << BLOCK_BITS}.get(space, 1 << hw.pcb)
         for a in range(n):
             hw.tok[("AT", space, a)] = p.token(token_text(("AT", space, a)), kind=kb("AT"), t_space=si, t_addr=a)
     for f in range(hw.F):
