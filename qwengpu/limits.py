@@ -118,6 +118,11 @@ def rows() -> list[tuple[str, str, str, str]]:
          "an int must fit its dtype, a float its dtype's finite range (\"inf\" is written as such), a "
          "\"0x...\" bit pattern its width; `grid` and `block` are required positive ints (not booleans); "
          "each refusal names `args[k].data[j]` or the field", "the same (one spec reader)"),
+        ("`__constant__` / `__device__` variables set by the spec (`symbols`)", "`cudaMemcpyToSymbol`: up to the "
+         "variable's size",
+         "a module-scope `.global` or `.const` variable by name, data up to its size in a dtype that divides it: "
+         "`symbols.NAME.data: 6 float32 values are 24 bytes; NAME holds 20 ...`; an unknown name lists the "
+         "module's variables", "the same (one spec reader); the data reach memory through the prompt"),
     ]
 
 
