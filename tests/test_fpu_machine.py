@@ -32,7 +32,7 @@ def test_the_float_unit_costs_its_results_carries(fpu_machine):
     k = suite.get("saxpy")
     module, spec = load_program(k.ptx()), k.spec()
     on_unit = run(module, spec, engine="compact", machine=fpu_machine, progress=False)
-    soft = run(module, spec, engine="sim")
+    soft = run(module, spec, engine="sim", config="compact")     # the soft-float machine
     assert on_unit.tokens * 5 < soft.tokens
     assert on_unit.buffers[-1].tobytes() == soft.buffers[-1].tobytes()
 

@@ -508,8 +508,11 @@ class Simulator:
 
 
 def initial_memory(image: Image, module, spec: LaunchSpec) -> bytearray:
-    """The machine memory at launch: argument buffers, initialised globals, constants."""
+    """The machine memory at launch: argument buffers, initialised globals (the spec's symbols
+    over their initialisers), constants."""
     from qwengpu.semantics.launch_model import ModuleAnalysis, relocated_initialisers
+    from qwengpu.semantics.symbols import apply_symbols
+    module = apply_symbols(module, spec)
     lay = image.layout
     analysis = ModuleAnalysis(module, module.kernel(image.kernel))
     # the interpreter's addresses: global variables at the same addresses, const and shared in windows

@@ -8,7 +8,7 @@
     <go>                                the launch starts; every token after it is generated
 
 Unwritten state reads as zero, so zero bytes are skipped. The launch spec's `"symbols"` reach memory
-here as their variables' initialisers (`qwengpu.semantics.symbols.apply_symbols`), so a variable
+as their variables' initialisers (the simulator's `initial_memory` applies them), so a variable
 costs tokens as a buffer does: its valid bits, and only its non-zero bytes.
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ from qwengpu.machine.image import Image
 from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import initial_memory
 from qwengpu.machine.tokens import token_text
-from qwengpu.semantics.symbols import apply_symbols
 
 
 def check_fits(image: Image, spec: LaunchSpec):
@@ -51,7 +50,7 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
         word = fmt.encode(b)
         for seg in fmt.segments:
             put(seg.name, b.index, word[seg.first_byte:seg.first_byte + seg.nbytes])
-    memory = initial_memory(image, apply_symbols(module, spec), spec)
+    memory = initial_memory(image, module, spec)
     valid = image.layout.valid
     for line in range(image.layout.memory.lines):
         data = bytes(memory[line * LINE:(line + 1) * LINE])
