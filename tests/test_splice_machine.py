@@ -289,9 +289,10 @@ def test_machine_splice_benchmark_on_small_shapes(tmp_path, capsys):
     assert "dry-run splice" in out and "through stock transformers" in out and "exact=True" in out
 
 
-def test_build_splices_compact_unless_told_otherwise(tmp_path, monkeypatch, capsys):
-    """`qwengpu build --base` compiles COMPACT for the base (the whole suite); `--machine tiny`
-    and `--program` choose otherwise. The compile is intercepted: this checks the choice only."""
+def test_build_splices_the_builtin_machine_unless_told_otherwise(tmp_path, monkeypatch, capsys):
+    """`qwengpu build --base` compiles the built-in machine (COMPACT with the float unit) for the base
+    (the whole suite); `--machine tiny` and `--program` choose otherwise. The compile is intercepted:
+    this checks the choice only."""
     import qwengpu.splice.machine_splice as ms
     asked = []
 
@@ -300,6 +301,6 @@ def test_build_splices_compact_unless_told_otherwise(tmp_path, monkeypatch, caps
         raise SpliceError("stop here")
     monkeypatch.setattr(ms, "compile_for_base", compile_stub)
     base = fixtures.write_random_base(tmp_path / "b", fitting_text_config("compact", V), tokenizer="none")
-    for extra, want in (([], "compact"), (["--machine", "tiny"], "tiny")):
+    for extra, want in (([], "compact-fpu"), (["--machine", "compact"], "compact"), (["--machine", "tiny"], "tiny")):
         assert main(["build", "--base", str(base), "--out", str(tmp_path / want), "--quiet", *extra]) == 2
         assert asked[-1] == want and "stop here" in capsys.readouterr().err
