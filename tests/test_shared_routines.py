@@ -1,5 +1,6 @@
 """Shared soft-float routines (`qwengpu.assembler.lower.shared`): a program whose inlined float
-routines exceed the ROM calls one copy of each instead; simulator against interpreter, bit for bit."""
+routines exceed the ROM calls one copy of each instead; simulator against interpreter, bit for bit.
+On COMPACT, whose f32 arithmetic is routines (the built-in machine's float unit runs it in one pass)."""
 import numpy as np
 import sizes
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from qwengpu import run, suite
 from qwengpu.api import load_program
 from qwengpu.assembler import assemble
 from qwengpu.launch import LaunchSpec
+from qwengpu.machine.config import COMPACT
 
 OPS = ["fma.rn.f32 {d}, {a}, {b}, {c};", "fma.rz.ftz.f32 {d}, {a}, {b}, {c};", "add.rz.f32 {d}, {a}, {b};",
        "sub.rp.f32 {d}, {a}, {b};", "mul.rm.f32 {d}, {a}, {b};", "div.rn.f32 {d}, {a}, {b};",
@@ -35,7 +37,7 @@ def kernel(then: list[str], other: list[str], tail: list[str]) -> str:
 
 
 def routine_entries(ptx: str, spec: dict) -> int:
-    img = assemble(load_program(ptx), LaunchSpec.from_json(spec))
+    img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT)
     return len({b.label for b in img.bundles if b.label.startswith("routine_") and b.label.endswith("/entry")})
 
 
@@ -52,7 +54,7 @@ def test_programs_beyond_the_rom_call_shared_routines(then, other, tail, data):
     spec = {"grid": 1, "block": 4, "args": [{"buffer": "float32", "data": ["nan" if x != x else x for x in data]},
                                             {"buffer": "float32", "size": 16}]}
     want = run(ptx, spec).buffers[1].view(np.uint32)
-    got = run(ptx, spec, engine="sim").buffers[1].view(np.uint32)
+    got = run(ptx, spec, engine="sim", config=COMPACT).buffers[1].view(np.uint32)
     assert np.array_equal(want, got), "\n".join(then + ["--"] + other + ["--"] + tail)
     assert routine_entries(ptx, spec) >= 2          # an f32 routine and the f64 addition
 
@@ -66,7 +68,7 @@ def test_programs_that_fit_keep_their_routines_inlined():
 
 def test_the_suite_matrix_multiply_fits_with_one_shared_fma():
     k = suite.get("matmul_tile4")
-    img = assemble(load_program(k.ptx_path.read_text()), k.spec())
+    img = assemble(load_program(k.ptx_path.read_text()), k.spec(), config=COMPACT)
     entries = [b.label for b in img.bundles if b.label.startswith("routine_") and b.label.endswith("/entry")]
     assert len(entries) == 1 and "fma" in entries[0]
     assert len(img.bundles) <= img.config.rom_bundles // 2
