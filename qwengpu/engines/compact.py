@@ -111,12 +111,7 @@ class CompactEngine:
         pre-activations, `gdn_hook(L, GDNInputs)` every GDN layer's normalised queries and keys,
         values, write strengths, decays and output gates, token by token."""
         import torch
-        tokens = np.asarray(list(token_ids), dtype=np.int64)
-        if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.W.estart) - 1):
-            raise ValueError(f"token id outside the vocabulary (0..{len(self.W.estart) - 2})")
-        logits = np.zeros(self.vocab, np.float32)
-        h = np.zeros(self.width, np.float32)
-        margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
+        tokens, logits, h, margins = self._begin(token_ids, state)
         hooks = (hidden_hook, gate_hook, gdn_hook)
         if not any(hooks) and block > 1 and len(tokens) > 1:
             kernels.prefill_blocks(self.W, tokens, h, state.recurrent, state.conv, state.length, margins, logits,
@@ -145,9 +140,7 @@ class CompactEngine:
                 if gdn_hook:
                     for gi, L in enumerate(self.gdn_layers):
                         gdn_hook(L, self._gdn_inputs(cd[0, gi]))
-        state.length += len(tokens)
-        state.residual_worst, state.noise_worst = float(margins[0]), float(margins[1])
-        state.noise_at = (int(margins[2]), int(margins[3]))
+        self._end(state, len(tokens), margins)
         return torch.from_numpy(logits)
 
     def forward_captured(self, token_ids, state: EngineState, on_gdn, chunk: int = BLOCK, buffer=None):
@@ -159,12 +152,7 @@ class CompactEngine:
         `buffer`: an array of at least `chunk` such rows to capture into (a caller's, kept between
         calls: a fresh one costs page faults on every pass). Returns the last logits."""
         import torch
-        tokens = np.asarray(list(token_ids), dtype=np.int64)
-        if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.W.estart) - 1):
-            raise ValueError(f"token id outside the vocabulary (0..{len(self.W.estart) - 2})")
-        logits = np.zeros(self.vocab, np.float32)
-        h = np.zeros(self.width, np.float32)
-        margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
+        tokens, logits, h, margins = self._begin(token_ids, state)
         big = max(self.hk * self.dk, self.hv * self.dv)
         shape = (len(self.gdn_layers), 6, big)
         if buffer is not None and (buffer.shape[1:] != shape or len(buffer) < min(chunk, len(tokens))):
@@ -180,10 +168,24 @@ class CompactEngine:
                 kernels.forward_tokens(self.W, part, h, state.recurrent, state.conv, state.length + t0, margins,
                                        CAP_GDN, none3, none3, cap, logits)
             on_gdn(cap[:len(part)])
-        state.length += len(tokens)
+        self._end(state, len(tokens), margins)
+        return torch.from_numpy(logits)
+
+    def _begin(self, token_ids, state: EngineState):
+        """A forward's tokens (checked against the vocabulary), its logits and residual buffers, and
+        the state's margins as the compiled loop updates them."""
+        tokens = np.asarray(list(token_ids), dtype=np.int64)
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.W.estart) - 1):
+            raise ValueError(f"token id outside the vocabulary (0..{len(self.W.estart) - 2})")
+        margins = np.array([state.residual_worst, state.noise_worst, *state.noise_at], np.float64)
+        return tokens, np.zeros(self.vocab, np.float32), np.zeros(self.width, np.float32), margins
+
+    @staticmethod
+    def _end(state: EngineState, n: int, margins):
+        """The state after `n` tokens: its length and the margins the loop found."""
+        state.length += n
         state.residual_worst, state.noise_worst = float(margins[0]), float(margins[1])
         state.noise_at = (int(margins[2]), int(margins[3]))
-        return torch.from_numpy(logits)
 
     def step(self, token_id: int, state: EngineState, hidden_hook=None, gate_hook=None, gdn_hook=None):
         """One forward pass for one token (the decode path); returns its logits."""
