@@ -60,7 +60,6 @@ import numpy as np
 import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
-from qwengpu.semantics.symbols import apply_symbols
 from qwengpu.compiler.placement import MemoryPlacement, decode_words, read_rails, words_of
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
@@ -337,7 +336,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     if engine not in ("compact", "model"):
         raise ValueError(f"record_launch runs the model: engine 'compact' or 'model', not {engine!r}")
     spec = launch if isinstance(launch, LaunchSpec) else LaunchSpec.from_json(launch)
-    module = apply_symbols(qwengpu.load_program(program), spec)     # the lab's simulator starts from them too
+    module = qwengpu.load_program(program)      # the spec's symbols: the machine's initial memory applies them
     machine = machine or load_machine(BUILTIN, dense=engine == "model", progress=progress)
     fn = module.kernel(kernel if kernel is not None else spec.kernel)
     image = assemble(module, spec, kernel, machine.config)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from qwengpu.semantics.launch_model import launch_warps
 from qwengpu.semantics.faults import ExecutionFault, MemoryFault
 from qwengpu.semantics.printf import machine_printf
-from qwengpu.semantics.symbols import apply_symbols, symbols_from_machine
+from qwengpu.semantics.symbols import symbols_from_machine
 from qwengpu.launch import LaunchResult, LaunchSpec, check_step_limit
 
 from qwengpu.assembler import assemble
@@ -63,7 +63,6 @@ def run_on_simulator(module, spec: LaunchSpec, kernel: str | None = None, config
                      max_tokens: int | None = None) -> LaunchResult:
     """One launch on the token simulator of the machine `config` (a geometry or its name)."""
     img = assemble(module, spec, kernel, config_named(config, "machine"))     # refuses bad "symbols" first
-    module = apply_symbols(module, spec)
     res = Simulator(img, module, spec, max_tokens=check_step_limit(max_tokens) or default_max_tokens(spec)).run()
     texts = [token_text(t) for t in res.tokens]
     return LaunchResult(img.kernel, "sim", res.buffers, steps=len(res.passes), tokens=len(texts),
@@ -88,7 +87,6 @@ class _Launch:
 
     def __init__(self, machine, module, spec, kernel, max_tokens, check_states, on_token, prefix):
         self.img = assemble(module, spec, kernel, machine.config)         # refuses bad "symbols" first
-        module = apply_symbols(module, spec)
         self.machine, self.module, self.spec = machine, module, spec
         self.prompt = prompt_tokens(self.img, module, spec)
         self.prefix = list(prefix or [])
