@@ -4,6 +4,10 @@ forward on the packed sparse weights (`packing.Weights`), a token at a time (`fo
 the run's margins inside the loop (`_probe`: residual code margin, `_noise`: form noise).
 
 See `qwengpu.engines.compact` for what is exact and why.
+
+The helpers are plain `njit` functions, not `inline="always"`: numba's IR-level inlining of every
+helper into the three entry points doubled the first launch's compile (~100 s against ~50 s on the
+2-core VM, Dec 6 2026) for no measured speed; LLVM still inlines them where it pays.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
 
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _spmv(W, m, x, y):
     """y += W_m x over the non-empty columns whose input is non-zero (each row sums its terms in
     increasing column order, as a sequential dense sum does)."""
@@ -41,7 +45,7 @@ def _spmv(W, m, x, y):
                         y[r + i] += dense[d + i] * xj
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _tiny_column(W, k, xj, y):
     """y += column k times a tiny input xj (0 < |xj| < ctiny[k]): `_spmv`'s terms, each product by
     `tiny_product` (bit for bit the float32 product)."""
@@ -61,7 +65,7 @@ def _tiny_column(W, k, xj, y):
 
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _norm_into(W, m, h, w1, eps, x):
     """x = RMSNorm(h) (zero-centred weight w1 = 1 + w), on the columns matrix m reads. A subnormal
     feature (a SiLU tail) is multiplied by `tiny_product`, bit for bit, without the assist."""
@@ -76,7 +80,7 @@ def _norm_into(W, m, h, w1, eps, x):
             x[c] = hc * r * w1[c]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _add_rows(W, m, h, y):
     """h += y on the rows matrix m writes, and y back to 0 there."""
     for p in range(W.mrow[m], W.mrow[m + 1]):
@@ -115,7 +119,7 @@ def _most_lattices(W):
     return most
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     """The GDN mixer of layer L (GDN layer g) on one token: h += out(delta rule(norm(h)))."""
     x, y, o = sc[0], sc[1], sc[10]
@@ -130,7 +134,7 @@ def _mixer(W, L, g, h, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     _add_rows(W, mo, h, y)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     """GDN layer g on one token from its projections y (q, k, v, z, b, a): the conv, the gated
     delta rule on the state, the gated RMSNorm; the read-out into o. Leaves its scratch at zero
@@ -257,7 +261,7 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             kn[a * dk + nzk[a, n]] = ZERO
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _mlp(W, L, h, sc, margins, cap_flags, cap_gates, t):
     """The SwiGLU MLP of layer L on one token: h += down(silu(gate) * up)."""
     inter = W.dims[1]
@@ -275,7 +279,7 @@ def _mlp(W, L, h, sc, margins, cap_flags, cap_gates, t):
     _add_rows(W, md, h, y)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _silu_off(x):
     """`silu` for scalar code whose inputs are mostly 0 or off (<= -89: a memory's off keys), which
     skip the exp."""
@@ -286,7 +290,7 @@ def _silu_off(x):
     return silu(x)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _activations(y, act, inter):
     """act = silu(gate) * up for every neuron, gate = y[:inter], up = y[inter:2 inter]: a neuron
     without weights gets silu(0) * 0 = 0, an input the down product skips; so does one whose up is
@@ -295,7 +299,7 @@ def _activations(y, act, inter):
         act[i] = silu(y[i]) * y[inter + i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _layer(W, L, h, pos, recurrent, conv_state, sc, margins, cap_flags, cap_hidden, cap_gates, cap_gdn, t):
     """Decoder layer L on one token at position `pos` (tokens before it)."""
     g = W.gdn_of[L]
@@ -311,14 +315,14 @@ def _layer(W, L, h, pos, recurrent, conv_state, sc, margins, cap_flags, cap_hidd
         cap_hidden[t, 2 * L + 1] = h
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _embed(W, tok, h):
     h[:] = ZERO
     for p in range(W.estart[tok], W.estart[tok + 1]):
         h[W.ecols[p]] = W.evals[p]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _logits(W, h, x, logits):
     m = W.lm_mat[0]
     _norm_into(W, m, h, W.final_norm, W.eps[0], x)
@@ -329,7 +333,7 @@ def _logits(W, h, x, logits):
         _lm_by_codes(W, m, x, logits)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _lm_by_codes(W, m, x, logits):
     """logits += LM head x, column after column as `_spmv` (the same products, added to each row
     in the same order), over every row: a row without an entry in the column adds -0, which
@@ -409,7 +413,7 @@ def _block_scratch(W, nb):
             np.zeros(nb, np.float32))                                # V: a run's products
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _spmm(W, m, X, Y, n, V):
     """Y[:, :n] += W_m X[:, :n]: for each token exactly the sums of `_spmv` (the same terms in the
     same order, a term whose input is 0 skipped), the weights read once for the block. X's tiny
@@ -452,7 +456,7 @@ def _spmm(W, m, X, Y, n, V):
                         yi[t] = yi[t] + w * xt if xt != 0 else yi[t]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, cap_flags, cap_gdn, t0):
     """The GDN mixer of layer L on a block of n tokens: the projections as block products, the
     conv and the delta rule token after token (its inputs captured at rows t0.. of cap_gdn when
@@ -472,7 +476,7 @@ def _mixer_block(W, L, g, H, n, pos0, S_all, ring, sc, bs, cap_flags, cap_gdn, t
         _add_rows(W, mo, H[t], Y[:, t])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _mlp_block(W, L, H, n, bs, block_margins, sc):
     """The SwiGLU MLP of layer L on a block of n tokens (each token's form noise into its own row
     of block_margins)."""
@@ -542,7 +546,7 @@ def prefill_blocks(W, tokens, h, recurrent, conv_state, length0, margins, logits
         _logits(W, h, sc[0], logits)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _probe(W, sub, h, margins):
     for p in range(W.pstart[sub], W.pstart[sub + 1]):
         v = h[W.pfeat[p]]
@@ -550,7 +554,7 @@ def _probe(W, sub, h, margins):
         margins[0] = max(margins[0], d)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _noise(W, L, gate, margins, dist):
     """The form noise of layer L's gates: each gate's distance from its lattice, in spacings (a
     vectorised pass into `dist`), then the first largest one above the run's so far."""
