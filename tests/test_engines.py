@@ -149,6 +149,51 @@ def test_a_captured_run_is_the_hooked_run(seed, chunk):
             assert np.array_equal(row[field, :n], x.reshape(-1)), field
 
 
+@pytest.mark.parametrize("seed, dk, chunk", [(0, 16, 5), (1, 160, 16)])
+def test_a_run_capturing_the_taps_reduces_the_hooked_runs_rows_as_numpy_does(seed, dk, chunk):
+    """`forward_captured(taps=True)` (the lab's taps reduced inside the compiled loop): the same
+    logits and states as the hooked run, and per token and GDN layer numpy's reductions of the
+    hooked run's rows, bit for bit: every key head's top entry of q and k (index, value) and
+    their sums of squares (numpy's pairwise float32 sum; dense random keys, rows of 16 and of 160:
+    longer than numpy's 128-term blocks), the output gate of its first value head, every value
+    head's beta, decay and |v|^2."""
+    from qwengpu.engines import kernels
+    model = _random_qwen(seed, dk=dk)
+    ids = random.Random(seed).choices(range(64), k=21)
+    engine = CompactEngine(ReferenceEngine(model))
+    hooked, captured = [], []
+    s1, s2 = engine.new_state(), engine.new_state()
+    for part in (ids, ids[:1]):
+        want = engine.forward(part, s1, gdn_hook=lambda L, g: hooked.append(g))
+        got = engine.forward_captured(part, s2, lambda cap: captured.append(cap.copy()), chunk=chunk, taps=True)
+        assert torch.equal(got, want)
+    assert np.array_equal(s1.recurrent, s2.recurrent) and (s1.noise_worst, s1.noise_at) == (s2.noise_worst, s2.noise_at)
+    cap = np.concatenate(captured)
+    G, hk, group = len(engine.gdn_layers), engine.hk, engine.hv // engine.hk
+    assert cap.shape == (len(ids) + 1, G, kernels.TAP_FIELDS, engine.hv)
+    for i, g in enumerate(hooked):
+        row = cap[i // G, i % G]
+        q, k, v = g.q[0], g.k[0], g.v[0]
+        qs, ks = q.argmax(-1), k.argmax(-1)
+        for field, want in ((kernels.TAP_QS, qs), (kernels.TAP_QW, q[np.arange(hk), qs]), (kernels.TAP_QSQ, (q * q).sum(-1)),
+                            (kernels.TAP_KS, ks), (kernels.TAP_KW, k[np.arange(hk), ks]), (kernels.TAP_KSQ, (k * k).sum(-1)),
+                            (kernels.TAP_Z, g.z[0, ::group, 0]), (kernels.TAP_BETA, g.beta[0]),
+                            (kernels.TAP_DECAY, g.decay[0]), (kernels.TAP_VSQ, (v * v).sum(-1))):
+            assert np.array_equal(row[field, :len(want)], want), field
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 64, 129, 512, 1000])
+def test_the_compiled_sum_of_squares_is_numpys(n):
+    """`kernels._pairwise_squares`, the taps' sums of squares in the compiled loop: numpy's float32
+    `(x * x).sum()` bit for bit (its pairwise summation), on rows of every length class."""
+    from qwengpu.engines.kernels import _pairwise_squares
+    rng = np.random.default_rng(n)
+    for _ in range(200):
+        x = (rng.standard_normal(n + 3) * rng.uniform(1e-3, 1e3)).astype(np.float32)
+        x[rng.random(n + 3) < 0.4] = 0
+        assert _pairwise_squares(x, 3, n) == (x[3:] * x[3:]).sum()
+
+
 @FAST
 @given(st.sampled_from(["dot", "syncwarp", "switch_sparse", "shift_clamp", "atomic_inc_dec", "grid_2d"]),
        st.integers(2, 33), st.integers(0, 60))

@@ -10,6 +10,7 @@ import pytest
 
 from qwengpu import suite
 from qwengpu.compiler.placement import decode_words
+from qwengpu.engines import kernels
 from qwengpu.engines.compact import CompactEngine
 from qwengpu.lab import recorder, trace_launch
 from qwengpu.lab.payload import (attention_payload, gdn_payload, layer_attention_payload, machine_gdn_bytes,
@@ -19,19 +20,30 @@ from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.readback import state_of_words
 
 
-def _hooked_capture(engine, token_ids, state, on_gdn, chunk=16, buffer=None):
+def _hooked_capture(engine, token_ids, state, on_gdn, chunk=16, buffer=None, taps=False):
     """`forward_captured` the eager way: token after token through the engine's `gdn_hook`, each
-    token's `GDNInputs` laid out as a capture row."""
+    token's `GDNInputs` laid out as a capture row, or (`taps`) reduced to the taps by numpy
+    (`recorder.reduce_rows`), as the recorder reduced them before the compiled loop did."""
     kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
     logits = None
     for tok in token_ids:
         seen = []
         logits = CompactEngine.forward(engine, [tok], state, gdn_hook=lambda L, g: seen.append(g))
-        cap = np.zeros((1, len(engine.gdn_layers), 6, max(kd, vd)), np.float32)
-        for g, x in enumerate(seen):
-            for field, n, a in ((0, kd, x.q), (1, kd, x.k), (2, vd, x.v), (3, hv, x.beta), (4, hv, x.decay),
-                                (5, vd, x.z)):
-                cap[0, g, field, :n] = a.reshape(-1)
+        if taps:
+            cap = np.zeros((1, len(engine.gdn_layers), kernels.TAP_FIELDS, hv), np.float32)
+            for g, x in enumerate(seen):
+                qs, qw, qsq, ks, kw, ksq, vsq = recorder.reduce_rows(x.q[0], x.k[0], x.v[0])
+                for field, a in ((kernels.TAP_QS, qs), (kernels.TAP_QW, qw), (kernels.TAP_QSQ, qsq),
+                                 (kernels.TAP_KS, ks), (kernels.TAP_KW, kw), (kernels.TAP_KSQ, ksq),
+                                 (kernels.TAP_Z, x.z[0, ::engine.hv // engine.hk, 0]), (kernels.TAP_BETA, x.beta[0]),
+                                 (kernels.TAP_DECAY, x.decay[0]), (kernels.TAP_VSQ, vsq)):
+                    cap[0, g, field, :len(a)] = a
+        else:
+            cap = np.zeros((1, len(engine.gdn_layers), 6, max(kd, vd)), np.float32)
+            for g, x in enumerate(seen):
+                for field, n, a in ((0, kd, x.q), (1, kd, x.k), (2, vd, x.v), (3, hv, x.beta), (4, hv, x.decay),
+                                    (5, vd, x.z)):
+                    cap[0, g, field, :n] = a.reshape(-1)
         on_gdn(cap)
     return logits
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
-from .kernels import BLOCK, CAP_GATES, CAP_GDN, CAP_HIDDEN
+from .kernels import BLOCK, CAP_GATES, CAP_GDN, CAP_HIDDEN, CAP_TAPS, TAP_FIELDS
 from .packing import pack
 
 
@@ -143,18 +143,25 @@ class CompactEngine:
         self._end(state, len(tokens), margins)
         return torch.from_numpy(logits)
 
-    def forward_captured(self, token_ids, state: EngineState, on_gdn, chunk: int = BLOCK, buffer=None):
+    def forward_captured(self, token_ids, state: EngineState, on_gdn, chunk: int = BLOCK, buffer=None,
+                         taps: bool = False):
         """`forward` that hands every GDN layer's inputs to `on_gdn(cap)` (the lab's taps), `chunk`
         tokens at a time: `cap` [n, G, 6, max(hk dk, hv dv)] holds per token and GDN layer the rows
         `gdn_hook` gets as `GDNInputs` (l2-normed q, l2-normed k, v, beta, decay, z; a buffer reused
         by the next chunk). One compiled call per chunk, a prompt in blocks as `forward` runs it
         (bit for bit its results, and those of a hooked run); no Python per token or layer.
+        `taps`: instead of those rows, what the lab's taps reduce them to, computed in the loop
+        (`cap` [n, G, TAP_FIELDS, hv], `kernels.CAP_TAPS`: per key head its query's and key's top
+        entry and sum of squares and its output gate, per value head beta, decay and |v|^2; numpy's
+        reductions of the same rows, bit for bit).
         `buffer`: an array of at least `chunk` such rows to capture into (a caller's, kept between
         calls: a fresh one costs page faults on every pass). Returns the last logits."""
         import torch
         tokens, logits, h, margins = self._begin(token_ids, state)
-        big = max(self.hk * self.dk, self.hv * self.dv)
-        shape = (len(self.gdn_layers), 6, big)
+        if taps:
+            shape, flags = (len(self.gdn_layers), TAP_FIELDS, self.hv), CAP_TAPS
+        else:
+            shape, flags = (len(self.gdn_layers), 6, max(self.hk * self.dk, self.hv * self.dv)), CAP_GDN
         if buffer is not None and (buffer.shape[1:] != shape or len(buffer) < min(chunk, len(tokens))):
             raise ValueError(f"a capture buffer of {buffer.shape} for chunks of {chunk} x {shape}")
         cap = buffer if buffer is not None else np.zeros((min(chunk, len(tokens)), *shape), np.float32)
@@ -163,10 +170,10 @@ class CompactEngine:
             part = tokens[t0:t0 + chunk]
             if len(part) > 1:
                 kernels.prefill_blocks(self.W, part, h, state.recurrent, state.conv, state.length + t0, margins, logits,
-                                       min(BLOCK, len(part)), CAP_GDN, cap)
+                                       min(BLOCK, len(part)), flags, cap)
             else:
                 kernels.forward_tokens(self.W, part, h, state.recurrent, state.conv, state.length + t0, margins,
-                                       CAP_GDN, none3, none3, cap, logits)
+                                       flags, none3, none3, cap, logits)
             on_gdn(cap[:len(part)])
         self._end(state, len(tokens), margins)
         return torch.from_numpy(logits)

@@ -19,6 +19,15 @@ from .floats import F32, ONE, SCALE_UP, SMALLEST_NORMAL, ZERO, njit, rms, sigmoi
 
 #: what a forward call captures for the hooks (bit flags)
 CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
+#: the lab's taps instead of the GDN inputs (`CAP_TAPS`, into the same argument: [T, G, TAP_FIELDS, hv]):
+#: per key head a (columns a < hk) its query's top entry (index, value) and sum of squares, the same of
+#: its key, and the output gate pre-activation z of its first value head; per value head v (columns
+#: v < hv) its write strength beta, log decay and the sum of squares of its value. The reductions are
+#: numpy's, bit for bit (`np.argmax`, `np.take_along_axis`, `(x * x).sum(-1)`: its pairwise summation,
+#: `_pairwise_squares`) on the rows `CAP_GDN` would capture: ~70 KB a token, not ~1.4 MB.
+CAP_TAPS = 8
+TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ, TAP_Z, TAP_BETA, TAP_DECAY, TAP_VSQ = range(10)
+TAP_FIELDS = 10
 
 
 
@@ -250,6 +259,8 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
         cg[3, :hv] = beta
         cg[4, :hv] = decay
         cg[5, :vd] = y[C:C + vd]
+    if cap_flags & CAP_TAPS:
+        _capture_taps(cap_gdn[t, g], qu, kn, mixed, nq, nk, nzq, nzk, beta, decay, y, C, hk, hv, dk, dv)
     # back to zeros for the next layer: the live channels, the normed q and k
     for p in range(W.lchan[g], W.lchan[g + 1]):
         mixed[W.chan[p]] = ZERO
@@ -259,6 +270,91 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             qn[a * dk + nzq[a, n]] = ZERO
         for n in range(nk[a]):
             kn[a * dk + nzk[a, n]] = ZERO
+
+
+@njit(cache=True, error_model="numpy")
+def _capture_taps(cg, qu, kn, mixed, nq, nk, nzq, nzk, beta, decay, y, C, hk, hv, dk, dv):
+    """One GDN layer's taps at one token into cg [TAP_FIELDS, hv] (`CAP_TAPS`)."""
+    kd = hk * dk
+    group = hv // hk
+    for a in range(hk):
+        _tap_head(cg, TAP_QS, a, qu, a * dk, dk, nzq[a, 0], nq[a])
+        _tap_head(cg, TAP_KS, a, kn, a * dk, dk, nzk[a, 0], nk[a])
+        cg[TAP_Z, a] = y[C + a * group * dv]
+    for v in range(hv):
+        cg[TAP_BETA, v] = beta[v]
+        cg[TAP_DECAY, v] = decay[v]
+        cg[TAP_VSQ, v] = _pairwise_squares(mixed, 2 * kd + v * dv, dv)
+
+
+@njit(cache=True, error_model="numpy")
+def _tap_head(cg, f, a, x, lo, n, first, count):
+    """Key head a's row x[lo:lo + n] (a query or a key, `count` non-zero entries, the first at
+    `first`): its top entry's index and value and its sum of squares into cg[f:f + 3, a]. A row with
+    one positive entry (the machine's keys and queries) is read from it; any other by numpy's
+    reductions over the whole row."""
+    if count == 1 and x[lo + first] > 0:
+        i = first
+        v = x[lo + i]
+        sq = v * v
+    else:
+        i = _argmax(x, lo, n)
+        v = x[lo + i]
+        sq = v * v if count == 0 else _pairwise_squares(x, lo, n)
+    cg[f, a] = F32(i)
+    cg[f + 1, a] = v
+    cg[f + 2, a] = sq
+
+
+@njit(cache=True, error_model="numpy")
+def _argmax(x, lo, n):
+    """np.argmax(x[lo:lo + n]): the first largest entry, or the first NaN."""
+    best = 0
+    top = x[lo]
+    if top != top:
+        return 0
+    for i in range(1, n):
+        v = x[lo + i]
+        if v != v:
+            return i
+        if v > top:
+            top = v
+            best = i
+    return best
+
+
+@njit(cache=True, error_model="numpy")
+def _pairwise_squares(x, lo, n):
+    """(x[lo:lo + n] ** 2).sum() in float32 as numpy sums it (its pairwise summation: up to 128
+    terms in eight interleaved partial sums, longer runs halved at a multiple of 8), bit for bit."""
+    if n < 8:
+        res = ZERO
+        for i in range(n):
+            res += x[lo + i] * x[lo + i]
+        return res
+    if n <= 128:
+        r0, r1, r2, r3 = x[lo] * x[lo], x[lo + 1] * x[lo + 1], x[lo + 2] * x[lo + 2], x[lo + 3] * x[lo + 3]
+        r4, r5, r6, r7 = x[lo + 4] * x[lo + 4], x[lo + 5] * x[lo + 5], x[lo + 6] * x[lo + 6], x[lo + 7] * x[lo + 7]
+        i = lo + 8
+        end = lo + n - n % 8
+        while i < end:
+            r0 += x[i] * x[i]
+            r1 += x[i + 1] * x[i + 1]
+            r2 += x[i + 2] * x[i + 2]
+            r3 += x[i + 3] * x[i + 3]
+            r4 += x[i + 4] * x[i + 4]
+            r5 += x[i + 5] * x[i + 5]
+            r6 += x[i + 6] * x[i + 6]
+            r7 += x[i + 7] * x[i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < lo + n:
+            res += x[i] * x[i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_squares(x, lo, n2) + _pairwise_squares(x, lo + n2, n - n2)
 
 
 @njit(cache=True, error_model="numpy")
@@ -364,7 +460,8 @@ def forward_tokens(W, tokens, h, recurrent, conv_state, length0, margins, cap_fl
     length0); the last token's logits into `logits`, its final residual in `h`. margins: [residual
     worst, noise worst, noise layer, noise neuron] (updated). Captures for hooks when `cap_flags`
     asks: the residual after every sublayer [T, 2L, width], the MLP gates [T, L, inter], the GDN
-    inputs [T, G, 6, max(hk dk, hv dv)] (l2-normed q and k, v, beta, decay, z)."""
+    inputs [T, G, 6, max(hk dk, hv dv)] (l2-normed q and k, v, beta, decay, z), or instead of them
+    the lab's taps [T, G, TAP_FIELDS, hv] (`CAP_TAPS`)."""
     sc = _scratch(W)
     T = tokens.shape[0]
     for t in range(T):
@@ -509,12 +606,13 @@ def prefill_blocks(W, tokens, h, recurrent, conv_state, length0, margins, logits
     the recurrences in token order. Bit for bit `forward_tokens`'s results: every token's
     arithmetic is the same, and the margins are merged in token order (the first place of the
     largest form noise is the one a token-by-token run records). Captures only the GDN inputs
-    (`cap_flags` CAP_GDN: [T, G, 6, C] as `forward_tokens`; 0 and an empty array: none)."""
+    (`cap_flags` CAP_GDN: [T, G, 6, C] as `forward_tokens`) or the taps (CAP_TAPS: [T, G,
+    TAP_FIELDS, hv]); 0 and an empty array: none."""
     sc = _scratch(W)
     bs = _block_scratch(W, block)
     H = np.zeros((block, W.dims[0]), np.float32)
     block_margins = np.zeros((block, 4), np.float64)
-    gdn_flags = cap_flags & CAP_GDN
+    gdn_flags = cap_flags & (CAP_GDN | CAP_TAPS)
     T = tokens.shape[0]
     n = 0
     for b0 in range(0, T, block):

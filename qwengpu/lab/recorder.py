@@ -61,6 +61,8 @@ import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
 from qwengpu.compiler.placement import MemoryPlacement, decode_words, read_rails, words_of
+from qwengpu.engines.kernels import (TAP_BETA, TAP_DECAY, TAP_FIELDS, TAP_KS, TAP_KSQ, TAP_KW, TAP_QS, TAP_QSQ,
+                                     TAP_QW, TAP_VSQ, TAP_Z)
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import BUILTIN
@@ -81,7 +83,7 @@ from .view import interp_view
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
 
-#: tokens the compact engine runs per captured call (a prompt in blocks; ~2 MB of captures a token)
+#: tokens the compact engine runs per captured call (a prompt in blocks; ~70 KB of taps a token)
 CAPTURE_CHUNK = 16
 
 def memory_placements(machine) -> dict:
@@ -135,11 +137,17 @@ class _Taps:
 
     def put_layers(self, layers: slice, q, k, beta, gate, decay=None, v=None):
         """`put` for consecutive GDN layers at once (numpy, a layer axis after the tokens': q, k
-        [T, n, hk, dk], beta [T, n, hv], ...): the compact engine's every layer after a pass."""
+        [T, n, hk, dk], beta [T, n, hv], ...): numpy's reductions of the rows (`reduce_rows`),
+        then `put_reduced`."""
+        self.put_reduced(layers, *reduce_rows(q, k, v), beta, gate, decay)
+
+    def put_reduced(self, layers: slice, qs, qw, qsq, ks, kw, ksq, vsq, beta, gate, decay=None):
+        """The taps of consecutive GDN layers from their rows' reductions (`reduce_rows`: the top
+        entry's index and value and the sum of squares of every key head's q and k [T, n, hk],
+        every value head's |v|^2 [T, n, hv] or None: unknown, taken as 1), beta [T, n, hv], the
+        read gate [T, n, hk] and the log decay [T, n, hv] (None: 0). The compact engine's compiled
+        loop reduces them itself (`CompactEngine.forward_captured(taps=True)`), bit for bit."""
         c = self._cur[:, layers]
-        qs, ks = q.argmax(-1), k.argmax(-1)
-        qw = np.take_along_axis(q, qs[..., None], -1)[..., 0]
-        kw = np.take_along_axis(k, ks[..., None], -1)[..., 0]
         c[..., 0] = qs
         c[..., 1] = qw
         c[..., 2] = ks
@@ -149,14 +157,14 @@ class _Taps:
         self._beta[:, layers] = beta
         if decay is not None:
             self._decay[:, layers] = decay
-        self._vnorm[:, layers] = 1.0 if v is None else np.sqrt((v * v).sum(-1))
+        self._vnorm[:, layers] = 1.0 if vsq is None else np.sqrt(vsq)
         # how far q and k are from one-hot (their top entry), on the tokens where the layer writes
         # (beta > 0) or reads (gate != 0): elsewhere (a GPU layer on a spliced checkpoint's text) a
         # key or query of any shape has weight exactly 0
         live = (beta > 0).any(-1) | (gate != 0).any(-1)          # [T, n]
-        if q.size and live.any():
-            for x, w in ((q, qw), (k, kw)):
-                err = float(np.sqrt(np.maximum((x * x).sum(-1) - w * w, 0)[live].max()))
+        if qs.size and live.any():
+            for sq, w in ((qsq, qw), (ksq, kw)):
+                err = float(np.sqrt(np.maximum(sq - w * w, 0)[live].max()))
                 self.sparse_error = max(self.sparse_error, err)
 
     @staticmethod
@@ -183,6 +191,17 @@ class _Taps:
         return self._joined(self.vnorms, (0, len(self.layers), self.hk * self.group))
 
 
+def reduce_rows(q, k, v=None):
+    """What the taps keep of every key head's query and key rows q, k [..., hk, dk] (numpy) and
+    of every value head's value v [..., hv, dv] (or None): (q's top entry's index, its value, q's
+    sum of squares, the same of k, |v|^2 or None), numpy's reductions (`np.argmax`, the float32
+    pairwise sum of `(x * x).sum(-1)`)."""
+    qs, ks = q.argmax(-1), k.argmax(-1)
+    qw = np.take_along_axis(q, qs[..., None], -1)[..., 0]
+    kw = np.take_along_axis(k, ks[..., None], -1)[..., 0]
+    return qs, qw, (q * q).sum(-1), ks, kw, (k * k).sum(-1), None if v is None else (v * v).sum(-1)
+
+
 def _numpy(x):
     """A torch tensor's values as a float32 numpy array (numpy arrays and None pass)."""
     if x is None or isinstance(x, np.ndarray):
@@ -202,20 +221,14 @@ def _select(q, k, hk, dk):
 
 class _CompactTap:
     """Taps on the compact engine: its `forward` is replaced for the run (an instance attribute,
-    removed afterwards) by `forward_captured`, which runs the tokens in compiled chunks and hands
-    over every GDN layer's normalised queries and keys, values, write strengths, decays and output
-    gates as the engine computed them; `put` takes a chunk's layers all at once, in numpy."""
+    removed afterwards) by `forward_captured(taps=True)`, which runs the tokens in compiled chunks
+    and reduces every GDN layer's queries, keys and values to what the taps keep inside its loop
+    (the top entries, sums of squares, write strengths, decays and output gates: numpy's
+    reductions of the rows a hooked run sees, bit for bit); `put` takes a chunk's layers all at
+    once, in numpy."""
 
     def __init__(self, engine, taps: _Taps):
         self.engine, self.taps = engine, taps
-        # the output gate of each key head's first value head (every value head of a read shares it)
-        self.gate_heads = np.arange(engine.hk) * (engine.hv // engine.hk)
-        kd, vd, hv = engine.hk * engine.dk, engine.hv * engine.dv, engine.hv
-        self.q_of = lambda c: c[:, :, 0, :kd].reshape(*c.shape[:2], engine.hk, engine.dk)
-        self.k_of = lambda c: c[:, :, 1, :kd].reshape(*c.shape[:2], engine.hk, engine.dk)
-        self.v_of = lambda c: c[:, :, 2, :vd].reshape(*c.shape[:2], hv, engine.dv)
-        self.z_head = lambda c: c[:, :, 5, self.gate_heads * engine.dv]       # z[:, :, gate_heads, 0]
-        self.hv = hv
         self.buffer = None              # the captures' buffer, made at the first pass, kept for the run
 
     def install(self):
@@ -226,9 +239,9 @@ class _CompactTap:
             if hidden_hook or gate_hook or gdn_hook:
                 raise ValueError("the compact engine of a recording runs with the recorder's captures, no other hooks")
             if tap.buffer is None:
-                big = max(engine.hk * engine.dk, engine.hv * engine.dv)
-                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), 6, big), np.float32)
-            return engine.forward_captured(token_ids, state, tap.put, chunk=CAPTURE_CHUNK, buffer=tap.buffer)
+                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), TAP_FIELDS, engine.hv), np.float32)
+            return engine.forward_captured(token_ids, state, tap.put, chunk=CAPTURE_CHUNK, buffer=tap.buffer,
+                                           taps=True)
 
         engine.forward = forward
 
@@ -236,13 +249,13 @@ class _CompactTap:
         self.engine.__dict__.pop("forward", None)
 
     def put(self, cap):
-        """A chunk's captures [n, G, 6, C] (`CompactEngine.forward_captured`) into the taps."""
+        """A chunk's taps [n, G, TAP_FIELDS, hv] (`CompactEngine.forward_captured(taps=True)`)."""
         self.taps.begin(cap.shape[0])
-        hv = self.hv
-        z = self.z_head(cap).astype(np.float64)
+        hk = self.engine.hk
+        z = cap[:, :, TAP_Z, :hk].astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
-        self.taps.put_layers(slice(None), self.q_of(cap), self.k_of(cap), cap[:, :, 3, :hv], gate,
-                             cap[:, :, 4, :hv], self.v_of(cap))
+        key = (cap[:, :, f, :hk] for f in (TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ))
+        self.taps.put_reduced(slice(None), *key, cap[:, :, TAP_VSQ], cap[:, :, TAP_BETA], gate, cap[:, :, TAP_DECAY])
 
 
 class _ModelHooks:
