@@ -182,6 +182,48 @@ def test_a_run_capturing_the_taps_reduces_the_hooked_runs_rows_as_numpy_does(see
             assert np.array_equal(row[field, :len(want)], want), field
 
 
+def test_a_run_capturing_the_taps_names_the_rows_each_update_moved():
+    """`forward_captured(taps=True)`'s TAP_WROW: per token and value head, the one state row its
+    update changed (-1: none changed), or -2 (several may have); without decays (a decay moves
+    every row) on dense random keys and on keys made one-hot."""
+    from qwengpu.engines import kernels
+    ids = random.Random(3).choices(range(64), k=12)
+    seen = {-2: 0, -1: 0, "one": 0}
+    for one_hot in (False, True):
+        model = _random_qwen(3, dk=8)
+        with torch.no_grad():
+            for layer in model.model.layers:
+                if hasattr(layer, "linear_attn"):
+                    gdn = layer.linear_attn
+                    gdn.A_log.fill_(-float("inf"))          # no decay
+                    if one_hot:                            # each key head's first channel only
+                        kd, dk = gdn.key_dim, gdn.head_k_dim
+                        for c in range(kd, 2 * kd):
+                            if (c - kd) % dk:
+                                gdn.in_proj_qkv.weight[c].zero_()
+        engine = CompactEngine(ReferenceEngine(model))
+        state = engine.new_state()
+        for tok in ids:
+            before = state.recurrent.copy()
+            caps = []
+            engine.forward_captured([tok], state, lambda cap: caps.append(cap.copy()), taps=True)
+            changed = (before != state.recurrent).any(-1)             # [G, hv, dk]
+            for g in range(changed.shape[0]):
+                for v in range(changed.shape[1]):
+                    w = int(caps[0][0, g, kernels.TAP_WROW, v])
+                    rows = set(np.nonzero(changed[g, v])[0])
+                    if w == -1:
+                        assert not rows, (g, v)
+                        seen[-1] += 1
+                    elif w >= 0:
+                        assert rows <= {w}, (g, v, w, rows)
+                        seen["one"] += 1
+                    else:
+                        assert w == -2
+                        seen[-2] += 1
+    assert seen[-2] and seen["one"], seen
+
+
 @pytest.mark.parametrize("n", [1, 7, 8, 64, 129, 512, 1000])
 def test_the_compiled_sum_of_squares_is_numpys(n):
     """`kernels._pairwise_squares`, the taps' sums of squares in the compiled loop: numpy's float32

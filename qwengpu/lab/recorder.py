@@ -61,8 +61,9 @@ import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import Z_ON
 from qwengpu.compiler.placement import MemoryPlacement, decode_words, read_rails, words_of
+from qwengpu.engines.floats import njit
 from qwengpu.engines.kernels import (TAP_BETA, TAP_DECAY, TAP_FIELDS, TAP_KS, TAP_KSQ, TAP_KW, TAP_QS, TAP_QSQ,
-                                     TAP_QW, TAP_VSQ, TAP_Z)
+                                     TAP_QW, TAP_VSQ, TAP_WROW, TAP_Z)
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import BUILTIN
@@ -82,6 +83,7 @@ from .view import interp_view
 
 #: a raw-state row is kept when a pass moved one of its values by more than this
 ROW_EPS = 1e-3
+ROW_EPS32 = np.float32(ROW_EPS)       # as numpy compares a float32 row with ROW_EPS (NEP 50)
 
 #: tokens the compact engine runs per captured call (a prompt in blocks; ~70 KB of taps a token)
 CAPTURE_CHUNK = 16
@@ -106,11 +108,15 @@ class _Taps:
         self.layers = layers
         self.index = {L: i for i, L in enumerate(layers)}
         self.hk, self.dk, self.group = hk, dk, group
-        self.rows: list = []           # per forward call: [T, nL, hk, 6]
-        self.betas: list = []          # per forward call: [T, nL, hv] (every value head's write strength)
-        self.decays: list = []         # per forward call: [T, nL, hv] (every value head's log decay)
-        self.vnorms: list = []         # per forward call: [T, nL, hv] (|v| of every value head's value)
+        hv = hk * group
+        self.rows = _Rows((len(layers), hk, 6))     # per consumed token: [nL, hk, 6]
+        self.betas = _Rows((len(layers), hv))       # ... every value head's write strength
+        self.decays = _Rows((len(layers), hv))      # ... every value head's log decay
+        self.vnorms = _Rows((len(layers), hv))      # ... |v| of every value head's value
         self.sparse_error = 0.0        # largest |q - its top entry| or |k - its top entry| seen (one-hot: 0)
+        # the compact engine's marks of the last consumed token: (the row each value head's update
+        # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv]); None: unknown
+        self.written = None
         self._cur = None
         self._beta = None
         self._decay = None
@@ -118,14 +124,15 @@ class _Taps:
         self.attention: dict = {}      # layer -> list of [heads, keys] per consumed token
 
     def begin(self, T: int):
-        self._cur = np.zeros((T, len(self.layers), self.hk, 6), dtype=np.float32)
-        self._beta = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
-        self._decay = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
-        self._vnorm = np.zeros((T, len(self.layers), self.hk * self.group), dtype=np.float32)
-        self.vnorms.append(self._vnorm)
-        self.rows.append(self._cur)
-        self.betas.append(self._beta)
-        self.decays.append(self._decay)
+        """The next T consumed tokens' rows (zeros) are the ones `put` fills."""
+        self._cur = self.rows.add(T)
+        self._beta = self.betas.add(T)
+        self._decay = self.decays.add(T)
+        self._vnorm = self.vnorms.add(T)
+
+    def last(self) -> np.ndarray:
+        """The taps of the last consumed token [nL, hk, 6]."""
+        return self._cur[-1]
 
     def put(self, L: int, q, k, beta, gate, decay=None, v=None):
         """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk], decay [T, hv] (log; None: 0),
@@ -167,28 +174,40 @@ class _Taps:
                 err = float(np.sqrt(np.maximum(sq - w * w, 0)[live].max()))
                 self.sparse_error = max(self.sparse_error, err)
 
-    @staticmethod
-    def _joined(parts: list, shape: tuple) -> np.ndarray:
-        """The parts as one array; the list keeps the joined array as its first part, so that a
-        recording's next view joins only the parts added since (its arrays are complete: a pass
-        fills its part before the recorder runs)."""
-        if not parts:
-            return np.zeros(shape, np.float32)
-        if len(parts) > 1:
-            parts[:] = [np.concatenate(parts)]
-        return parts[0]
-
     def table(self) -> np.ndarray:
-        return self._joined(self.rows, (0, len(self.layers), self.hk, 6))
+        return self.rows.table()
 
     def beta_table(self) -> np.ndarray:
-        return self._joined(self.betas, (0, len(self.layers), self.hk * self.group))
+        return self.betas.table()
 
     def decay_table(self) -> np.ndarray:
-        return self._joined(self.decays, (0, len(self.layers), self.hk * self.group))
+        return self.decays.table()
 
     def vnorm_table(self) -> np.ndarray:
-        return self._joined(self.vnorms, (0, len(self.layers), self.hk * self.group))
+        return self.vnorms.table()
+
+
+class _Rows:
+    """Rows of one shape added a few at a time (a chunk of tokens, or one), in one array that
+    doubles when full: no list of small arrays to join at every view. `table()` is a view of the
+    rows so far; a row once filled is never written again (a view taken while recording stays
+    true after the array grows: it keeps the old one)."""
+
+    def __init__(self, shape: tuple):
+        self.data = np.zeros((0, *shape), np.float32)
+        self.count = 0
+
+    def add(self, n: int) -> np.ndarray:
+        """The next n rows (zeros), to fill."""
+        if self.count + n > len(self.data):
+            grown = np.zeros((max(2 * len(self.data), self.count + n, 64), *self.data.shape[1:]), np.float32)
+            grown[:self.count] = self.data[:self.count]
+            self.data = grown
+        self.count += n
+        return self.data[self.count - n:self.count]
+
+    def table(self) -> np.ndarray:
+        return self.data[:self.count]
 
 
 def reduce_rows(q, k, v=None):
@@ -256,6 +275,7 @@ class _CompactTap:
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
         key = (cap[:, :, f, :hk] for f in (TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ))
         self.taps.put_reduced(slice(None), *key, cap[:, :, TAP_VSQ], cap[:, :, TAP_BETA], gate, cap[:, :, TAP_DECAY])
+        self.taps.written = (cap[-1, :, TAP_WROW].astype(np.int64), cap[-1, :, TAP_DECAY] != 0)
 
 
 class _ModelHooks:
@@ -491,6 +511,7 @@ class _PassRecorder:
         self.last_raw: dict = {}
         self.updates: list = []
         self.rows: _RowLog | None = None     # the compact engine's: its states kept as rows
+        self.dirty = None                    # ... and its rows changed since compared with them (`_moved_rows_of`)
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
@@ -516,6 +537,7 @@ class _PassRecorder:
         if i == 0:
             if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
                 self.rows = _RowLog(stacked)
+                self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
                 self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             else:
                 for L in self.geo.gdn_layers:
@@ -575,17 +597,22 @@ class _PassRecorder:
         per GDN layer in layer order. `stacked`: every layer's state as one array (the compact
         engine's), gathered all at once; else layer by layer."""
         heads, group, taps = self.heads, self.geo.group, self.taps
-        tab = taps.rows[-1][-1]                 # the consumed token's taps [nL, hk, 6]
+        tab = taps.last()                       # the consumed token's taps [nL, hk, 6]
         upd = []
         if stacked is not None and self.rows is not None:
             rows_ = tab[:, :, 2].astype(np.int64)[:, heads // group]          # [G, hv]
-            at = (np.arange(len(rows_))[:, None], heads[None, :], rows_)
-            new, old = stacked[at], self.rows.get(at)                          # [G, hv, dv]
-            moved = np.abs(new - old).max(-1) > ROW_EPS
-            for g in np.nonzero(moved.any(-1))[0]:
-                m = moved[g]
-                upd.append((self.geo.gdn_layers[g], heads[m], rows_[g, m], old[g, m], new[g, m]))
-            self.rows.put(tuple(a[moved] for a in np.broadcast_arrays(*at)), new[moved])
+            marks = taps.written
+            every = self.user_hook is not None or marks is None
+            if every:
+                marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
+            at = np.nonzero(_moved_rows_of(stacked, rows_, self.rows.row_at, self.rows.values, ROW_EPS32,
+                                           self.dirty, *marks, every))
+            at = (at[0], heads[at[1]], rows_[at])
+            new, old = stacked[at], self.rows.get(at)                          # [moved, dv]
+            for g in np.unique(at[0]):
+                m = at[0] == g
+                upd.append((self.geo.gdn_layers[g], at[1][m], at[2][m], old[m], new[m]))
+            self.rows.put(at, new)
             return upd
         for L in self.geo.gdn_layers:
             rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
@@ -597,6 +624,48 @@ class _PassRecorder:
                 upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
                 self.prev_raw[L][hh, rr] = new[moved]
         return upd
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _moved_rows_of(stacked, rows, row_at, values, eps, dirty, written, decayed, every):
+    """[G, hv] bool: whether value head h of GDN layer g moved its row rows[g, h] of `stacked`
+    [G, hv, dk, dv] from the row kept for it (`_RowLog`: values[row_at[g, h, row]], or zeros when
+    none is kept) by more than `eps` (float32): `np.abs(new - old).max(-1) > eps` as numpy computes
+    it (a NaN in the difference: its max is NaN, not moved), without copies.
+
+    Only rows marked in `dirty` [G, hv, dk] are compared (then unmarked): this pass's marks come
+    from the compiled loop (`written` [G, hv]: the row its update moved, -1 none, -2 several: all
+    marked; `decayed` [G, hv]: a decay moved every row). A row the model has not changed since it
+    was last compared (or since the state after the prompt, kept whole) still differs from its
+    kept row as it did then: by at most `eps`, or not at all once kept. `every`: compare every
+    selected row (a user's hook may have changed any), marks unused."""
+    G, hv = rows.shape
+    dk = dirty.shape[2]
+    out = np.zeros((G, hv), np.bool_)
+    for g in range(G):
+        for h in range(hv):
+            r = rows[g, h]
+            if not every:
+                w = written[g, h]
+                if w == -2 or decayed[g, h]:
+                    dirty[g, h, :] = True
+                elif w >= 0:
+                    dirty[g, h, w] = True
+                if not dirty[g, h, r]:
+                    continue
+                dirty[g, h, r] = False
+            new = stacked[g, h, r]
+            k = row_at[g, h, r]
+            top = np.float32(0.0)
+            for j in range(new.shape[0]):
+                d = abs(new[j] - (values[k, j] if k >= 0 else np.float32(0.0)))
+                if d != d:
+                    top = d
+                    break
+                if d > top:
+                    top = d
+            out[g, h] = top > eps
+    return out
 
 
 class _SlotDecoder:
