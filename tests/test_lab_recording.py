@@ -89,3 +89,33 @@ def test_a_fast_recording_shows_what_the_eager_one_shows(monkeypatch, name, conf
     memories = ["reg.emit", "mem", "ctl", "lanes"]
     layers = a.gdn_layers[::11]
     assert _views(fast, positions, memories, layers) == _views(eager, positions, memories, layers)
+
+
+def test_the_slot_decoder_reads_as_decode_words():
+    """The recorder's compiled slot decoder (`recorder._SlotDecoder`) on random states of the
+    built-in machine's memories, rails around both decision levels, NaNs and infinities among
+    them: decode_words' values, written flags and margins (NaN where it gives NaN), slot for slot."""
+    from qwengpu.compiler.memory import VALUE_L
+    machine = load_machine(COMPACT_FPU, progress=False)
+    rng = np.random.default_rng(7)
+    G = 4
+    seen = {}
+    for name in ("mem", "reg.emit", "lanes", "rom.s0", "ctl"):
+        info = machine.placements[name]
+        layers = sorted(set(info.layers))
+        states = {}
+        for L in layers:
+            shape = (80, 512, 64)
+            x = rng.choice(np.float32([0, VALUE_L, VALUE_L / 2, VALUE_L / 4, -VALUE_L, 1e-16, np.nan, np.inf]), shape,
+                           p=[0.3, 0.3, 0.15, 0.1, 0.1, 0.047, 0.002, 0.001])
+            states[L] = (x + rng.normal(0, 0.01, shape).astype(np.float32) * (rng.random(shape) < 0.5)).astype(np.float32)
+            states[L][:, rng.random(512) < 0.3] = 0                  # slots never written
+        slots = sorted(rng.choice(info.slots, min(G * 8, info.slots), replace=False).tolist())
+        got = recorder._SlotDecoder(info)(states, slots)
+        want = decode_words(states, info, slots=slots, per_slot=True)
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+        for key, hit in (("nan", np.isnan(want[2]).any()), ("number", np.isfinite(want[2]).any()),
+                         ("written", want[1].any()), ("empty", not want[1].all())):
+            seen[key] = seen.get(key, False) or bool(hit)
+    assert all(seen.values()), seen

@@ -59,8 +59,8 @@ import numpy as np
 
 import qwengpu
 from qwengpu.assembler import assemble
-from qwengpu.compiler.memory import Z_ON
-from qwengpu.compiler.placement import MemoryPlacement, decode_words, read_rails, words_of
+from qwengpu.compiler.memory import VALUE_L, Z_ON
+from qwengpu.compiler.placement import WRITTEN_FRACTION, MemoryPlacement, decode_words, words_of
 from qwengpu.engines.floats import njit
 from qwengpu.engines.kernels import (TAP_BETA, TAP_DECAY, TAP_FIELDS, TAP_KS, TAP_KSQ, TAP_KW, TAP_QS, TAP_QSQ,
                                      TAP_QW, TAP_VSQ, TAP_WROW, TAP_Z)
@@ -518,10 +518,13 @@ class _PassRecorder:
         self.word_dicts: dict = {}         # decoded memory -> {slot: word} now
         self.margin: dict = {}             # memory -> its code margin now
         self.decoders: dict = {}           # memory -> its _SlotDecoder
-        self.held_by: dict = {}            # GDN layer -> the memories with pieces in it
+        self.spans: dict = {}              # decoded memory -> its fields' first bits (`MemoryPlacement.spans`)
+        # (GDN layer, value head) -> [(memory, first slot, slots)]: the piece of each memory it holds
+        # (`MemoryPlacement.piece_at`), looked up for every moved row
+        self.pieces_at: dict = {}
         for name, info in placements.items():
-            for L in info.layers:
-                self.held_by.setdefault(L, []).append(name)
+            for (L, h), pc in {(pc[0], pc[1]): pc for pc in info.all_pieces()}.items():
+                self.pieces_at.setdefault((L, h), []).append((name, pc[4], pc[5]))
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -551,25 +554,51 @@ class _PassRecorder:
             moved = self.updates[-1] if self.user_hook is None else None
         touched: dict = {}                             # memory -> the slots of the rows this pass moved
         for L, hh, rr, _, _ in moved or ():
-            for name in self.held_by.get(L, ()):
-                touched.setdefault(name, set()).update(self.placements[name].slots_of_rows(L, hh, rr))
+            for h, r in zip(hh.tolist(), rr.tolist()):
+                for name, s0, n in self.pieces_at.get((L, h), ()):
+                    if r < n:                          # `MemoryPlacement.slots_of_rows`
+                        touched.setdefault(name, set()).add(s0 + r)
         changed = set()
         for name, info in self.placements.items():
-            if self._decode(name, info, raws, None if moved is None else touched.get(name, ())):
-                changed.add(name)
-                self.margin[name] = float(self.slot_margin[name].min(initial=np.inf))
-                if name in self.decoded:
-                    self.word_dicts[name] = words_of(*self.words[name], info)
+            read = self._decode(name, info, raws, None if moved is None else touched.get(name, ()))
+            if read is False:
+                continue
+            changed.add(name)
+            self.margin[name] = float(self.slot_margin[name].min(initial=np.inf))
+            if name in self.decoded:
+                self.word_dicts[name] = self._words_of(name, info, read)
         prev = self.records[-1].machine if self.records else None
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
                                         position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
                                         margins=dict(self.margin)))
 
+    def _words_of(self, name: str, info: MemoryPlacement, read) -> dict:
+        """`words_of` of a decoded memory's words now ({slot: word} of its written slots, in slot
+        order): made afresh after `_decode` read every slot (`read` True), else the previous pass's
+        with the slots it read (`read`, sorted) replaced."""
+        spans = self.spans.get(name)
+        if spans is None:
+            spans = self.spans[name] = [lo for lo, _ in info.spans]
+        vals, written = self.words[name]
+        if read is True:
+            return words_of(vals, written, info)
+        now = dict(self.word_dicts[name])
+        for s in read:
+            if written[s]:
+                w = 0
+                for f, lo in enumerate(spans):
+                    w |= int(vals[f, s]) << lo
+                now[s] = w
+            else:
+                now.pop(s, None)
+        return dict(sorted(now.items()))
+
     def _decode(self, name: str, info: MemoryPlacement, raws: dict, slots):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
         all slots at the first pass (or after a user's hook: `slots` None), then only `slots`, those
         of the rows the pass moved (`_moved_rows`: every other row is as the previous pass left it,
-        to ROW_EPS). Returns whether it read any slot (else all is as the previous pass left it)."""
+        to ROW_EPS). Returns what it read: True (every slot), the slots (sorted), or False (none:
+        all is as the previous pass left it)."""
         if slots is None or name not in self.slot_margin:
             vals, written, margin = decode_words(raws, info, per_slot=True)
             self.slot_margin[name] = margin
@@ -590,7 +619,7 @@ class _PassRecorder:
             new_vals[:, slots] = vals
             new_written[slots] = written
             self.words[name] = (new_vals, new_written)
-        return True
+        return slots
 
     def _moved_rows(self, raws: dict, stacked) -> list:
         """The rows this pass's keys selected, where a value moved: kept with old and new values,
@@ -670,13 +699,13 @@ def _moved_rows_of(stacked, rows, row_at, values, eps, dirty, written, decayed, 
 
 class _SlotDecoder:
     """`decode_words(state, placement, slots=..., per_slot=True)` of one memory with its pieces
-    grouped once (`MemoryPlacement.blocks`), not on every pass: the same rows through the same
-    `read_rails`, the same results."""
+    grouped once (`MemoryPlacement.blocks`), not on every pass, and each block's rows read by one
+    compiled loop (`_read_block`: `read_rails` on them, value for value, NaNs as numpy treats
+    them): the same results."""
 
     def __init__(self, placement: MemoryPlacement):
         self.spans = len(placement.spans)
-        self.blocks = [(L, w, s0, n, np.array([h for h, _ in hf])[:, None], np.array([f for _, f in hf])[:, None],
-                        np.arange(w, dtype=np.uint64))
+        self.blocks = [(L, w, s0, n, np.array([h for h, _ in hf], np.int64), np.array([f for _, f in hf], np.int64))
                        for (L, w, s0, n), hf in placement.blocks().items()]
 
     def __call__(self, state: dict, slots: list):
@@ -684,15 +713,55 @@ class _SlotDecoder:
         vals = np.zeros((self.spans, len(want)), dtype=np.uint64)
         written = np.zeros(len(want), dtype=bool)
         margin = np.full(len(want), np.inf)
-        for L, w, s0, n, heads, fields, shifts in self.blocks:
-            cols = np.nonzero((want >= s0) & (want < s0 + n))[0]
-            if not len(cols):
-                continue
-            bits, m, wr = read_rails(state[L][heads, want[cols] - s0][..., :2 * w])     # [k, cols, w], [k, cols] x2
-            vals[fields, cols] = (bits.astype(np.uint64) << shifts).sum(-1, dtype=np.uint64)
-            written[cols] |= wr.any(axis=0)
-            margin[cols] = np.minimum(margin[cols], m.min(axis=0))
+        for L, w, s0, n, heads, fields in self.blocks:
+            _read_block(state[L], heads, fields, s0, n, w, want, vals, written, margin, VALUE_L, WRITTEN_FRACTION * VALUE_L)
         return vals, written, margin
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _read_block(S, heads, fields, s0, n, w, want, vals, written, margin, level, written_level):
+    """One block of a memory's pieces (value heads `heads` of state S [hv, dk, dv], holding fields
+    `fields` of slots s0 .. s0 + n - 1 in rows 0 .. n - 1, w bits each) read at the wanted slots in
+    it, as `decode_words` reads them with `read_rails`, in float64: a bit is its 1-rail above half
+    `level`; the margin, the smallest distance of a 1-rail from that level (a NaN: NaN, as numpy's
+    min and minimum); written, a rail above `written_level` (a NaN rail: numpy's max is NaN, not
+    written). Fields into vals[field, column] (a later head of the same field wins, as numpy's
+    assignment), written ORed, margin the minimum with what is there."""
+    half = level / 2
+    for c in range(want.shape[0]):
+        r = want[c] - s0
+        if r < 0 or r >= n:
+            continue
+        any_written = False
+        low = np.inf
+        low_nan = False
+        for k in range(heads.shape[0]):
+            row = S[heads[k], r]
+            word = np.uint64(0)
+            top = 0.0
+            top_nan = False
+            for j in range(w):
+                one = np.float64(row[2 * j])
+                zero = np.float64(row[2 * j + 1])
+                if one > half:
+                    word |= np.uint64(1) << np.uint64(j)
+                d = abs(one - half)
+                if d != d:
+                    low_nan = True
+                elif d < low:
+                    low = d
+                for x in (abs(one), abs(zero)):
+                    if x != x:
+                        top_nan = True
+                    elif x > top:
+                        top = x
+            vals[fields[k], c] = word
+            if not top_nan and top > written_level:
+                any_written = True
+        if any_written:
+            written[c] = True
+        m = margin[c]
+        margin[c] = np.nan if (low_nan or m != m) else min(m, low)
 
 
 def _machine_state(words: dict, placements: dict, prev, changed: set):
