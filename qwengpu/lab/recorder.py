@@ -52,6 +52,7 @@ projections; the simulator and the interpreter are only compared against.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 
@@ -87,6 +88,8 @@ ROW_EPS32 = np.float32(ROW_EPS)       # as numpy compares a float32 row with ROW
 
 #: tokens the compact engine runs per captured call (a prompt in blocks; ~70 KB of taps a token)
 CAPTURE_CHUNK = 16
+#: captured tokens kept before they are put into the taps together (a generated token comes alone)
+PENDING_TOKENS = 64
 
 def memory_placements(machine) -> dict:
     """{name: MemoryPlacement} of every memory of a built machine (`qwengpu.compiler.placement`: its
@@ -117,6 +120,7 @@ class _Taps:
         # the compact engine's marks of the last consumed token: (the row each value head's update
         # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv]); None: unknown
         self.written = None
+        self.pending = None            # a compact recording's captures not yet put (`_CompactTap`)
         self._cur = None
         self._beta = None
         self._decay = None
@@ -130,9 +134,18 @@ class _Taps:
         self._decay = self.decays.add(T)
         self._vnorm = self.vnorms.add(T)
 
-    def last(self) -> np.ndarray:
-        """The taps of the last consumed token [nL, hk, 6]."""
-        return self._cur[-1]
+    def last_key_slots(self) -> np.ndarray:
+        """The slot each key head's key selects at the last consumed token [nL, hk]."""
+        if self.pending is not None and self.pending.last is not None:
+            return self.pending.last
+        return self._cur[-1][:, :, 2]
+
+    def _settled(self):
+        """The taps with every captured token put (`pending`: a compact recording's captures
+        waiting to be put, a chunk of tokens at once)."""
+        if self.pending is not None:
+            self.pending.flush()
+        return self
 
     def put(self, L: int, q, k, beta, gate, decay=None, v=None):
         """q, k [T, hk, dk] (normalised), beta [T, hv], gate [T, hk], decay [T, hv] (log; None: 0),
@@ -175,16 +188,19 @@ class _Taps:
                 self.sparse_error = max(self.sparse_error, err)
 
     def table(self) -> np.ndarray:
-        return self.rows.table()
+        return self._settled().rows.table()
 
     def beta_table(self) -> np.ndarray:
-        return self.betas.table()
+        return self._settled().betas.table()
 
     def decay_table(self) -> np.ndarray:
-        return self.decays.table()
+        return self._settled().decays.table()
 
     def vnorm_table(self) -> np.ndarray:
-        return self.vnorms.table()
+        return self._settled().vnorms.table()
+
+    def sparse_error_now(self) -> float:
+        return self._settled().sparse_error
 
 
 class _Rows:
@@ -249,6 +265,10 @@ class _CompactTap:
     def __init__(self, engine, taps: _Taps):
         self.engine, self.taps = engine, taps
         self.buffer = None              # the captures' buffer, made at the first pass, kept for the run
+        self.pending = None             # captured tokens not yet put into the taps [PENDING_TOKENS, ...]
+        self.count = 0
+        self.last = None                # the last captured token's key slots [G, hk]
+        self.lock = threading.Lock()    # a live recording's views put the pending tokens from another thread
 
     def install(self):
         engine = self.engine
@@ -268,14 +288,35 @@ class _CompactTap:
         self.engine.__dict__.pop("forward", None)
 
     def put(self, cap):
-        """A chunk's taps [n, G, TAP_FIELDS, hv] (`CompactEngine.forward_captured(taps=True)`)."""
+        """A chunk's taps [n, G, TAP_FIELDS, hv] (`CompactEngine.forward_captured(taps=True)`),
+        kept until `PENDING_TOKENS` are waiting (or a view asks: `_Taps._settled`), then put
+        together: the taps' numpy work on one token costs as much as on a chunk."""
+        with self.lock:
+            n = len(cap)
+            if self.pending is None:
+                self.pending = np.empty((max(PENDING_TOKENS, CAPTURE_CHUNK), *cap.shape[1:]), np.float32)
+                self.taps.pending = self
+            if self.count + n > len(self.pending):
+                self._flush()
+            self.pending[self.count:self.count + n] = cap
+            self.count += n
+            self.last = cap[-1, :, TAP_KS, :self.engine.hk].copy()
+            self.taps.written = (cap[-1, :, TAP_WROW].astype(np.int64), cap[-1, :, TAP_DECAY] != 0)
+
+    def flush(self):
+        with self.lock:
+            self._flush()
+
+    def _flush(self):
+        if not self.count:
+            return
+        cap, self.count = self.pending[:self.count], 0
         self.taps.begin(cap.shape[0])
         hk = self.engine.hk
         z = cap[:, :, TAP_Z, :hk].astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
         key = (cap[:, :, f, :hk] for f in (TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ))
         self.taps.put_reduced(slice(None), *key, cap[:, :, TAP_VSQ], cap[:, :, TAP_BETA], gate, cap[:, :, TAP_DECAY])
-        self.taps.written = (cap[-1, :, TAP_WROW].astype(np.int64), cap[-1, :, TAP_DECAY] != 0)
 
 
 class _ModelHooks:
@@ -626,10 +667,10 @@ class _PassRecorder:
         per GDN layer in layer order. `stacked`: every layer's state as one array (the compact
         engine's), gathered all at once; else layer by layer."""
         heads, group, taps = self.heads, self.geo.group, self.taps
-        tab = taps.last()                       # the consumed token's taps [nL, hk, 6]
         upd = []
+        slots = taps.last_key_slots()           # the consumed token's key slots [nL, hk]
         if stacked is not None and self.rows is not None:
-            rows_ = tab[:, :, 2].astype(np.int64)[:, heads // group]          # [G, hv]
+            rows_ = slots.astype(np.int64)[:, heads // group]                  # [G, hv]
             marks = taps.written
             every = self.user_hook is not None or marks is None
             if every:
@@ -644,7 +685,7 @@ class _PassRecorder:
             self.rows.put(at, new)
             return upd
         for L in self.geo.gdn_layers:
-            rows_ = tab[taps.index[L], :, 2].astype(np.int64)[heads // group]
+            rows_ = slots[taps.index[L]].astype(np.int64)[heads // group]
             new = raws[L][heads, rows_]
             old = self.prev_raw[L][heads, rows_]
             moved = np.abs(new - old).max(-1) > ROW_EPS
@@ -963,7 +1004,7 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, p
     trace.betas = taps.beta_table()[:rows]
     trace.decays = taps.decay_table()[:rows]
     trace.vnorms = taps.vnorm_table()[:rows]
-    trace.sparse_error = taps.sparse_error
+    trace.sparse_error = taps.sparse_error_now()
     trace.attn_heads = geo.attn_heads
     trace.attention = dict(taps.attention)
     trace.base_raw = rec.base_raw
