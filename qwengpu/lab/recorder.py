@@ -121,6 +121,7 @@ class _Taps:
         # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv]); None: unknown
         self.written = None
         self.pending = None            # a compact recording's captures not yet put (`_CompactTap`)
+        self.touched = None            # the compact engine's: every row its loop wrote [nL, hv, dk] (`_CompactTap`)
         self._cur = None
         self._beta = None
         self._decay = None
@@ -302,6 +303,19 @@ class _CompactTap:
             self.count += n
             self.last = cap[-1, :, TAP_KS, :self.engine.hk].copy()
             self.taps.written = (cap[-1, :, TAP_WROW].astype(np.int64), cap[-1, :, TAP_DECAY] != 0)
+            self._touch(cap)
+
+    def _touch(self, cap):
+        """Mark in `taps.touched` the rows the chunk's updates moved (`kernels.TAP_WROW`; several, or
+        a decay: all the head's rows), from a new state (zeros) on."""
+        e = self.engine
+        if self.taps.touched is None:
+            self.taps.touched = np.zeros((len(e.gdn_layers), e.hv, e.dk), np.bool_)
+        w = cap[:, :, TAP_WROW].astype(np.int64)                                # [n, G, hv]
+        t, g, h = np.nonzero(w >= 0)
+        self.taps.touched[g, h, w[t, g, h]] = True
+        g, h = np.nonzero(((w == -2) | (cap[:, :, TAP_DECAY] != 0)).any(0))
+        self.taps.touched[g, h] = True
 
     def flush(self):
         with self.lock:
@@ -580,7 +594,8 @@ class _PassRecorder:
         self.last_raw.update(raws)
         if i == 0:
             if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
-                self.rows = _RowLog(stacked)
+                # the rows the engine wrote; a user's hook may have changed any: all read then
+                self.rows = _RowLog(stacked, self.taps.touched if self.user_hook is None else None)
                 self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
                 self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             else:
@@ -824,12 +839,18 @@ class _RowLog:
     holds what a copy of the states kept up to date would hold, without copying them (a copy of
     the ~130 MB costs more than a pass). Rows are compared by their bits: a -0.0 is kept."""
 
-    def __init__(self, stacked: np.ndarray):
+    def __init__(self, stacked: np.ndarray, touched: np.ndarray | None = None):
+        """`touched` [G, hv, dk] bool: the rows the compiled loop wrote since the states were made
+        (zeros), `_CompactTap.touched`; the others are still +0.0, and only these are read."""
         self.shape = stacked.shape
         G, hv, dk, dv = stacked.shape
-        found = [np.nonzero(_nonzero_rows(layer)) for layer in stacked]   # a layer at a time
-        where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
-                 np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
+        if touched is not None:
+            where = np.nonzero(touched)
+            where = tuple(a[_nonzero_rows(stacked[where])] for a in where)
+        else:
+            found = [np.nonzero(_nonzero_rows(layer)) for layer in stacked]   # a layer at a time
+            where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
+                     np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
         self.base = (where, stacked[where])                                   # the state after the prompt
         self.row_at = np.full((G, hv, dk), -1, np.int64)                      # (g, h, r) -> its row in `values`
         self.row_at[where] = np.arange(len(where[0]))
@@ -866,16 +887,17 @@ class _RowLog:
         """GDN layer g's state after the prompt [hv, dk, dv]."""
         return self._dense(g, *self.base)
 
-    def error(self, states: list) -> float:
+    def error(self, states: list, touched: np.ndarray | None = None) -> float:
         """The largest difference between the rows kept and `states` (every layer's, in order): on
         the rows kept, value against value; elsewhere (rows kept as 0) the largest |value| of the
-        rows that are not all zeros. One read of each state, not a rebuilt copy."""
+        rows that are not all zeros (`touched`, as in `__init__`: of the rows the compiled loop
+        wrote; the others are +0.0). One read of each state, not a rebuilt copy."""
         worst = 0.0
         for g, state in enumerate(states):
             kept = self.row_at[g] >= 0                                        # [hv, dk]
             h, r = np.nonzero(kept)
             on_kept = np.abs(self.values[self.row_at[g][h, r]] - state[h, r]).max() if len(h) else np.float32(0)
-            others = _nonzero_rows(state) & ~kept
+            others = (touched[g] if touched is not None else _nonzero_rows(state)) & ~kept
             elsewhere = np.abs(state[others]).max() if others.any() else np.float32(0)
             worst = max(worst, float(np.max([on_kept, elsewhere])))        # a NaN anywhere: NaN, as one max
         return worst
@@ -969,7 +991,8 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, p
     rows = rec.prompt_len + n - 1                  # tokens consumed by pass n - 1
     records = rec.records[:n]
     if upto is None and rec.rows is not None:
-        raw_error = rec.rows.error([rec.last_raw[L] for L in geo.gdn_layers])
+        raw_error = rec.rows.error([rec.last_raw[L] for L in geo.gdn_layers],
+                                   taps.touched if rec.user_hook is None else None)
     elif upto is None:
         raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers),
                         default=0.0)
