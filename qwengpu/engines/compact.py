@@ -152,8 +152,8 @@ class CompactEngine:
         (bit for bit its results, and those of a hooked run); no Python per token or layer.
         `taps`: instead of those rows, what the lab's taps reduce them to, computed in the loop
         (`cap` [n, G, TAP_FIELDS, hv], `kernels.CAP_TAPS`: per key head its query's and key's top
-        entry and sum of squares and its output gate, per value head beta, decay and |v|^2; numpy's
-        reductions of the same rows, bit for bit).
+        entry and sum of squares and its output gate, per value head beta, decay, |v|^2 and the
+        state row its update changed; numpy's reductions of the same rows, bit for bit).
         `buffer`: an array of at least `chunk` such rows to capture into (a caller's, kept between
         calls: a fresh one costs page faults on every pass). Returns the last logits."""
         import torch

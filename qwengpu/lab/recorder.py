@@ -19,8 +19,10 @@ How a launch is recorded (`record_launch`):
 2. Taps record, for every token the model consumes (the prompt included), which slot each key
    head's query and key select — computed from the model's own projections of that token (q, k:
    SiLU then L2-norm; beta; the output gate) — the "attention" of a GPU layer. On the compact
-   engine they come from its compiled captures (`CompactEngine.forward_captured`: the prompt in
-   blocks, as the bare run); on the stock model from forward hooks.
+   engine they come from its compiled loop, which reduces the rows to what the taps keep
+   (`CompactEngine.forward_captured(taps=True)`: the prompt in blocks, as the bare run; numpy's
+   reductions bit for bit) and names the state row each value head's update changed; on the
+   stock model from forward hooks.
 3. The raw recurrent state of every GDN layer is kept as the state after the prompt plus, per pass,
    the rows the pass wrote (rows of the key the pass selected whose values moved by more than
    `ROW_EPS`; crosstalk below that is not kept). On the compact engine the recorder keeps them as
@@ -62,9 +64,6 @@ import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import VALUE_L, Z_ON
 from qwengpu.compiler.placement import WRITTEN_FRACTION, MemoryPlacement, decode_words, words_of
-from qwengpu.engines.floats import njit
-from qwengpu.engines.kernels import (TAP_BETA, TAP_DECAY, TAP_FIELDS, TAP_KS, TAP_KSQ, TAP_KW, TAP_QS, TAP_QSQ,
-                                     TAP_QW, TAP_VSQ, TAP_WROW, TAP_Z)
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import BUILTIN
@@ -261,7 +260,8 @@ class _CompactTap:
     and reduces every GDN layer's queries, keys and values to what the taps keep inside its loop
     (the top entries, sums of squares, write strengths, decays and output gates: numpy's
     reductions of the rows a hooked run sees, bit for bit); `put` takes a chunk's layers all at
-    once, in numpy."""
+    once, in numpy. (`kernels`, which imports numba, is imported by its methods: the lab imports
+    without it.)"""
 
     def __init__(self, engine, taps: _Taps):
         self.engine, self.taps = engine, taps
@@ -272,6 +272,7 @@ class _CompactTap:
         self.lock = threading.Lock()    # a live recording's views put the pending tokens from another thread
 
     def install(self):
+        from qwengpu.engines import kernels as K
         engine = self.engine
         tap = self
 
@@ -279,7 +280,7 @@ class _CompactTap:
             if hidden_hook or gate_hook or gdn_hook:
                 raise ValueError("the compact engine of a recording runs with the recorder's captures, no other hooks")
             if tap.buffer is None:
-                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), TAP_FIELDS, engine.hv), np.float32)
+                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), K.TAP_FIELDS, engine.hv), np.float32)
             return engine.forward_captured(token_ids, state, tap.put, chunk=CAPTURE_CHUNK, buffer=tap.buffer,
                                            taps=True)
 
@@ -292,6 +293,7 @@ class _CompactTap:
         """A chunk's taps [n, G, TAP_FIELDS, hv] (`CompactEngine.forward_captured(taps=True)`),
         kept until `PENDING_TOKENS` are waiting (or a view asks: `_Taps._settled`), then put
         together: the taps' numpy work on one token costs as much as on a chunk."""
+        from qwengpu.engines import kernels as K
         with self.lock:
             n = len(cap)
             if self.pending is None:
@@ -301,20 +303,21 @@ class _CompactTap:
                 self._flush()
             self.pending[self.count:self.count + n] = cap
             self.count += n
-            self.last = cap[-1, :, TAP_KS, :self.engine.hk].copy()
-            self.taps.written = (cap[-1, :, TAP_WROW].astype(np.int64), cap[-1, :, TAP_DECAY] != 0)
+            self.last = cap[-1, :, K.TAP_KS, :self.engine.hk].copy()
+            self.taps.written = (cap[-1, :, K.TAP_WROW].astype(np.int64), cap[-1, :, K.TAP_DECAY] != 0)
             self._touch(cap)
 
     def _touch(self, cap):
         """Mark in `taps.touched` the rows the chunk's updates moved (`kernels.TAP_WROW`; several, or
         a decay: all the head's rows), from a new state (zeros) on."""
+        from qwengpu.engines import kernels as K
         e = self.engine
         if self.taps.touched is None:
             self.taps.touched = np.zeros((len(e.gdn_layers), e.hv, e.dk), np.bool_)
-        w = cap[:, :, TAP_WROW].astype(np.int64)                                # [n, G, hv]
+        w = cap[:, :, K.TAP_WROW].astype(np.int64)                                # [n, G, hv]
         t, g, h = np.nonzero(w >= 0)
         self.taps.touched[g, h, w[t, g, h]] = True
-        g, h = np.nonzero(((w == -2) | (cap[:, :, TAP_DECAY] != 0)).any(0))
+        g, h = np.nonzero(((w == -2) | (cap[:, :, K.TAP_DECAY] != 0)).any(0))
         self.taps.touched[g, h] = True
 
     def flush(self):
@@ -322,15 +325,16 @@ class _CompactTap:
             self._flush()
 
     def _flush(self):
+        from qwengpu.engines import kernels as K
         if not self.count:
             return
         cap, self.count = self.pending[:self.count], 0
         self.taps.begin(cap.shape[0])
         hk = self.engine.hk
-        z = cap[:, :, TAP_Z, :hk].astype(np.float64)
+        z = cap[:, :, K.TAP_Z, :hk].astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
-        key = (cap[:, :, f, :hk] for f in (TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ))
-        self.taps.put_reduced(slice(None), *key, cap[:, :, TAP_VSQ], cap[:, :, TAP_BETA], gate, cap[:, :, TAP_DECAY])
+        key = (cap[:, :, f, :hk] for f in (K.TAP_QS, K.TAP_QW, K.TAP_QSQ, K.TAP_KS, K.TAP_KW, K.TAP_KSQ))
+        self.taps.put_reduced(slice(None), *key, cap[:, :, K.TAP_VSQ], cap[:, :, K.TAP_BETA], gate, cap[:, :, K.TAP_DECAY])
 
 
 class _ModelHooks:
@@ -566,7 +570,7 @@ class _PassRecorder:
         self.last_raw: dict = {}
         self.updates: list = []
         self.rows: _RowLog | None = None     # the compact engine's: its states kept as rows
-        self.dirty = None                    # ... and its rows changed since compared with them (`_moved_rows_of`)
+        self.dirty = None                    # ... and its rows changed since compared with them (`compiled.moved_rows_of`)
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
@@ -690,7 +694,8 @@ class _PassRecorder:
             every = self.user_hook is not None or marks is None
             if every:
                 marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
-            at = np.nonzero(_moved_rows_of(stacked, rows_, self.rows.row_at, self.rows.values, ROW_EPS32,
+            from .compiled import moved_rows_of
+            at = np.nonzero(moved_rows_of(stacked, rows_, self.rows.row_at, self.rows.values, ROW_EPS32,
                                            self.dirty, *marks, every))
             at = (at[0], heads[at[1]], rows_[at])
             new, old = stacked[at], self.rows.get(at)                          # [moved, dv]
@@ -711,52 +716,10 @@ class _PassRecorder:
         return upd
 
 
-@njit(cache=True, error_model="numpy", nogil=True)
-def _moved_rows_of(stacked, rows, row_at, values, eps, dirty, written, decayed, every):
-    """[G, hv] bool: whether value head h of GDN layer g moved its row rows[g, h] of `stacked`
-    [G, hv, dk, dv] from the row kept for it (`_RowLog`: values[row_at[g, h, row]], or zeros when
-    none is kept) by more than `eps` (float32): `np.abs(new - old).max(-1) > eps` as numpy computes
-    it (a NaN in the difference: its max is NaN, not moved), without copies.
-
-    Only rows marked in `dirty` [G, hv, dk] are compared (then unmarked): this pass's marks come
-    from the compiled loop (`written` [G, hv]: the row its update moved, -1 none, -2 several: all
-    marked; `decayed` [G, hv]: a decay moved every row). A row the model has not changed since it
-    was last compared (or since the state after the prompt, kept whole) still differs from its
-    kept row as it did then: by at most `eps`, or not at all once kept. `every`: compare every
-    selected row (a user's hook may have changed any), marks unused."""
-    G, hv = rows.shape
-    dk = dirty.shape[2]
-    out = np.zeros((G, hv), np.bool_)
-    for g in range(G):
-        for h in range(hv):
-            r = rows[g, h]
-            if not every:
-                w = written[g, h]
-                if w == -2 or decayed[g, h]:
-                    dirty[g, h, :] = True
-                elif w >= 0:
-                    dirty[g, h, w] = True
-                if not dirty[g, h, r]:
-                    continue
-                dirty[g, h, r] = False
-            new = stacked[g, h, r]
-            k = row_at[g, h, r]
-            top = np.float32(0.0)
-            for j in range(new.shape[0]):
-                d = abs(new[j] - (values[k, j] if k >= 0 else np.float32(0.0)))
-                if d != d:
-                    top = d
-                    break
-                if d > top:
-                    top = d
-            out[g, h] = top > eps
-    return out
-
-
 class _SlotDecoder:
     """`decode_words(state, placement, slots=..., per_slot=True)` of one memory with its pieces
     grouped once (`MemoryPlacement.blocks`), not on every pass, and each block's rows read by one
-    compiled loop (`_read_block`: `read_rails` on them, value for value, NaNs as numpy treats
+    compiled loop (`compiled.read_block`: `read_rails` on them, value for value, NaNs as numpy treats
     them): the same results."""
 
     def __init__(self, placement: MemoryPlacement):
@@ -769,55 +732,10 @@ class _SlotDecoder:
         vals = np.zeros((self.spans, len(want)), dtype=np.uint64)
         written = np.zeros(len(want), dtype=bool)
         margin = np.full(len(want), np.inf)
+        from .compiled import read_block
         for L, w, s0, n, heads, fields in self.blocks:
-            _read_block(state[L], heads, fields, s0, n, w, want, vals, written, margin, VALUE_L, WRITTEN_FRACTION * VALUE_L)
+            read_block(state[L], heads, fields, s0, n, w, want, vals, written, margin, VALUE_L, WRITTEN_FRACTION * VALUE_L)
         return vals, written, margin
-
-
-@njit(cache=True, error_model="numpy", nogil=True)
-def _read_block(S, heads, fields, s0, n, w, want, vals, written, margin, level, written_level):
-    """One block of a memory's pieces (value heads `heads` of state S [hv, dk, dv], holding fields
-    `fields` of slots s0 .. s0 + n - 1 in rows 0 .. n - 1, w bits each) read at the wanted slots in
-    it, as `decode_words` reads them with `read_rails`, in float64: a bit is its 1-rail above half
-    `level`; the margin, the smallest distance of a 1-rail from that level (a NaN: NaN, as numpy's
-    min and minimum); written, a rail above `written_level` (a NaN rail: numpy's max is NaN, not
-    written). Fields into vals[field, column] (a later head of the same field wins, as numpy's
-    assignment), written ORed, margin the minimum with what is there."""
-    half = level / 2
-    for c in range(want.shape[0]):
-        r = want[c] - s0
-        if r < 0 or r >= n:
-            continue
-        any_written = False
-        low = np.inf
-        low_nan = False
-        for k in range(heads.shape[0]):
-            row = S[heads[k], r]
-            word = np.uint64(0)
-            top = 0.0
-            top_nan = False
-            for j in range(w):
-                one = np.float64(row[2 * j])
-                zero = np.float64(row[2 * j + 1])
-                if one > half:
-                    word |= np.uint64(1) << np.uint64(j)
-                d = abs(one - half)
-                if d != d:
-                    low_nan = True
-                elif d < low:
-                    low = d
-                for x in (abs(one), abs(zero)):
-                    if x != x:
-                        top_nan = True
-                    elif x > top:
-                        top = x
-            vals[fields[k], c] = word
-            if not top_nan and top > written_level:
-                any_written = True
-        if any_written:
-            written[c] = True
-        m = margin[c]
-        margin[c] = np.nan if (low_nan or m != m) else min(m, low)
 
 
 def _machine_state(words: dict, placements: dict, prev, changed: set):
