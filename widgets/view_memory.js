@@ -62,8 +62,8 @@ function memoryView(lab) {
       <button data-act="page" data-d="-1"${off} title="previous page"${pg.index === 0 ? " disabled" : ""}>◀</button>
       <span class="qg-mpage">page ${pg.index + 1}/${pg.count}</span>
       <button data-act="page" data-d="1"${off} title="next page"${pg.index + 1 >= pg.count ? " disabled" : ""}>▶</button>
-      <input class="qg-mgoto" placeholder="go to address (hex)" size="14"${off}>
-      <input class="qg-mfind" placeholder="find ${esc(m.dtype)} value" size="12" value="${esc(q)}"${off}>${found}
+      <input class="qg-mgoto" placeholder="address (hex)" title="go to an address (hex, as the dump shows it); Enter" size="13"${off}>
+      <input class="qg-mfind" placeholder="find ${esc(m.dtype)}" title="find a value in the region's type (42, -7, 0x2a, 1.5); Enter" size="12" value="${esc(q)}"${off}>${found}
       <button data-act="last"${off}${lw ? ` title="the latest write: at position ${lw.pos}, address ${(m.base + lw.offset).toString(16)}"` : " disabled title=\"nothing written yet\""}>last write</button>
       <button data-act="follow"${off} class="${pg.follow ? "on" : ""}" title="follow the launch: the page it writes (or reads next)">follow</button>
       <span class="qg-merr"></span></div>`;
