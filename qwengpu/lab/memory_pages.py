@@ -21,6 +21,7 @@ the card decodes them; addresses are the ones the hex dump shows (global address
 """
 from __future__ import annotations
 
+import bisect
 import re
 import weakref
 from dataclasses import dataclass
@@ -131,7 +132,11 @@ class MemoryPages:
     def __init__(self, view):
         self.view = view
         self._regions = {r.key: r for r in view.regions()}
-        self._writes = None          # {region key: [(position, first offset)]}, built on first use
+        # the writes of positions 1 .. _indexed, per region [(position, first offset)]: extended
+        # only as far as a position asked (a live recording's views are many and long)
+        self._writes: dict = {}
+        self._indexed = 0
+        self._memory_now = None      # a model view's regions at position _indexed (the next diff's base)
 
     # -- what each position wrote ------------------------------------------------------------------
 
@@ -152,24 +157,33 @@ class MemoryPages:
             return {k: sorted(x) for k, x in out.items()}
         return {k: x.tolist() for k, x in v.written_offsets(position).items() if len(x)}
 
-    def _write_index(self) -> dict:
-        if self._writes is None:
-            idx: dict = {}
-            for p in range(1, len(self.view)):
-                for key, offs in self.written(p).items():
-                    idx.setdefault(key, []).append((p, offs[0]))
-            self._writes = idx
-        return self._writes
+    def _index_to(self, position: int):
+        """The write index extended to `position`: the interpreter's from its steps' writes, a
+        model view's by comparing each pass's regions with the pass before (as bytes first)."""
+        position = min(position, len(self.view) - 1)
+        steps = hasattr(self.view, "steps")
+        for p in range(self._indexed + 1, position + 1):
+            if steps:
+                if self.view.steps[p - 1].mem_writes:
+                    for key, offs in self.written(p).items():
+                        self._writes.setdefault(key, []).append((p, offs[0]))
+                continue
+            before = self._memory_now if self._memory_now is not None else self.view.memory_at(p - 1)
+            now = self.view.memory_at(p)
+            for key, data in now.items():
+                if data != before[key]:
+                    first = int(np.argmax(np.frombuffer(data, np.uint8) != np.frombuffer(before[key], np.uint8)))
+                    self._writes.setdefault(key, []).append((p, first))
+            self._memory_now = now
+        self._indexed = max(self._indexed, position)
 
     def last_write(self, position: int, key: str) -> tuple[int, int] | None:
         """(position, first byte offset) of the latest write into region `key` shown at or before
         `position` (a write is shown at the position after its step or pass), or None."""
-        best = None
-        for p, off in self._write_index().get(key, ()):
-            if p > position:
-                break
-            best = (p, off)
-        return best
+        self._index_to(position)
+        writes = self._writes.get(key, [])
+        i = bisect.bisect_right(writes, (position, float("inf")))
+        return writes[i - 1] if i else None
 
     # -- pages -------------------------------------------------------------------------------------
 
@@ -185,17 +199,19 @@ class MemoryPages:
         return address - r.base
 
     def page(self, position: int, key: str, at: int | None = None, rows: int = PAGE_ROWS,
-             access: dict | None = None) -> Page:
+             access: dict | None = None, changed: list | None = None) -> Page:
         """The page of region `key` holding byte offset `at`; `at=None`: the page the launch shows
         (the bytes `position` wrote, else those of `access` (offsets the next instruction touches),
-        else the latest earlier write, else the start)."""
+        else the latest earlier write, else the start). `changed`: the bytes `position` wrote, when
+        the caller has them (a snapshot's)."""
         r = self._regions[key]
         rows = max(1, min(int(rows), MAX_PAGE_ROWS))
         size = rows * ROW_BYTES
         count = max(1, -(-r.size // size))
         follow = at is None
         if follow:
-            changed = self.written(position).get(key)
+            if changed is None:
+                changed = self.written(position).get(key)
             if changed:
                 at = changed[0]
             elif access:
@@ -245,9 +261,9 @@ class MemoryPages:
                 k = int(want["hit"]) % min(len(hits), MAX_HITS)
                 at = mark = hits[k]
                 found["hit"] = k
-            page = self.page(position, r.key, at, rows, m.access)
-            lo, hi = page.offset, min(page.offset + page.nbytes, r.size)
             changed = list(m.changed)
+            page = self.page(position, r.key, at, rows, m.access, changed)
+            lo, hi = page.offset, min(page.offset + page.nbytes, r.size)
             outside = sorted({o // ROW_BYTES * ROW_BYTES for o in changed if not lo <= o < hi})
             extra = [[o, data[o:o + ROW_BYTES].hex()] for o in outside[:MAX_CHANGED_ROWS]]
             shown = [(lo, hi)] + [(o, o + ROW_BYTES) for o, _ in extra]
