@@ -174,3 +174,25 @@ def test_pages_of_the_compact_engines_view():
     page = w.memory_page("out")
     assert page["offset"] == 740 // 128 * 128 and page["mark"] == 740 and page["page"]["count"] == 8
     assert len(page["hex"]) == 256
+
+
+def test_a_recordings_next_view_takes_the_write_index_over():
+    """A live recording shows a new view of the passes so far every second: its pages read only
+    the passes the last view had not (the same pass records), and find the same writes."""
+    import torch  # noqa: F401
+    from qwengpu.lab.recorder import LiveRecording
+    spec = {"kernel": "ring", "grid": [1, 1, 1], "block": [4, 1, 1], "args": [{"buffer": "int32", "data": [0] * 256}]}
+    live = LiveRecording()
+    views = []
+    whole = trace_launch(RING, spec, engine="compact", names=["out"], live=live,
+                         on_token=lambda i, text, state: views.append(live.view()) if i in (6, 12) else None)
+    early, later = [v for v in views if v is not None]
+    first = pages_of(early)
+    first.last_write(len(early) - 1, "global:out")
+    assert first._indexed == len(early) - 1
+    second = pages_of(later)
+    assert second._indexed == first._indexed                        # taken over, not read again
+    fresh = MemoryPages(later)
+    for p in range(len(later)):
+        assert second.last_write(p, "global:out") == fresh.last_write(p, "global:out")
+    assert pages_of(whole).last_write(len(whole) - 1, "global:out") is not None

@@ -185,6 +185,14 @@ class MemoryPages:
         i = bisect.bisect_right(writes, (position, float("inf")))
         return writes[i - 1] if i else None
 
+    def _shares_passes_with(self, view) -> bool:
+        """Whether `view` holds this view's indexed passes, the same records (a later view of the
+        same recording) and the same regions."""
+        mine, theirs = self.view.trace.records, view.trace.records
+        k = self._indexed
+        return (k < len(theirs) and mine[0] is theirs[0] and mine[k] is theirs[k]
+                and [r.key for r in view.regions()] == list(self._regions))
+
     # -- pages -------------------------------------------------------------------------------------
 
     def region(self, key: str):
@@ -287,13 +295,23 @@ class MemoryPages:
 
 
 _PAGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: the model view paged last: a live recording's next view (the passes so far, the same pass
+#: records and more) takes its write index over instead of reading every pass again
+_LAST_MODEL: list = [None]
 
 
 def pages_of(view) -> MemoryPages:
-    """The `MemoryPages` of a view, made once (its write index is built on first use)."""
+    """The `MemoryPages` of a view, made once (its write index is built as far as asked)."""
     got = _PAGES.get(view)
     if got is None:
         got = _PAGES[view] = MemoryPages(view)
+        records = getattr(getattr(view, "trace", None), "records", None)
+        if records is not None:
+            before = _LAST_MODEL[0]() if _LAST_MODEL[0] is not None else None
+            if before is not None and before._shares_passes_with(view):
+                got._writes = {k: list(w) for k, w in before._writes.items()}
+                got._indexed, got._memory_now = before._indexed, before._memory_now
+            _LAST_MODEL[0] = weakref.ref(got)
     return got
 
 
