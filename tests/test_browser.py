@@ -1014,6 +1014,7 @@ def test_memory_views_of_a_large_memory_in_jupyterlab(lab):
             page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 2}'")
             assert out.locator(".qg-hex .b.chg").count() == 16                     # 4 on the page + 3 rows of 4
             assert out.locator(".qg-mrow").count() == 3 and "9022" in out.locator(".qg-mrow").nth(2).text_content()
+            out.screenshot(path=str(ARTIFACTS / "memory_written_rows.png"))
             # steps on the big memory, timed by the page (key -> redrawn)
             page.keyboard.press("Home")
             page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
