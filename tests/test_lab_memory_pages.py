@@ -202,3 +202,17 @@ def test_a_recordings_next_view_takes_the_write_index_over(ring_recorded):
     for p in range(len(later)):
         assert second.last_write(p, "global:out") == fresh.last_write(p, "global:out")
     assert any(fresh.last_write(p, "global:out") for p in range(len(later)))
+
+
+def test_a_views_pages_go_with_it():
+    """pages_of keeps the pages on the view: a dropped view (a live recording's previous one) is
+    freed with its pages, not kept by a table."""
+    import gc
+    import weakref
+    v = trace_launch(RING, {"kernel": "ring", "grid": [1, 1, 1], "block": [4, 1, 1],
+                            "args": [{"buffer": "int32", "data": [0] * 256}]}, names=["out"])
+    assert pages_of(v) is pages_of(v) and pages_of(v).last_write(len(v) - 1, "global:out") is not None
+    gone = weakref.ref(v)
+    del v
+    gc.collect()
+    assert gone() is None

@@ -294,17 +294,18 @@ class MemoryPages:
         return out
 
 
-_PAGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 #: the model view paged last: a live recording's next view (the passes so far, the same pass
 #: records and more) takes its write index over instead of reading every pass again
 _LAST_MODEL: list = [None]
 
 
 def pages_of(view) -> MemoryPages:
-    """The `MemoryPages` of a view, made once (its write index is built as far as asked)."""
-    got = _PAGES.get(view)
+    """The `MemoryPages` of a view, made once (its write index is built as far as asked) and kept
+    on the view, so that it goes with it (a table of views to pages would keep every view of a
+    live recording alive: the pages hold their view)."""
+    got = view.__dict__.get("_memory_pages")
     if got is None:
-        got = _PAGES[view] = MemoryPages(view)
+        got = view.__dict__["_memory_pages"] = MemoryPages(view)
         records = getattr(getattr(view, "trace", None), "records", None)
         if records is not None:
             before = _LAST_MODEL[0]() if _LAST_MODEL[0] is not None else None
