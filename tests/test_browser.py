@@ -956,3 +956,107 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
             assert not errors, errors
         finally:
             browser.close()
+
+
+#: 16 KiB buffers and 4 KiB of shared memory: four threads copy an element each, 4 KB apart
+BIG_MEMORY_KERNEL = r'''
+__global__ void scatter(const int *in, int *out) {
+  __shared__ int s[1024];
+  int i = threadIdx.x;
+  s[i * 250 + 3] = in[i * 1000 + 7];
+  __syncthreads();
+  out[i * 1000 + 7] = s[i * 250 + 3] * 3 + 1;
+}
+'''
+
+
+def test_memory_views_of_a_large_memory_in_jupyterlab(lab):
+    """A 16 KiB global launch on the interpreter: the memory card pages it (the page the launch
+    wrote, the rows written elsewhere), goes to a far address typed in hex, finds a value in the
+    kernel's int32 and steps through the hits, goes to the latest write; page flips and steps stay
+    under 100 ms key (or click) to redraw, at 1280x720."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    base, work, _ = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    spec = {"kernel": "scatter", "grid": [1, 1, 1], "block": [4, 1, 1],
+            "args": [{"buffer": "int32", "data": list(range(4096))}, {"buffer": "int32", "data": [0] * 4096}]}
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(f"from qwengpu_widgets import Inspector\nCU = {BIG_MEMORY_KERNEL!r}\n"
+                                          f"insp = Inspector(CU, {spec!r}, names=['in', 'out'], presentation=False)\ninsp")]
+    nbformat.write(nb, work / "big_memory.ipynb")
+    timings = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
+                   else route.abort())
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open_and_run(page, base, "big_memory.ipynb")
+            root = page.locator(".qg-insp").first
+            root.wait_for(state="visible", timeout=120_000)
+            page.wait_for_function("() => document.querySelector('.qg-insp') && document.querySelector('.qg-insp').dataset.pos === '0'",
+                                   timeout=120_000)
+            out = root.locator('.qg-region[data-region="global:out"]')
+            base_addr = int(page.evaluate(RUN_CODE_JS, "print(insp.memory_page('out')['base'])").strip())
+            n = int(page.evaluate(RUN_CODE_JS, "print(insp.positions)").strip())
+            root.click(position={"x": 30, "y": 12})
+            page.keyboard.press("End")
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 1}'")
+            assert out.locator(".qg-mpage").text_content() == "page 1/128"          # 16 KiB in pages of 128 bytes
+            assert out.locator(".qg-hex").first.text_content().count("\n") == 16
+            # the step that wrote out: its page, and the three rows it wrote 4 KB apart
+            page.keyboard.press("ArrowLeft")
+            page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{n - 2}'")
+            assert out.locator(".qg-hex .b.chg").count() == 16                     # 4 on the page + 3 rows of 4
+            assert out.locator(".qg-mrow").count() == 3 and "9022" in out.locator(".qg-mrow").nth(2).text_content()
+            out.screenshot(path=str(ARTIFACTS / "memory_written_rows.png"))
+            # steps on the big memory, timed by the page (key -> redrawn)
+            page.keyboard.press("Home")
+            page.wait_for_function("() => document.querySelector('.qg-insp').dataset.pos === '0'")
+            step_ms = []
+            for k in range(1, n):
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(f"() => document.querySelector('.qg-insp').dataset.pos === '{k}'")
+                step_ms.append(float(root.get_attribute("data-latency")))
+
+            def asked(action, page_index: int) -> float:
+                """Do `action`, wait for out's page `page_index`, return the page's latency (ms)."""
+                action()
+                page.wait_for_function("([i]) => { const r = document.querySelector('.qg-region[data-region=\"global:out\"]');"
+                                       " return r && r.dataset.page === String(i); }", arg=[page_index])
+                return float(root.get_attribute("data-latency"))
+            # go to a far address, typed in hex
+            goto = out.locator("input.qg-mgoto")
+            goto.fill(f"{base_addr + 12028:x}")
+            page_ms = [asked(lambda: goto.press("Enter"), 12028 // 128)]
+            assert out.locator(".qg-hex .e.mark").text_content() == "9022"
+            # find a value (int32, the kernel's type): the page of its element, marked
+            find = out.locator("input.qg-mfind")
+            find.fill("3022")
+            page_ms.append(asked(lambda: find.press("Enter"), 4028 // 128))
+            assert out.locator(".qg-hex .e.mark").text_content() == "3022"
+            assert out.locator(".qg-mfound").text_content().startswith("1/1 found")
+            # pages by their buttons, then the latest write (out[7], at the first page)
+            nxt = out.locator('button[data-act="page"][data-d="1"]')
+            page_ms.append(asked(lambda: nxt.click(), 4028 // 128 + 1))
+            page_ms.append(asked(lambda: out.locator('button[data-act="last"]').click(), 0))
+            assert out.locator(".qg-hex .e.mark").text_content() == "22"
+            # Python sees what the page asked for
+            told = page.evaluate(RUN_CODE_JS, "print(sorted(insp.memory_pages['global:out'].items()))").strip()
+            assert told == "[('at', 28), ('find', '3022'), ('mark', 28)]", told
+            root.locator('.qg-card[data-view="memory"]').scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "memory_pages.png"), full_page=False)
+            page_ms.append(asked(lambda: out.locator('button[data-act="follow"]').click(), 0))
+            timings = {"step_ms_median": sorted(step_ms)[len(step_ms) // 2], "step_ms_max": max(step_ms),
+                       "page_ms": page_ms}
+            assert not [e for e in errors if "qg" in e or "inspector" in e], errors
+        finally:
+            (ARTIFACTS / "memory_timings.json").write_text(json.dumps(timings, indent=1))
+            browser.close()
+    print("memory view timings:", timings)
+    assert timings["step_ms_median"] < 100 and max(timings["page_ms"]) < 100

@@ -95,7 +95,7 @@ def export_html(insp, path=None, title: str | None = None, layers: str | None = 
             frames.append(frame(insp.program, state, gdn=gdn, attn=att, attn_meta=meta, latt=latt, latt_meta=lmeta))
         else:
             from qwengpu.lab.payload import snapshot_payload
-            frames.append(frame(insp.program, snapshot_payload(insp.view.snapshot(p))))
+            frames.append(frame(insp.program, snapshot_payload(insp.view.snapshot(p), insp.view)))
     values = {"program": insp.program, "position": insp.position, "fmt": insp.fmt, "breakpoints": list(insp.breakpoints),
               "line_breakpoints": list(insp.line_breakpoints), "layer": insp.layer, "gdn_memory": insp.gdn_memory,
               "selections": list(insp.selections), "presentation": insp.presentation}

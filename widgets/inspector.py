@@ -8,6 +8,8 @@
     insp.step(); insp.back(); insp.goto(13); insp.run_to_pc(2)
     insp.snapshot.changed_regs                      # what the view shows, from Python
     insp.presentation = True                        # presentation mode (also the widget's "present" button)
+    insp.memory_goto("out", 0x5000 + 12028)          # a large memory's page holding an address
+    insp.memory_find("out", 9022)                    # the addresses of the elements equal to 9022
 
 The launch is traced once (`qwengpu.lab.trace_launch`: a `LaunchView` on the interpreter, a
 `MachineView` on the model engines); every position change is a lookup, formatted by
@@ -27,8 +29,10 @@ import anywidget
 import traitlets
 
 from qwengpu.lab import DEFAULT_SELECTIONS, LaunchView, MachineView, trace_launch
+from qwengpu.lab.memory_pages import MAX_PAGE_ROWS, PAGE_ROWS, pages_of, parse_address
 from qwengpu.lab.payload import (attention_payload, layer_attention_payload, machine_gdn_bytes,
-                                 machine_program_payload, machine_snapshot_payload, program_payload, snapshot_payload)
+                                 machine_program_payload, machine_snapshot_payload, memory_payload, program_payload,
+                                 snapshot_payload)
 
 from .bundle import module_script
 from .static import render_html
@@ -81,6 +85,10 @@ class Inspector(anywidget.AnyWidget):
     # presentation mode (larger type, scrubber and current layer on one 1280x720 screen); None: as
     # the browser last showed it (the page then sets it)
     presentation = traitlets.Bool(None, allow_none=True).tag(sync=True)
+    # the memory card's pages: per region key what the page asked ({"at", "mark", "find", "hit"}:
+    # `qwengpu.lab.memory_pages.MemoryPages.payload`); a region not named follows the launch
+    memory_pages = traitlets.Dict().tag(sync=True)
+    memory_rows = traitlets.Int(PAGE_ROWS).tag(sync=True)   # rows of 8 bytes a page shows
 
     def __init__(self, program=None, launch=None, *, view: LaunchView | MachineView | None = None,
                  engine: str = "interp", kernel: str | None = None, names: list | None = None, position: int = 0,
@@ -328,6 +336,65 @@ class Inspector(anywidget.AnyWidget):
         self.line_breakpoints = sorted(set(self.line_breakpoints) ^ {int(line)})
         return self
 
+    # -- memory pages ------------------------------------------------------------------------------
+
+    def _region_key(self, region: str) -> str:
+        """A region's key from its name, key or space ("out", "global:out", "shared")."""
+        return self.snapshot.region(region).region.key
+
+    def _ask_memory(self, region: str, **want) -> str:
+        key = self._region_key(region)
+        pages = dict(self.memory_pages)
+        cur = {k: v for k, v in {**pages.get(key, {}), **want}.items() if v is not None and v != ""}
+        if cur:
+            pages[key] = cur
+        else:
+            pages.pop(key, None)
+        self.memory_pages = pages
+        return key
+
+    def memory_page(self, region: str) -> dict:
+        """What the memory card shows of `region` now: its payload (`offset`, `hex` of the page,
+        `page` {index, count, rows, follow}, the written rows outside it, `last_write`, `find`)."""
+        key = self._region_key(region)
+        return next(m for m in self.state["memory"] if m["key"] == key)
+
+    def memory_goto(self, region: str, address) -> "Inspector":
+        """Show the page of `region` holding `address` (as the hex dump shows it: global addresses
+        absolute; a string is hex, as the card's "go to address" box takes it), marked."""
+        key = self._region_key(region)
+        address = parse_address(address) if isinstance(address, str) else int(address)
+        off = pages_of(self.view).offset_of(key, address)
+        self._ask_memory(region, at=off, mark=off, hit=None)
+        return self
+
+    def memory_follow(self, region: str) -> "Inspector":
+        """`region`'s page follows the launch again (the bytes each step writes), as "follow" does."""
+        key = self._region_key(region)
+        pages = dict(self.memory_pages)
+        want = {k: v for k, v in pages.get(key, {}).items() if k == "find"}
+        self._ask_memory(region, **{k: None for k in ("at", "mark", "hit")}, **want)
+        return self
+
+    def memory_find(self, region: str, value) -> list[int]:
+        """The addresses of `region`'s elements equal to `value` now (in its element type:
+        `qwengpu.lab.memory_pages.find_value`); the card shows the first one's page, marked."""
+        key = self._region_key(region)
+        self._ask_memory(region, find=str(value), hit=0, at=None, mark=None)
+        base = pages_of(self.view).region(key).base
+        return [base + o for o in pages_of(self.view).find(self.position, key, str(value))]
+
+    def memory_last_write(self, region: str):
+        """Show the page of `region`'s latest write up to now, marked, as "last write" does;
+        returns (position, address) of that write, or None if nothing wrote it yet."""
+        key = self._region_key(region)
+        pages = pages_of(self.view)
+        last = pages.last_write(self.position, key)
+        if last is None:
+            return None
+        self._ask_memory(region, at=last[1], mark=last[1], hit=None)
+        return last[0], pages.region(key).base + last[1]
+
     def toggle_breakpoint(self, pc: int) -> "Inspector":
         bps = set(self.breakpoints)
         bps ^= {int(pc)}
@@ -399,6 +466,17 @@ class Inspector(anywidget.AnyWidget):
         if hasattr(self, "view") and getattr(self, "machine_mode", False) and not self._installs_here():
             self._refresh()
 
+    def _rows(self) -> int:
+        return max(1, min(int(self.memory_rows), MAX_PAGE_ROWS))
+
+    @traitlets.observe("memory_pages", "memory_rows")
+    def _memory_pages_changed(self, change):
+        """A page, a search, a jump asked for: the shown position's memory again, the rest as sent."""
+        if hasattr(self, "view") and hasattr(self, "_snap") and not self._installs_here():
+            with self._lock:
+                self.state = {**self.state, "memory": memory_payload(self.view, self._snap, dict(self.memory_pages),
+                                                                     self._rows())}
+
     def _payload_key(self, view, position: int) -> tuple:
         """What a position's payload depends on besides the view: (position, memory of the raw-state
         panel, memories of the selection panel, the layer shown in detail)."""
@@ -434,10 +512,12 @@ class Inspector(anywidget.AnyWidget):
             snap = self.view.snapshot(self.position)
             self._snap = snap
             with self.hold_sync():
-                self.state = snapshot_payload(snap)
+                self.state = snapshot_payload(snap, self.view, dict(self.memory_pages), self._rows())
             return
         snap, payload, gdn, att, meta, latt, lmeta = self._machine_payload(self.position)
         self._snap = snap
+        if self.memory_pages or self._rows() != PAGE_ROWS:     # the cached payload has the launch's pages
+            payload = {**payload, "memory": memory_payload(self.view, snap, dict(self.memory_pages), self._rows())}
         with self.hold_sync():
             self.state = payload
             self.gdn = gdn

@@ -543,6 +543,19 @@ class MachineView(_ChecksMixin, SourceLines):
         """The PTX register a virtual register of the image holds (`%r2`, `%rd4.lo`), or `vN`."""
         return self._vname(vreg)
 
+    def memory_at(self, position: int) -> dict:
+        """{region key: bytes} of every region after pass `position` (as `LaunchView.memory_at`)."""
+        ms = self.trace.records[position].machine
+        return {r.key: bytes(ms.memory[self._maddr(r):self._maddr(r) + r.size]) for r in self._regions}
+
+    def written_offsets(self, position: int) -> dict:
+        """{region key: byte offsets (an int array)} pass `position` changed (none at position 0)."""
+        if position <= 0:
+            return {}
+        now, before = self.memory_at(position), self.memory_at(position - 1)
+        return {k: np.flatnonzero(np.frombuffer(now[k], np.uint8) != np.frombuffer(before[k], np.uint8))
+                for k in now}
+
     def written_bytes(self, position: int) -> list[str]:
         """The bytes of the launch's buffers (and shared memory) pass `position` changed, as
         `out[0] byte 0` (element and byte of the buffer's own type)."""
@@ -634,9 +647,9 @@ class MachineView(_ChecksMixin, SourceLines):
             m = self._maddr(r)
             data = bytes(ms.memory[m:m + r.size])
             changed = []
-            if prev is not None:
-                old = prev.memory[m:m + r.size]
-                changed = [i for i in range(r.size) if data[i] != old[i]]
+            if prev is not None:                # compared as arrays: a 16 KiB region is 16K bytes a pass
+                old = bytes(prev.memory[m:m + r.size])
+                changed = np.flatnonzero(np.frombuffer(data, np.uint8) != np.frombuffer(old, np.uint8)).tolist()
             region = r
             if r.space == "shared":
                 region = MemoryRegion(r.key, f"shared (block {ms.block})", "shared", 0, r.size, r.dtype, (ms.block,),

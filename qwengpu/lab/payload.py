@@ -2,12 +2,15 @@
 static HTML export draws. Values are formatted here (hex, dec, float) so the browser only looks up.
 
 Interpreter (`LaunchView`): `program_payload(view)` once per launch (disassembly, per-step pcs for
-breakpoints), `snapshot_payload(snap)` once per position (a few KB).
+breakpoints), `snapshot_payload(snap, view)` once per position (a few KB).
 
 Model engines (`MachineView`): `machine_program_payload(view)` once (bundles with their PTX lines,
 per-position pcs, token texts, layers, memories, the consistency summary), then per position
 `machine_snapshot_payload(view, snap)` (registers, lanes, memory, the slot selections of a window of
 tokens, the decoded GDN memory) and `machine_gdn_bytes` (the raw state block as int8 bytes).
+
+Memory on both: a page of each region, the rows the position wrote and what a search found
+(`memory_payload`, `qwengpu.lab.memory_pages`): the payload follows the page, not the memory's size.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from qwengpu.ptx.ir import demangled_name
 from qwengpu.runtime.readback import lane_table_of
 
 from .exchanges import sources_of
+from .memory_pages import PAGE_ROWS, pages_of
 from .record import DEFAULT_SELECTIONS, memory_role, slot_label
 from .timeline import STATES, timeline
 from .values import fmt_all, type_width
@@ -134,10 +138,19 @@ def _register_row(name: str, ptx_type: str, written: bool, changed: int, values)
     return {"n": name, "t": ptx_type, "w": written, "c": changed, "v": [_triple(v, ptx_type) for v in values]}
 
 
+def memory_payload(view, snap, settings: dict | None = None, rows: int = PAGE_ROWS) -> list[dict]:
+    """The memory card's regions at a snapshot of `view`: per region a page of `rows` rows (the one
+    `settings[key]["at"]` holds, else the one the launch shows), the rows the position wrote, the
+    registers pointing in and the next instruction's accesses on them (the interpreter's; a model
+    engine has none of these two), the latest write and what `settings[key]["find"]` found
+    (`qwengpu.lab.memory_pages.MemoryPages.payload`)."""
+    return pages_of(view).payload(snap.position, snap.memory, settings, rows)
+
+
 def _memory_payload(views) -> list[dict]:
-    """`MemoryView`s (`qwengpu.lab.view`) as the memory card draws them: bytes as hex, the bytes
-    the last step or pass wrote, registers pointing in and the next instruction's accesses (the
-    interpreter's; a model engine has none of these two)."""
+    """`MemoryView`s (`qwengpu.lab.view`) whole, for a snapshot given without its view: bytes as
+    hex, the bytes the last step wrote, registers pointing in and the next instruction's
+    accesses."""
     out = []
     for m in views:
         r = m.region
@@ -149,7 +162,10 @@ def _memory_payload(views) -> list[dict]:
     return out
 
 
-def snapshot_payload(snap: Snapshot) -> dict:
+def snapshot_payload(snap: Snapshot, view: LaunchView | None = None, memory: dict | None = None,
+                     rows: int = PAGE_ROWS) -> dict:
+    """A position of the interpreter's view; with the `view`, its memory paged (`memory_payload`:
+    `memory` the page's settings per region), else the snapshot's windows whole."""
     regs = [{**_register_row(r.name, r.type, r.written, r.changed, r.values), "p": list(r.pointers)} for r in snap.regs]
     nxt = None
     if snap.next is not None:
@@ -171,7 +187,7 @@ def snapshot_payload(snap: Snapshot) -> dict:
         nxt = {"index": n.index, "pc": n.pc, "line": n.line, "text": n.text, "function": n.function,
                "active": n.active, "executed": n.executed, "faults": n.faults, "ops": ops,
                "shfl": sources_of(n)}
-    memory = _memory_payload(snap.memory)
+    memory = memory_payload(view, snap, memory, rows) if view is not None else _memory_payload(snap.memory)
     out = {
         "pos": snap.position, "positions": snap.positions, "block": snap.block, "warp": snap.warp,
         "function": snap.function, "depth": snap.depth, "call_stack": snap.call_stack,
@@ -294,12 +310,13 @@ def _word_text(memory: str, word: int, width: int, warp_bits: int = WARP_BITS) -
     return f"0x{word:0{(width + 3) // 4}x}"
 
 
-def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selections=None) -> dict:
+def machine_snapshot_payload(view, snap, gdn_memory: str | None = None, selections=None,
+                             memory: dict | None = None, rows: int = PAGE_ROWS) -> dict:
     """One position of a MachineView: a few KB of JSON (the GDN raw state travels as bytes: see
     `machine_gdn_bytes`)."""
     regs = [{**_register_row(r.name, "b32", r.written, r.changed, r.values), "l": r.label,
              "k": [None if c is None else int(c) for c in r.checks]} for r in snap.regs]
-    memory = _memory_payload(snap.memory)
+    memory = memory_payload(view, snap, memory, rows)
     checks = snap.checks
     out = {
         "mode": "machine", "pos": snap.position, "positions": snap.positions, "index": snap.index,
@@ -466,5 +483,5 @@ def layer_attention_payload(view, position: int, layer: int) -> tuple[dict, byte
     return meta, _u8(over) + _u8(per_head) + _u8(win)
 
 
-__all__ = ["layer_attention_payload", "program_payload", "snapshot_payload", "type_width", "machine_program_payload",
+__all__ = ["memory_payload", "layer_attention_payload", "program_payload", "snapshot_payload", "type_width", "machine_program_payload",
            "machine_snapshot_payload", "selection_payload", "gdn_payload", "machine_gdn_bytes", "attention_payload"]
