@@ -65,3 +65,29 @@ def test_the_course_kernels_are_exact_on_the_course_machines_weights(course_mach
     row = verify_kernel(suite.get(name), "compact", machine=course_machine, progress=False, check_states=True)
     assert row.exact, row.detail
     assert row.checked == ["oracle", "simulator"]
+
+
+def test_verify_gives_a_model_engine_each_kernels_own_machine(monkeypatch):
+    """No machine named: batches never mix machines, the course kernels run on the course machine
+    (loaded once), the rest on the built-in one; a named machine runs them all."""
+    import qwengpu.api as api
+    import qwengpu.verify as verify_module
+    asked, ran = [], []
+
+    def fake_default_machine(engine="compact", progress=True, machine="compact-fpu"):
+        asked.append(machine)
+        return f"<{machine}>"
+
+    def fake_run_many(programs, specs, engine, return_exceptions, machine, **kw):
+        ran.append((len(programs), machine))
+        return [RuntimeError("not run")] * len(programs)
+    monkeypatch.setattr(api, "default_machine", fake_default_machine)
+    monkeypatch.setattr(api, "run_many", fake_run_many)
+    monkeypatch.setattr(verify_module, "_OWN_MACHINES", {})
+    names = ["dot", "vector_add_512", "matmul_tile8x8", "saxpy", "histogram64_shared"]
+    verify("compact", names=names, progress=False, batch_size=4)
+    assert ran == [(1, "<compact-fpu>"), (2, "<compact-fpu-course>"), (1, "<compact-fpu>"), (1, "<compact-fpu-course>")]
+    assert sorted(asked) == ["compact-fpu", "compact-fpu-course"]
+    ran.clear()
+    verify("compact", names=names, progress=False, batch_size=4, machine="<named>")
+    assert ran == [(4, "<named>"), (1, "<named>")]
