@@ -6,7 +6,7 @@
     qwengpu bench [--engine interp|compact,compact-ref] [--batch 1,2,4] [--json F] [--plot F.png] [KERNEL ...]
     qwengpu demo [--engine compact|model|sim|interp] [--device D]
     qwengpu build [--target compact|tiny] [--out DIR] [--compact-only] [--overwrite]
-    qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F] [--faults]
+    qwengpu fuzz [--seed S] [--count N] [--start I] [--engines interp,sim] [--compact-every K] [--out DIR] [--json F] [--machine M] [--sizes small|large] [--faults]
     qwengpu compile FILE.cu [-o FILE.ptx] [--arch sm_75] [--overwrite]
     qwengpu soak [--tokens 1000000] [--window 10000] [--kernel lcg_soak|float_soak] [--machine NAME]
                  [--json F] [--plot F.png]
@@ -299,7 +299,7 @@ def cmd_fuzz(args) -> int:
         print(line, flush=True)
     report = fuzz(seed=args.seed, count=args.count, start=args.start, engines=engines,
                   compact_every=args.compact_every, batch=args.batch, out_dir=args.out, reduce=args.reduce,
-                  log=None if args.quiet else log, geometry=args.machine, mix=args.mix)
+                  log=None if args.quiet else log, geometry=args.machine, mix=args.mix, sizes=args.sizes)
     for f in report.failures:
         print(f"  {f.name} (seed {f.seed}) on {f.engine}: {f.detail}" + (f" [{f.directory}]" if f.directory else ""))
     print(report.summary())
@@ -313,7 +313,8 @@ def _model_arguments(p, checks: bool = True) -> None:
     p.add_argument("--device", default=None, help="torch device of the model engine: cpu, cuda, mps "
                    "(default: the best available; the compact engine runs on the CPU)")
     p.add_argument("--machine", default=None, help="the machine's geometry: compact-fpu (the built-in one, with the float unit, "
-                   "docs/float_units.md), compact (float as soft-float routines), tiny; sim and the model engines")
+                   "docs/float_units.md), compact (float as soft-float routines), compact-fpu-course (a course's "
+                   "memory sizes and 64 threads a block, docs/memory_sizes.md), tiny; sim and the model engines")
     if checks:
         p.add_argument("--check-states", action="store_true",
                        help="model engines: compare the registers in the model's state with the simulator's after every pass")
@@ -429,6 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "compact-fpu; compact runs float as soft-float routines)")
     fz.add_argument("--mix", choices=("all", "float"), default="all",
                     help="the generator's types: all alike (default) or mostly float (the float unit's run)")
+    fz.add_argument("--sizes", choices=("small", "large"), default=None,
+                    help="the kernels' sizes: small (blocks of 4 or 8 threads, the built-in machine's) or large "
+                         "(blocks of up to 64 threads, 4 KiB of shared, 256 B of local a thread, a 16 KiB "
+                         "global table: --machine compact-fpu-course); default: the largest the machine holds")
     fz.add_argument("--faults", action="store_true",
                     help="kernels that may fault: the engines must agree with the interpreter on the buffers or "
                          "on the fault's kind, lane and address (no host oracle)")

@@ -133,10 +133,36 @@ def compare_symbols(got: dict, want: dict, nan_equal: bool) -> str | None:
     return None
 
 
+#: the machines kernels that name their own geometry run on, loaded once per process:
+#: {(stock checkpoint?, geometry name): Machine}
+_OWN_MACHINES: dict = {}
+
+
+def own_machine_options(kernel, engine: str, options: dict) -> dict:
+    """`options` with the machine `kernel` names (`SuiteKernel.machine`: a geometry larger than the
+    built-in one) where the caller named none: the simulator's `config`, or the model engines'
+    `machine` (built into the cache on first use). A machine the caller names is kept: a kernel
+    it cannot hold is refused, with the assembler's message."""
+    name = getattr(kernel, "machine", None)
+    if name is None or engine == "interp":
+        return options
+    if engine == "sim":
+        return options if options.get("config") is not None else {**options, "config": name}
+    if options.get("machine") is not None:
+        return options
+    from .api import default_machine
+    key = (engine == "model", name)
+    if key not in _OWN_MACHINES:
+        _OWN_MACHINES[key] = default_machine(engine, False, machine=name)
+    return {**options, "machine": _OWN_MACHINES[key]}
+
+
 def verify_kernel(kernel, engine: str = "interp", **options) -> Row:
     """One suite kernel on `engine`, checked against its oracle (and, on the model engines, the
-    simulator's token stream; hardware goldens where recorded)."""
+    simulator's token stream; hardware goldens where recorded). A kernel that names its machine
+    runs on it unless `options` name one (`own_machine_options`)."""
     from .api import run
+    options = own_machine_options(kernel, engine, options)
     if kernel.max_steps and engine != "interp":
         options.setdefault("max_steps", kernel.max_steps)
     t0 = time.perf_counter()
@@ -195,18 +221,21 @@ def check_result(kernel, engine: str, res, seconds: float, machine=None) -> Row:
 _WORKER: dict = {}
 
 
-def _worker_init(engine: str, options: dict, machine_factory):
+def _worker_init(engine: str, options: dict, machine_factory, own_machines: bool):
     import torch
     torch.set_num_threads(1)
-    _WORKER.update(engine=engine, options=dict(options), factory=machine_factory)
+    _WORKER.update(engine=engine, options=dict(options), factory=machine_factory, own=own_machines)
 
 
 def _worker_verify(name: str) -> Row:
     from . import suite
+    kernel = suite.get(name)
     opts = _WORKER["options"]
+    if _WORKER["own"] and kernel.machine is not None:     # its own machine (`own_machine_options`)
+        return verify_kernel(kernel, _WORKER["engine"], **{"progress": False, **opts, "machine": None})
     if opts.get("machine") is None:                  # once per worker process
         opts["machine"] = _WORKER["factory"]()
-    return verify_kernel(suite.get(name), _WORKER["engine"], **{"progress": False, **opts})
+    return verify_kernel(kernel, _WORKER["engine"], **{"progress": False, **opts})
 
 
 def _verify_in_processes(engine: str, ks: list, jobs: int, progress: bool, options: dict, machine_factory) -> list:
@@ -217,12 +246,13 @@ def _verify_in_processes(engine: str, ks: list, jobs: int, progress: bool, optio
     from concurrent.futures import ProcessPoolExecutor
 
     from .api import default_machine
+    own = machine_factory is None and options.get("machine") is None    # no machine named: each kernel's own
     options.pop("machine", None)
     factory = machine_factory or functools.partial(default_machine, engine, False)
     order = sorted(ks, key=lambda k: -k.ptx_path.stat().st_size)      # big programs run long: start them first
     rows = {}
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-                             initargs=(engine, options, factory)) as pool:
+                             initargs=(engine, options, factory, own)) as pool:
         futures = {pool.submit(_worker_verify, k.name): k.name for k in order}
         for fut in tqdm(futures, desc=f"verify {engine} ({jobs} processes)", disable=not progress, leave=False):
             rows[futures[fut]] = fut.result()
@@ -244,12 +274,17 @@ def verify(engine: str = "interp", names=None, progress: bool = True, batch_size
         return Report(engine, [verify_kernel(k, engine, **options)
                                for k in tqdm(ks, desc=f"verify {engine}", disable=not progress, leave=False)])
     options.setdefault("progress", False)
-    if options.get("machine") is None:
-        options["machine"] = default_machine(engine, progress)
+    named = options.get("machine")
+    builtin = None
     rows = []
     bar = tqdm(total=len(ks), desc=f"verify {engine}", disable=not progress, leave=False)
-    for i in range(0, len(ks), max(1, batch_size)):
-        chunk = ks[i:i + max(1, batch_size)]
+    for chunk in _batches(ks, max(1, batch_size), by_machine=named is None):
+        if named is None and chunk[0].machine is not None:     # the machine these kernels name
+            options = own_machine_options(chunk[0], engine, {**options, "machine": None})
+        else:
+            if named is None and builtin is None:
+                builtin = default_machine(engine, progress)
+            options = {**options, "machine": named or builtin}
         t0 = time.perf_counter()
         try:
             results = run_many([k.ptx() for k in chunk], [k.spec() for k in chunk], engine=engine,
@@ -272,3 +307,15 @@ def verify(engine: str = "interp", names=None, progress: bool = True, batch_size
             bar.update(1)
     bar.close()
     return Report(engine, rows)
+
+
+def _batches(ks: list, size: int, by_machine: bool) -> list:
+    """`ks` in runs of at most `size` kernels; with `by_machine`, each run's kernels name the same
+    machine (`SuiteKernel.machine`), so that a batch runs on one."""
+    out = []
+    for k in ks:
+        if out and len(out[-1]) < size and (not by_machine or out[-1][0].machine == k.machine):
+            out[-1].append(k)
+        else:
+            out.append([k])
+    return out

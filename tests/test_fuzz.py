@@ -166,3 +166,47 @@ def test_missing_tools_names_what_the_fuzzer_lacks(monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert "a host C++ compiler" in missing_tools() and missing_tools().endswith("not found")
+
+
+def test_large_sizes_use_a_courses_memories_and_blocks_and_leave_the_small_kernels_as_they_were():
+    """`sizes="large"` (a machine that holds them, `sizes_for`): blocks of up to 64 threads, the 4 KiB
+    shared table, the 256-byte local array, the 16 KiB global table; "small" draws what it drew."""
+    from qwengpu.fuzz.generator import SIZES, launch_bytes, sizes_for
+    from qwengpu.machine.config import BUILTIN, COMPACT_FPU_COURSE, TINY
+    assert generate(3, 7, sizes="small").source() == generate(3, 7).source()
+    ks = [generate(5, i, sizes="large") for i in range(60)]
+    assert ks[0].name == "fzl_5_0" and ks[0].seed == "5:0:large" and ks[0].sizes == "large"
+    assert {k.block for k in ks} == {4, 16, 32, 64}
+    text = "".join(k.source() for k in ks)
+    for construct in ("__shared__ int sh_w[1024];", "int loc[64];", "gt[", "sh_w[(t * 16 + ", "sh_w[((unsigned)",
+                      "loc[((unsigned)"):
+        assert construct in text, construct
+    k = ks[0]
+    assert len(k.inputs["ii"]) == 3 * k.threads + 4096
+    assert launch_bytes(SIZES["large"]) == {"global": 26656, "shared": 4608, "local": 256, "threads": 64}
+    assert (sizes_for(COMPACT_FPU_COURSE), sizes_for(BUILTIN), sizes_for(TINY)) == ("large", "small", "small")
+    with pytest.raises(ValueError, match="unknown sizes 'huge'"):
+        generate(3, 7, sizes="huge")
+
+
+@needs_tools
+def test_large_kernels_have_no_undefined_behaviour(tmp_path):
+    """UBSan on the host program of large kernels (the tables' indices stay in bounds)."""
+    import subprocess
+    ks = [generate(2, i, sizes="large") for i in range(12)]
+    src, exe = tmp_path / "ub.cpp", tmp_path / "ub"
+    src.write_text(host_program(ks))
+    subprocess.run([find_host_compiler(), "-std=c++17", "-O0", "-fsanitize=undefined,float-cast-overflow,bounds",
+                    "-fno-sanitize-recover=all", "-o", str(exe), str(src)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0 and "runtime error" not in run.stderr, run.stderr[-2000:]
+
+
+@needs_tools
+def test_large_kernels_agree_with_the_host_on_the_course_machines_simulator():
+    """`--machine compact-fpu-course` draws large kernels (its memories, blocks of 64) by itself."""
+    report = fz.fuzz(seed=SEED, count=6, batch=6, geometry="compact-fpu-course")
+    assert report.sizes == "large" and report.to_json()["sizes"] == "large"
+    assert not report.failures, [(f.name, f.engine, f.detail) for f in report.failures]
+    assert report.checked == {"interp": 6, "sim": 6}
+    assert "large sizes on compact-fpu-course" in report.summary()

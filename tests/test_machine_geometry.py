@@ -2,13 +2,16 @@
 `qwengpu.machine.layout.MemoryMap`): the built-in map; a larger one's faults at its window edges,
 equal to the interpreter's on the simulator and to the simulator's on a compiled machine; blocks of
 64 and 128 threads; the refusals naming the geometry's sizes."""
+import dataclasses
+
 import pytest
 from ptxkit import kernel
 
 from qwengpu import load_program, run
 from qwengpu.assembler import AssemblerError, assemble
 from qwengpu.launch import GLOBAL_BASE, LaunchSpec
-from qwengpu.machine.config import COMPACT, SIM, TINY, config_with
+from qwengpu.machine.config import (BUILTIN, COMPACT, COMPACT_FPU, COMPACT_FPU_COURSE, CONFIGS, SIM, TINY,
+                                    config_named, config_with)
 from qwengpu.machine.layout import memory_map
 from qwengpu.runtime.checkpoint import compile_machine
 from qwengpu.semantics.faults import ExecutionFault
@@ -202,3 +205,32 @@ def test_warps_must_be_a_power_of_two_the_tokens_hold():
     for bad in (12, 64):
         with pytest.raises(ValueError, match="max_warps must be a power of two, 2..32"):
             config_with(COMPACT, {"max_warps": bad})
+
+
+def test_the_course_machine_is_compact_fpu_with_a_courses_sizes():
+    """Issue 26's minimums (global >= 16 KiB, shared >= 4 KiB, local >= 256 B for every thread of a
+    64-thread block, const >= 4 KiB, 64 threads), the rest compact-fpu's; loadable by name."""
+    cfg = config_named("compact-fpu-course")
+    assert cfg is COMPACT_FPU_COURSE is CONFIGS["compact-fpu-course"] and BUILTIN is COMPACT_FPU
+    assert (cfg.global_bytes, cfg.shared_bytes, cfg.local_bytes, cfg.local_threads, cfg.const_bytes,
+            cfg.max_threads) == (32768, 8192, 256, 64, 4096, 64)
+    sizes = {"max_warps": 16, "global_bytes": 32768, "shared_bytes": 8192, "local_bytes": 256,
+             "local_threads": 64, "const_bytes": 4096}
+    assert cfg == dataclasses.replace(config_with(COMPACT_FPU, sizes), name="compact-fpu-course")
+    mm = memory_map(cfg)
+    assert {s: r.lines for s, r in mm.regions.items()} == {"global": 2048, "shared": 512, "local": 1024, "const": 256}
+    assert mm.lines == 4096          # the prompt cursor's limit: 3,840 of its lines used
+
+
+# the course machine's window edges: the last word in bounds and one word past the end, in every space
+COURSE_EDGES = [("shared", 8192, 8192 - 12), ("shared", 8192, 8192 - 8), ("local", 256, 256 - 12),
+                ("local", 256, 256 - 8), ("const", 4096, 4096 - 12), ("const", 4096, 4096 - 8),
+                ("global", 32768, 32768 - 16 - 12), ("global", 32768, 32768 - 16 - 8 + 16)]
+
+
+@pytest.mark.parametrize("space, size, k", COURSE_EDGES)
+def test_the_course_machines_window_edges_fault_where_the_interpreters_do(space, size, k):
+    program, spec = load_program(_edge_kernel(space, size)), _spec(space, size, k)
+    want = _outcome(program, spec, "interp")
+    assert want[0] == ("ok" if k == size - 16 * (space == "global") - 12 else "fault")
+    assert _outcome(program, spec, "sim", config="compact-fpu-course") == want

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..api import BUILTIN_MACHINE
-from .generator import MIXES, FuzzKernel, generate
+from .generator import MIXES, SIZES, FuzzKernel, generate, sizes_for
 from .host import compile_ptx, cuda_source, missing_tools, run_host
 from .prelude import PRELUDE
 from .reduce import reduce_body, size
@@ -49,6 +49,7 @@ class FuzzReport:
     compact_every: int
     mix: str = "all"
     machine: str = BUILTIN_MACHINE
+    sizes: str = "small"
     checked: dict = field(default_factory=dict)        # engine -> kernels compared with the host
     did_not_fit: dict = field(default_factory=dict)    # engine -> kernels the machine could not hold
     failures: list = field(default_factory=list)
@@ -58,13 +59,15 @@ class FuzzReport:
         parts = [f"{e} {self.checked.get(e, 0)} agreed" + (f" ({self.did_not_fit[e]} did not fit the machine)"
                                                          if self.did_not_fit.get(e) else "")
                  for e in self.checked]
-        what = "" if self.mix == "all" else f", {self.mix} mix"
+        what = ("" if self.mix == "all" else f", {self.mix} mix") + ("" if self.sizes == "small" else
+                                                                    f", {self.sizes} sizes on {self.machine}")
         return (f"fuzz seed {self.seed}{what}: {self.count} kernels in {self.seconds:.0f} s; " + ", ".join(parts)
                 + f"; {len(self.failures)} disagreement(s)")
 
     def to_json(self) -> dict:
         return {"seed": self.seed, "count": self.count, "engines": list(self.engines),
-                "compact_every": self.compact_every, "mix": self.mix, "machine": self.machine, "checked": self.checked, "did_not_fit": self.did_not_fit,
+                "compact_every": self.compact_every, "mix": self.mix, "machine": self.machine,
+                "sizes": self.sizes, "checked": self.checked, "did_not_fit": self.did_not_fit,
                 "seconds": round(self.seconds, 1),
                 "failures": [{"name": f.name, "seed": f.seed, "engine": f.engine, "detail": f.detail,
                               "directory": f.directory} for f in self.failures]}
@@ -136,24 +139,31 @@ def _check_arguments(seed, count, start, engines, compact_every, batch, reduce) 
 def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_every: int = 0,
          batch: int = 40, out_dir=None, reduce: int = 10, reduce_tries: int = 300, machine=None,
          log: Callable[[str], None] | None = None, start: int = 0, geometry: str | None = None,
-         mix: str = "all") -> FuzzReport:
+         mix: str = "all", sizes: str | None = None) -> FuzzReport:
     """Kernels `start` .. `start+count-1` of seed `seed`, each on `engines` and (every
     `compact_every`-th, when > 0) on the compact engine with `machine` (default: the built-in
     one, or the geometry named by `geometry`, which the simulator then runs too: "compact-fpu"
     puts the float unit under test), against the host oracle. `mix` weighs the generator's types
-    (`generator.MIXES`: "float" makes most assignments and comparisons float). Disagreements go to `out_dir` (when given); the first `reduce`
+    (`generator.MIXES`: "float" makes most assignments and comparisons float). `sizes` (`generator.SIZES`;
+    default: the largest the machine holds, `sizes_for`): "large" kernels use a course's memories and
+    blocks of up to 64 threads (`--machine compact-fpu-course`). Disagreements go to `out_dir` (when given); the first `reduce`
     of them reduced (each reduction compiles and runs the kernel up to `reduce_tries` times)."""
     _check_arguments(seed, count, start, engines, compact_every, batch, reduce)
     t0 = time.perf_counter()
     if mix not in MIXES:
         raise ValueError(f"unknown type mix {mix!r} (known: {', '.join(MIXES)})")
+    if sizes is None:
+        from ..machine.config import config_named
+        sizes = sizes_for(machine.config if machine is not None else config_named(geometry or BUILTIN_MACHINE))
+    if sizes not in SIZES:
+        raise ValueError(f"unknown sizes {sizes!r} (known: {', '.join(SIZES)})")
     report = FuzzReport(seed=seed, count=count, engines=tuple(engines), compact_every=compact_every, mix=mix,
-                        machine=geometry or BUILTIN_MACHINE)
+                        machine=geometry or BUILTIN_MACHINE, sizes=sizes)
     all_engines = list(engines) + (["compact"] if compact_every > 0 else [])
     for e in all_engines:
         report.checked[e], report.did_not_fit[e] = 0, 0
     for lo in range(start, start + count, batch):
-        ks = [generate(seed, i, mix) for i in range(lo, min(lo + batch, start + count))]
+        ks = [generate(seed, i, mix, sizes) for i in range(lo, min(lo + batch, start + count))]
         from ..api import load_program
         try:
             host = run_host(ks)

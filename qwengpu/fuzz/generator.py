@@ -7,6 +7,12 @@ behaviour; statements are assignments, divergent if/else, bounded loops (with br
 atomics on an accumulator buffer (order-independent: add, xor, or, and, max, min; the returned value
 unused) and, at the top level only (every thread reaches them), shared-memory exchanges between
 `__syncthreads()` and warp shuffles (blocks of 4 threads, width 4, mask 0xf).
+
+Two sizes (`SIZES`): "small" kernels fit the built-in machine (blocks of 4 or 8 threads, shared
+arrays of a word a thread); "large" kernels use a course's sizes (`compact-fpu-course`): blocks of up
+to 64 threads, a 4 KiB shared table written at per-thread slots and read anywhere between barriers, a
+256-byte local array per thread indexed by data, and a 16 KiB read-only table in global memory.
+`fuzz` picks "large" on a machine that holds it (`sizes_for`).
 """
 from __future__ import annotations
 
@@ -36,6 +42,47 @@ MIXES = {"all": {t: 1 for t in "iulqf"}, "float": {"i": 1, "u": 1, "l": 1, "q": 
 PARAMS = "const int *ii, const i64 *il, const float *fi, int *oi, i64 *ol, float *of, unsigned *acc"
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """What a kernel's launch and memories may take: its block sizes (drawn from), and the words of
+    its shared table, its local array per thread and its global table (0: none)."""
+    blocks: tuple
+    shared_words: int = 0
+    local_words: int = 0
+    global_words: int = 0
+
+
+#: "small": the built-in machine's kernels (what the fuzzer always drew); "large": a course's sizes
+SIZES = {"small": Sizes(blocks=(4, 4, 8)),
+         "large": Sizes(blocks=(4, 16, 32, 64, 64), shared_words=1024, local_words=64, global_words=4096)}
+
+
+def launch_bytes(sizes: Sizes) -> dict:
+    """The most memory a kernel of `sizes` takes: {"global", "shared", "local", "threads"} (grids of
+    up to 2 blocks; the global buffers as `FuzzKernel.spec` lays them out, 16-byte aligned)."""
+    threads = 2 * max(sizes.blocks)
+    words = {"ii": 4 * (IN_PER_THREAD["ii"] * threads + sizes.global_words), "il": 8 * IN_PER_THREAD["il"] * threads,
+             "fi": 4 * IN_PER_THREAD["fi"] * threads, "acc": 4 * ACC_WORDS}
+    for buf, types, dt in OUTPUTS:
+        words[buf] = np.dtype(dt).itemsize * words_per_thread(types) * threads
+    return {"global": sum((b + 15) // 16 * 16 for b in words.values()),
+            "shared": 8 * max(sizes.blocks) + 4 * sizes.shared_words, "local": 4 * sizes.local_words,
+            "threads": max(sizes.blocks)}
+
+
+def sizes_for(config) -> str:
+    """The largest of `SIZES` whose kernels a machine of geometry `config` holds."""
+    from ..machine.layout import memory_map
+    mm = memory_map(config)
+    for name in ("large", "small"):
+        need = launch_bytes(SIZES[name])
+        if (need["threads"] <= config.max_threads and need["global"] <= mm.window("global")
+                and need["shared"] <= mm.window("shared")
+                and (not need["local"] or need["local"] <= mm.local_bytes and need["threads"] <= mm.local_threads)):
+            return name
+    return "small"
+
+
 def words_per_thread(types: str) -> int:
     """Output words per thread of a buffer receiving the locals of `types`."""
     return sum(LOCALS[t] for t in types)
@@ -60,6 +107,7 @@ class FuzzKernel:
     body: list                       # the generated statements (the reducer deletes from this)
     inputs: dict                     # "ii"/"il"/"fi" -> np.ndarray
     acc: np.ndarray                  # the accumulator's initial words
+    sizes: str = "small"             # one of `SIZES`
 
     @property
     def threads(self) -> int:
@@ -73,6 +121,7 @@ class FuzzKernel:
                  "    int g = blockIdx.x * blockDim.x + threadIdx.x;",
                  f"    __shared__ int sh_i[{self.block}];",
                  f"    __shared__ float sh_f[{self.block}];"]
+        lines += _large_memories(SIZES[self.sizes], self.threads)
         for ty, n in LOCALS.items():
             for k in range(n):
                 lines.append(f"    {TYPES[ty]} {ty}{k} = {_initial(ty, k)};")
@@ -93,6 +142,23 @@ class FuzzKernel:
             args.append(Arg("buffer", dt, data=np.zeros(self.threads * words_per_thread(types), dtype=dt)))
         args.append(Arg("buffer", "uint32", data=self.acc.copy()))
         return LaunchSpec(kernel=self.name, grid=(self.grid, 1, 1), block=(self.block, 1, 1), args=args)
+
+
+def _large_memories(sz: Sizes, threads: int) -> list[str]:
+    """The declarations of a kernel's larger memories: the global table (`gt`, the words of `ii`
+    after the threads' own), the shared table (every word written before the first barrier, so that
+    a read never meets memory no thread wrote) and the local array (every word written)."""
+    lines = []
+    if sz.global_words:
+        lines.append(f"    const int *gt = ii + {IN_PER_THREAD['ii'] * threads};")
+    if sz.shared_words:
+        lines += [f"    __shared__ int sh_w[{sz.shared_words}];",
+                  f"    for (int j = t; j < {sz.shared_words}; j += blockDim.x) sh_w[j] = j * 31 + (int)blockIdx.x;",
+                  "    __syncthreads();"]
+    if sz.local_words:
+        lines += [f"    int loc[{sz.local_words}];",
+                  f"    for (int j = 0; j < {sz.local_words}; ++j) loc[j] = fz_mul_i(j, g) ^ j;"]
+    return lines
 
 
 def _initial(ty: str, k: int) -> str:
@@ -195,9 +261,10 @@ _CAST = {   # from type -> text template producing the key type
 
 
 class _Gen:
-    def __init__(self, r: random.Random, block: int, mix: str = "all"):
+    def __init__(self, r: random.Random, block: int, mix: str = "all", sizes: Sizes = SIZES["small"]):
         self.r, self.block = r, block
         self.weights = MIXES[mix]
+        self.sizes = sizes
         self.loop_vars: list[str] = []
         self.loops = 0
 
@@ -236,6 +303,8 @@ class _Gen:
 
     def leaf(self, ty: str) -> str:
         r = self.r
+        if ty == "i" and (self.sizes.global_words or self.sizes.local_words) and r.random() < 0.2:
+            return self.table_read()
         c = r.random()
         if c < 0.55:
             return f"{ty}{r.randrange(LOCALS[ty])}"
@@ -243,6 +312,17 @@ class _Gen:
             return _literal(r, ty)
         idx = r.choice(["t", "g"] + self.loop_vars)
         return idx if ty == "i" else f"({TYPES[ty]}){idx}"
+
+    def index(self, words: int) -> str:
+        """A data-dependent index into a table of `words` (a power of two) words."""
+        v = self.r.choice(["i0", "i1", "u0", "u1", "t", "g"] + self.loop_vars)
+        return f"((unsigned)({v}) * {self.r.randrange(1, 1 << 16, 2)}u & {words - 1}u)"
+
+    def table_read(self) -> str:
+        """A word of the global table or of the thread's local array (large sizes)."""
+        tables = [(n, w) for n, w in (("gt", self.sizes.global_words), ("loc", self.sizes.local_words)) if w]
+        name, words = self.r.choice(tables)
+        return f"{name}[{self.index(words)}]"
 
     def cond(self, depth: int) -> str:
         r = self.r
@@ -261,7 +341,11 @@ class _Gen:
         out = []
         for _ in range(n):
             c = self.r.random()
-            if top and c < 0.12:
+            if self.sizes.shared_words and top and self.r.random() < 0.1:
+                out.append(self.shared_table_phase())
+            elif self.sizes.local_words and self.r.random() < 0.1:
+                out.append(Stmt("line", f"loc[{self.index(self.sizes.local_words)}] = {self.expr('i', 2)};"))
+            elif top and c < 0.12:
                 out.append(self.shared_phase())
             elif top and self.block == 4 and c < 0.22:
                 out.append(self.shuffle())
@@ -299,6 +383,17 @@ class _Gen:
         return Stmt("line", f"sh_{ty}[t] = {self.expr(ty, 2)};\n__syncthreads();\n{dst} = sh_{ty}[{src}];\n"
                             "__syncthreads();")
 
+    def shared_table_phase(self) -> Stmt:
+        """Every thread writes its own slots of the shared table (t * 16 + c: distinct across the
+        block's threads), a barrier, each reads any word, a barrier."""
+        words = self.sizes.shared_words
+        slot = f"(t * 16 + {self.r.randrange(16)}) & {words - 1}"
+        ty = self.pick("iu")
+        dst = f"{ty}{self.r.randrange(LOCALS[ty])}"
+        cast = "" if ty == "i" else "(unsigned)"
+        return Stmt("line", f"sh_w[{slot}] = {self.expr('i', 2)};\n__syncthreads();\n"
+                            f"{dst} = {cast}sh_w[{self.index(words)}];\n__syncthreads();")
+
     def shuffle(self) -> Stmt:
         r = self.r
         ty = self.pick("iulqf")
@@ -313,20 +408,25 @@ class _Gen:
         return Stmt("line", f"{dst} = {call};")
 
 
-def generate(seed: int, index: int, mix: str = "all") -> FuzzKernel:
-    """Kernel `index` of the run with seed `seed` and type mix `mix` (one of `MIXES`; the same
-    triple always gives the same kernel)."""
+def generate(seed: int, index: int, mix: str = "all", sizes: str = "small") -> FuzzKernel:
+    """Kernel `index` of the run with seed `seed`, type mix `mix` (one of `MIXES`) and `sizes` (one
+    of `SIZES`); the same four always give the same kernel."""
     if mix not in MIXES:
         raise ValueError(f"unknown type mix {mix!r} (known: {', '.join(MIXES)})")
-    tag = f"{seed}:{index}" if mix == "all" else f"{seed}:{index}:{mix}"
+    if sizes not in SIZES:
+        raise ValueError(f"unknown sizes {sizes!r} (known: {', '.join(SIZES)})")
+    tag = (f"{seed}:{index}" if mix == "all" else f"{seed}:{index}:{mix}") + ("" if sizes == "small" else f":{sizes}")
     r = random.Random(f"qwengpu-fuzz:{tag}")
-    grid, block = r.choice([1, 1, 2]), r.choice([4, 4, 8])
-    gen = _Gen(r, block, mix)
+    sz = SIZES[sizes]
+    grid, block = r.choice([1, 1, 2]), r.choice(sz.blocks)
+    gen = _Gen(r, block, mix, sz)
     body = gen.stmts(r.randint(2, 7), 0, True)
     n = grid * block
-    inputs = {"ii": np.array([_rand_int(r, 32) for _ in range(n * IN_PER_THREAD["ii"])], dtype=np.int32),
+    inputs = {"ii": np.array([_rand_int(r, 32) for _ in range(n * IN_PER_THREAD["ii"] + sz.global_words)],
+                             dtype=np.int32),
               "il": np.array([_rand_int(r, 64) for _ in range(n * IN_PER_THREAD["il"])], dtype=np.int64),
               "fi": np.array([_rand_f32(r) for _ in range(n * IN_PER_THREAD["fi"])], dtype=np.float32)}
     acc = np.array([r.getrandbits(32) for _ in range(ACC_WORDS)], dtype=np.uint32)
-    return FuzzKernel(seed=tag, name=f"fz_{seed}_{index}" if mix == "all" else f"fz{mix[0]}_{seed}_{index}", grid=grid, block=block, body=body,
-                      inputs=inputs, acc=acc)
+    prefix = "fz" + ("" if mix == "all" else mix[0]) + ("" if sizes == "small" else sizes[0])
+    return FuzzKernel(seed=tag, name=f"{prefix}_{seed}_{index}", grid=grid, block=block, body=body,
+                      inputs=inputs, acc=acc, sizes=sizes)

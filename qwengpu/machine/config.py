@@ -7,6 +7,7 @@ the register file through the following tokens (`docs/machine.md`).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 #: a warp's lanes: the reference semantics' warp width (`qwengpu.semantics.launch_model`), which the circuits are
@@ -118,6 +119,13 @@ COMPACT_FPU = MachineConfig(name="compact-fpu", slots=(ALU, ALU, MEM, ALU, ALU, 
                             shifters=(0, 3), bitcount=(4,), multipliers=(3,), pc_bits=9,
                             fpu_ops=("FADD", "FSUB", "FMUL", "FFMA", "FSETP", "FMIN", "FMAX", "I2F"))
 
+#: the built-in machine with a course's sizes (issue 26's minimums, docs/memory_sizes.md, "A machine
+#: for a course's sizes"): 64 threads per block (16 warps), global 32 KiB, shared 8 KiB, local 256 B for
+#: every thread of a block, const 4 KiB -- 3,840 of the 4,096 lines the prompt's cursor can name. Named,
+#: never the default: it is built stand-alone; in Qwen3.5-2B's shapes it would cost ~105 GPU layers
+COMPACT_FPU_COURSE = dataclasses.replace(COMPACT_FPU, name="compact-fpu-course", max_warps=16, global_bytes=32768,
+                                         shared_bytes=8192, local_bytes=256, local_threads=64, const_bytes=4096)
+
 #: the smallest machine that runs ordinary kernels (tests build it): one ALU slot with every
 #: capability, the memory unit, two carries per pass
 TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2, shifters=(0,), bitcount=(0,),
@@ -128,7 +136,7 @@ TINY = MachineConfig(name="tiny", slots=(ALU, MEM), registers=32, carry_slots=2,
 BUILTIN = COMPACT_FPU
 
 #: configurations by name (`qwengpu build --config NAME`)
-CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, TINY)}
+CONFIGS = {c.name: c for c in (SIM, COMPACT, COMPACT_FPU, COMPACT_FPU_COURSE, TINY)}
 
 
 #: the fields that hold tuples (or None: every slot)

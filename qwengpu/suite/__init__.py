@@ -11,9 +11,12 @@ and an oracle in `oracles/` (in the module of its family) that computes the expe
 
 Tags: "ci" (a cheap, broad subset), "heavy" (launches of ~250+ warp-instructions); by construct: int, int8, int16,
 int64, bits, float, f64, convert, control, divergence, loop, switch, jumptable, predicate, call, local, shared,
-sync, multiwarp, grid, atomics, warp, shfl, vote, match, const, global_var, param, vector, memory, algo, half; "fuzz"
-marks kernels reduced from `qwengpu fuzz` disagreements; "asm" marks
+sync, multiwarp, grid, atomics, warp, shfl, vote, match, const, global_var, param, vector, memory, algo, half,
+course (kernels that need the course machine); "fuzz" marks kernels reduced from `qwengpu fuzz` disagreements; "asm" marks
 the two kernels that use inline PTX on purpose (shifts by >= 32, bfe/bfi, which nvcc does not emit from C).
+A kernel that needs more than the built-in machine holds (memory sizes, threads per block) names the
+geometry it needs (`SuiteKernel.machine`, set where its oracle is registered: "compact-fpu-course" for
+the "course" kernels); `qwengpu verify` runs it on that machine unless another is named.
 Struct-by-value kernel params (struct_param) are given in the spec as one scalar of the struct's size holding its
 raw little-endian bytes.
 """
@@ -38,6 +41,9 @@ class SuiteKernel:
     tags: frozenset
     about: str
     max_steps: int | None = None      # the token budget verify gives it, where the default is too small
+    #: the machine geometry it needs by name (`qwengpu.machine.config.CONFIGS`), where the built-in
+    #: one cannot hold it; None: the built-in one. `qwengpu verify` runs it there unless told otherwise
+    machine: str | None = None
 
     def spec(self) -> LaunchSpec:
         return LaunchSpec.from_json(self.spec_path)
@@ -101,7 +107,7 @@ def _load() -> dict[str, SuiteKernel]:
         out[name] = SuiteKernel(name=name, cu_path=cu, ptx_path=cu.with_suffix(".ptx"),
                                 spec_path=cu.with_suffix(".json"),
                                 tags=orc.tags if orc else frozenset(), about=orc.about if orc else "",
-                                max_steps=orc.max_steps if orc else None)
+                                max_steps=orc.max_steps if orc else None, machine=orc.machine if orc else None)
     return out
 
 

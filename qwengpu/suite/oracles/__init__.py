@@ -8,13 +8,13 @@ fma and rounding-mode conversions computed exactly (see `_fp`). NaN results of f
 canonical NaN 0x7fffffff.
 
 One module per family of kernels (`integer`, `floats`, `control`, `algorithms`, `memory`, `atomics`, `warp`,
-`approx`, `printf`, `calls_spills`, `fuzzed`), each registering its oracles in `ORACLES` (`common.oracle`); a
-new kernel's oracle goes into the module of its family.
+`approx`, `printf`, `calls_spills`, `fuzzed`; `course`: the kernels that need the course machine), each
+registering its oracles in `ORACLES` (`common.oracle`); a new kernel's oracle goes into the module of its family.
 """
 from __future__ import annotations
 
-from . import (algorithms, approx, atomics, calls_spills, control, floats, fuzzed, integer, memory,  # noqa: F401
-               printf, warp)                       # (importing a family registers its oracles)
+from . import (algorithms, approx, atomics, calls_spills, control, course, floats, fuzzed, integer,  # noqa: F401
+               memory, printf, warp)                       # (importing a family registers its oracles)
 from .common import ORACLES, Oracle, oracle
 from .printf import PRINTF_TEXT
 

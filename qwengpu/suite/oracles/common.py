@@ -23,14 +23,19 @@ class Oracle:
     #: the kernel's spec sets module variables (`"symbols"`): `fn` takes them as `symbols=` ({name:
     #: the spec's data}) and returns (the arguments' final contents, {name: a variable's final contents})
     symbols: bool = False
+    #: the machine geometry the kernel needs, by name (`qwengpu.machine.config.CONFIGS`), where the
+    #: built-in one cannot hold it (its memory sizes, its threads per block); None: the built-in one
+    machine: str | None = None
 
 
-def oracle(name: str, tags=(), about: str = "", max_steps: int | None = None, symbols: bool = False):
-    """Register `fn` as the oracle of suite kernel `name`."""
+def oracle(name: str, tags=(), about: str = "", max_steps: int | None = None, symbols: bool = False,
+           machine: str | None = None):
+    """Register `fn` as the oracle of suite kernel `name` (`machine`: the geometry it needs, when
+    the built-in one does not hold it)."""
     def deco(fn):
         if name in ORACLES:
             raise ValueError(f"duplicate oracle {name!r}")
-        ORACLES[name] = Oracle(name, fn, frozenset(tags), about, max_steps, symbols)
+        ORACLES[name] = Oracle(name, fn, frozenset(tags), about, max_steps, symbols, machine)
         return fn
     return deco
 
