@@ -642,6 +642,19 @@ def test_a_branch_on_an_inverted_register():
                 "mov.u32 %r21, 4;", "$OUT:"], 1, 2, [xs])
 
 
+@pytest.mark.parametrize("op", ["shl.b64", "shr.b64", "shr.s64"])
+@pytest.mark.parametrize("amount", [32, 0, 31, 33, 63])
+def test_a_64_bit_register_shifted_in_place(op, amount):
+    """`shl.b64 %rd, %rd, 32` (found by `qwengpu fuzz` on a merge variable nvcc shifts in place):
+    the shift folds to hi = the old lo and lo = 0, and the register's lo used to be written first,
+    so hi read the new 0. Straight-line and on one side of a divergent branch."""
+    xs = [0x89ABCDEF, 0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x12345678, 0xDEADBEEF]
+    ys = [0x01234567, 0xFFFFFFFF, 0x80000000, 0, 1, 0x7FFFFFFF, 0xCAFEF00D, 0x0BADF00D]
+    check_body(["mov.b64 %rd10, {%r1, %r2};", "mov.b64 %rd11, %rd10;",
+                f"{op} %rd10, %rd10, {amount};", "@%p1 bra $SKIP;", f"{op} %rd11, %rd11, {amount};", "$SKIP:",
+                "mov.b64 {%r20, %r21}, %rd10;", "mov.b64 {%r22, %r23}, %rd11;"], 2, 4, [xs, ys])
+
+
 # ---------------------------------------------------------------------------------------------
 # generic addressing: the window of a generic address picks the space at run time
 

@@ -20,6 +20,11 @@ from ..emit import Emitter
 FLOATS = ("f16", "f32", "f64")
 
 
+def _reads(s, reg) -> bool:
+    """Whether operand `s` (a Src) reads virtual register `reg`."""
+    return isinstance(s, Src) and s.value == reg
+
+
 class AssemblerError(ValueError):
     """The program does not fit the machine or uses what it does not support (names the line)."""
 
@@ -210,6 +215,17 @@ class LowererCore:
             raise AssemblerError(f"destination {o} is not a register", ins)
         dlo, dhi = self.reg(ctx, o.name)
         pc = ctx["pc"]
+        if dhi is not None and hi is not None and _reads(hi, dlo):
+            # the pair is a parallel copy: hi is the register's old low half (a 64-bit shift by 32
+            # folds to that), so hi lands first; a swap of the halves (a rotation by 32) keeps it aside
+            if _reads(lo, dhi):
+                kept = self.new()
+                self.emit(alu("MOV", kept, hi, ptx_pc=pc))
+                hi = src(kept)
+            else:
+                self.emit(alu("MOV", dhi, hi, ptx_pc=pc))
+                self.emit(alu("MOV", dlo, lo, ptx_pc=pc))
+                return
         self.emit(alu("MOV", dlo, lo, ptx_pc=pc))
         if dhi is not None:
             if hi is None:
