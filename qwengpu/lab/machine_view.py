@@ -559,17 +559,11 @@ class MachineView(_ChecksMixin, SourceLines):
     def written_bytes(self, position: int) -> list[str]:
         """The bytes of the launch's buffers (and shared memory) pass `position` changed, as
         `out[0] byte 0` (element and byte of the buffer's own type)."""
-        if position == 0:
-            return []
-        now = self.trace.records[position].machine.memory
-        before = self.trace.records[position - 1].machine.memory
-        out = []
+        offsets, out = self.written_offsets(position), []
         for r in self._regions:
-            m = self._maddr(r)
             size = _itemsize(r.dtype)
-            for i in range(r.size):
-                if now[m + i] != before[m + i]:
-                    out.append(f"{r.name}[{i // size}] byte {i % size}" if size > 1 else f"{r.name}[{i}]")
+            out += [f"{r.name}[{i // size}] byte {i % size}" if size > 1 else f"{r.name}[{i}]"
+                    for i in offsets.get(r.key, ())]
         return out
 
     # -- construction ------------------------------------------------------------------------------

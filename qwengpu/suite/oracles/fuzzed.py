@@ -99,3 +99,19 @@ def round_f32(x) -> np.float32:
     best = min(cands, key=lambda c: (abs(Fraction(float(c)) - x) if np.isfinite(c) else Fraction(10 ** 60),
                                      int(np.float32(c).view(np.uint32)) & 1))
     return np.float32(best)
+
+
+@oracle("fuzz_shl64_merge", tags={"int64", "control", "local", "fuzz"},
+        about="a 64-bit value shifted left by 32 in place on one side of a divergent branch (reduced from qwengpu fuzz)")
+def fuzz_shl64_merge(ii, il, ou, ol):
+    us, ls = [], []
+    for t in range(8):
+        loc = [(j * t) ^ j for j in range(8)]
+        u0, l0 = u32(int(ii[t])) ^ 2654435769, int(il[t])
+        if -15 * t >= s32(u32(-7) << (loc[(t * 3) & 7] & 31)):
+            u0 = 7 if u32(int(ii[t])) != u32(~u0) else 0
+        else:
+            l0 = s64(u64(l0) << 32)
+        us.append(u0)
+        ls.append(l0)
+    return [ii, il, np.array(us, dtype=np.uint32), np.array(ls, dtype=np.int64)]
