@@ -17,7 +17,7 @@ from qwengpu.assembler.launch_layout import check_launch_shape
 from qwengpu.semantics.launch_model import DEFAULT_MAX_STEPS, LANES, LOCAL_BYTES, STEPS_PER_WARP
 from qwengpu.launch import (CUDA_LIMITS, MAX_GLOBAL_BYTES, LaunchError, LaunchSpec, check_dims, check_shared_bytes,
                             check_step_limit)
-from qwengpu.machine.config import BUILTIN
+from qwengpu.machine.config import BUILTIN, COMPACT, COMPACT_FPU_COURSE, MachineConfig
 from qwengpu.machine.format import BLOCK_BITS, REG_BITS
 from qwengpu.machine.layout import memory_map
 from qwengpu.ptx.parser import MAX_REGISTERS, PTX_VERSIONS
@@ -126,6 +126,23 @@ def rows() -> list[tuple[str, str, str, str]]:
     ]
 
 
+def _bytes(n: int) -> str:
+    return f"{n // 1024} KiB" if n >= 1024 else f"{n} B"
+
+
+def sizes_rows(configs=(BUILTIN, COMPACT_FPU_COURSE, COMPACT)) -> list[tuple[str, ...]]:
+    """(machine, threads per block, global, shared, local per thread, const, ROM) of each named
+    machine, from its geometry (`--machine NAME`)."""
+    def row(c: MachineConfig) -> tuple[str, ...]:
+        m = memory_map(c)
+        local = _bytes(m.local_bytes) + ("" if m.local_threads >= c.max_threads else
+                                         f" (threads 0-{m.local_threads - 1})")
+        return (f"`{c.name}`" + (" (built in)" if c is BUILTIN else ""), f"{c.max_threads}",
+                _bytes(m.window("global")), _bytes(m.window("shared")), local, _bytes(m.window("const")),
+                f"{c.rom_bundles} bundles")
+    return [row(c) for c in configs]
+
+
 def limits_page() -> str:
     """docs/limits.md, written from the limits in code."""
     out = ["# Limits",
@@ -144,6 +161,15 @@ def limits_page() -> str:
            "|---|---|---|---|"]
     for row in rows():
         out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    out += ["",
+            "The machine's sizes are its geometry (`docs/memory_sizes.md`); a launch that needs more than "
+            "the built-in machine holds runs on a named one with `--machine NAME` (`run`, `verify`, `bench`, "
+            "`fuzz`). `compact-fpu-course` holds a course's problem sizes stand-alone; the "
+            "Qwen3.5-2B splice keeps the built-in sizes (its bound of 45 GPU layers and 20 GiB):",
+            "",
+            "| machine | threads per block | global | shared | local per thread | const | ROM |",
+            "|---|---|---|---|---|---|---|"]
+    out += ["| " + " | ".join(r) + " |" for r in sizes_rows()]
     out += ["",
             "Messages quote the code (N, L, V stand for the numbers of the case). The tables behind them: "
             "`qwengpu.launch.CUDA_LIMITS` and `MAX_GLOBAL_BYTES`, `qwengpu.ptx.parser.MAX_REGISTERS` and "

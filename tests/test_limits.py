@@ -270,3 +270,14 @@ def test_limits_page_is_what_the_code_writes():
     from qwengpu.limits import limits_page
     assert (ROOT / "docs" / "limits.md").read_text() == limits_page(), \
         "docs/limits.md is stale: python -m qwengpu.limits > docs/limits.md"
+
+
+def test_the_limits_page_gives_each_named_machines_sizes():
+    """The sizes table comes from the geometries: the course machine holds issue 26's minimums."""
+    from qwengpu.limits import sizes_rows
+    from qwengpu.machine.config import COMPACT_FPU_COURSE
+    rows = {r[0].split("`")[1]: r for r in sizes_rows()}
+    assert rows["compact-fpu"][1:6] == ("32", "2 KiB", "1 KiB", "32 B (threads 0-15)", "512 B")
+    course = rows["compact-fpu-course"]
+    assert course[1:6] == ("64", "32 KiB", "8 KiB", "256 B", "4 KiB")
+    assert int(course[1]) == COMPACT_FPU_COURSE.max_threads >= 64
