@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_lab_memory_pages import SCATTER
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -98,9 +99,9 @@ def lab(module_tmp):
     log.close()
 
 
-def _new_page(p):
+def _new_page(p, width: int = 1500, height: int = 1100):
     browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page = browser.new_page(viewport={"width": width, "height": height})
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
                else route.abort())
     return browser, page
@@ -168,10 +169,7 @@ def test_inspector_in_jupyterlab(lab):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     timings = {"lab_start_s": round(startup, 2)}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
-                   else route.abort())
+        browser, page = _new_page(p)
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
@@ -370,10 +368,7 @@ def test_model_inspector_in_jupyterlab(lab, compact_machine):
     base, work, _ = lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
-                   else route.abort())
+        browser, page = _new_page(p)
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
@@ -959,15 +954,7 @@ def test_exported_html_plays_from_a_file_url(tmp_path):
 
 
 #: 16 KiB buffers and 4 KiB of shared memory: four threads copy an element each, 4 KB apart
-BIG_MEMORY_KERNEL = r'''
-__global__ void scatter(const int *in, int *out) {
-  __shared__ int s[1024];
-  int i = threadIdx.x;
-  s[i * 250 + 3] = in[i * 1000 + 7];
-  __syncthreads();
-  out[i * 1000 + 7] = s[i * 250 + 3] * 3 + 1;
-}
-'''
+BIG_MEMORY_KERNEL = SCATTER
 
 
 def test_memory_views_of_a_large_memory_in_jupyterlab(lab):
@@ -989,10 +976,7 @@ def test_memory_views_of_a_large_memory_in_jupyterlab(lab):
     nbformat.write(nb, work / "big_memory.ipynb")
     timings = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
-                   else route.abort())
+        browser, page = _new_page(p, 1280, 720)
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
