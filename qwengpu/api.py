@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from .cuda import compile_cuda
-from .runtime import BUILTIN_MACHINE
+from .runtime import BUILTIN_MACHINE, machine_sizes  # noqa: F401 (the api's, for fuzz and users)
 from .launch import LaunchError, LaunchResult, LaunchSpec, check_step_limit
 from .ptx.ir import Module
 from .ptx.isa import validate_module

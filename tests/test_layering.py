@@ -51,7 +51,7 @@ ALLOWED = {
                        "qwengpu.runtime"},
     # on top
     "qwengpu.lab": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.semantics", "qwengpu.interp",
-                    "qwengpu.compiler",
+                    "qwengpu.compiler", "qwengpu.engines",    # the recorder's captures in the engine's compiled loop
                     "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime"},
     "qwengpu.splice": {"qwengpu", "qwengpu.api", "qwengpu.launch", "qwengpu.ptx", "qwengpu.semantics", "qwengpu.interp",
                        "qwengpu.compiler", "qwengpu.engines", "qwengpu.machine", "qwengpu.assembler", "qwengpu.runtime", "qwengpu.suite",

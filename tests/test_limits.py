@@ -281,3 +281,13 @@ def test_the_limits_page_gives_each_named_machines_sizes():
     course = rows["compact-fpu-course"]
     assert course[1:6] == ("64", "32 KiB", "8 KiB", "256 B", "4 KiB")
     assert int(course[1]) == COMPACT_FPU_COURSE.max_threads >= 64
+
+
+def test_machine_sizes_through_the_api():
+    """`qwengpu.api.machine_sizes`: what a machine holds for a launch, by name or geometry."""
+    from qwengpu.api import machine_sizes
+    from qwengpu.machine.config import BUILTIN
+    assert machine_sizes("compact-fpu-course") == {"threads": 64, "global": 32768, "shared": 8192, "const": 4096,
+                                                   "local": 256, "local_threads": 64}
+    assert machine_sizes() == machine_sizes(BUILTIN) == {"threads": 32, "global": 2048, "shared": 1024,
+                                                         "const": 512, "local": 32, "local_threads": 16}

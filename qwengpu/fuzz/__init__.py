@@ -153,8 +153,7 @@ def fuzz(seed: int = 0, count: int = 100, *, engines=("interp", "sim"), compact_
     if mix not in MIXES:
         raise ValueError(f"unknown type mix {mix!r} (known: {', '.join(MIXES)})")
     if sizes is None:
-        from ..machine.config import config_named
-        sizes = sizes_for(machine.config if machine is not None else config_named(geometry or BUILTIN_MACHINE))
+        sizes = sizes_for(machine.config if machine is not None else geometry or BUILTIN_MACHINE)
     if sizes not in SIZES:
         raise ValueError(f"unknown sizes {sizes!r} (known: {', '.join(SIZES)})")
     report = FuzzReport(seed=seed, count=count, engines=tuple(engines), compact_every=compact_every, mix=mix,

@@ -70,15 +70,14 @@ def launch_bytes(sizes: Sizes) -> dict:
             "threads": max(sizes.blocks)}
 
 
-def sizes_for(config) -> str:
-    """The largest of `SIZES` whose kernels a machine of geometry `config` holds."""
-    from ..machine.layout import memory_map
-    mm = memory_map(config)
+def sizes_for(machine) -> str:
+    """The largest of `SIZES` whose kernels a machine (a name, or a geometry) holds."""
+    from ..api import machine_sizes
+    has = machine_sizes(machine)
     for name in ("large", "small"):
         need = launch_bytes(SIZES[name])
-        if (need["threads"] <= config.max_threads and need["global"] <= mm.window("global")
-                and need["shared"] <= mm.window("shared")
-                and (not need["local"] or need["local"] <= mm.local_bytes and need["threads"] <= mm.local_threads)):
+        if (need["threads"] <= has["threads"] and need["global"] <= has["global"] and need["shared"] <= has["shared"]
+                and (not need["local"] or need["local"] <= has["local"] and need["threads"] <= has["local_threads"])):
             return name
     return "small"
 
