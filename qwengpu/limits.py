@@ -20,6 +20,7 @@ from qwengpu.launch import (CUDA_LIMITS, MAX_GLOBAL_BYTES, LaunchError, LaunchSp
 from qwengpu.machine.config import BUILTIN, COMPACT, COMPACT_FPU_COURSE, MachineConfig
 from qwengpu.machine.format import BLOCK_BITS, REG_BITS
 from qwengpu.machine.layout import memory_map
+from qwengpu.runtime import machine_sizes
 from qwengpu.ptx.parser import MAX_REGISTERS, PTX_VERSIONS
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS, TOKENS_PER_WARP
 
@@ -134,11 +135,11 @@ def sizes_rows(configs=(BUILTIN, COMPACT_FPU_COURSE, COMPACT)) -> list[tuple[str
     """(machine, threads per block, global, shared, local per thread, const, ROM) of each named
     machine, from its geometry (`--machine NAME`)."""
     def row(c: MachineConfig) -> tuple[str, ...]:
-        m = memory_map(c)
-        local = _bytes(m.local_bytes) + ("" if m.local_threads >= c.max_threads else
-                                         f" (threads 0-{m.local_threads - 1})")
-        return (f"`{c.name}`" + (" (built in)" if c is BUILTIN else ""), f"{c.max_threads}",
-                _bytes(m.window("global")), _bytes(m.window("shared")), local, _bytes(m.window("const")),
+        has = machine_sizes(c)
+        local = _bytes(has["local"]) + ("" if has["local_threads"] >= has["threads"] else
+                                        f" (threads 0-{has['local_threads'] - 1})")
+        return (f"`{c.name}`" + (" (built in)" if c is BUILTIN else ""), f"{has['threads']}",
+                _bytes(has["global"]), _bytes(has["shared"]), local, _bytes(has["const"]),
                 f"{c.rom_bundles} bundles")
     return [row(c) for c in configs]
 
