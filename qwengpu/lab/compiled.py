@@ -1,6 +1,6 @@
 """The recorder's compiled loops (`qwengpu.lab.recorder`), in their own module so that importing
 the lab does not import numba: the comparison of a pass's changed rows with the rows kept
-(`moved_rows_of`) and the reading of a memory's moved slots (`read_block`), each the numpy code it
+(`take_moved_rows`) and the reading of a memory's moved slots (`read_block`), each the numpy code it
 replaces value for value (`tests/test_lab_recording.py`)."""
 from __future__ import annotations
 
@@ -10,11 +10,20 @@ from qwengpu.engines.floats import njit
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def moved_rows_of(stacked, rows, row_at, values, eps, dirty, written, decayed, every):
-    """[G, hv] bool: whether value head h of GDN layer g moved its row rows[g, h] of `stacked`
-    [G, hv, dk, dv] from the row kept for it (`recorder._RowLog`: values[row_at[g, h, row]], or zeros when
-    none is kept) by more than `eps` (float32): `np.abs(new - old).max(-1) > eps` as numpy computes
-    it (a NaN in the difference: its max is NaN, not moved), without copies.
+def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, decayed, every, out_at, out_old,
+                    out_new, piece_start, piece_mem, piece_s0, piece_n, slot_marks, mem_hit):
+    """The rows a pass moved, taken in one compiled loop: for every value head h of GDN layer g (in
+    that order), whether its row r = rows[g, h] of `stacked` [G, hv, dk, dv] moved from the row
+    kept for it (`recorder._RowLog`: values[row_at[g, h, r]], row 0 of `values` zeros for a row not
+    kept) by more than `eps` (float32): `np.abs(new - old).max(-1) > eps` as numpy computes it (a
+    NaN in the difference: its max is NaN, not moved), without copies.
+
+    A moved row is written out (out_at[n] = g, h, r; out_old[n], out_new[n] its kept and its new
+    values) and kept (a row not kept yet takes values[count], count + 1; `values` must have room
+    for G * hv more), and the slots it holds of each memory are marked: for each piece p of (g, h)
+    (`piece_start[g * hv + h]` .. the next: memory piece_mem[p], its first slot piece_s0[p], its
+    rows piece_n[p]; `MemoryPlacement.slots_of_rows`) slot_marks[memory, s0 + r] and mem_hit[memory].
+    Returns (rows moved, count).
 
     Only rows marked in `dirty` [G, hv, dk] are compared (then unmarked): this pass's marks come
     from the compiled loop (`written` [G, hv]: the row its update moved, -1 none, -2 several: all
@@ -23,7 +32,7 @@ def moved_rows_of(stacked, rows, row_at, values, eps, dirty, written, decayed, e
     kept row as it did then: by at most `eps`, or not at all once kept. `every`: compare every
     selected row (a user's hook may have changed any), marks unused."""
     G, hv = rows.shape
-    out = np.zeros((G, hv), np.bool_)
+    n = 0
     for g in range(G):
         for h in range(hv):
             r = rows[g, h]
@@ -40,14 +49,30 @@ def moved_rows_of(stacked, rows, row_at, values, eps, dirty, written, decayed, e
             k = row_at[g, h, r]
             top = np.float32(0.0)
             for j in range(new.shape[0]):
-                d = abs(new[j] - (values[k, j] if k >= 0 else np.float32(0.0)))
+                d = abs(new[j] - values[k, j])
                 if d != d:
                     top = d
                     break
                 if d > top:
                     top = d
-            out[g, h] = top > eps
-    return out
+            if not top > eps:
+                continue
+            out_at[n, 0] = g
+            out_at[n, 1] = h
+            out_at[n, 2] = r
+            out_old[n, :] = values[k]
+            out_new[n, :] = new
+            if k == 0:
+                k = count
+                count += 1
+                row_at[g, h, r] = k
+            values[k, :] = new
+            for p in range(piece_start[g * hv + h], piece_start[g * hv + h + 1]):
+                if r < piece_n[p]:
+                    slot_marks[piece_mem[p], piece_s0[p] + r] = True
+                    mem_hit[piece_mem[p]] = True
+            n += 1
+    return n, count
 
 
 @njit(cache=True, error_model="numpy", nogil=True)

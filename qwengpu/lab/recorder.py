@@ -89,6 +89,9 @@ ROW_EPS32 = np.float32(ROW_EPS)       # as numpy compares a float32 row with ROW
 CAPTURE_CHUNK = 16
 #: captured tokens kept before they are put into the taps together (a generated token comes alone)
 PENDING_TOKENS = 64
+#: rows of the taps' tables made room for at once (`_Rows`)
+RESERVED_ROWS = 16384
+
 
 def memory_placements(machine) -> dict:
     """{name: MemoryPlacement} of every memory of a built machine (`qwengpu.compiler.placement`: its
@@ -187,6 +190,10 @@ class _Taps:
                 err = float(np.sqrt(np.maximum(sq - w * w, 0)[live].max()))
                 self.sparse_error = max(self.sparse_error, err)
 
+    def touched_rows(self) -> np.ndarray | None:
+        """`touched`, with every captured token's marks in it."""
+        return self._settled().touched
+
     def table(self) -> np.ndarray:
         return self._settled().rows.table()
 
@@ -207,7 +214,10 @@ class _Rows:
     """Rows of one shape added a few at a time (a chunk of tokens, or one), in one array that
     doubles when full: no list of small arrays to join at every view. `table()` is a view of the
     rows so far; a row once filled is never written again (a view taken while recording stays
-    true after the array grows: it keeps the old one)."""
+    true after the array grows: it keeps the old one). The first array has room for `RESERVED_ROWS`:
+    np.zeros takes its pages from the system untouched, so only the rows filled cost memory, and a
+    launch of that many passes never copies its rows (growing by doubling from 64 rows copied them
+    ~6 times and cost ~5% of gcd's recording)."""
 
     def __init__(self, shape: tuple):
         self.data = np.zeros((0, *shape), np.float32)
@@ -216,7 +226,8 @@ class _Rows:
     def add(self, n: int) -> np.ndarray:
         """The next n rows (zeros), to fill."""
         if self.count + n > len(self.data):
-            grown = np.zeros((max(2 * len(self.data), self.count + n, 64), *self.data.shape[1:]), np.float32)
+            grown = np.zeros((max(2 * len(self.data), self.count + n, RESERVED_ROWS), *self.data.shape[1:]),
+                             np.float32)
             grown[:self.count] = self.data[:self.count]
             self.data = grown
         self.count += n
@@ -305,11 +316,11 @@ class _CompactTap:
             self.count += n
             self.last = cap[-1, :, K.TAP_KS, :self.engine.hk].copy()
             self.taps.written = (cap[-1, :, K.TAP_WROW].astype(np.int64), cap[-1, :, K.TAP_DECAY] != 0)
-            self._touch(cap)
 
     def _touch(self, cap):
-        """Mark in `taps.touched` the rows the chunk's updates moved (`kernels.TAP_WROW`; several, or
-        a decay: all the head's rows), from a new state (zeros) on."""
+        """Mark in `taps.touched` the rows the tokens' updates moved (`kernels.TAP_WROW`; several, or
+        a decay: all the head's rows), from a new state (zeros) on. Done for the pending tokens
+        together (`_flush`): `touched` is read after the taps are settled (`_Taps.touched_rows`)."""
         from qwengpu.engines import kernels as K
         e = self.engine
         if self.taps.touched is None:
@@ -329,6 +340,7 @@ class _CompactTap:
         if not self.count:
             return
         cap, self.count = self.pending[:self.count], 0
+        self._touch(cap)
         self.taps.begin(cap.shape[0])
         hk = self.engine.hk
         z = cap[:, :, K.TAP_Z, :hk].astype(np.float64)
@@ -570,7 +582,7 @@ class _PassRecorder:
         self.last_raw: dict = {}
         self.updates: list = []
         self.rows: _RowLog | None = None     # the compact engine's: its states kept as rows
-        self.dirty = None                    # ... and its rows changed since compared with them (`compiled.moved_rows_of`)
+        self.dirty = None                    # ... and its rows changed since compared with them (`compiled.take_moved_rows`)
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
@@ -584,6 +596,7 @@ class _PassRecorder:
         for name, info in placements.items():
             for (L, h), pc in {(pc[0], pc[1]): pc for pc in info.all_pieces()}.items():
                 self.pieces_at.setdefault((L, h), []).append((name, pc[4], pc[5]))
+        self.taken = None                  # the compiled loop's buffers (`_Taken`), made at the first pass
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -599,7 +612,7 @@ class _PassRecorder:
         if i == 0:
             if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
                 # the rows the engine wrote; a user's hook may have changed any: all read then
-                self.rows = _RowLog(stacked, self.taps.touched if self.user_hook is None else None)
+                self.rows = _RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
                 self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
                 self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             else:
@@ -609,18 +622,15 @@ class _PassRecorder:
             self.updates.append([])
             moved = None
         else:
-            self.updates.append(self._moved_rows(raws, stacked))
+            upd, touched = self._moved_rows(raws, stacked)     # touched: memory -> the slots of the moved rows
+            self.updates.append(upd)
             # a pass writes the rows its keys select; a user's hook may have changed any row
-            moved = self.updates[-1] if self.user_hook is None else None
-        touched: dict = {}                             # memory -> the slots of the rows this pass moved
-        for L, hh, rr, _, _ in moved or ():
-            for h, r in zip(hh.tolist(), rr.tolist()):
-                for name, s0, n in self.pieces_at.get((L, h), ()):
-                    if r < n:                          # `MemoryPlacement.slots_of_rows`
-                        touched.setdefault(name, set()).add(s0 + r)
+            moved = upd if self.user_hook is None else None
         changed = set()
         for name, info in self.placements.items():
-            read = self._decode(name, info, raws, None if moved is None else touched.get(name, ()))
+            if moved is not None and name not in touched:
+                continue                               # as the previous pass left it
+            read = self._decode(name, info, raws, None if moved is None else touched[name])
             if read is False:
                 continue
             changed.add(name)
@@ -681,10 +691,11 @@ class _PassRecorder:
             self.words[name] = (new_vals, new_written)
         return slots
 
-    def _moved_rows(self, raws: dict, stacked) -> list:
+    def _moved_rows(self, raws: dict, stacked) -> tuple:
         """The rows this pass's keys selected, where a value moved: kept with old and new values,
-        per GDN layer in layer order. `stacked`: every layer's state as one array (the compact
-        engine's), gathered all at once; else layer by layer."""
+        per GDN layer in layer order; and {memory: the slots of those rows, sorted}. `stacked`:
+        every layer's state as one array (the compact engine's), taken in one compiled loop
+        (`compiled.take_moved_rows`); else layer by layer."""
         heads, group, taps = self.heads, self.geo.group, self.taps
         upd = []
         slots = taps.last_key_slots()           # the consumed token's key slots [nL, hk]
@@ -694,16 +705,21 @@ class _PassRecorder:
             every = self.user_hook is not None or marks is None
             if every:
                 marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
-            from .compiled import moved_rows_of
-            at = np.nonzero(moved_rows_of(stacked, rows_, self.rows.row_at, self.rows.values, ROW_EPS32,
-                                           self.dirty, *marks, every))
-            at = (at[0], heads[at[1]], rows_[at])
-            new, old = stacked[at], self.rows.get(at)                          # [moved, dv]
-            for g in np.unique(at[0]):
-                m = at[0] == g
-                upd.append((self.geo.gdn_layers[g], at[1][m], at[2][m], old[m], new[m]))
-            self.rows.put(at, new)
-            return upd
+            if self.taken is None:
+                self.taken = _Taken(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
+            t = self.taken
+            self.rows.reserve(rows_.size)
+            from .compiled import take_moved_rows
+            n, self.rows.count = take_moved_rows(stacked, rows_, self.rows.row_at, self.rows.values, self.rows.count,
+                                                 ROW_EPS32, self.dirty, *marks, every, t.at, t.old, t.new,
+                                                 t.piece_start, t.piece_mem, t.piece_s0, t.piece_n, t.slot_marks,
+                                                 t.mem_hit)
+            at, old, new = t.at[:n].copy(), t.old[:n].copy(), t.new[:n].copy()
+            g = at[:, 0]
+            cuts = np.flatnonzero(np.diff(g)) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), n]):
+                upd.append((self.geo.gdn_layers[g[a]], at[a:b, 1], at[a:b, 2], old[a:b], new[a:b]))
+            return upd, t.touched_slots()
         for L in self.geo.gdn_layers:
             rows_ = slots[taps.index[L]].astype(np.int64)[heads // group]
             new = raws[L][heads, rows_]
@@ -713,7 +729,46 @@ class _PassRecorder:
                 hh, rr = heads[moved], rows_[moved]
                 upd.append((L, hh, rr, old[moved].copy(), new[moved].copy()))
                 self.prev_raw[L][hh, rr] = new[moved]
-        return upd
+        touched: dict = {}
+        for L, hh, rr, _, _ in upd:
+            for h, r in zip(hh.tolist(), rr.tolist()):
+                for name, s0, n in self.pieces_at.get((L, h), ()):
+                    if r < n:                          # `MemoryPlacement.slots_of_rows`
+                        touched.setdefault(name, set()).add(s0 + r)
+        return upd, {name: sorted(slots) for name, slots in touched.items()}
+
+
+class _Taken:
+    """The buffers of `compiled.take_moved_rows`, made once per recording: the moved rows it writes
+    out, and the memories' pieces by (GDN layer index, value head) as flat arrays (`pieces_at`)
+    with the slots it marks."""
+
+    def __init__(self, shape: tuple, gdn_layers: list, placements: dict, pieces_at: dict):
+        G, hv, _, dv = shape
+        self.at = np.zeros((G * hv, 3), np.int64)
+        self.old = np.zeros((G * hv, dv), np.float32)
+        self.new = np.zeros((G * hv, dv), np.float32)
+        self.names = list(placements)
+        index = {name: m for m, name in enumerate(self.names)}
+        pieces = [pieces_at.get((L, h), ()) for L in gdn_layers for h in range(hv)]
+        self.piece_start = np.cumsum([0] + [len(p) for p in pieces]).astype(np.int64)
+        flat = [pc for p in pieces for pc in p]
+        self.piece_mem = np.array([index[name] for name, _, _ in flat], np.int64)
+        self.piece_s0 = np.array([s0 for _, s0, _ in flat], np.int64)
+        self.piece_n = np.array([n for _, _, n in flat], np.int64)
+        room = max([info.slots for info in placements.values()] + [s0 + n for _, s0, n in flat])
+        self.slot_marks = np.zeros((len(self.names), room), np.bool_)
+        self.mem_hit = np.zeros(len(self.names), np.bool_)
+
+    def touched_slots(self) -> dict:
+        """{memory: its marked slots, sorted} (Python ints), the marks cleared."""
+        out = {}
+        for m in np.flatnonzero(self.mem_hit).tolist():
+            marked = np.flatnonzero(self.slot_marks[m])
+            self.slot_marks[m, marked] = False
+            out[self.names[m]] = marked.tolist()
+        self.mem_hit[:] = False
+        return out
 
 
 class _SlotDecoder:
@@ -759,7 +814,7 @@ class _RowLog:
 
     def __init__(self, stacked: np.ndarray, touched: np.ndarray | None = None):
         """`touched` [G, hv, dk] bool: the rows the compiled loop wrote since the states were made
-        (zeros), `_CompactTap.touched`; the others are still +0.0, and only these are read."""
+        (zeros), `_Taps.touched_rows`; the others are still +0.0, and only these are read."""
         self.shape = stacked.shape
         G, hv, dk, dv = stacked.shape
         if touched is not None:
@@ -770,30 +825,20 @@ class _RowLog:
             where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
                      np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
         self.base = (where, stacked[where])                                   # the state after the prompt
-        self.row_at = np.full((G, hv, dk), -1, np.int64)                      # (g, h, r) -> its row in `values`
-        self.row_at[where] = np.arange(len(where[0]))
-        self.values = np.empty((max(64, 2 * len(where[0])), dv), stacked.dtype)
-        self.count = len(where[0])
-        self.values[:self.count] = self.base[1]
+        # (g, h, r) -> its row in `values`; row 0 is zeros, the row of every (g, h, r) not kept, so
+        # that a fresh map is zeros (pages the system supplies when first written, not filled)
+        self.row_at = np.zeros((G, hv, dk), np.int32)
+        self.row_at[where] = np.arange(1, len(where[0]) + 1)
+        self.values = np.zeros((max(64, 2 * len(where[0]) + 1), dv), stacked.dtype)
+        self.count = len(where[0]) + 1
+        self.values[1:self.count] = self.base[1]
 
-    def get(self, at) -> np.ndarray:
-        """The rows at index arrays `at` (g, h, r; broadcast), [..., dv]."""
-        idx = self.row_at[at]
-        out = self.values[np.maximum(idx, 0)]
-        out[idx < 0] = 0
-        return out
-
-    def put(self, at, rows: np.ndarray):
-        """Rows at (g, h, r) (1-d index arrays, each row once) are now `rows`."""
-        fresh = self.row_at[at] < 0
-        n = int(fresh.sum())
+    def reserve(self, n: int):
+        """Room in `values` for n more rows."""
         if self.count + n > len(self.values):
-            grown = np.empty((2 * (self.count + n), self.shape[-1]), self.values.dtype)
+            grown = np.zeros((2 * (self.count + n), self.shape[-1]), self.values.dtype)
             grown[:self.count] = self.values[:self.count]
             self.values = grown
-        self.row_at[tuple(a[fresh] for a in at)] = np.arange(self.count, self.count + n)
-        self.count += n
-        self.values[self.row_at[at]] = rows
 
     def _dense(self, g: int, where, values) -> np.ndarray:
         out = np.zeros(self.shape[1:], np.float32)
@@ -812,7 +857,7 @@ class _RowLog:
         wrote; the others are +0.0). One read of each state, not a rebuilt copy."""
         worst = 0.0
         for g, state in enumerate(states):
-            kept = self.row_at[g] >= 0                                        # [hv, dk]
+            kept = self.row_at[g] > 0                                         # [hv, dk]
             h, r = np.nonzero(kept)
             on_kept = np.abs(self.values[self.row_at[g][h, r]] - state[h, r]).max() if len(h) else np.float32(0)
             others = (touched[g] if touched is not None else _nonzero_rows(state)) & ~kept
@@ -910,7 +955,7 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, p
     records = rec.records[:n]
     if upto is None and rec.rows is not None:
         raw_error = rec.rows.error([rec.last_raw[L] for L in geo.gdn_layers],
-                                   taps.touched if rec.user_hook is None else None)
+                                   taps.touched_rows() if rec.user_hook is None else None)
     elif upto is None:
         raw_error = max((float(np.abs(rec.prev_raw[L] - rec.last_raw[L]).max()) for L in geo.gdn_layers),
                         default=0.0)
