@@ -14,7 +14,7 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, d
                     out_new, piece_start, piece_mem, piece_s0, piece_n, slot_marks, mem_hit):
     """The rows a pass moved, taken in one compiled loop: for every value head h of GDN layer g (in
     that order), whether its row r = rows[g, h] of `stacked` [G, hv, dk, dv] moved from the row
-    kept for it (`recorder._RowLog`: values[row_at[g, h, r]], row 0 of `values` zeros for a row not
+    kept for it (`kept_rows.RowLog`: values[row_at[g, h, r]], row 0 of `values` zeros for a row not
     kept) by more than `eps` (float32): `np.abs(new - old).max(-1) > eps` as numpy computes it (a
     NaN in the difference: its max is NaN, not moved), without copies.
 

@@ -26,7 +26,7 @@ How a launch is recorded (`record_launch`):
 3. The raw recurrent state of every GDN layer is kept as the state after the prompt plus, per pass,
    the rows the pass wrote (rows of the key the pass selected whose values moved by more than
    `ROW_EPS`; crosstalk below that is not kept). On the compact engine the recorder keeps them as
-   rows (`_RowLog`), never copying the whole states. `MachineView.gdn_state(position, memory)` rebuilds
+   rows (`kept_rows.RowLog`), never copying the whole states. `MachineView.gdn_state(position, memory)` rebuilds
    a memory's raw block from them; at the end the rebuilt states are compared with the model's
    final states (`trace.raw_exact`).
 4. Consistency, two ways (`ModelTrace.consistency`):
@@ -76,6 +76,7 @@ from qwengpu.machine.simulator import MachineState
 from qwengpu.runtime.readback import lane_table_of, memory_of, registers_of, state_of_words
 from qwengpu.runtime.statecheck import ReferenceRun
 
+from .kept_rows import RowLog, TakenRows
 from .machine_view import MachineView
 from .text import prefix_tokens
 from .record import LayerInfo, ModelRecord, ModelTrace
@@ -581,7 +582,7 @@ class _PassRecorder:
         self.base_raw: dict = {}
         self.last_raw: dict = {}
         self.updates: list = []
-        self.rows: _RowLog | None = None     # the compact engine's: its states kept as rows
+        self.rows: RowLog | None = None     # the compact engine's: its states kept as rows
         self.dirty = None                    # ... and its rows changed since compared with them (`compiled.take_moved_rows`)
         self.heads = np.arange(geo.hv)
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
@@ -596,7 +597,7 @@ class _PassRecorder:
         for name, info in placements.items():
             for (L, h), pc in {(pc[0], pc[1]): pc for pc in info.all_pieces()}.items():
                 self.pieces_at.setdefault((L, h), []).append((name, pc[4], pc[5]))
-        self.taken = None                  # the compiled loop's buffers (`_Taken`), made at the first pass
+        self.taken = None                  # the compiled loop's buffers (`kept_rows.TakenRows`), made at the first pass
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -612,7 +613,7 @@ class _PassRecorder:
         if i == 0:
             if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
                 # the rows the engine wrote; a user's hook may have changed any: all read then
-                self.rows = _RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
+                self.rows = RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
                 self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
                 self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             else:
@@ -706,7 +707,7 @@ class _PassRecorder:
             if every:
                 marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
             if self.taken is None:
-                self.taken = _Taken(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
+                self.taken = TakenRows(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
             t = self.taken
             self.rows.reserve(rows_.size)
             from .compiled import take_moved_rows
@@ -736,39 +737,6 @@ class _PassRecorder:
                     if r < n:                          # `MemoryPlacement.slots_of_rows`
                         touched.setdefault(name, set()).add(s0 + r)
         return upd, {name: sorted(slots) for name, slots in touched.items()}
-
-
-class _Taken:
-    """The buffers of `compiled.take_moved_rows`, made once per recording: the moved rows it writes
-    out, and the memories' pieces by (GDN layer index, value head) as flat arrays (`pieces_at`)
-    with the slots it marks."""
-
-    def __init__(self, shape: tuple, gdn_layers: list, placements: dict, pieces_at: dict):
-        G, hv, _, dv = shape
-        self.at = np.zeros((G * hv, 3), np.int64)
-        self.old = np.zeros((G * hv, dv), np.float32)
-        self.new = np.zeros((G * hv, dv), np.float32)
-        self.names = list(placements)
-        index = {name: m for m, name in enumerate(self.names)}
-        pieces = [pieces_at.get((L, h), ()) for L in gdn_layers for h in range(hv)]
-        self.piece_start = np.cumsum([0] + [len(p) for p in pieces]).astype(np.int64)
-        flat = [pc for p in pieces for pc in p]
-        self.piece_mem = np.array([index[name] for name, _, _ in flat], np.int64)
-        self.piece_s0 = np.array([s0 for _, s0, _ in flat], np.int64)
-        self.piece_n = np.array([n for _, _, n in flat], np.int64)
-        room = max([info.slots for info in placements.values()] + [s0 + n for _, s0, n in flat])
-        self.slot_marks = np.zeros((len(self.names), room), np.bool_)
-        self.mem_hit = np.zeros(len(self.names), np.bool_)
-
-    def touched_slots(self) -> dict:
-        """{memory: its marked slots, sorted} (Python ints), the marks cleared."""
-        out = {}
-        for m in np.flatnonzero(self.mem_hit).tolist():
-            marked = np.flatnonzero(self.slot_marks[m])
-            self.slot_marks[m, marked] = False
-            out[self.names[m]] = marked.tolist()
-        self.mem_hit[:] = False
-        return out
 
 
 class _SlotDecoder:
@@ -804,73 +772,6 @@ def _machine_state(words: dict, placements: dict, prev, changed: set):
     regs = prev.regs if "reg.emit" not in changed else registers_of(words["reg.emit"])
     memory = prev.memory if "mem" not in changed else memory_of(words["mem"], placements["mem"].slots)
     return MachineState(lanes=lanes, regs=regs, memory=memory, **ctl)
-
-
-class _RowLog:
-    """The recurrent states of every GDN layer [G, hv, dk, dv] as the recorder last saw them, kept as
-    rows: the state after the prompt by its non-zero rows, then every row a pass moved, as moved. It
-    holds what a copy of the states kept up to date would hold, without copying them (a copy of
-    the ~130 MB costs more than a pass). Rows are compared by their bits: a -0.0 is kept."""
-
-    def __init__(self, stacked: np.ndarray, touched: np.ndarray | None = None):
-        """`touched` [G, hv, dk] bool: the rows the compiled loop wrote since the states were made
-        (zeros), `_Taps.touched_rows`; the others are still +0.0, and only these are read."""
-        self.shape = stacked.shape
-        G, hv, dk, dv = stacked.shape
-        if touched is not None:
-            where = np.nonzero(touched)
-            where = tuple(a[_nonzero_rows(stacked[where])] for a in where)
-        else:
-            found = [np.nonzero(_nonzero_rows(layer)) for layer in stacked]   # a layer at a time
-            where = (np.concatenate([np.full(len(h), g, np.int64) for g, (h, _) in enumerate(found)]),
-                     np.concatenate([h for h, _ in found]), np.concatenate([r for _, r in found]))
-        self.base = (where, stacked[where])                                   # the state after the prompt
-        # (g, h, r) -> its row in `values`; row 0 is zeros, the row of every (g, h, r) not kept, so
-        # that a fresh map is zeros (pages the system supplies when first written, not filled)
-        self.row_at = np.zeros((G, hv, dk), np.int32)
-        self.row_at[where] = np.arange(1, len(where[0]) + 1)
-        self.values = np.zeros((max(64, 2 * len(where[0]) + 1), dv), stacked.dtype)
-        self.count = len(where[0]) + 1
-        self.values[1:self.count] = self.base[1]
-
-    def reserve(self, n: int):
-        """Room in `values` for n more rows."""
-        if self.count + n > len(self.values):
-            grown = np.zeros((2 * (self.count + n), self.shape[-1]), self.values.dtype)
-            grown[:self.count] = self.values[:self.count]
-            self.values = grown
-
-    def _dense(self, g: int, where, values) -> np.ndarray:
-        out = np.zeros(self.shape[1:], np.float32)
-        sel = where[0] == g
-        out[where[1][sel], where[2][sel]] = values[sel]
-        return out
-
-    def base_layer(self, g: int) -> np.ndarray:
-        """GDN layer g's state after the prompt [hv, dk, dv]."""
-        return self._dense(g, *self.base)
-
-    def error(self, states: list, touched: np.ndarray | None = None) -> float:
-        """The largest difference between the rows kept and `states` (every layer's, in order): on
-        the rows kept, value against value; elsewhere (rows kept as 0) the largest |value| of the
-        rows that are not all zeros (`touched`, as in `__init__`: of the rows the compiled loop
-        wrote; the others are +0.0). One read of each state, not a rebuilt copy."""
-        worst = 0.0
-        for g, state in enumerate(states):
-            kept = self.row_at[g] > 0                                         # [hv, dk]
-            h, r = np.nonzero(kept)
-            on_kept = np.abs(self.values[self.row_at[g][h, r]] - state[h, r]).max() if len(h) else np.float32(0)
-            others = (touched[g] if touched is not None else _nonzero_rows(state)) & ~kept
-            elsewhere = np.abs(state[others]).max() if others.any() else np.float32(0)
-            worst = max(worst, float(np.max([on_kept, elsewhere])))        # a NaN anywhere: NaN, as one max
-        return worst
-
-
-def _nonzero_rows(state: np.ndarray) -> np.ndarray:
-    """[..., rows] bool: the rows of `state` [..., rows, dv] (float32) with a bit set (a -0.0
-    counts), read as whole words: pairs of values where the row allows."""
-    words = state.view(np.int64) if state.shape[-1] % 2 == 0 and state.flags.c_contiguous else state.view(np.int32)
-    return words.any(-1)
 
 
 class _LayerStates(Mapping):
