@@ -355,3 +355,61 @@ def test_a_divisor_used_once_keeps_the_sequence():
     # rz: e and yl are hoisted too, and the short quotient takes four
     rz = unit_ops("div.rz.f32 %f3, %f1, %f2;\ndiv.rz.f32 %f4, %f3, %f2;\nmov.f32 %f7, %f4;\n//")
     assert len(rz) == 6 + 2 + 2 * 4 + 9
+
+
+def test_reduced_precision_exhaustive_check_against_rationals():
+    """`divexhaustive` (every pair of p-bit significands, int64 arithmetic) agrees with an
+    independent check in exact rationals at p = 5, and says what docs/softfloat.md reports at
+    p = 5..8: the four-op form right in every mode, the three-op form right in rn only."""
+    from fractions import Fraction as Q
+
+    from qwengpu.assembler.softfloat import divexhaustive as dx
+
+    def rnd(x, p, mode):
+        if x < 0:
+            return -rnd(-x, p, {"rm": "rp", "rp": "rm"}.get(mode, mode))
+        if x == 0:
+            return x
+        e = x.numerator.bit_length() - x.denominator.bit_length()
+        e -= Q(2) ** e > x
+        w = Q(2) ** (e - p + 1)
+        n, f = divmod(x / w, 1)
+        up = {"rn": f > Q(1, 2) or (f == Q(1, 2) and n % 2 == 1), "rz": False, "rm": False, "rp": f > 0}[mode]
+        return (n + up) * w
+
+    p = 5
+    want = {"three": dict.fromkeys(dx.MODES, 0), "four": dict.fromkeys(dx.MODES, 0)}
+    for b in range(1 << (p - 1), 1 << p):
+        B = Q(b, 1 << (p - 1))
+        yh = rnd(1 / B, p, "rn")
+        yl = 1 / B - yh and rnd(1 / B - yh, p, "rn")
+        for a in range(1 << (p - 1), 1 << p):
+            A = Q(a, 1 << (p - 1))
+            for form, q0 in (("three", rnd(A * yh, p, "rn")),
+                             ("four", rnd(A * yh + (yl and rnd(A * yl, p, "rn")), p, "rn"))):
+                r = rnd(A - B * q0, p, "rn")
+                for mode in dx.MODES:
+                    want[form][mode] += rnd(q0 + r * yh, p, mode) != rnd(A / B, p, mode)
+    assert {form: dx.wrong(p, form) for form in dx.FORMS} == want
+    for p in (6, 7, 8):
+        assert dx.wrong(p, "four") == dict.fromkeys(dx.MODES, 0)
+        three = dx.wrong(p, "three")
+        assert three["rn"] == three["rp"] == 0 and three["rz"] == three["rm"] > 0
+
+
+@pytest.mark.parametrize("body", [
+    "div.rn.f32 %f3, %f1, 0f40400000;\ndiv.rn.f32 %f4, %f3, 0f40400000;\ndiv.rm.f32 %f5, %f2, 0f40400000;\n"
+    "add.f32 %f6, %f3, %f4;\nadd.f32 %f7, %f6, %f5;",                       # an immediate divisor
+    "div.rn.f32 %f3, 0f3F800000, %f2;\ndiv.rz.f32 %f4, 0f40000000, %f2;\nadd.f32 %f7, %f3, %f4;",  # immediate dividends
+    "div.rn.f32 %f3, %f1, %f2;\ndiv.rn.f32 %f2, %f3, %f2;\ndiv.rn.f32 %f4, %f3, %f2;\nadd.f32 %f7, %f4, %f2;",  # b = a / b
+    "div.rp.f32 %f1, %f1, %f2;\ndiv.rp.f32 %f1, %f1, %f2;\ndiv.rn.f32 %f1, %f1, %f2;\nmov.f32 %f7, %f1;",  # a = a / b
+], ids=["immediate divisor", "immediate dividends", "b = a / b", "a = a / b"])
+def test_hoisted_divisor_forms_on_the_simulator(body):
+    """Divisions that hoist (or not) around immediates and registers that are both dividend or
+    divisor and result, on 16 lanes in and out of the window, against the interpreter."""
+    ptx = _kernel(body + "\n//", 2).replace(" %f7, %f1, %f2;", ";")
+    a, b = unitcheck.hard_operands("fastdiv", 4000, np.random.default_rng(4))
+    x, y = np.concatenate([a[2000:2012], a[:4]]), np.concatenate([b[2000:2012], b[:4]])
+    spec = {"grid": 1, "block": 16, "args": [{"buffer": "uint32", "data": [int(v) for v in z]} for z in (x, y)]
+            + [{"buffer": "uint32", "size": 16}]}
+    assert np.array_equal(run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim", config=COMPACT_FPU).buffers[-1])

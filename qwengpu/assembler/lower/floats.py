@@ -123,10 +123,10 @@ class FloatOps:
     @staticmethod
     def _divides_again(ctx, ins, ftz: bool) -> bool:
         """Whether a later div.f32 in this block (no label, branch, guard or call before it)
-        divides by ins's divisor register, with the same .ftz, before anything writes it."""
-        fn, divisor = ctx["fn"], ins.operands[2]
-        if not hasattr(divisor, "name"):
-            return False
+        divides by ins's divisor (a register, before anything writes it, or the same immediate),
+        with the same .ftz. A guess that only decides whether to hoist: `_unwritten` checks the
+        micro-ops before a hoisted part is used."""
+        fn, divisor = ctx["fn"], str(ins.operands[2])      # a register's name or an immediate's text
         labels = set(fn.labels.values())
         for pc in range(ctx["pc"] + 1, len(fn.body)):
             nxt = fn.body[pc]
@@ -134,9 +134,9 @@ class FloatOps:
                 return False
             info = nxt.info
             if nxt.op == "div" and getattr(info, "type", None) == "f32" and bool(info.ftz) == bool(ftz) \
-                    and getattr(nxt.operands[2], "name", None) == divisor.name:
+                    and str(nxt.operands[2]) == divisor:
                 return True
-            if nxt.operands and getattr(nxt.operands[0], "name", None) == divisor.name:
+            if nxt.operands and str(nxt.operands[0]) == divisor:
                 return False
         return False
 

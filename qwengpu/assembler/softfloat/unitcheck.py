@@ -105,7 +105,7 @@ def _fast_operands(n: int, rng):
     significands and signs moved into the short path's window -- the divisor's exponent within
     +-(FAST_DIVISOR + 1), the dividend's within +-(FAST_SPAN + 1) of it, the window's edges
     (both sides) often -- which keeps a == b, exact quotients, powers-of-two divisors and
-    near-midpoint quotients as they were."""
+    near-midpoint quotients as they were; and the significand pairs the rn proof checks apart."""
     import numpy as np
     half = n // 2
     a0, b0 = hard_operands("div", n - half, rng)
@@ -120,6 +120,18 @@ def _fast_operands(n: int, rng):
     ea = np.clip(eb + d + 127, 1, 254).astype(np.uint64)
     b1 = b1 & frac | ((eb + 127).astype(np.uint64) << np.uint64(23))
     a1 = a1 & frac | (ea << np.uint64(23))
+    # the significand pairs the rn proof leaves to a check (docs/softfloat.md): (1, 2 - u),
+    # (2 - 3u, 2 - 2u), (2 - 3u, 2 - u), (2 - 2u, 2 - u), and the largest significands, at random
+    # exponents and signs in the window
+    pairs = np.array([(0, 0x7FFFFF), (0x7FFFFD, 0x7FFFFE), (0x7FFFFD, 0x7FFFFF), (0x7FFFFE, 0x7FFFFF),
+                      (0x7FFFFF, 0x7FFFFF), (0x7FFFFC, 0x7FFFFF), (0x7FFFFF, 0x7FFFFE)], dtype=np.uint64)
+    m = min(half, 64 * len(pairs))
+    pick = pairs[np.arange(m) % len(pairs)]
+    eb = rng.integers(-FAST_DIVISOR, FAST_DIVISOR + 1, m)
+    ea = eb + rng.integers(-FAST_SPAN, FAST_SPAN + 1, m)
+    signs = rng.integers(0, 4, m).astype(np.uint64)
+    a1[:m] = pick[:, 0] | ((ea + 127).astype(np.uint64) << np.uint64(23)) | (signs & np.uint64(1)) << np.uint64(31)
+    b1[:m] = pick[:, 1] | ((eb + 127).astype(np.uint64) << np.uint64(23)) | (signs >> np.uint64(1)) << np.uint64(31)
     return np.concatenate([a0, a1]), np.concatenate([b0, b1])
 
 
