@@ -403,7 +403,8 @@ def test_reduced_precision_exhaustive_check_against_rationals():
     "div.rn.f32 %f3, 0f3F800000, %f2;\ndiv.rz.f32 %f4, 0f40000000, %f2;\nadd.f32 %f7, %f3, %f4;",  # immediate dividends
     "div.rn.f32 %f3, %f1, %f2;\ndiv.rn.f32 %f2, %f3, %f2;\ndiv.rn.f32 %f4, %f3, %f2;\nadd.f32 %f7, %f4, %f2;",  # b = a / b
     "div.rp.f32 %f1, %f1, %f2;\ndiv.rp.f32 %f1, %f1, %f2;\ndiv.rn.f32 %f1, %f1, %f2;\nmov.f32 %f7, %f1;",  # a = a / b
-], ids=["immediate divisor", "immediate dividends", "b = a / b", "a = a / b"])
+    "div.rz.ftz.f32 %f3, %f1, 0f3DCCCCCD;\ndiv.rp.f32 %f4, %f2, 0fC2F60000;\nadd.f32 %f7, %f3, %f4;",  # one each
+], ids=["immediate divisor", "immediate dividends", "b = a / b", "a = a / b", "one division by an immediate"])
 def test_hoisted_divisor_forms_on_the_simulator(body):
     """Divisions that hoist (or not) around immediates and registers that are both dividend or
     divisor and result, on 16 lanes in and out of the window, against the interpreter."""
@@ -413,3 +414,29 @@ def test_hoisted_divisor_forms_on_the_simulator(body):
     spec = {"grid": 1, "block": 16, "args": [{"buffer": "uint32", "data": [int(v) for v in z]} for z in (x, y)]
             + [{"buffer": "uint32", "size": 16}]}
     assert np.array_equal(run(ptx, spec).buffers[-1], run(ptx, spec, engine="sim", config=COMPACT_FPU).buffers[-1])
+
+
+def test_an_immediate_divisor_is_folded():
+    """An immediate divisor's hoisted part is computed at assembly time (`constant_fast_divisor`:
+    yh is rcp.rn's result), so one division by it is already short; out of the short path's range
+    (zero, infinity, NaN, subnormal, |c| >= 2^41) the sequence stays."""
+    from qwengpu import load_program
+    from qwengpu.assembler import assemble
+    from qwengpu.assembler.lower.floats import constant_fast_divisor
+    from qwengpu.launch import LaunchSpec
+    from qwengpu.semantics import floats as F
+    three = 0x40400000
+    yh, neg_c, lo, width, yl = constant_fast_divisor(three, "rz")
+    assert yh.value.value == int(F.frcp(np.array([three], dtype=np.uint64), width=32, rnd="rn", ftz=False)[0])
+    assert neg_c.value.value == three | 0x80000000 and width.value.value and yl is not None
+    assert constant_fast_divisor(three, "rn")[4] is None
+    for c in (0, 0x80000000, 0x7F800000, 0x7FC00000, 0x00000001, 0x54000000, 0x2A000000):
+        assert constant_fast_divisor(c, "rn") is None, hex(c)
+
+    def unit_ops(divisor):
+        ptx = _kernel(f"div.rn.f32 %f3, %f1, {divisor};\nmov.f32 %f7, %f3;\n//", 2).replace(" %f7, %f1, %f2;", ";")
+        spec = LaunchSpec.from_json({"grid": 1, "block": 4, "args": [{"buffer": "uint32", "size": 4}] * 3})
+        img = assemble(load_program(ptx), spec, config=COMPACT_FPU)
+        return len([s for bl in img.bundles for s in bl.slots if s is not None and s.op.kind == "fpu"])
+    assert unit_ops("0f40400000") == 3 + 9          # the short path, and the shared full division
+    assert unit_ops("0f00000000") == 9              # a zero divisor: the sequence

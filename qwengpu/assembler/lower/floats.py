@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from qwengpu.machine.uops import Src, VReg
+from qwengpu.machine.uops import M32, Imm, Src, VReg, src
 
 from .. import softfloat as sf
 from ..softfloat import approx as sf_approx
@@ -99,7 +99,10 @@ class FloatOps:
         computed at the first of two or more divisions by one register in a block
         (`_divides_again`), shared by the next while the register is not written again; yl (None
         until then) at the first division in a directed mode. None where c divides once (the short
-        path's divisor part costs more than the sequence's, `unit_divisor`)."""
+        path's divisor part costs more than the sequence's, `unit_divisor`). An immediate divisor's
+        part is folded (`constant_fast_divisor`), so one division by it is short too."""
+        if isinstance(c.value, Imm):
+            return constant_fast_divisor(c.value.value ^ (M32 if c.inv else 0), rnd)
         blk = self.cur
         cache = getattr(self, "_fast_divisors", None)
         if cache is None or cache[0] is not blk:
@@ -146,7 +149,8 @@ class FloatOps:
         whose lanes all pass runs the short path only); the hoisted parts stay shared after it."""
         yh, neg_c, lo, width, yl = fast
         ok = self.soft(ins, sf_unit.fast_check, self.em(ctx), a, lo, width)
-        before, hoisted = self.cur, self._fast_divisors[1]
+        before, cache = self.cur, getattr(self, "_fast_divisors", None)
+        hoisted = cache[1] if cache is not None and cache[0] is before else {}
         short, full, join = (self.fresh_label(n) for n in ("div_short", "div_full", "div_join"))
         self.end(("branch", ok, True, short, full))
         self.start(short)
@@ -427,6 +431,26 @@ class FloatOps:
 
 
 HALVES = ("f16", "f16x2")
+
+
+def constant_fast_divisor(c: int, rnd: str) -> tuple | None:
+    """The short division's hoisted part of an immediate divisor c (f32 bits) as immediates,
+    computed by the same routines evaluated at assembly time (`emit.Recorder.evaluate`: the ALU's
+    and `uops.fpu_eval`'s semantics): (yh, -c, lo, width, yl), yl None in rn; None where c is
+    outside the short path's range (its window is empty: the sequence then)."""
+    from ..emit import Recorder
+    rec = Recorder()
+    x = rec.input()
+    parts = sf_unit.fast_divisor(rec.emitter(), x)
+    yh, neg_c, lo, width = (rec.evaluate({x.value: c}, p) for p in parts)
+    if width == 0:
+        return None
+    yl = None
+    if rnd != "rn":
+        r2 = Recorder()
+        h, n = r2.input(), r2.input()
+        yl = src(Imm(r2.evaluate({h.value: yh, n.value: neg_c}, sf_unit.fast_low(r2.emitter(), h, n))))
+    return tuple(src(Imm(v)) for v in (yh, neg_c, lo, width)) + (yl,)
 
 #: PTX instructions after which the lowering starts a new block (`_divides_again` stops there)
 BLOCK_ENDS = frozenset({"bra", "brx", "ret", "exit", "call", "bar", "barrier"})
