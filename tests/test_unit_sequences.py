@@ -395,6 +395,10 @@ def test_reduced_precision_exhaustive_check_against_rationals():
         assert dx.wrong(p, "four") == dict.fromkeys(dx.MODES, 0)
         three = dx.wrong(p, "three")
         assert three["rn"] == three["rp"] == 0 and three["rz"] == three["rm"] > 0
+    # f32's precision, a sample of the dividends (the command runs all 2^23)
+    assert dx.every_dividend(0x3FFFFFFF, "rn", step=4099) == dx.every_dividend(0x3F801467, "rz", step=4099) == 0
+    with pytest.raises(ValueError):
+        dx.every_dividend(0x7F000000, "rn", step=4099)      # 2^127: outside the window
 
 
 @pytest.mark.parametrize("body", [

@@ -1,6 +1,7 @@
 """The short division by a hoisted divisor (`unit.fast_quotient`) at reduced precision, on every
 pair of p-bit significands: `python -m qwengpu.assembler.softfloat.divexhaustive [P ...]` (default
-5..12). Evidence beside the proofs in docs/softfloat.md ("Division by a divisor known in advance"):
+5..12); and at f32's precision on every dividend significand for given divisors (`--divisor HEX
+...`: the short path itself, built and run on numpy lanes against the interpreter). Evidence beside the proofs in docs/softfloat.md ("Division by a divisor known in advance"):
 the proofs are precision-generic, so a form wrong at some small p is wrong as an algorithm.
 
 For A = a 2^(1-p), B = b 2^(1-p) in [1, 2) (every a, b in [2^(p-1), 2^p)), with yh = RN(1/B):
@@ -82,9 +83,41 @@ def wrong(p: int, form: str) -> dict:
     return bad
 
 
+def every_dividend(c: int, mode: str, step: int = 1) -> int:
+    """How many of the 2^23 dividends in [1, 2) (every `step`-th) the short path
+    (`unit._fast_quotient32`, its divisor part from `_fast_divisor32`) divides by the f32 c (bits,
+    in its window) other than the interpreter does, in `mode`."""
+    from qwengpu.semantics import floats as F
+
+    from ..emit import Recorder
+    from . import unit
+    from .builder import routine
+
+    def build(bl, a, d):
+        yh, neg_d, lo, width = unit._fast_divisor32(bl, d, False)
+        yl = None if mode == "rn" else unit._fast_low32(bl, yh, neg_d)
+        return unit._fast_quotient32(bl, a, yh, neg_d, mode, yl), unit._fast_check32(bl, a, lo, width)
+    rec = Recorder()
+    x, y = rec.input(), rec.input()
+    q, ok = routine(rec.emitter(), build, x, y)
+    a = np.arange(0, 1 << 23, step, dtype=np.uint64) | np.uint64(0x3F800000)
+    cs = np.full(a.shape, c, dtype=np.uint64)
+    got, inside = rec.evaluate_lanes({x.value: a, y.value: cs}, [q, ok])
+    if not inside.all():
+        raise ValueError(f"{c:#x}: [1, 2) / c is outside the short path's window")
+    return int(np.sum(got != F.fdiv(a, cs, width=32, rnd=mode, ftz=False).astype(np.uint64)))
+
+
 if __name__ == "__main__":
-    import sys
-    ps = [int(x) for x in sys.argv[1:]] or list(range(5, MAX_P + 1))
-    for p in ps:
+    import argparse
+    ap = argparse.ArgumentParser(description="the short division, exhaustively at reduced precision")
+    ap.add_argument("p", nargs="*", type=int, help=f"precisions (default 5..{MAX_P})")
+    ap.add_argument("--divisor", nargs="*", default=[], help="f32 divisors (hex bits): every dividend in [1, 2)")
+    ap.add_argument("--modes", nargs="*", default=list(MODES))
+    args = ap.parse_args()
+    for c in (int(x, 16) for x in args.divisor):
+        for mode in args.modes:
+            print(f"f32 c = {c:#010x}  {mode}  2^23 dividends  wrong: {every_dividend(c, mode)}", flush=True)
+    for p in args.p or ([] if args.divisor else range(5, MAX_P + 1)):
         for form in FORMS:
             print(f"p = {p:2d}  {form:5s}  {(1 << (p - 1)) ** 2:>9,} pairs  wrong: {wrong(p, form)}", flush=True)
