@@ -271,7 +271,7 @@ def test_short_division_on_hard_operands(rnd, ftz):
     rec = Recorder()
     x, y = rec.input(), rec.input()
     em = rec.emitter()
-    yh, neg_c, lo, width = unit.fast_divisor(em, y, ftz=ftz)
+    yh, neg_c, lo, width = unit.fast_divisor(em, y)
     ok = unit.fast_check(em, x, lo, width)
     yl = None if rnd == "rn" else unit.fast_low(em, yh, neg_c)
     short = unit.fast_quotient(em, x, yh, neg_c, rnd=rnd, yl=yl)
@@ -288,7 +288,7 @@ def test_directed_short_division_needs_its_low_part():
     x, y = rec.input(), rec.input()
 
     def three_ops(bl, a, c):
-        yh, neg_c, lo, width = unit._fast_divisor32(bl, c, False)
+        yh, neg_c, lo, width = unit._fast_divisor32(bl, c)
         q0 = bl.fpu("FMUL", a, yh, rnd="rn")
         return bl.fpu("FFMA", bl.fpu("FFMA", neg_c, q0, a, rnd="rn"), yh, q0, rnd="rz")
     out = sf.builder.routine(rec.emitter(), three_ops, x, y)

@@ -111,7 +111,7 @@ class FloatOps:
         if hit is not None and self._unwritten(c, blk, hit[1]):
             parts = hit[0]
         elif self._divides_again(ctx, ins, ftz):
-            parts = self.soft(ins, sf_unit.fast_divisor, self.em(ctx), c, ftz=ftz) + (None,)
+            parts = self.soft(ins, sf_unit.fast_divisor, self.em(ctx), c) + (None,)
         else:
             return None
         if rnd != "rn" and parts[4] is None:
@@ -145,8 +145,9 @@ class FloatOps:
 
     def unit_fast_division(self, ctx, ins, a: Src, c: Src, fast: tuple, rnd: str, ftz: bool):
         """a / c by a hoisted divisor: the short path (`softfloat.unit.fast_quotient`, three unit ops
-        in rn, four in rz, rm, rp) for the lanes where `fast_check` holds, today's sequence for the others (a branch: a warp
-        whose lanes all pass runs the short path only); the hoisted parts stay shared after it."""
+        in rn, four in rz, rm, rp) for the lanes where `fast_check` holds, the full division for the
+        others (a branch: a warp whose lanes all pass runs the short path only); the hoisted parts
+        stay shared after it."""
         yh, neg_c, lo, width, yl = fast
         ok = self.soft(ins, sf_unit.fast_check, self.em(ctx), a, lo, width)
         before, cache = self.cur, getattr(self, "_fast_divisors", None)
@@ -451,6 +452,7 @@ def constant_fast_divisor(c: int, rnd: str) -> tuple | None:
         h, n = r2.input(), r2.input()
         yl = src(Imm(r2.evaluate({h.value: yh, n.value: neg_c}, sf_unit.fast_low(r2.emitter(), h, n))))
     return tuple(src(Imm(v)) for v in (yh, neg_c, lo, width)) + (yl,)
+
 
 #: PTX instructions after which the lowering starts a new block (`_divides_again` stops there)
 BLOCK_ENDS = frozenset({"bra", "brx", "ret", "exit", "call", "bar", "barrier"})

@@ -5,10 +5,11 @@ A call moves the operands into the routine's input registers, sets its return-si
 jumps to it; the routine returns through a branch tree on that number (as out-of-line functions
 do, `calls`), and the caller copies the result out. The routine is a leaf: it writes only its own
 registers, so nothing is saved. Calls with an immediate operand stay inlined (the routines fold
-immediates). Used as the assembler's fallback for programs larger than the ROM (`pipeline.assemble`): a call
-costs more tokens than the inlined routine (the copies, the branch tree's passes), so programs
-that fit keep their routines inlined; and for a rarely taken path, where ROM matters more than
-its tokens (`shared_call`: the full division beside a hoisted divisor's short one).
+immediates). Used as the assembler's fallback for programs larger than the ROM
+(`pipeline.assemble`): a call costs more tokens than the inlined routine (the copies, the branch
+tree's passes), so programs that fit keep their routines inlined; and for a rarely taken path,
+where ROM matters more than its tokens (`shared_call`: the full division beside a hoisted
+divisor's short one).
 """
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def every_dividend(c: int, mode: str, step: int = 1) -> int:
     from .builder import routine
 
     def build(bl, a, d):
-        yh, neg_d, lo, width = unit._fast_divisor32(bl, d, False)
+        yh, neg_d, lo, width = unit._fast_divisor32(bl, d)
         yl = None if mode == "rn" else unit._fast_low32(bl, yh, neg_d)
         return unit._fast_quotient32(bl, a, yh, neg_d, mode, yl), unit._fast_check32(bl, a, lo, width)
     rec = Recorder()

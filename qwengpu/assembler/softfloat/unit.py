@@ -18,7 +18,7 @@ underflows; integer micro-ops do the rest:
   Z * 2^scale, Z a product of two floats strictly between q1 and its neighbour on X's side;
 * special operands: the unit's a*rc, rc a stand-in for 1/c (`_divisor32`), gives IEEE's a/c.
 
-A division by a divisor known in advance (the lowering hoists it: `FloatOps.unit_divisor`) has a
+A division by a divisor known in advance (the lowering hoists it: `FloatOps.unit_fast_divisor`) has a
 short path on the operands themselves (`fast_divisor`, `fast_check`, `fast_quotient`): with c's
 correctly rounded reciprocal yh hoisted, q0 = RN(a*yh), r = RN(a - c*q0), RN(q0 + r*yh) is a/c
 rounded to nearest (three unit ops); the directed modes also hoist the rest yl of 1/c
@@ -184,12 +184,12 @@ def _recip_normal32(b, c):
     return (q1 + b.sub(far ^ down, down) + scale23) | (c & S31)
 
 
-def _fast_divisor32(b, c, ftz):
+def _fast_divisor32(b, c):
     """What the short division by c needs, computed once: (yh, -c, lo, width) with yh = RN(1/c)
     (`_recip_normal32`) and the dividend's window: a takes the short path iff
     (a << 1) - lo <u width (`_fast_check32`), empty (width 0) unless c's exponent is within
-    +-FAST_DIVISOR. Out of that range yh is garbage the check never lets through (and .ftz
-    changes nothing inside it)."""
+    +-FAST_DIVISOR. Out of that range yh is garbage the check never lets through. (The same with
+    .ftz: nothing inside the window is subnormal.)"""
     yh = _recip_normal32(b, c)
     c2 = c << 1                                      # (the exponent field at bit 24, no sign)
     fits = b.ltu(b.sub(c2, (127 - FAST_DIVISOR) << 24), (2 * FAST_DIVISOR + 1) << 24)
@@ -288,9 +288,10 @@ def quotient(em, a, c, neg_b, y, c22, rc, c_special, rnd="rn", ftz=False):
     return routine(em, lambda bl, *x: _quotient32(bl, *x, mode, ftz), a, c, neg_b, y, c22, rc, c_special)
 
 
-def fast_divisor(em, c, ftz=False):
-    """The short division's part of the divisor c (`_fast_divisor32`): (yh, -c, lo, width)."""
-    return routine(em, lambda bl, c: _fast_divisor32(bl, c, ftz), c)
+def fast_divisor(em, c):
+    """The short division's part of the divisor c (`_fast_divisor32`): (yh, -c, lo, width), the
+    same with or without .ftz."""
+    return routine(em, _fast_divisor32, c)
 
 
 def fast_low(em, yh, neg_c):
@@ -320,7 +321,7 @@ def fast_div(em, a, c, rnd="rn", ftz=False):
     mode = check_mode(rnd, FROUND, "div.f32")
 
     def build(bl, a, c):
-        yh, neg_c, lo, width = _fast_divisor32(bl, c, ftz)
+        yh, neg_c, lo, width = _fast_divisor32(bl, c)
         yl = None if mode == "rn" else _fast_low32(bl, yh, neg_c)
         full = _div_unit32(bl, a, c, mode, ftz)
         return bl.sel(_fast_check32(bl, a, lo, width), _fast_quotient32(bl, a, yh, neg_c, mode, yl), full)
