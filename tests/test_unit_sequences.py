@@ -408,11 +408,16 @@ def test_reduced_precision_exhaustive_check_against_rationals():
     "div.rn.f32 %f3, %f1, %f2;\ndiv.rn.f32 %f2, %f3, %f2;\ndiv.rn.f32 %f4, %f3, %f2;\nadd.f32 %f7, %f4, %f2;",  # b = a / b
     "div.rp.f32 %f1, %f1, %f2;\ndiv.rp.f32 %f1, %f1, %f2;\ndiv.rn.f32 %f1, %f1, %f2;\nmov.f32 %f7, %f1;",  # a = a / b
     "div.rz.ftz.f32 %f3, %f1, 0f3DCCCCCD;\ndiv.rp.f32 %f4, %f2, 0fC2F60000;\nadd.f32 %f7, %f3, %f4;",  # one each
-], ids=["immediate divisor", "immediate dividends", "b = a / b", "a = a / b", "one division by an immediate"])
+    "setp.lt.f32 %p1, %f1, %f2;\nmov.f32 %f3, %f1;\n@%p1 div.rn.f32 %f3, %f1, %f2;\ndiv.rn.f32 %f4, %f3, %f2;\n"
+    "div.rn.f32 %f5, %f4, %f2;\n@!%p1 div.rm.f32 %f5, %f5, %f2;\nmov.f32 %f7, %f5;",   # guarded divisions
+], ids=["immediate divisor", "immediate dividends", "b = a / b", "a = a / b", "one division by an immediate",
+        "guarded"])
 def test_hoisted_divisor_forms_on_the_simulator(body):
-    """Divisions that hoist (or not) around immediates and registers that are both dividend or
-    divisor and result, on 16 lanes in and out of the window, against the interpreter."""
+    """Divisions that hoist (or not) around immediates, registers that are both dividend or divisor
+    and result, and guarded divisions, on 16 lanes in and out of the window, against the
+    interpreter."""
     ptx = _kernel(body + "\n//", 2).replace(" %f7, %f1, %f2;", ";")
+    ptx = ptx.replace(".reg .b32 %r<4>;", ".reg .b32 %r<4>;\n.reg .pred %p<2>;")
     a, b = unitcheck.hard_operands("fastdiv", 4000, np.random.default_rng(4))
     x, y = np.concatenate([a[2000:2012], a[:4]]), np.concatenate([b[2000:2012], b[:4]])
     spec = {"grid": 1, "block": 16, "args": [{"buffer": "uint32", "data": [int(v) for v in z]} for z in (x, y)]
