@@ -5,9 +5,11 @@ A call moves the operands into the routine's input registers, sets its return-si
 jumps to it; the routine returns through a branch tree on that number (as out-of-line functions
 do, `calls`), and the caller copies the result out. The routine is a leaf: it writes only its own
 registers, so nothing is saved. Calls with an immediate operand stay inlined (the routines fold
-immediates). Used only as the assembler's fallback for programs larger than the ROM
+immediates). Used as the assembler's fallback for programs larger than the ROM
 (`pipeline.assemble`): a call costs more tokens than the inlined routine (the copies, the branch
-tree's passes), so programs that fit keep their routines inlined.
+tree's passes), so programs that fit keep their routines inlined; and for a rarely taken path,
+where ROM matters more than its tokens (`shared_call`: the full division beside a hoisted
+divisor's short one).
 """
 from __future__ import annotations
 
@@ -48,6 +50,14 @@ class SharedRoutineOps:
     def routine(self, ctx, ins, fn, operands: tuple, consts: tuple = (), **kw):
         """fn(em, *operands, *consts, **kw): inlined, or a call to the shared copy."""
         if not self.share_routines or any(_is_immediate(x) for x in operands):
+            return self.soft(ins, fn, self.em(ctx), *operands, *consts, **kw)
+        return self.shared_call(ctx, ins, fn, operands, consts, **kw)
+
+    def shared_call(self, ctx, ins, fn, operands: tuple, consts: tuple = (), **kw):
+        """A call to the shared copy of fn(em, *operands, *consts, **kw) (inlined where an operand
+        is immediate): what `routine` does short of ROM, and what a rarely taken path uses
+        anyway (`FloatOps.unit_fast_division`'s full division)."""
+        if any(_is_immediate(x) for x in operands):
             return self.soft(ins, fn, self.em(ctx), *operands, *consts, **kw)
         shapes = tuple(isinstance(x, tuple) for x in operands)
         key = (fn, consts, tuple(sorted(kw.items())), shapes)       # the function itself: names can repeat

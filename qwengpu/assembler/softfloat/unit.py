@@ -18,6 +18,15 @@ underflows; integer micro-ops do the rest:
   Z * 2^scale, Z a product of two floats strictly between q1 and its neighbour on X's side;
 * special operands: the unit's a*rc, rc a stand-in for 1/c (`_divisor32`), gives IEEE's a/c.
 
+A division by a divisor known in advance (the lowering hoists it: `FloatOps.unit_fast_divisor`) has a
+short path on the operands themselves (`fast_divisor`, `fast_check`, `fast_quotient`): with c's
+correctly rounded reciprocal yh hoisted, q0 = RN(a*yh), r = RN(a - c*q0), RN(q0 + r*yh) is a/c
+rounded to nearest (three unit ops); the directed modes also hoist the rest yl of 1/c
+(`fast_low`) and take q0 = RN(a*yh + RN(a*yl)), which is faithful, so that Markstein's step
+o(q0 + r*yh) rounds correctly (four unit ops). It holds where nothing overflows or underflows
+(`fast_check`: c's and a's exponents within `FAST_DIVISOR` and `FAST_SPAN`); elsewhere the
+lowering runs the sequence above.
+
 docs/softfloat.md ("Sequences on the float unit") has the error bound of each step and the
 correctness arguments; `unitcheck` runs the sequences against the interpreter on millions of
 operands (`python -m qwengpu.assembler.softfloat.unitcheck`).
@@ -38,6 +47,12 @@ RSQRT_SEED = 0x5F376400
 
 F32_HALF = 0x3F000000
 _RN = {"rnd": "rn"}
+
+#: the short division's range (unbiased exponents): the divisor's exponent within +-FAST_DIVISOR,
+#: the dividend's within +-FAST_SPAN of the divisor's (docs/softfloat.md, "Division by a divisor
+#: known in advance": every intermediate is then normal, or exact where it is not)
+FAST_DIVISOR = 40
+FAST_SPAN = 60
 
 
 def has_sequences(fpu_ops) -> bool:
@@ -146,6 +161,69 @@ def _quotient32(b, a, c, neg_b, y, c22, rc, c_special, mode, ftz, unit_dividend=
     return ftz_out32(b, res) if ftz else res
 
 
+def _recip_normal32(b, c):
+    """RN(1/c) for c normal with |c| in [2^-126, 2^126) (so that 1/c is normal): the division's
+    steps 1-6 (docs/softfloat.md) for the dividend 1.0, without its cases for zeros, infinities,
+    NaN, subnormals and overflow (garbage for other c; `tests/test_unit_sequences.py` checks every
+    significand)."""
+    big_b = (c & 0x7FFFFF) | F32_ONE
+    neg_b = big_b | S31
+    y0 = b.sub(DIV_SEED, big_b)                      # 1 - B*y0 = e, |e| < 2^-4.3
+    e = _ffma(b, neg_b, y0, F32_ONE)
+    t = _ffma(b, e, e, e)
+    y = _ffma(b, y0, t, y0)                          # |1 - B*y| < 2^-12.9
+    u23 = b.ltu(F32_ONE, big_b) << 23                # A = 2^u in [B, 2B): X = A/B in [1, 2)
+    big_a = F32_ONE + u23
+    q0 = y + u23                                     # A*y, exact
+    r0 = _ffma(b, neg_b, q0, big_a)
+    q1 = _ffma(b, r0, y, q0)                         # faithful
+    r1 = _ffma(b, neg_b, q1, big_a)                  # A - B*q1, exact
+    down = b.sar(r1, 31)
+    far = b.ltu(big_b - (24 << 23), r1 & ABS)        # beyond the midpoint
+    scale23 = b.sub(b.sub(127 << 23, c & F32_INF), u23)    # 1/|c| = X * 2^(127 - exponent field - u)
+    return (q1 + b.sub(far ^ down, down) + scale23) | (c & S31)
+
+
+def _fast_divisor32(b, c):
+    """What the short division by c needs, computed once: (yh, -c, lo, width) with yh = RN(1/c)
+    (`_recip_normal32`) and the dividend's window: a takes the short path iff
+    (a << 1) - lo <u width (`_fast_check32`), empty (width 0) unless c's exponent is within
+    +-FAST_DIVISOR. Out of that range yh is garbage the check never lets through. (The same with
+    .ftz: nothing inside the window is subnormal.)"""
+    yh = _recip_normal32(b, c)
+    c2 = c << 1                                      # (the exponent field at bit 24, no sign)
+    fits = b.ltu(b.sub(c2, (127 - FAST_DIVISOR) << 24), (2 * FAST_DIVISOR + 1) << 24)
+    lo = b.sub(c2, FAST_SPAN << 24)                  # a's exponent >= c's - FAST_SPAN
+    width = b.sel(fits, (2 * FAST_SPAN) << 24, 0)    # ... and <= c's + FAST_SPAN
+    return yh, c ^ S31, lo, width
+
+
+def _fast_low32(b, yh, neg_c):
+    """yl = RN((1 - c*yh) * yh), the rest of 1/c (1 - c*yh is exact: yh + yl = 1/c within 2^-46.9
+    relative), for the directed modes' short path."""
+    return b.fpu("FMUL", _ffma(b, neg_c, yh, F32_ONE), yh, **_RN)
+
+
+def _fast_check32(b, a, lo, width):
+    """0/1: a/c takes the short path (a finite, normal, its exponent in c's window)."""
+    return b.ltu(b.sub(a << 1, lo), width)
+
+
+def _fast_quotient32(b, a, yh, neg_c, mode, yl=None):
+    """a/c rounded in `mode` where `_fast_check32` holds (docs/softfloat.md has the proofs). rn:
+    q0 = RN(a*yh), r = RN(a - c*q0), RN(q0 + r*yh) (three unit ops; q0 may be 1.5 ulps off and r
+    inexact, the result is still right). rz, rm, rp need `yl`: q0 = RN(a*yh + RN(a*yl)) is
+    faithful, r = a - c*q0 exact, o(q0 + r*yh) = o(a/c) (Markstein); q0 = RN(a*yh) is not enough
+    there (x / x gives 1 - 2^-24 in rz for 15 % of divisors). No .ftz: every input and the result
+    are normal there, but r may be subnormal and must not be flushed."""
+    if mode == "rn":
+        q0 = b.fpu("FMUL", a, yh, **_RN)
+    else:
+        q0 = _ffma(b, a, yh, b.fpu("FMUL", a, yl, **_RN))
+    r = _ffma(b, neg_c, q0, a)
+    return b.fpu("FFMA", r, yh, q0, rnd=mode)
+
+
 def _div_unit32(b, a, c, mode, ftz, unit_dividend=False):
     return _quotient32(b, a, c, *_divisor32(b, c, ftz), mode, ftz, unit_dividend)
 
@@ -208,6 +286,46 @@ def quotient(em, a, c, neg_b, y, c22, rc, c_special, rnd="rn", ftz=False):
     """`div`'s result from the parts `divisor(em, c, ftz)` returns."""
     mode = check_mode(rnd, FROUND, "div.f32")
     return routine(em, lambda bl, *x: _quotient32(bl, *x, mode, ftz), a, c, neg_b, y, c22, rc, c_special)
+
+
+def fast_divisor(em, c):
+    """The short division's part of the divisor c (`_fast_divisor32`): (yh, -c, lo, width), the
+    same with or without .ftz."""
+    return routine(em, _fast_divisor32, c)
+
+
+def fast_low(em, yh, neg_c):
+    """yl for the directed modes' short path (`_fast_low32`), from `fast_divisor(c)`'s yh, -c."""
+    return routine(em, _fast_low32, yh, neg_c)
+
+
+def fast_check(em, a, lo, width):
+    """0/1: a / c takes the short path (`_fast_check32`), from `fast_divisor(c)`'s lo and width."""
+    return routine(em, _fast_check32, a, lo, width)
+
+
+def fast_quotient(em, a, yh, neg_c, rnd="rn", yl=None):
+    """a / c in mode `rnd` where `fast_check` holds (.ftz or not: the same there), from
+    `fast_divisor(c)`'s yh and -c, and `fast_low`'s yl for rz, rm, rp."""
+    mode = check_mode(rnd, FROUND, "div.f32")
+    if mode == "rn":
+        return routine(em, lambda bl, *x: _fast_quotient32(bl, *x, mode), a, yh, neg_c)
+    if yl is None:
+        raise ValueError(f"the short division in mode {mode} needs yl (`fast_low`)")
+    return routine(em, lambda bl, a, yh, neg_c, yl: _fast_quotient32(bl, a, yh, neg_c, mode, yl), a, yh, neg_c, yl)
+
+
+def fast_div(em, a, c, rnd="rn", ftz=False):
+    """div.rnd{.ftz}.f32 as the lowering builds it for a hoisted divisor, straight-line: the
+    short path where `fast_check` holds, else `div` (a model for tests and `unitcheck`)."""
+    mode = check_mode(rnd, FROUND, "div.f32")
+
+    def build(bl, a, c):
+        yh, neg_c, lo, width = _fast_divisor32(bl, c)
+        yl = None if mode == "rn" else _fast_low32(bl, yh, neg_c)
+        full = _div_unit32(bl, a, c, mode, ftz)
+        return bl.sel(_fast_check32(bl, a, lo, width), _fast_quotient32(bl, a, yh, neg_c, mode, yl), full)
+    return routine(em, build, a, c)
 
 
 def sqrt(em, a, rnd="rn", ftz=False):

@@ -6,9 +6,11 @@ built once and run on numpy lanes (`emit.Recorder.evaluate_lanes`: the ALU's sem
 from __future__ import annotations
 
 from .builder import FROUND, S31
-from .unit import div, rcp, sqrt
+from .unit import FAST_DIVISOR, FAST_SPAN, div, fast_div, rcp, sqrt
 
-SEQUENCES = {"div": (div, 2), "rcp": (rcp, 1), "sqrt": (sqrt, 1)}
+#: op -> (sequence, inputs); `fastdiv` is the division by a hoisted divisor (its short path where
+#: it holds, else `div`), built as one straight-line model of what the lowering emits
+SEQUENCES = {"div": (div, 2), "rcp": (rcp, 1), "sqrt": (sqrt, 1), "fastdiv": (fast_div, 2)}
 
 
 def run_lanes(op: str, rnd: str, ftz: bool, *operands):
@@ -25,7 +27,7 @@ def run_lanes(op: str, rnd: str, ftz: bool, *operands):
 def reference(op: str, rnd: str, ftz: bool, *operands):
     """The interpreter's result (`qwengpu.semantics.floats`)."""
     from qwengpu.semantics import floats as F
-    fn = {"div": F.fdiv, "rcp": F.frcp, "sqrt": F.fsqrt}[op]
+    fn = {"div": F.fdiv, "rcp": F.frcp, "sqrt": F.fsqrt, "fastdiv": F.fdiv}[op]
     return fn(*operands, width=32, rnd=rnd, ftz=ftz).astype("uint64")
 
 
@@ -50,6 +52,8 @@ def hard_operands(op: str, n: int, rng):
     def sig(k, width):           # odd integers of exactly `width` bits
         return (rng.integers(0, 1 << (width - 1), k, dtype=np.uint64) | np.uint64(1 << (width - 1))) | np.uint64(1)
 
+    if op == "fastdiv":
+        return _fast_operands(n, rng)
     k = n // 8
     specials = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FFFFFFF, 0xFFC00001, 1, 0x80000001,
                          0x7FFFFF, 0x800000, 0x7F7FFFFF, 0x3F800000, 0xBF800000, 0x00400000], dtype=np.uint64)
@@ -96,7 +100,42 @@ def hard_operands(op: str, n: int, rng):
     return (np.concatenate([x, bits(max(0, n - len(x)))])[:n],)
 
 
-def check(n: int = 1_000_000, seed: int = 1, ops=("div", "rcp", "sqrt"), out=print) -> int:
+def _fast_operands(n: int, rng):
+    """Operands for the short division: `div`'s hard operands (half of them), and the same
+    significands and signs moved into the short path's window -- the divisor's exponent within
+    +-(FAST_DIVISOR + 1), the dividend's within +-(FAST_SPAN + 1) of it, the window's edges
+    (both sides) often -- which keeps a == b, exact quotients, powers-of-two divisors and
+    near-midpoint quotients as they were; and the significand pairs the rn proof checks apart."""
+    import numpy as np
+    half = n // 2
+    a0, b0 = hard_operands("div", n - half, rng)
+    a1, b1 = hard_operands("div", half, rng)
+    frac = np.uint64(0x807FFFFF)
+    edge_b = rng.choice([-FAST_DIVISOR - 1, -FAST_DIVISOR, FAST_DIVISOR, FAST_DIVISOR + 1], half)
+    eb = np.where(rng.random(half) < 0.25, edge_b, rng.integers(-FAST_DIVISOR, FAST_DIVISOR + 1, half))
+    edge_d = rng.choice([-FAST_SPAN - 1, -FAST_SPAN, FAST_SPAN, FAST_SPAN + 1], half)
+    keep = (a1 >> np.uint64(23) & np.uint64(0xFF)).astype(np.int64) - (b1 >> np.uint64(23) & np.uint64(0xFF)).astype(np.int64)
+    d = np.where(rng.random(half) < 0.25, edge_d, np.where(np.abs(keep) <= FAST_SPAN, keep,
+                                                            rng.integers(-FAST_SPAN, FAST_SPAN + 1, half)))
+    ea = np.clip(eb + d + 127, 1, 254).astype(np.uint64)
+    b1 = b1 & frac | ((eb + 127).astype(np.uint64) << np.uint64(23))
+    a1 = a1 & frac | (ea << np.uint64(23))
+    # the significand pairs the rn proof leaves to a check (docs/softfloat.md): (1, 2 - u),
+    # (2 - 3u, 2 - 2u), (2 - 3u, 2 - u), (2 - 2u, 2 - u), and the largest significands, at random
+    # exponents and signs in the window
+    pairs = np.array([(0, 0x7FFFFF), (0x7FFFFD, 0x7FFFFE), (0x7FFFFD, 0x7FFFFF), (0x7FFFFE, 0x7FFFFF),
+                      (0x7FFFFF, 0x7FFFFF), (0x7FFFFC, 0x7FFFFF), (0x7FFFFF, 0x7FFFFE)], dtype=np.uint64)
+    m = min(half, 64 * len(pairs))
+    pick = pairs[np.arange(m) % len(pairs)]
+    eb = rng.integers(-FAST_DIVISOR, FAST_DIVISOR + 1, m)
+    ea = eb + rng.integers(-FAST_SPAN, FAST_SPAN + 1, m)
+    signs = rng.integers(0, 4, m).astype(np.uint64)
+    a1[:m] = pick[:, 0] | ((ea + 127).astype(np.uint64) << np.uint64(23)) | (signs & np.uint64(1)) << np.uint64(31)
+    b1[:m] = pick[:, 1] | ((eb + 127).astype(np.uint64) << np.uint64(23)) | (signs >> np.uint64(1)) << np.uint64(31)
+    return np.concatenate([a0, a1]), np.concatenate([b0, b1])
+
+
+def check(n: int = 1_000_000, seed: int = 1, ops=("div", "rcp", "sqrt", "fastdiv"), out=print) -> int:
     """Every sequence in every rounding mode, with and without .ftz, on n operand tuples each
     (`hard_operands`) against the interpreter. Returns the number of mismatches (0)."""
     import numpy as np
@@ -122,6 +161,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description="check the float unit's div/rcp/sqrt sequences against the interpreter")
     ap.add_argument("-n", type=int, default=1_000_000, help="operand tuples per operation, mode and .ftz")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--ops", nargs="*", default=["div", "rcp", "sqrt"])
+    ap.add_argument("--ops", nargs="*", default=["div", "rcp", "sqrt", "fastdiv"])
     args = ap.parse_args()
     sys.exit(1 if check(args.n, args.seed, tuple(args.ops)) else 0)
