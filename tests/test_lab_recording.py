@@ -119,3 +119,22 @@ def test_the_slot_decoder_reads_as_decode_words():
                          ("written", want[1].any()), ("empty", not want[1].all())):
             seen[key] = seen.get(key, False) or bool(hit)
     assert all(seen.values()), seen
+
+
+def test_prefault_keeps_an_arrays_contents():
+    """`recorder.prefault` asks the system for an array's pages (the taps' tables ahead of their
+    filling): what the array holds is unchanged, written rows and untouched zeros alike, and a
+    view that is not whole pages is handled (its whole pages only)."""
+    import sys
+    big = np.zeros((4096, 22, 80), np.float32)
+    big[:7] = np.arange(7 * 22 * 80, dtype=np.float32).reshape(7, 22, 80)
+    before = big.copy()
+    assert recorder.prefault(big[3:2000]) is (sys.platform == "linux")
+    assert recorder.prefault(big[5:5]) is False
+    assert np.array_equal(big, before)
+    rows = recorder._Rows((22, 80))
+    for n in (64, 64, 1, 700, 64):                 # the pages of later rows asked for on another thread
+        block = rows.add(n)
+        assert not block.any()
+        block[:] = 1
+    assert rows.table().shape == (893, 22, 80) and rows.table().all()

@@ -294,11 +294,15 @@ def _capture_taps(cg, qu, kn, mixed, nq, nk, nzq, nzk, beta, decay, y, C, hk, hv
 def _tap_head(cg, f, a, x, lo, n, first, count):
     """Key head a's row x[lo:lo + n] (a query or a key, `count` non-zero entries, the first at
     `first`): its top entry's index and value and its sum of squares into cg[f:f + 3, a]. A row with
-    one positive entry (the machine's keys and queries) is read from it; any other by numpy's
-    reductions over the whole row."""
+    one positive entry (the machine's keys and queries) or none (all zeros: a prompt's) is read
+    from it; any other by numpy's reductions over the whole row."""
     if count == 1 and x[lo + first] > 0:
         i = first
         v = x[lo + i]
+        sq = v * v
+    elif count == 0:                  # every entry a zero: argmax's first, squares 0 (a prompt's rows)
+        i = 0
+        v = x[lo]
         sq = v * v
     else:
         i = _argmax(x, lo, n)
