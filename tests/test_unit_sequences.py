@@ -178,7 +178,7 @@ def test_lowering_uses_the_sequences_only_on_a_unit_with_ffma():
 
 
 def test_divisions_by_one_register_share_its_reciprocal_until_it_is_written():
-    """The first two divisions by %f2 share its hoisted part (`FloatOps.unit_fast_divisor`: the
+    """The first two divisions by %f2 share its hoisted part (`FastDivisionOps.unit_fast_divisor`: the
     reciprocal of a normal divisor, `_recip_normal32`, once) and take the short path (3 unit ops each in
     rn; one shared copy of the whole division for lanes out of its window); after %f2 is
     written the third, the last by it, is the sequence again (`unit_divisor`), and every result
@@ -316,7 +316,7 @@ def test_short_division_unit_ops(rnd):
 
 @pytest.mark.parametrize("form", [f"div.{r}{f}.f32" for r in MODES for f in ("", ".ftz")] + ["div.full.f32"])
 def test_divisions_by_a_hoisted_divisor_on_the_simulator(form):
-    """Three divisions by %f2 (the first hoists it: `FloatOps.unit_fast_divisor`), on 16 lanes whose
+    """Three divisions by %f2 (the first hoists it: `FastDivisionOps.unit_fast_divisor`), on 16 lanes whose
     operands are in the window, out of it (subnormal, huge, zero, infinite, NaN) or mixed within
     the warp (both paths run), against the interpreter."""
     body = (f"{form} %f3, %f1, %f2;\n{form} %f4, %f3, %f2;\nadd.rn.f32 %f5, %f4, %f1;\n"
@@ -431,7 +431,7 @@ def test_an_immediate_divisor_is_folded():
     (zero, infinity, NaN, subnormal, |c| >= 2^41) the sequence stays."""
     from qwengpu import load_program
     from qwengpu.assembler import assemble
-    from qwengpu.assembler.lower.floats import constant_fast_divisor
+    from qwengpu.assembler.lower.fastdiv import constant_fast_divisor
     from qwengpu.launch import LaunchSpec
     from qwengpu.semantics import floats as F
     three = 0x40400000

@@ -19,6 +19,7 @@ from .calls import CallOps
 from .compare import CompareOps
 from .control import ControlOps
 from .core import AssemblerError, Block, LowererCore, MicroProgram
+from .fastdiv import FastDivisionOps
 from .floats import FloatOps
 from .integer import IntegerOps
 from .memory_ops import MemoryOps
@@ -29,7 +30,7 @@ from .warp import WarpOps
 __all__ = ["AssemblerError", "Block", "MicroProgram", "Lowerer", "lower"]
 
 
-class Lowerer(LowererCore, CallOps, SharedRoutineOps, IntegerOps, CompareOps, MoveOps, MemoryOps, FloatOps, ControlOps, WarpOps):
+class Lowerer(LowererCore, CallOps, SharedRoutineOps, IntegerOps, CompareOps, MoveOps, MemoryOps, FloatOps, FastDivisionOps, ControlOps, WarpOps):
     """PTX instructions of one kernel (device functions inlined) -> micro-ops in basic blocks."""
 
 

@@ -56,7 +56,7 @@ class SharedRoutineOps:
     def shared_call(self, ctx, ins, fn, operands: tuple, consts: tuple = (), **kw):
         """A call to the shared copy of fn(em, *operands, *consts, **kw) (inlined where an operand
         is immediate): what `routine` does short of ROM, and what a rarely taken path uses
-        anyway (`FloatOps.unit_fast_division`'s full division)."""
+        anyway (`FastDivisionOps.unit_fast_division`'s full division)."""
         if any(_is_immediate(x) for x in operands):
             return self.soft(ins, fn, self.em(ctx), *operands, *consts, **kw)
         shapes = tuple(isinstance(x, tuple) for x in operands)

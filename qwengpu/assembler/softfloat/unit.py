@@ -18,7 +18,7 @@ underflows; integer micro-ops do the rest:
   Z * 2^scale, Z a product of two floats strictly between q1 and its neighbour on X's side;
 * special operands: the unit's a*rc, rc a stand-in for 1/c (`_divisor32`), gives IEEE's a/c.
 
-A division by a divisor known in advance (the lowering hoists it: `FloatOps.unit_fast_divisor`) has a
+A division by a divisor known in advance (the lowering hoists it: `FastDivisionOps.unit_fast_divisor`) has a
 short path on the operands themselves (`fast_divisor`, `fast_check`, `fast_quotient`): with c's
 correctly rounded reciprocal yh hoisted, q0 = RN(a*yh), r = RN(a - c*q0), RN(q0 + r*yh) is a/c
 rounded to nearest (three unit ops); the directed modes also hoist the rest yl of 1/c
