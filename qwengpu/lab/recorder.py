@@ -64,7 +64,7 @@ import numpy as np
 import qwengpu
 from qwengpu.assembler import assemble
 from qwengpu.compiler.memory import VALUE_L, Z_ON
-from qwengpu.compiler.placement import WRITTEN_FRACTION, MemoryPlacement, decode_words, words_of
+from qwengpu.compiler.placement import WRITTEN_FRACTION, MemoryPlacement, words_of
 from qwengpu.semantics.faults import ExecutionFault
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import BUILTIN
@@ -720,8 +720,11 @@ class _PassRecorder:
         of the rows the pass moved (`_moved_rows`: every other row is as the previous pass left it,
         to ROW_EPS). Returns what it read: True (every slot), the slots (sorted), or False (none:
         all is as the previous pass left it)."""
+        decoder = self.decoders.get(name)
+        if decoder is None:
+            decoder = self.decoders[name] = _SlotDecoder(info)
         if slots is None or name not in self.slot_margin:
-            vals, written, margin = decode_words(raws, info, per_slot=True)
+            vals, written, margin = decoder(raws, np.arange(info.slots))       # `decode_words` of every slot
             self.slot_margin[name] = margin
             if name in self.decoded:
                 self.words[name] = (vals, written)
@@ -729,9 +732,6 @@ class _PassRecorder:
         if not slots:
             return False
         slots = sorted(slots)
-        decoder = self.decoders.get(name)
-        if decoder is None:
-            decoder = self.decoders[name] = _SlotDecoder(info)
         vals, written, margin = decoder(raws, slots)
         self.slot_margin[name][slots] = margin
         if name in self.decoded:
