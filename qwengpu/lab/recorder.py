@@ -220,11 +220,12 @@ class _Rows:
     """Rows of one shape added a few at a time (a chunk of tokens, or one), in one array that
     doubles when full: no list of small arrays to join at every view. `table()` is a view of the
     rows so far; a row once filled is never written again (a view taken while recording stays
-    true after the array grows: it keeps the old one). The first array has room for `RESERVED_ROWS`:
-    np.zeros takes its pages from the system untouched, so only the rows filled cost memory. Those
-    pages are asked for ahead of the rows being filled (half as many rows as are filled, up to
-    `PREFAULT_ROWS`) on another thread (`prefault`): a first write to a page costs a fault, and the faults of gcd's taps tables
-    (~30 MB) cost ~0.1 s, ~3% of its recording, on the thread that runs the model."""
+    true after the array grows: it keeps the old one). The first array has room for
+    `RESERVED_ROWS`: np.zeros takes its pages from the system untouched, so only the rows filled
+    cost memory. Those pages are asked for ahead of the rows being filled (half as many rows as
+    are filled, up to `PREFAULT_ROWS`) on another thread (`prefault`): a first write to a page
+    costs a fault, and the faults of gcd's taps tables (~30 MB) cost ~0.1 s, ~3% of its
+    recording, on the thread that runs the model."""
 
     def __init__(self, shape: tuple):
         self.data = np.zeros((0, *shape), np.float32)
