@@ -296,18 +296,14 @@ def _tap_head(cg, f, a, x, lo, n, first, count):
     `first`): its top entry's index and value and its sum of squares into cg[f:f + 3, a]. A row with
     one positive entry (the machine's keys and queries) or none (all zeros: a prompt's) is read
     from it; any other by numpy's reductions over the whole row."""
-    if count == 1 and x[lo + first] > 0:
-        i = first
+    if count == 0 or (count == 1 and x[lo + first] > 0):
+        i = first if count else 0     # all zeros: argmax's first entry
         v = x[lo + i]
-        sq = v * v
-    elif count == 0:                  # every entry a zero: argmax's first, squares 0 (a prompt's rows)
-        i = 0
-        v = x[lo]
         sq = v * v
     else:
         i = _argmax(x, lo, n)
         v = x[lo + i]
-        sq = v * v if count == 0 else _pairwise_squares(x, lo, n)
+        sq = _pairwise_squares(x, lo, n)
     cg[f, a] = F32(i)
     cg[f + 1, a] = v
     cg[f + 2, a] = sq

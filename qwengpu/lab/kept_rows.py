@@ -11,7 +11,7 @@ class RowLog:
     """The recurrent states of every GDN layer [G, hv, dk, dv] as the recorder last saw them, kept as
     rows: the state after the prompt by its non-zero rows, then every row a pass moved, as moved. It
     holds what a copy of the states kept up to date would hold, without copying them (a copy of
-    the ~130 MB costs more than a pass). Rows are compared by their bits: a -0.0 is kept."""
+    the ~230 MB costs more than a pass). Rows are compared by their bits: a -0.0 is kept."""
 
     def __init__(self, stacked: np.ndarray, touched: np.ndarray | None = None):
         """`touched` [G, hv, dk] bool: the rows the compiled loop wrote since the states were made

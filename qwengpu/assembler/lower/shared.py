@@ -49,7 +49,7 @@ class SharedRoutineOps:
 
     def routine(self, ctx, ins, fn, operands: tuple, consts: tuple = (), **kw):
         """fn(em, *operands, *consts, **kw): inlined, or a call to the shared copy."""
-        if not self.share_routines or any(_is_immediate(x) for x in operands):
+        if not self.share_routines:
             return self.soft(ins, fn, self.em(ctx), *operands, *consts, **kw)
         return self.shared_call(ctx, ins, fn, operands, consts, **kw)
 
