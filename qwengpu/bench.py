@@ -38,17 +38,23 @@ def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print, re
     """One row per kernel on one engine (kernels the machine cannot assemble are listed, not timed).
     `record(module, spec, engine=, machine=)` (the model engines): the launch also recorded by it,
     timed (the CLI passes the lab's `trace_launch`: taps, decoding, the interpreter's trace and the
-    checks included; the lab sits above this module)."""
+    checks included; the lab sits above this module), each recording right after a bare run, so
+    that both see the machine in the same state (its speed drifts by tens of percent over a
+    minute on a shared VM), the best of each kept."""
     from .api import load_program, run
     opts = _machine_for(engine, options)
-    if engine in MODEL_ENGINES and kernels:       # load the engine's compiled code before timing
+    recording = record is not None and engine in MODEL_ENGINES
+    if engine in MODEL_ENGINES and kernels:       # load the engine's (and the recorder's) compiled code before timing
         from . import suite
-        run(suite.get("dot").ptx(), suite.get("dot").spec(), engine=engine, **opts)
+        warm = (suite.get("dot").ptx(), suite.get("dot").spec())
+        run(*warm, engine=engine, **opts)
+        if recording:
+            record(*warm, engine=engine, machine=opts["machine"])
     rows = []
     for k in kernels:
         module, spec = load_program(k.ptx()), k.spec()
         work = run(module, spec, engine="interp").lane_instructions
-        best = cpu = res = None
+        best = cpu = res = rec = None
         try:
             for _ in range(max(1, repeat)):
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -56,17 +62,15 @@ def bench_engine(engine: str, kernels, repeat: int, options: dict, out=print, re
                 dt, dc = time.perf_counter() - t0, time.process_time() - c0
                 if best is None or dt < best:
                     best, cpu = dt, dc
+                if recording:
+                    took = _timed(lambda: record(module, spec, engine=engine, machine=opts["machine"]))
+                    rec = took if rec is None else min(rec, took)
         except AssemblerError as e:               # the machine refuses it (`qwengpu verify` says why)
             out(f"{k.name:<26} {engine}: not supported by the machine: {str(e).splitlines()[0][:70]}")
             continue
         tok = res.tokens
         passes = (tok + len(res.extra["prompt"])) if tok is not None else None
-        if record is not None and engine in MODEL_ENGINES:
-            rec = min(_timed(lambda: record(module, spec, engine=engine, machine=opts["machine"]))
-                      for _ in range(max(1, repeat)))
-            recorded = {"record_seconds": rec, "record_passes_per_s": passes / rec if passes else None}
-        else:
-            recorded = {}
+        recorded = {"record_seconds": rec, "record_passes_per_s": passes / rec if passes else None} if recording else {}
         rows.append({**recorded, "kernel": k.name, "engine": engine, "steps": res.steps, "lane_instructions": work,
                      "tokens": tok, "passes": passes, "seconds": best, "cpu_seconds": cpu,
                      "lane_instructions_per_s": work / best,

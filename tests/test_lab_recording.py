@@ -12,7 +12,7 @@ from qwengpu import suite
 from qwengpu.compiler.placement import decode_words
 from qwengpu.engines import kernels
 from qwengpu.engines.compact import CompactEngine
-from qwengpu.lab import recorder, trace_launch
+from qwengpu.lab import buffers, recorder, trace_launch
 from qwengpu.lab.payload import (attention_payload, gdn_payload, layer_attention_payload, machine_gdn_bytes,
                                  machine_snapshot_payload)
 from qwengpu.machine.config import COMPACT, COMPACT_FPU
@@ -121,20 +121,147 @@ def test_the_slot_decoder_reads_as_decode_words():
     assert all(seen.values()), seen
 
 
+def _random_rails(rng, shape):
+    """States of rails around both decision levels, NaNs and infinities among them, some slots
+    never written (all zeros)."""
+    from qwengpu.compiler.memory import VALUE_L
+    x = rng.choice(np.float32([0, VALUE_L, VALUE_L / 2, VALUE_L / 4, -VALUE_L, 1e-16, np.nan, np.inf]), shape,
+                   p=[0.3, 0.3, 0.15, 0.1, 0.1, 0.047, 0.002, 0.001])
+    x = (x + rng.normal(0, 0.01, shape).astype(np.float32) * (rng.random(shape) < 0.5)).astype(np.float32)
+    x[..., rng.random(shape[-2]) < 0.3, :] = 0
+    return x
+
+
+def test_the_marked_slots_read_as_decode_words():
+    """Every memory's marked slots read in one compiled call (`MarkedSlots`, as the recorder reads
+    the compact engine's states after each pass), twice on changing states: each memory's values,
+    written flags and per-slot margins as decode_words gives them for every slot (those not read
+    the second time as the first read left them), its smallest margin as numpy's min (NaN where
+    one is), the slots listed sorted and unmarked."""
+    from qwengpu.lab.kept_rows import TakenRows
+    from qwengpu.lab.marked_slots import MarkedSlots
+    machine = load_machine(COMPACT_FPU, progress=False)
+    placements = {n: machine.placements[n] for n in ("mem", "reg.emit", "lanes", "ctl")}
+    layers = sorted({L for info in placements.values() for L in info.layers})
+    rng = np.random.default_rng(11)
+    stacked = _random_rails(rng, (len(layers), 80, 512, 64))
+    states = dict(zip(layers, stacked))
+    taken = TakenRows(stacked.shape, layers, placements, {})
+    marked = MarkedSlots(taken, placements, layers)
+    marked.mark_all()
+    first = marked.read(stacked)
+    assert [n for n, _ in first] == list(placements)
+    expect = {}
+    for name, info in placements.items():
+        expect[name] = list(decode_words(states, info, slots=list(range(info.slots)), per_slot=True))
+    stacked[:, :, rng.random(512) < 0.5] = _random_rails(rng, (len(layers), 80, 512, 64))[:, :, :1]    # rows change
+    states = dict(zip(layers, stacked))
+    again = {"mem": sorted(rng.choice(placements["mem"].slots, 40, replace=False).tolist()), "ctl": [0]}
+    for name, slots in again.items():
+        m = taken.names.index(name)
+        for s_ in reversed(slots):                   # listed out of order, as the compiled loop lists them
+            taken.slot_marks[m, s_] = True
+            taken.marked[m, taken.marked_n[m]] = s_
+            taken.marked_n[m] += 1
+        now = decode_words(states, placements[name], slots=slots, per_slot=True)
+        for part, new in zip(expect[name], now):
+            part[..., slots] = new
+    assert marked.read(stacked) == [(n, again[n]) for n in placements if n in again]
+    assert not taken.slot_marks.any() and not taken.marked_n.any()
+    seen = set()
+    for m, name in enumerate(taken.names):
+        vals, written = marked.words(m)
+        for got, want in zip((vals, written, marked.slot_margin(m)), expect[name]):
+            assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), name
+        low = expect[name][2].min(initial=np.inf)
+        assert np.array_equal(marked.lowest[m], low, equal_nan=True), name
+        seen |= {"nan" if np.isnan(low) else "number"}
+    assert seen == {"nan", "number"}
+
+
+def test_the_touched_rows_are_marked_as_numpy_marks_them():
+    """`compiled.mark_touched` (the rows some tokens' updates wrote: one row, several or a decay:
+    all of the head's) against the numpy indexing it replaces."""
+    from qwengpu.lab.compiled import mark_touched
+    rng = np.random.default_rng(3)
+    wrow = rng.choice(np.float32([-2, -1, 0, 3, 7, 9]), (3, 5, 6), p=[0.04, 0.6, 0.09, 0.09, 0.09, 0.09])
+    decay = rng.choice(np.float32([0, -0.5]), (3, 5, 6), p=[0.95, 0.05])
+    got = np.zeros((5, 6, 10), np.bool_)
+    mark_touched(wrow, decay, got)
+    want = np.zeros_like(got)
+    w = wrow.astype(np.int64)
+    t, g, h = np.nonzero(w >= 0)
+    want[g, h, w[t, g, h]] = True
+    g, h = np.nonzero(((w == -2) | (decay != 0)).any(0))
+    want[g, h] = True
+    assert np.array_equal(got, want)
+    assert want.all(-1).any() and want.any(-1).any() and not want.any(-1).all()   # heads all, some, none
+
+
+def test_a_passes_rows_split_by_layer():
+    """`PassRows`: the moved rows of a pass as the compiled loop wrote them (layer index, head, row),
+    read as one entry per GDN layer in order; none moved: no entries."""
+    from qwengpu.lab.kept_rows import PassRows
+    at = np.array([[0, 1, 5], [0, 3, 2], [2, 0, 7]], np.int64)
+    old, new = np.arange(6.0).reshape(3, 2), -np.arange(6.0).reshape(3, 2)
+    rows = PassRows([10, 12, 14], at, old, new)
+    assert len(rows) == 2 and [e[0] for e in rows] == [10, 14]
+    L, hh, rr, o, n = rows[0]
+    assert hh.tolist() == [1, 3] and rr.tolist() == [5, 2] and np.array_equal(o, old[:2]) and np.array_equal(n, new[:2])
+    assert rows[1][1].tolist() == [0] and rows[1][2].tolist() == [7]
+    assert len(PassRows([10], at[:0], old[:0], new[:0])) == 0
+
+
 def test_prefault_keeps_an_arrays_contents():
-    """`recorder.prefault` asks the system for an array's pages (the taps' tables ahead of their
+    """`buffers.prefault` asks the system for an array's pages (the taps' tables ahead of their
     filling): what the array holds is unchanged, written rows and untouched zeros alike, and a
     view that is not whole pages is handled (its whole pages only)."""
     import sys
     big = np.zeros((4096, 22, 80), np.float32)
     big[:7] = np.arange(7 * 22 * 80, dtype=np.float32).reshape(7, 22, 80)
     before = big.copy()
-    assert recorder.prefault(big[3:2000]) is (sys.platform == "linux")
-    assert recorder.prefault(big[5:5]) is False
+    assert buffers.prefault(big[3:2000]) is (sys.platform == "linux")
+    assert buffers.prefault(big[5:5]) is False
     assert np.array_equal(big, before)
-    rows = recorder._Rows((22, 80))
+    rows = buffers.Rows((22, 80))
     for n in (64, 64, 1, 700, 64):                 # the pages of later rows asked for on another thread
         block = rows.add(n)
         assert not block.any()
         block[:] = 1
     assert rows.table().shape == (893, 22, 80) and rows.table().all()
+
+
+def test_capture_buffers_are_kept_for_the_next_recording():
+    """`buffers.reused_buffer` gives a finished recording's buffer of the same shape back (two kept
+    at most per shape), else a new one."""
+    shape = (3, 5, 7)
+    first = buffers.reused_buffer(shape)
+    assert first.shape == shape and first.dtype == np.float32
+    buffers.give_back_buffer(first)
+    assert buffers.reused_buffer(shape) is first
+    made = [buffers.reused_buffer(shape) for _ in range(3)]
+    for buf in made:
+        buffers.give_back_buffer(buf)
+    again = [buffers.reused_buffer(shape) for _ in range(3)]
+    assert sum(any(a is b for b in made) for a in again) == 2
+    assert buffers.reused_buffer((3, 5)).shape == (3, 5)
+
+
+def test_a_recording_leaves_the_collector_as_it_found_it():
+    """A recording freezes the objects alive at its start for the collector (`gc.freeze`) and
+    unfreezes them after; objects someone else froze before stay frozen."""
+    import gc
+    machine = load_machine(COMPACT, progress=False)
+    k = suite.get("dot")
+    assert gc.get_freeze_count() == 0
+    during = []
+    trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine,
+                 on_token=lambda i, text, state: during.append(gc.get_freeze_count()))
+    assert gc.get_freeze_count() == 0 and min(during) > 1000
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -1,7 +1,8 @@
 """The recorder's compiled loops (`qwengpu.lab.recorder`), in their own module so that importing
 the lab does not import numba: the comparison of a pass's changed rows with the rows kept
-(`take_moved_rows`) and the reading of a memory's moved slots (`read_block`), each the numpy code it
-replaces value for value (`tests/test_lab_recording.py`)."""
+(`take_moved_rows`), the reading of a memory's slots (`read_block`) and of every memory's marked
+slots at once (`read_marked`), and the rows the compiled loop wrote (`mark_touched`), each the numpy
+code it replaces value for value (`tests/test_lab_recording.py`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ from qwengpu.engines.floats import njit
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, decayed, every, out_at, out_old,
-                    out_new, piece_start, piece_mem, piece_s0, piece_n, slot_marks, mem_hit):
+                    out_new, piece_start, piece_mem, piece_s0, piece_n, slot_marks, marked, marked_n):
     """The rows a pass moved, taken in one compiled loop: for every value head h of GDN layer g (in
     that order), whether its row r = rows[g, h] of `stacked` [G, hv, dk, dv] moved from the row
     kept for it (`kept_rows.RowLog`: values[row_at[g, h, r]], row 0 of `values` zeros for a row not
@@ -22,8 +23,9 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, d
     values) and kept (a row not kept yet takes values[count], count + 1; `values` must have room
     for G * hv more), and the slots it holds of each memory are marked: for each piece p of (g, h)
     (`piece_start[g * hv + h]` .. the next: memory piece_mem[p], its first slot piece_s0[p], its
-    rows piece_n[p]; `MemoryPlacement.slots_of_rows`) slot_marks[memory, s0 + r] and mem_hit[memory].
-    Returns (rows moved, count).
+    rows piece_n[p]; `MemoryPlacement.slots_of_rows`) slot_marks[memory, s0 + r], and a slot not
+    marked yet is listed: marked[memory, marked_n[memory]], marked_n[memory] + 1 (`read_marked`
+    reads and unmarks them). Returns (rows moved, count).
 
     Only rows marked in `dirty` [G, hv, dk] are compared (then unmarked): this pass's marks come
     from the compiled loop (`written` [G, hv]: the row its update moved, -1 none, -2 several: all
@@ -69,8 +71,12 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, d
             values[k, :] = new
             for p in range(piece_start[g * hv + h], piece_start[g * hv + h + 1]):
                 if r < piece_n[p]:
-                    slot_marks[piece_mem[p], piece_s0[p] + r] = True
-                    mem_hit[piece_mem[p]] = True
+                    m = piece_mem[p]
+                    s = piece_s0[p] + r
+                    if not slot_marks[m, s]:
+                        slot_marks[m, s] = True
+                        marked[m, marked_n[m]] = s
+                        marked_n[m] += 1
             n += 1
     return n, count
 
@@ -119,3 +125,92 @@ def read_block(S, heads, fields, s0, n, w, want, vals, written, margin, level, w
             written[c] = True
         m = margin[c]
         margin[c] = np.nan if (low_nan or m != m) else min(m, low)
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def read_marked(stacked, marked, marked_n, slot_marks, mem_blocks, blk_g, blk_w, blk_s0, blk_n, blk_heads_at, blk_heads,
+                blk_fields, col0, slots, vals, written, margin, lowest, level, written_level):
+    """Every memory's marked slots (`take_moved_rows`: marked[m, :marked_n[m]]) read from the states
+    `stacked` [G, hv, dk, dv] as `read_block` reads them, all memories in one call: memory m's blocks
+    mem_blocks[m] .. mem_blocks[m + 1] (each `MemoryPlacement.blocks` entry: GDN layer index blk_g,
+    width blk_w, first slot blk_s0, slots blk_n, its (value head, field) pairs blk_heads_at[b] ..
+    blk_heads_at[b + 1] of blk_heads and blk_fields); a slot s of memory m is column col0[m] + s of
+    vals [fields, columns] (uint64), written and margin, rewritten from zeros, False and inf. Each
+    listed memory's marked slots are sorted in place, unmarked in slot_marks, and its smallest
+    margin over its `slots[m]` slots put in lowest[m] (NaN if one is NaN: numpy's min)."""
+    half = level / 2
+    for m in range(marked_n.shape[0]):
+        k = marked_n[m]
+        if k == 0:
+            continue
+        marked[m, :k] = np.sort(marked[m, :k])
+        for c in range(k):
+            s = marked[m, c]
+            slot_marks[m, s] = False
+            col = col0[m] + s
+            vals[:, col] = 0
+            any_written = False
+            low_all = np.inf
+            nan_all = False
+            for b in range(mem_blocks[m], mem_blocks[m + 1]):
+                r = s - blk_s0[b]
+                if r < 0 or r >= blk_n[b]:
+                    continue
+                S = stacked[blk_g[b]]
+                w = blk_w[b]
+                low = np.inf
+                low_nan = False
+                for kk in range(blk_heads_at[b], blk_heads_at[b + 1]):
+                    row = S[blk_heads[kk], r]
+                    word = np.uint64(0)
+                    top = 0.0
+                    top_nan = False
+                    for j in range(w):
+                        one = np.float64(row[2 * j])
+                        zero = np.float64(row[2 * j + 1])
+                        if one > half:
+                            word |= np.uint64(1) << np.uint64(j)
+                        d = abs(one - half)
+                        if d != d:
+                            low_nan = True
+                        elif d < low:
+                            low = d
+                        for x in (abs(one), abs(zero)):
+                            if x != x:
+                                top_nan = True
+                            elif x > top:
+                                top = x
+                    vals[blk_fields[kk], col] = word
+                    if not top_nan and top > written_level:
+                        any_written = True
+                if low_nan or nan_all:
+                    nan_all = True
+                else:
+                    low_all = min(low_all, low)
+            written[col] = any_written
+            margin[col] = np.nan if nan_all else low_all
+        lo = np.inf
+        for s in range(slots[m]):
+            x = margin[col0[m] + s]
+            if x != x:
+                lo = x
+                break
+            if x < lo:
+                lo = x
+        lowest[m] = lo
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def mark_touched(wrow, decay, touched):
+    """Mark in touched [G, hv, dk] the rows some tokens' updates moved: wrow [n, G, hv] (float32:
+    the row a value head's update moved, -1 none, -2 several: all its rows), decay [n, G, hv] (a
+    non-zero log decay moved all its rows)."""
+    n, G, hv = wrow.shape
+    for t in range(n):
+        for g in range(G):
+            for h in range(hv):
+                w = np.int64(wrow[t, g, h])
+                if w >= 0:
+                    touched[g, h, w] = True
+                if w == -2 or decay[t, g, h] != 0:
+                    touched[g, h, :] = True

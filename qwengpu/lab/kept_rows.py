@@ -1,8 +1,10 @@
 """What the lab's recorder keeps of the model's recurrent states between passes (`recorder`): the
-rows it last saw (`RowLog`: the state after the prompt, then every row a pass moved) and the
+rows it last saw (`RowLog`: the state after the prompt, then every row a pass moved), the
 buffers of the compiled loop that takes a pass's moved rows (`TakenRows`,
-`compiled.take_moved_rows`)."""
+`compiled.take_moved_rows`) and those rows by pass (`PassRows`)."""
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -77,13 +79,14 @@ def nonzero_rows(state: np.ndarray) -> np.ndarray:
 class TakenRows:
     """The buffers of `compiled.take_moved_rows`, made once per recording: the moved rows it writes
     out, and the memories' pieces by (GDN layer index, value head) as flat arrays (`pieces_at`)
-    with the slots it marks."""
+    with the slots it marks and lists (`marked_slots.MarkedSlots` reads and unmarks them)."""
 
     def __init__(self, shape: tuple, gdn_layers: list, placements: dict, pieces_at: dict):
         G, hv, _, dv = shape
         self.at = np.zeros((G * hv, 3), np.int64)
         self.old = np.zeros((G * hv, dv), np.float32)
         self.new = np.zeros((G * hv, dv), np.float32)
+        self.gdn_layers = gdn_layers
         self.names = list(placements)
         index = {name: m for m, name in enumerate(self.names)}
         pieces = [pieces_at.get((L, h), ()) for L in gdn_layers for h in range(hv)]
@@ -94,14 +97,38 @@ class TakenRows:
         self.piece_n = np.array([n for _, _, n in flat], np.int64)
         room = max([info.slots for info in placements.values()] + [s0 + n for _, s0, n in flat])
         self.slot_marks = np.zeros((len(self.names), room), np.bool_)
-        self.mem_hit = np.zeros(len(self.names), np.bool_)
+        self.marked = np.zeros((len(self.names), room), np.int64)     # each memory's marked slots, listed
+        self.marked_n = np.zeros(len(self.names), np.int64)
 
-    def touched_slots(self) -> dict:
-        """{memory: its marked slots, sorted} (Python ints), the marks cleared."""
-        out = {}
-        for m in np.flatnonzero(self.mem_hit).tolist():
-            marked = np.flatnonzero(self.slot_marks[m])
-            self.slot_marks[m, marked] = False
-            out[self.names[m]] = marked.tolist()
-        self.mem_hit[:] = False
-        return out
+    def taken(self, n: int) -> "PassRows":
+        """The first n moved rows written out, copied (the buffers are the next pass's)."""
+        return PassRows(self.gdn_layers, self.at[:n].copy(), self.old[:n].copy(), self.new[:n].copy())
+
+
+class PassRows(Sequence):
+    """The rows one pass moved, as [(GDN layer, value heads, rows, old values, new values)], one
+    entry per layer in layer order: kept as the compiled loop wrote them (`TakenRows.at`: layer
+    index, head, row per moved row) and split by layer when first read (a view asks for few
+    passes; a recording makes one per pass)."""
+
+    def __init__(self, gdn_layers: list, at: np.ndarray, old: np.ndarray, new: np.ndarray):
+        self.gdn_layers, self.at, self.old, self.new = gdn_layers, at, old, new
+        self._split = None
+
+    def _entries(self) -> list:
+        if self._split is None:
+            at, n = self.at, len(self.at)
+            if n == 0:
+                self._split = []
+                return self._split
+            g = at[:, 0]
+            cuts = (np.flatnonzero(np.diff(g)) + 1).tolist()
+            self._split = [(self.gdn_layers[g[a]], at[a:b, 1], at[a:b, 2], self.old[a:b], self.new[a:b])
+                           for a, b in zip([0, *cuts], [*cuts, n])]
+        return self._split
+
+    def __getitem__(self, i):
+        return self._entries()[i]
+
+    def __len__(self) -> int:
+        return len(self._entries())

@@ -54,7 +54,7 @@ projections; the simulator and the interpreter are only compared against.
 """
 from __future__ import annotations
 
-import sys
+import gc
 import threading
 import time
 from collections.abc import Mapping
@@ -77,7 +77,9 @@ from qwengpu.machine.simulator import MachineState
 from qwengpu.runtime.readback import lane_table_of, memory_of, registers_of, state_of_words
 from qwengpu.runtime.statecheck import ReferenceRun
 
-from .kept_rows import RowLog, TakenRows
+from .buffers import Rows, give_back_buffer, reused_buffer
+from .kept_rows import PassRows, RowLog, TakenRows
+from .marked_slots import MarkedSlots
 from .machine_view import MachineView
 from .text import prefix_tokens
 from .record import LayerInfo, ModelRecord, ModelTrace
@@ -91,12 +93,6 @@ ROW_EPS32 = np.float32(ROW_EPS)       # as numpy compares a float32 row with ROW
 CAPTURE_CHUNK = 64
 #: captured tokens kept before they are put into the taps together (a generated token comes alone)
 PENDING_TOKENS = 64
-#: rows of the taps' tables made room for at once (`_Rows`)
-RESERVED_ROWS = 16384
-#: rows of the taps' tables whose pages are asked for ahead of their filling (`_Rows`, `prefault`)
-PREFAULT_ROWS = 1024
-PREFAULT_CHUNK = 64                  # ... in pieces of this many rows (~0.5 MB)
-MADV_POPULATE_WRITE = 23             # <linux/mman.h>
 
 
 def memory_placements(machine) -> dict:
@@ -120,10 +116,10 @@ class _Taps:
         self.index = {L: i for i, L in enumerate(layers)}
         self.hk, self.dk, self.group = hk, dk, group
         hv = hk * group
-        self.rows = _Rows((len(layers), hk, 6))     # per consumed token: [nL, hk, 6]
-        self.betas = _Rows((len(layers), hv))       # ... every value head's write strength
-        self.decays = _Rows((len(layers), hv))      # ... every value head's log decay
-        self.vnorms = _Rows((len(layers), hv))      # ... |v| of every value head's value
+        self.rows = Rows((len(layers), hk, 6))     # per consumed token: [nL, hk, 6]
+        self.betas = Rows((len(layers), hv))       # ... every value head's write strength
+        self.decays = Rows((len(layers), hv))      # ... every value head's log decay
+        self.vnorms = Rows((len(layers), hv))      # ... |v| of every value head's value
         self.sparse_error = 0.0        # largest |q - its top entry| or |k - its top entry| seen (one-hot: 0)
         # the compact engine's marks of the last consumed token: (the row each value head's update
         # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv]); None: unknown
@@ -216,79 +212,6 @@ class _Taps:
         return self._settled().sparse_error
 
 
-class _Rows:
-    """Rows of one shape added a few at a time (a chunk of tokens, or one), in one array that
-    doubles when full: no list of small arrays to join at every view. `table()` is a view of the
-    rows so far; a row once filled is never written again (a view taken while recording stays
-    true after the array grows: it keeps the old one). The first array has room for
-    `RESERVED_ROWS`: np.zeros takes its pages from the system untouched, so only the rows filled
-    cost memory. Those pages are asked for ahead of the rows being filled (half as many rows as
-    are filled, up to `PREFAULT_ROWS`) on another thread (`prefault`): a first write to a page
-    costs a fault, and the faults of gcd's taps tables (~30 MB) cost ~0.1 s, ~3% of its
-    recording, on the thread that runs the model."""
-
-    def __init__(self, shape: tuple):
-        self.data = np.zeros((0, *shape), np.float32)
-        self.count = 0
-        self.asked = 0                 # rows whose pages were asked for (`prefault`)
-
-    def add(self, n: int) -> np.ndarray:
-        """The next n rows (zeros), to fill."""
-        if self.count + n > len(self.data):
-            grown = np.zeros((max(2 * len(self.data), self.count + n, RESERVED_ROWS), *self.data.shape[1:]),
-                             np.float32)
-            grown[:self.count] = self.data[:self.count]
-            self.data = grown
-            self.asked = self.count
-        self.count += n
-        lead = min(PREFAULT_ROWS, self.count // 2)         # a short launch faults its few pages itself
-        while self.count + lead > self.asked + PREFAULT_CHUNK and self.asked < len(self.data):
-            rows = self.data[self.asked:self.asked + PREFAULT_CHUNK]
-            self.asked += len(rows)
-            _prefaulter().put(rows)
-        return self.data[self.count - n:self.count]
-
-    def table(self) -> np.ndarray:
-        return self.data[:self.count]
-
-
-_PREFAULTS = None
-
-
-def _prefaulter():
-    """The queue of one daemon thread that runs `prefault` on the arrays put in it, in order (one
-    thread for all recordings: a thread made per array waits for the address space's lock while a
-    prefault holds it, and so does the thread that runs the model; small arrays hold it briefly)."""
-    global _PREFAULTS
-    if _PREFAULTS is None:
-        import queue
-        _PREFAULTS = queue.SimpleQueue()
-
-        def run():
-            while True:
-                prefault(_PREFAULTS.get())
-        threading.Thread(target=run, name="qwengpu-prefault", daemon=True).start()
-    return _PREFAULTS
-
-
-def prefault(array: np.ndarray) -> bool:
-    """Have the system supply the pages of a contiguous array now (Linux 5.14's
-    MADV_POPULATE_WRITE: the pages are made present and writable, their contents untouched), so
-    that a later first write does not fault. False where the system cannot (the array is then
-    as before)."""
-    if not array.size or sys.platform != "linux":
-        return False
-    import ctypes
-    import mmap
-    libc = ctypes.CDLL(None, use_errno=True)
-    page = mmap.PAGESIZE
-    lo = -(-array.ctypes.data // page) * page                  # the whole pages inside the array
-    hi = (array.ctypes.data + array.nbytes) // page * page
-    if hi <= lo:
-        return False
-    return libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), MADV_POPULATE_WRITE) == 0
-
-
 def reduce_rows(q, k, v=None):
     """What the taps keep of every key head's query and key rows q, k [..., hk, dk] (numpy) and
     of every value head's value v [..., hv, dv] (or None): (q's top entry's index, its value, q's
@@ -343,14 +266,22 @@ class _CompactTap:
             if hidden_hook or gate_hook or gdn_hook:
                 raise ValueError("the compact engine of a recording runs with the recorder's captures, no other hooks")
             if tap.buffer is None:
-                tap.buffer = np.zeros((CAPTURE_CHUNK, len(engine.gdn_layers), K.TAP_FIELDS, engine.hv), np.float32)
+                tap.buffer = reused_buffer((CAPTURE_CHUNK, len(engine.gdn_layers), K.TAP_FIELDS, engine.hv))
             return engine.forward_captured(token_ids, state, tap.put, chunk=CAPTURE_CHUNK, buffer=tap.buffer,
                                            taps=True)
 
         engine.forward = forward
 
     def remove(self):
+        """The engine's own forward back; the pending captures put and the buffers kept for the next
+        recording (`buffers.reused_buffer`)."""
         self.engine.__dict__.pop("forward", None)
+        with self.lock:
+            self._flush()
+            for buf in (self.buffer, self.pending):
+                if buf is not None:
+                    give_back_buffer(buf)
+            self.buffer = self.pending = None
 
     def put(self, cap):
         """A chunk's taps [n, G, TAP_FIELDS, hv] (`CompactEngine.forward_captured(taps=True)`),
@@ -360,7 +291,7 @@ class _CompactTap:
         with self.lock:
             n = len(cap)
             if self.pending is None:
-                self.pending = np.empty((max(PENDING_TOKENS, CAPTURE_CHUNK), *cap.shape[1:]), np.float32)
+                self.pending = reused_buffer((max(PENDING_TOKENS, CAPTURE_CHUNK), *cap.shape[1:]))
                 self.taps.pending = self
             if self.count + n > len(self.pending):
                 self._flush()
@@ -374,14 +305,11 @@ class _CompactTap:
         a decay: all the head's rows), from a new state (zeros) on. Done for the pending tokens
         together (`_flush`): `touched` is read after the taps are settled (`_Taps.touched_rows`)."""
         from qwengpu.engines import kernels as K
+        from .compiled import mark_touched
         e = self.engine
         if self.taps.touched is None:
             self.taps.touched = np.zeros((len(e.gdn_layers), e.hv, e.dk), np.bool_)
-        w = cap[:, :, K.TAP_WROW].astype(np.int64)                                # [n, G, hv]
-        t, g, h = np.nonzero(w >= 0)
-        self.taps.touched[g, h, w[t, g, h]] = True
-        g, h = np.nonzero(((w == -2) | (cap[:, :, K.TAP_DECAY] != 0)).any(0))
-        self.taps.touched[g, h] = True
+        mark_touched(cap[:, :, K.TAP_WROW], cap[:, :, K.TAP_DECAY], self.taps.touched)
 
     def flush(self):
         with self.lock:
@@ -517,6 +445,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     tap.install()
     if activity is not None:
         activity.install()
+    frozen = _freeze_heap()
     try:
         try:
             result = qwengpu.run(module, spec, engine=engine, kernel=kernel, machine=machine, on_token=rec,
@@ -526,6 +455,8 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
                 raise
             fault = e
     finally:
+        if frozen:
+            gc.unfreeze()
         tap.remove()
         if activity is not None:
             activity.remove()
@@ -535,6 +466,18 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
     view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
     view.check(max_tokens)
     return view
+
+
+def _freeze_heap() -> bool:
+    """Move every object alive now out of the garbage collector's reach for the run (`gc.freeze`),
+    so that its collections of the oldest generation scan only what the recording makes, not the
+    machine, torch and the notebook (~300,000 objects: 100-250 ms a collection, at random points
+    of a launch). Not when something else froze objects (a server before forking): its freeze is
+    left as it is. Returns whether it froze (`gc.unfreeze` after the run)."""
+    if gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
 
 
 class _ModelGeometry:
@@ -636,7 +579,7 @@ class _PassRecorder:
         self.rows: RowLog | None = None     # the compact engine's: its states kept as rows
         self.dirty = None                    # ... and its rows changed since compared with them (`compiled.take_moved_rows`)
         self.heads = np.arange(geo.hv)
-        self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now
+        self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now (the stock forward's; `slots_now`)
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
         self.word_dicts: dict = {}         # decoded memory -> {slot: word} now
         self.margin: dict = {}             # memory -> its code margin now
@@ -649,6 +592,7 @@ class _PassRecorder:
             for (L, h), pc in {(pc[0], pc[1]): pc for pc in info.all_pieces()}.items():
                 self.pieces_at.setdefault((L, h), []).append((name, pc[4], pc[5]))
         self.taken = None                  # the compiled loop's buffers (`kept_rows.TakenRows`), made at the first pass
+        self.slots_now = None              # ... and the memories' slots it reads (`MarkedSlots`)
 
     def __call__(self, i, text, state):
         if self.user_hook is not None:
@@ -661,20 +605,50 @@ class _PassRecorder:
             raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
         self.last_raw.clear()
         self.last_raw.update(raws)
+        changed = self._read_stacked(i, stacked) if stacked is not None else self._read_layers(i, raws)
+        prev = self.records[-1].machine if self.records else None
+        self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
+                                        position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
+                                        margins=dict(self.margin)))
+
+    def _read_stacked(self, i: int, stacked) -> set:
+        """The compact engine's pass: its moved rows taken and the slots they hold decoded, each
+        in one compiled call (`compiled.take_moved_rows`, `MarkedSlots.read`); returns the
+        memories read."""
+        if i == 0:                          # the state as rows, not copied (a copy costs as much as a pass)
+            # the rows the engine wrote; a user's hook may have changed any: all read then
+            self.rows = RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
+            self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
+            self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
+            self.taken = TakenRows(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
+            self.slots_now = MarkedSlots(self.taken, self.placements, self.geo.gdn_layers)
+            self.updates.append([])
+        else:
+            self.updates.append(self._take_moved_rows(stacked))
+        every = i == 0 or self.user_hook is not None      # a user's hook may have changed any row
+        if every:
+            self.slots_now.mark_all()
+        changed = set()
+        for name, slots in self.slots_now.read(stacked):
+            m = self.slots_now.index(name)
+            changed.add(name)
+            self.margin[name] = float(self.slots_now.lowest[m])
+            if name in self.decoded:
+                self.word_dicts[name] = self._words_of(name, self.placements[name], *self.slots_now.words(m),
+                                                       True if every else slots)
+        return changed
+
+    def _read_layers(self, i: int, raws: dict) -> set:
+        """A pass of the stock forward: its moved rows and the slots they hold, layer by layer;
+        returns the memories read."""
         if i == 0:
-            if stacked is not None:         # the state as rows, not copied (a copy costs as much as a pass)
-                # the rows the engine wrote; a user's hook may have changed any: all read then
-                self.rows = RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
-                self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
-                self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
-            else:
-                for L in self.geo.gdn_layers:
-                    self.base_raw[L] = raws[L].copy()
-                    self.prev_raw[L] = raws[L].copy()
+            for L in self.geo.gdn_layers:
+                self.base_raw[L] = raws[L].copy()
+                self.prev_raw[L] = raws[L].copy()
             self.updates.append([])
             moved = None
         else:
-            upd, touched = self._moved_rows(raws, stacked)     # touched: memory -> the slots of the moved rows
+            upd, touched = self._moved_layer_rows(raws)     # touched: memory -> the slots of the moved rows
             self.updates.append(upd)
             # a pass writes the rows its keys select; a user's hook may have changed any row
             moved = upd if self.user_hook is None else None
@@ -688,20 +662,16 @@ class _PassRecorder:
             changed.add(name)
             self.margin[name] = float(self.slot_margin[name].min(initial=np.inf))
             if name in self.decoded:
-                self.word_dicts[name] = self._words_of(name, info, read)
-        prev = self.records[-1].machine if self.records else None
-        self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
-                                        position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
-                                        margins=dict(self.margin)))
+                self.word_dicts[name] = self._words_of(name, info, *self.words[name], read)
+        return changed
 
-    def _words_of(self, name: str, info: MemoryPlacement, read) -> dict:
+    def _words_of(self, name: str, info: MemoryPlacement, vals, written, read) -> dict:
         """`words_of` of a decoded memory's words now ({slot: word} of its written slots, in slot
-        order): made afresh after `_decode` read every slot (`read` True), else the previous pass's
-        with the slots it read (`read`, sorted) replaced."""
+        order) from its values [fields, slots] and written flags: made afresh after every slot was
+        read (`read` True), else the previous pass's with the slots read (`read`, sorted) replaced."""
         spans = self.spans.get(name)
         if spans is None:
             spans = self.spans[name] = [lo for lo, _ in info.spans]
-        vals, written = self.words[name]
         if read is True:
             return words_of(vals, written, info)
         now = dict(self.word_dicts[name])
@@ -743,35 +713,31 @@ class _PassRecorder:
             self.words[name] = (new_vals, new_written)
         return slots
 
-    def _moved_rows(self, raws: dict, stacked) -> tuple:
-        """The rows this pass's keys selected, where a value moved: kept with old and new values,
-        per GDN layer in layer order; and {memory: the slots of those rows, sorted}. `stacked`:
-        every layer's state as one array (the compact engine's), taken in one compiled loop
-        (`compiled.take_moved_rows`); else layer by layer."""
+    def _take_moved_rows(self, stacked) -> PassRows:
+        """The rows this pass's keys selected, where a value moved, from every layer's state as one
+        array (the compact engine's), in one compiled loop (`compiled.take_moved_rows`), which also
+        marks the memory slots they hold (`MarkedSlots`)."""
+        rows_ = self.taps.last_key_slots().astype(np.int64)[:, self.heads // self.geo.group]      # [G, hv]
+        marks = self.taps.written
+        every = self.user_hook is not None or marks is None
+        if every:
+            marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
+        t = self.taken
+        self.rows.reserve(rows_.size)
+        from .compiled import take_moved_rows
+        n, self.rows.count = take_moved_rows(stacked, rows_, self.rows.row_at, self.rows.values, self.rows.count,
+                                             ROW_EPS32, self.dirty, *marks, every, t.at, t.old, t.new,
+                                             t.piece_start, t.piece_mem, t.piece_s0, t.piece_n, t.slot_marks,
+                                             t.marked, t.marked_n)
+        return t.taken(n)
+
+    def _moved_layer_rows(self, raws: dict) -> tuple:
+        """`_take_moved_rows` layer by layer (the stock forward's states): the moved rows, kept with
+        old and new values, per GDN layer in layer order, and {memory: the slots of those rows,
+        sorted}."""
         heads, group, taps = self.heads, self.geo.group, self.taps
         upd = []
         slots = taps.last_key_slots()           # the consumed token's key slots [nL, hk]
-        if stacked is not None and self.rows is not None:
-            rows_ = slots.astype(np.int64)[:, heads // group]                  # [G, hv]
-            marks = taps.written
-            every = self.user_hook is not None or marks is None
-            if every:
-                marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
-            if self.taken is None:
-                self.taken = TakenRows(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
-            t = self.taken
-            self.rows.reserve(rows_.size)
-            from .compiled import take_moved_rows
-            n, self.rows.count = take_moved_rows(stacked, rows_, self.rows.row_at, self.rows.values, self.rows.count,
-                                                 ROW_EPS32, self.dirty, *marks, every, t.at, t.old, t.new,
-                                                 t.piece_start, t.piece_mem, t.piece_s0, t.piece_n, t.slot_marks,
-                                                 t.mem_hit)
-            at, old, new = t.at[:n].copy(), t.old[:n].copy(), t.new[:n].copy()
-            g = at[:, 0]
-            cuts = np.flatnonzero(np.diff(g)) + 1
-            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), n]):
-                upd.append((self.geo.gdn_layers[g[a]], at[a:b, 1], at[a:b, 2], old[a:b], new[a:b]))
-            return upd, t.touched_slots()
         for L in self.geo.gdn_layers:
             rows_ = slots[taps.index[L]].astype(np.int64)[heads // group]
             new = raws[L][heads, rows_]
@@ -916,8 +882,12 @@ def _trace(engine: str, prompt: list, rec: _PassRecorder, geo: _ModelGeometry, p
     act = activity.table()[:rows] if activity is not None else None
     launch_rows = slice(rec.prompt_len - 1, None)          # the rows of the launch's consumed tokens
     layers = []
+    holders: dict = {}                             # layer -> the memories it holds
+    for name, info in placements.items():
+        for L in info.layers:
+            holders.setdefault(L, []).append(name)
     for L, kind in enumerate(geo.kinds):
-        held = [n for n, info in placements.items() if L in info.layers]
+        held = holders.get(L, [])
         if geo.is_base(L):
             if act is None:
                 role = "base layer: not run by the compact engine (it adds exactly 0 to a GPU token, docs/splice.md)"
