@@ -265,3 +265,32 @@ def test_a_recording_leaves_the_collector_as_it_found_it():
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_chunks_taps_are_put_as_numpy_puts_them(seed):
+    """`_Taps.put_captured` (the compact engine's captures, one compiled loop) against
+    `_Taps.put_reduced` (numpy, the stock forward's path) on random captures: dead and live tokens
+    (betas 0 or not, gates 0 or not), rows off one-hot, NaNs among the betas and the squares:
+    the same tables and the same sparse error."""
+    G, hk, group, n = 3, 4, 2, 6
+    hv = hk * group
+    rng = np.random.default_rng(seed)
+    cap = rng.normal(0, 1, (n, G, kernels.TAP_FIELDS, hv)).astype(np.float32)
+    cap[:, :, kernels.TAP_BETA] = rng.choice(np.float32([0, 0, 0.5, 1, np.nan if seed % 2 else 0]), (n, G, hv))
+    cap[:, :, kernels.TAP_VSQ] = np.abs(cap[:, :, kernels.TAP_VSQ])
+    cap[:, :, kernels.TAP_QS] = rng.integers(0, 16, (n, G, hv))
+    cap[:, :, kernels.TAP_KSQ] = np.where(rng.random((n, G, hv)) < 0.05 * seed, np.nan, cap[:, :, kernels.TAP_KSQ])
+    gate = rng.choice(np.float32([0, 0, 0.7]), (n, G, hk))
+    fast, slow = (recorder._Taps(list(range(G)), hk, 16, group) for _ in range(2))
+    fast.begin(n)
+    fast.put_captured(cap, gate)
+    slow.begin(n)
+    key = (cap[:, :, f, :hk] for f in (kernels.TAP_QS, kernels.TAP_QW, kernels.TAP_QSQ, kernels.TAP_KS, kernels.TAP_KW,
+                                       kernels.TAP_KSQ))
+    slow.put_reduced(slice(None), *key, cap[:, :, kernels.TAP_VSQ], cap[:, :, kernels.TAP_BETA], gate,
+                     cap[:, :, kernels.TAP_DECAY])
+    for table in ("table", "beta_table", "decay_table", "vnorm_table"):
+        assert np.array_equal(getattr(fast, table)(), getattr(slow, table)(), equal_nan=True), table
+    assert fast.sparse_error == slow.sparse_error
+    assert slow.sparse_error > 0

@@ -1,8 +1,9 @@
 """The recorder's compiled loops (`qwengpu.lab.recorder`), in their own module so that importing
 the lab does not import numba: the comparison of a pass's changed rows with the rows kept
 (`take_moved_rows`), the reading of a memory's slots (`read_block`) and of every memory's marked
-slots at once (`read_marked`), and the rows the compiled loop wrote (`mark_touched`), each the numpy
-code it replaces value for value (`tests/test_lab_recording.py`)."""
+slots at once (`read_marked`), the rows the compiled loop wrote (`mark_touched`) and the taps of a
+chunk of captures (`put_taps`), each the numpy code it replaces value for value
+(`tests/test_lab_recording.py`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -206,11 +207,76 @@ def mark_touched(wrow, decay, touched):
     the row a value head's update moved, -1 none, -2 several: all its rows), decay [n, G, hv] (a
     non-zero log decay moved all its rows)."""
     n, G, hv = wrow.shape
+    whole = np.zeros((G, hv), np.bool_)          # heads marked whole in this call
     for t in range(n):
         for g in range(G):
             for h in range(hv):
+                if whole[g, h]:
+                    continue
                 w = np.int64(wrow[t, g, h])
                 if w >= 0:
                     touched[g, h, w] = True
                 if w == -2 or decay[t, g, h] != 0:
                     touched[g, h, :] = True
+                    whole[g, h] = True
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def put_taps(cap, gate, cur, betas, decays, vnorms, fields):
+    """`recorder._Taps.put_reduced` of a chunk of the compact engine's captures, value for value:
+    cap [n, G, TAP_FIELDS, hv] (`fields`: the indices of TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW,
+    TAP_KSQ, TAP_BETA, TAP_DECAY, TAP_VSQ), gate [n, G, hk] into cur [n, G, hk, 6] (q's top entry's
+    index and value, k's, the largest beta of the key head's value heads, the gate), betas,
+    decays [n, G, hv] and vnorms = sqrt(|v|^2). Returns, for the queries and for the keys, the
+    largest distance of a live token's row from its top entry, sqrt(max(|x|^2 - top^2, 0)) in
+    float32 (a token is live in a layer where a beta is > 0 or a gate != 0): -1 where no token is
+    live, NaN where one of them is NaN (numpy's max; the caller ignores it, as `max(error, nan)`
+    does)."""
+    n, G, _, hv = cap.shape
+    hk = gate.shape[2]
+    group = hv // hk
+    f_qs, f_qw, f_qsq, f_ks, f_kw, f_ksq, f_beta, f_decay, f_vsq = fields
+    worst = np.full(2, np.float32(-1.0))          # queries, keys
+    nan = np.zeros(2, np.bool_)
+    for t in range(n):
+        for g in range(G):
+            live = False
+            for h in range(hv):
+                b = cap[t, g, f_beta, h]
+                betas[t, g, h] = b
+                decays[t, g, h] = cap[t, g, f_decay, h]
+                vnorms[t, g, h] = np.sqrt(cap[t, g, f_vsq, h])
+                if b > 0:
+                    live = True
+            for a in range(hk):
+                c = cur[t, g, a]
+                c[0] = cap[t, g, f_qs, a]
+                c[1] = cap[t, g, f_qw, a]
+                c[2] = cap[t, g, f_ks, a]
+                c[3] = cap[t, g, f_kw, a]
+                top = cap[t, g, f_beta, a * group]
+                for j in range(1, group):
+                    x = cap[t, g, f_beta, a * group + j]
+                    if top == top and (x > top or x != x):     # numpy's max: a NaN wins
+                        top = x
+                c[4] = top
+                c[5] = gate[t, g, a]
+                if gate[t, g, a] != 0:
+                    live = True
+            if not live:
+                continue
+            for a in range(hk):
+                for e in range(2):
+                    w = cap[t, g, f_qw if e == 0 else f_kw, a]
+                    d = cap[t, g, f_qsq if e == 0 else f_ksq, a] - w * w
+                    if d != d:
+                        nan[e] = True
+                        continue
+                    if d < 0:
+                        d = np.float32(0.0)
+                    if d > worst[e]:
+                        worst[e] = d
+    out = np.empty(2)
+    for e in range(2):
+        out[e] = np.nan if nan[e] else (-1.0 if worst[e] < 0 else np.float64(np.sqrt(worst[e])))
+    return out

@@ -192,6 +192,19 @@ class _Taps:
                 err = float(np.sqrt(np.maximum(sq - w * w, 0)[live].max()))
                 self.sparse_error = max(self.sparse_error, err)
 
+    def put_captured(self, cap, gate):
+        """`put_reduced` of every layer from a chunk of the compact engine's captures (cap [n, G,
+        TAP_FIELDS, hv], `begin(n)` called) and their read gates [n, G, hk], in one compiled loop
+        (`compiled.put_taps`): the same values."""
+        from qwengpu.engines import kernels as K
+
+        from .compiled import put_taps
+        fields = np.array([K.TAP_QS, K.TAP_QW, K.TAP_QSQ, K.TAP_KS, K.TAP_KW, K.TAP_KSQ, K.TAP_BETA, K.TAP_DECAY,
+                           K.TAP_VSQ], np.int64)
+        for err in put_taps(cap, gate, self._cur, self._beta, self._decay, self._vnorm, fields).tolist():
+            if err >= 0:                   # a NaN is ignored, as max(error, nan) ignores it
+                self.sparse_error = max(self.sparse_error, err)
+
     def touched_rows(self) -> np.ndarray | None:
         """`touched`, with every captured token's marks in it."""
         return self._settled().touched
@@ -325,8 +338,7 @@ class _CompactTap:
         hk = self.engine.hk
         z = cap[:, :, K.TAP_Z, :hk].astype(np.float64)
         gate = (z * 0.5 * (1.0 + np.tanh(z / 2)) / Z_ON).astype(np.float32)    # silu, overflow-free
-        key = (cap[:, :, f, :hk] for f in (K.TAP_QS, K.TAP_QW, K.TAP_QSQ, K.TAP_KS, K.TAP_KW, K.TAP_KSQ))
-        self.taps.put_reduced(slice(None), *key, cap[:, :, K.TAP_VSQ], cap[:, :, K.TAP_BETA], gate, cap[:, :, K.TAP_DECAY])
+        self.taps.put_captured(cap, gate)
 
 
 class _ModelHooks:
