@@ -150,7 +150,7 @@ def test_the_marked_slots_read_as_decode_words():
     marked = MarkedSlots(taken, placements, layers)
     marked.mark_all()
     first = marked.read(stacked)
-    assert [n for n, _ in first] == list(placements)
+    assert [(m, n) for m, n, _ in first] == list(enumerate(placements))
     expect = {}
     for name, info in placements.items():
         expect[name] = list(decode_words(states, info, slots=list(range(info.slots)), per_slot=True))
@@ -166,7 +166,7 @@ def test_the_marked_slots_read_as_decode_words():
         now = decode_words(states, placements[name], slots=slots, per_slot=True)
         for part, new in zip(expect[name], now):
             part[..., slots] = new
-    assert marked.read(stacked) == [(n, again[n]) for n in placements if n in again]
+    assert marked.read(stacked) == [(m, n, again[n]) for m, n in enumerate(placements) if n in again]
     assert not taken.slot_marks.any() and not taken.marked_n.any()
     seen = set()
     for m, name in enumerate(taken.names):

@@ -42,6 +42,8 @@ class MarkedSlots:
             mem_blocks.append(len(g))
         self.tables = tuple(np.array(x, np.int64) for x in (mem_blocks, g, w, s0, n, heads_at, heads, flds))
         self.spans = [len(info.spans) for info in infos]
+        self.views = [(self.vals[:f, a:a + n], self.written[a:a + n])
+                      for f, a, n in zip(self.spans, self.col0.tolist(), self.slots.tolist())]
 
     def mark_all(self):
         """Every slot of every memory to be read (the first pass, or a user's hook that may have
@@ -52,25 +54,23 @@ class MarkedSlots:
             t.marked_n[m] = count
 
     def read(self, stacked: np.ndarray) -> list:
-        """Read the marked slots from the states [G, hv, dk, dv]; returns [(memory, its slots read,
-        sorted)] of the memories with any, in placement order, their marks cleared."""
+        """Read the marked slots from the states [G, hv, dk, dv]; returns [(memory index, memory,
+        its slots read, sorted)] of the memories with any, in placement order, their marks
+        cleared; each memory's smallest margin is then in `lowest`."""
         from .compiled import read_marked
         t = self.taken
         read_marked(stacked, t.marked, t.marked_n, t.slot_marks, *self.tables, self.col0, self.slots, self.vals,
                     self.written, self.margin, self.lowest, VALUE_L, WRITTEN_FRACTION * VALUE_L)
         out = []
-        for m in np.flatnonzero(t.marked_n).tolist():
-            out.append((self.names[m], t.marked[m, :t.marked_n[m]].tolist()))
-            t.marked_n[m] = 0
+        for m, k in enumerate(t.marked_n.tolist()):
+            if k:
+                out.append((m, self.names[m], t.marked[m, :k].tolist()))
+        t.marked_n[:] = 0
         return out
-
-    def index(self, name: str) -> int:
-        return self.names.index(name)
 
     def words(self, m: int) -> tuple:
         """Memory m's (values [fields, slots], written [slots]) now: views, rewritten by `read`."""
-        a, b = int(self.col0[m]), int(self.col0[m] + self.slots[m])
-        return self.vals[:self.spans[m], a:b], self.written[a:b]
+        return self.views[m]
 
     def slot_margin(self, m: int) -> np.ndarray:
         a = int(self.col0[m])

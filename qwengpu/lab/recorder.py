@@ -73,8 +73,9 @@ from qwengpu.runtime.checkpoint import load_machine
 from qwengpu.runtime.run import DEFAULT_MAX_TOKENS
 from qwengpu.runtime.prompt import prompt_tokens
 from qwengpu.machine.format import ctl_fields
+from qwengpu.machine.layout import LINE
 from qwengpu.machine.simulator import MachineState
-from qwengpu.runtime.readback import lane_table_of, memory_of, registers_of, state_of_words
+from qwengpu.runtime.readback import lane_table_of, lanes_of, memory_of, registers_of, state_of_words, warp_bits_of
 from qwengpu.runtime.statecheck import ReferenceRun
 
 from .buffers import Rows, give_back_buffer, reused_buffer
@@ -586,11 +587,12 @@ class _PassRecorder:
         self.last_state = None
         self.prev_raw: dict = {}
         self.base_raw: dict = {}
-        self.last_raw: dict = {}
+        self._last = {}                    # the last pass's states: all layers' array, or {layer: state}
         self.updates: list = []
         self.rows: RowLog | None = None     # the compact engine's: its states kept as rows
         self.dirty = None                    # ... and its rows changed since compared with them (`compiled.take_moved_rows`)
         self.heads = np.arange(geo.hv)
+        self.head_keys = self.heads // geo.group      # each value head's key head
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now (the stock forward's; `slots_now`)
         self.words: dict = {}              # decoded memory -> (values [fields, slots], written [slots]) now
         self.word_dicts: dict = {}         # decoded memory -> {slot: word} now
@@ -612,21 +614,27 @@ class _PassRecorder:
         self.last_state = state
         stacked = _stacked_states(state, self.geo.gdn_layers)
         if stacked is not None:
-            raws = dict(zip(self.geo.gdn_layers, stacked))
+            self._last = stacked
+            changed = self._read_stacked(i, stacked)
         else:
             raws = {L: state.get_recurrent_state(L)[0].detach().float().cpu().numpy() for L in self.geo.gdn_layers}
-        self.last_raw.clear()
-        self.last_raw.update(raws)
-        changed = self._read_stacked(i, stacked) if stacked is not None else self._read_layers(i, raws)
+            self._last = raws
+            changed = self._read_layers(i, raws)
         prev = self.records[-1].machine if self.records else None
         self.records.append(ModelRecord(index=self.prompt_len + i, token=self.machine.token_id(text), text=text,
                                         position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
                                         margins=dict(self.margin)))
 
-    def _read_stacked(self, i: int, stacked) -> set:
+    @property
+    def last_raw(self) -> dict:
+        """{GDN layer: its state [hv, dk, dv]} after the last pass."""
+        last = self._last
+        return last if isinstance(last, dict) else dict(zip(self.geo.gdn_layers, last))
+
+    def _read_stacked(self, i: int, stacked) -> dict:
         """The compact engine's pass: its moved rows taken and the slots they hold decoded, each
         in one compiled call (`compiled.take_moved_rows`, `MarkedSlots.read`); returns the
-        memories read."""
+        memories read, {memory: its slots read (sorted) or True (all)}."""
         if i == 0:                          # the state as rows, not copied (a copy costs as much as a pass)
             # the rows the engine wrote; a user's hook may have changed any: all read then
             self.rows = RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
@@ -640,19 +648,20 @@ class _PassRecorder:
         every = i == 0 or self.user_hook is not None      # a user's hook may have changed any row
         if every:
             self.slots_now.mark_all()
-        changed = set()
-        for name, slots in self.slots_now.read(stacked):
-            m = self.slots_now.index(name)
-            changed.add(name)
-            self.margin[name] = float(self.slots_now.lowest[m])
+        changed = {}
+        now = self.slots_now
+        hits = now.read(stacked)
+        lowest = now.lowest.tolist()
+        for m, name, slots in hits:
+            changed[name] = True if every else slots
+            self.margin[name] = lowest[m]
             if name in self.decoded:
-                self.word_dicts[name] = self._words_of(name, self.placements[name], *self.slots_now.words(m),
-                                                       True if every else slots)
+                self.word_dicts[name] = self._words_of(name, self.placements[name], *now.words(m), changed[name])
         return changed
 
-    def _read_layers(self, i: int, raws: dict) -> set:
+    def _read_layers(self, i: int, raws: dict) -> dict:
         """A pass of the stock forward: its moved rows and the slots they hold, layer by layer;
-        returns the memories read."""
+        returns the memories read, {memory: its slots read (sorted) or True (all)}."""
         if i == 0:
             for L in self.geo.gdn_layers:
                 self.base_raw[L] = raws[L].copy()
@@ -664,14 +673,14 @@ class _PassRecorder:
             self.updates.append(upd)
             # a pass writes the rows its keys select; a user's hook may have changed any row
             moved = upd if self.user_hook is None else None
-        changed = set()
+        changed = {}
         for name, info in self.placements.items():
             if moved is not None and name not in touched:
                 continue                               # as the previous pass left it
             read = self._decode(name, info, raws, None if moved is None else touched[name])
             if read is False:
                 continue
-            changed.add(name)
+            changed[name] = read
             self.margin[name] = float(self.slot_margin[name].min(initial=np.inf))
             if name in self.decoded:
                 self.word_dicts[name] = self._words_of(name, info, *self.words[name], read)
@@ -687,15 +696,17 @@ class _PassRecorder:
         if read is True:
             return words_of(vals, written, info)
         now = dict(self.word_dicts[name])
+        added = False
         for s in read:
             if written[s]:
                 w = 0
                 for f, lo in enumerate(spans):
                     w |= int(vals[f, s]) << lo
+                added = added or s not in now
                 now[s] = w
             else:
                 now.pop(s, None)
-        return dict(sorted(now.items()))
+        return dict(sorted(now.items())) if added else now      # a slot replaced keeps its place
 
     def _decode(self, name: str, info: MemoryPlacement, raws: dict, slots):
         """Keep a memory's decoded words (the decoded memories) and per-slot margins up to date:
@@ -729,7 +740,7 @@ class _PassRecorder:
         """The rows this pass's keys selected, where a value moved, from every layer's state as one
         array (the compact engine's), in one compiled loop (`compiled.take_moved_rows`), which also
         marks the memory slots they hold (`MarkedSlots`)."""
-        rows_ = self.taps.last_key_slots().astype(np.int64)[:, self.heads // self.geo.group]      # [G, hv]
+        rows_ = self.taps.last_key_slots().astype(np.int64)[:, self.head_keys]      # [G, hv]
         marks = self.taps.written
         every = self.user_hook is not None or marks is None
         if every:
@@ -790,17 +801,52 @@ class _SlotDecoder:
         return vals, written, margin
 
 
-def _machine_state(words: dict, placements: dict, prev, changed: set):
+def _machine_state(words: dict, placements: dict, prev, changed: dict):
     """`state_of_words(words, placements)`, taking from `prev` (the previous pass's) the parts of
-    the memories not in `changed` (their words are as they were)."""
-    if prev is None or {"lanes", "reg.emit", "mem"} <= changed:
+    the memories not in `changed` ({memory: its slots read, sorted, or True: all}; the others'
+    words are as they were), and for the registers and the memory the previous pass's with the
+    slots read replaced."""
+    if prev is None or all(changed.get(n) is True for n in ("lanes", "reg.emit", "mem")):
         return state_of_words(words, placements)
+    wb = warp_bits_of(placements)
     ctl = ctl_fields(words["ctl"].get(0, 0))
     lanes = prev.lanes if "lanes" not in changed else \
-        lane_table_of(words["lanes"].get(0, 0), placements["lanes"].width)
-    regs = prev.regs if "reg.emit" not in changed else registers_of(words["reg.emit"])
-    memory = prev.memory if "mem" not in changed else memory_of(words["mem"], placements["mem"].slots)
+        lane_table_of(words["lanes"].get(0, 0), placements["lanes"].width, wb)
+    regs = prev.regs if "reg.emit" not in changed else _registers_now(words["reg.emit"], prev.regs,
+                                                                      changed["reg.emit"], wb)
+    memory = prev.memory if "mem" not in changed else _memory_now(words["mem"], prev.memory, changed["mem"],
+                                                                  placements["mem"].slots)
     return MachineState(lanes=lanes, regs=regs, memory=memory, **ctl)
+
+
+def _registers_now(words: dict, prev: dict, read, wb: int) -> dict:
+    """`registers_of(words)`: `prev` with the registers of the slots read replaced (its order kept:
+    made afresh where a register appears, as `registers_of` orders them by slot)."""
+    if read is True:
+        return registers_of(words, wb)
+    regs = dict(prev)
+    low = (1 << wb) - 1
+    for s in read:
+        key = (s & low, s >> wb)
+        w = words.get(s)
+        if w is None:
+            regs.pop(key, None)
+        elif key in regs:
+            regs[key] = lanes_of(w)
+        else:
+            return registers_of(words, wb)
+    return regs
+
+
+def _memory_now(words: dict, prev: bytes, read, lines: int) -> bytes:
+    """`memory_of(words, lines)`: `prev` with the lines of the slots read rewritten."""
+    if read is True:
+        return memory_of(words, lines)
+    mem = bytearray(prev)
+    for line in read:
+        w = words.get(line, 0)
+        mem[line * LINE:(line + 1) * LINE] = (w & ((1 << (8 * LINE)) - 1)).to_bytes(LINE, "little")
+    return bytes(mem)
 
 
 class _LayerStates(Mapping):
