@@ -185,7 +185,8 @@ def test_a_run_capturing_the_taps_reduces_the_hooked_runs_rows_as_numpy_does(see
 def test_a_run_capturing_the_taps_names_the_rows_each_update_moved():
     """`forward_captured(taps=True)`'s TAP_WROW: per token and value head, the one state row its
     update changed (-1: none changed), or -2 (several may have); without decays (a decay moves
-    every row) on dense random keys and on keys made one-hot."""
+    every row) on dense random keys and on keys made one-hot. TAP_WMAX bounds how far that row's
+    values moved: by at most twice it (0 where none moved)."""
     from qwengpu.engines import kernels
     ids = random.Random(3).choices(range(64), k=12)
     seen = {-2: 0, -1: 0, "one": 0}
@@ -211,12 +212,15 @@ def test_a_run_capturing_the_taps_names_the_rows_each_update_moved():
             for g in range(changed.shape[0]):
                 for v in range(changed.shape[1]):
                     w = int(caps[0][0, g, kernels.TAP_WROW, v])
+                    term = float(caps[0][0, g, kernels.TAP_WMAX, v])
                     rows = set(np.nonzero(changed[g, v])[0])
                     if w == -1:
-                        assert not rows, (g, v)
+                        assert not rows and term == 0, (g, v)
                         seen[-1] += 1
                     elif w >= 0:
                         assert rows <= {w}, (g, v, w, rows)
+                        moved = np.abs(state.recurrent[g, v, w].astype(np.float64) - before[g, v, w]).max()
+                        assert term > 0 and moved <= 2 * term, (g, v, moved, term)
                         seen["one"] += 1
                     else:
                         assert w == -2

@@ -253,11 +253,13 @@ def test_a_recording_leaves_the_collector_as_it_found_it():
     import gc
     machine = load_machine(COMPACT, progress=False)
     k = suite.get("dot")
-    assert gc.get_freeze_count() == 0
+    before = gc.get_freeze_count()
+    assert before == 0, before
     during = []
     trace_launch(k.ptx(), k.spec(), engine="compact", machine=machine,
                  on_token=lambda i, text, state: during.append(gc.get_freeze_count()))
-    assert gc.get_freeze_count() == 0 and min(during) > 1000
+    after = gc.get_freeze_count()
+    assert after == 0 and min(during) > 1000, (after, during[:3])
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()

@@ -22,13 +22,15 @@ CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
 #: the lab's taps instead of the GDN inputs (`CAP_TAPS`, into the same argument: [T, G, TAP_FIELDS, hv]):
 #: per key head a (columns a < hk) its query's top entry (index, value) and sum of squares, the same of
 #: its key, and the output gate pre-activation z of its first value head; per value head v (columns
-#: v < hv) its write strength beta, log decay, the sum of squares of its value, and the row of its
-#: state the delta rule moved (`_written_row`: -1 none, -2 several; a decay moves them all). The reductions are
+#: v < hv) its write strength beta, log decay, the sum of squares of its value, the row of its
+#: state the delta rule moved (`_written_row`: -1 none, -2 several; a decay moves them all) and the
+#: largest |term| the update added to that row (a bound on how far each value moved: at most twice
+#: it, the rounding of a sum being at most the term added; 0 where none). The reductions are
 #: numpy's, bit for bit (`np.argmax`, `np.take_along_axis`, `(x * x).sum(-1)`: its pairwise summation,
 #: `_pairwise_squares`) on the rows `CAP_GDN` would capture: ~70 KB a token, not ~1.4 MB.
 CAP_TAPS = 8
-TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ, TAP_Z, TAP_BETA, TAP_DECAY, TAP_VSQ, TAP_WROW = range(11)
-TAP_FIELDS = 11
+TAP_QS, TAP_QW, TAP_QSQ, TAP_KS, TAP_KW, TAP_KSQ, TAP_Z, TAP_BETA, TAP_DECAY, TAP_VSQ, TAP_WROW, TAP_WMAX = range(12)
+TAP_FIELDS = 12
 
 
 
@@ -240,7 +242,9 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
                 for j in range(dv):
                     S[i, j] = S[i, j] + ki * delta[j]
         if cap_flags & CAP_TAPS:
-            cap_gdn[t, g, TAP_WROW, v] = F32(_written_row(kn, a * dk, nzk[a], nk[a], delta, dv))
+            row, top = _written_row(kn, a * dk, nzk[a], nk[a], delta, dv)
+            cap_gdn[t, g, TAP_WROW, v] = F32(row)
+            cap_gdn[t, g, TAP_WMAX, v] = top
         # the read-out, then the gated RMSNorm of the head
         ss = ZERO
         for j in range(dv):
@@ -312,19 +316,26 @@ def _tap_head(cg, f, a, x, lo, n, first, count):
 @njit(cache=True, error_model="numpy")
 def _written_row(kn, lo, nz, count, delta, dv):
     """The state row a value head's delta-rule update added a non-zero term to (its key's entries
-    kn[lo + nz[:count]], the update ki * delta): the row, -1 when none (every term 0: each value as
-    it was), -2 when several."""
+    kn[lo + nz[:count]], the update ki * delta) and the largest |term| added to it (a NaN term:
+    NaN): (the row, its largest term); (-1, 0) when none (every term 0: each value as it was), -2
+    when several (the term then unspecified)."""
     row = -1
+    top = ZERO
     for n in range(count):
         i = nz[n]
         ki = kn[lo + i]
+        hit = False
         for j in range(dv):
-            if ki * delta[j] != 0:
+            p = abs(ki * delta[j])
+            if p != 0:
                 if row >= 0:
-                    return -2
-                row = i
-                break
-    return row
+                    return -2, top
+                hit = True
+                if p > top or p != p:
+                    top = p
+        if hit:
+            row = i
+    return row, top
 
 
 @njit(cache=True, error_model="numpy")

@@ -12,8 +12,8 @@ from qwengpu.engines.floats import njit
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, decayed, every, out_at, out_old,
-                    out_new, piece_start, piece_mem, piece_s0, piece_n, slot_marks, marked, marked_n):
+def take_moved_rows(stacked, rows, row_at, values, count, eps, drift, written, decayed, term, every, out_at,
+                    out_old, out_new, piece_start, piece_mem, piece_s0, piece_n, slot_marks, marked, marked_n):
     """The rows a pass moved, taken in one compiled loop: for every value head h of GDN layer g (in
     that order), whether its row r = rows[g, h] of `stacked` [G, hv, dk, dv] moved from the row
     kept for it (`kept_rows.RowLog`: values[row_at[g, h, r]], row 0 of `values` zeros for a row not
@@ -28,26 +28,32 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, d
     marked yet is listed: marked[memory, marked_n[memory]], marked_n[memory] + 1 (`read_marked`
     reads and unmarks them). Returns (rows moved, count).
 
-    Only rows marked in `dirty` [G, hv, dk] are compared (then unmarked): this pass's marks come
-    from the compiled loop (`written` [G, hv]: the row its update moved, -1 none, -2 several: all
-    marked; `decayed` [G, hv]: a decay moved every row). A row the model has not changed since it
-    was last compared (or since the state after the prompt, kept whole) still differs from its
-    kept row as it did then: by at most `eps`, or not at all once kept. `every`: compare every
-    selected row (a user's hook may have changed any), marks unused."""
+    Only rows that may have moved by more than `eps` are compared. `drift` [G, hv, dk] (float64)
+    bounds how far each row is from its kept row: 0 for the state after the prompt (kept whole),
+    the difference found when a row was compared and not moved (rounded up), 0 once kept; each
+    pass adds to the row an update moved (`written` [G, hv]: the row, -1 none, -2 several) twice
+    its largest term (`term` [G, hv]: a value of a sum moves by at most twice the term added,
+    the sum's rounding being at most the term), rounded up, and makes it infinite where the bound
+    is unknown (several rows, a decay: `decayed` [G, hv], a NaN term). A row whose bound is at most
+    `eps` differs from its kept row by at most `eps` in the reals, so by float32's rounding (which
+    is monotone, `eps` a float32) its compared difference is too: it is not moved, as a comparison
+    would find. `every`: compare every selected row (a user's hook may have changed any), the
+    bounds unused."""
     G, hv = rows.shape
     n = 0
+    up = 1.0 + 2.0 ** -50                  # a float64 sum rounded down by at most 2^-53, times this: above the sum
     for g in range(G):
         for h in range(hv):
             r = rows[g, h]
             if not every:
                 w = written[g, h]
                 if w == -2 or decayed[g, h]:
-                    dirty[g, h, :] = True
+                    drift[g, h, :] = np.inf
                 elif w >= 0:
-                    dirty[g, h, w] = True
-                if not dirty[g, h, r]:
+                    t = np.float64(term[g, h])
+                    drift[g, h, w] = np.inf if t != t else (drift[g, h, w] + 2.0 * t) * up
+                if not drift[g, h, r] > eps:
                     continue
-                dirty[g, h, r] = False
             new = stacked[g, h, r]
             k = row_at[g, h, r]
             top = np.float32(0.0)
@@ -59,7 +65,10 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, dirty, written, d
                 if d > top:
                     top = d
             if not top > eps:
+                # as far as it is now: the float32 difference rounded up (a NaN: unknown)
+                drift[g, h, r] = np.inf if top != top else np.float64(top) * (1.0 + 2.0 ** -23)
                 continue
+            drift[g, h, r] = 0.0
             out_at[n, 0] = g
             out_at[n, 1] = h
             out_at[n, 2] = r

@@ -123,7 +123,8 @@ class _Taps:
         self.vnorms = Rows((len(layers), hv))      # ... |v| of every value head's value
         self.sparse_error = 0.0        # largest |q - its top entry| or |k - its top entry| seen (one-hot: 0)
         # the compact engine's marks of the last consumed token: (the row each value head's update
-        # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv]); None: unknown
+        # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv], the largest
+        # term the update added to its row [nL, hv]); None: unknown
         self.written = None
         self.pending = None            # a compact recording's captures not yet put (`_CompactTap`)
         self.touched = None            # the compact engine's: every row its loop wrote [nL, hv, dk] (`_CompactTap`)
@@ -312,7 +313,8 @@ class _CompactTap:
             self.pending[self.count:self.count + n] = cap
             self.count += n
             self.last = cap[-1, :, K.TAP_KS, :self.engine.hk].copy()
-            self.taps.written = (cap[-1, :, K.TAP_WROW].astype(np.int64), cap[-1, :, K.TAP_DECAY] != 0)
+            self.taps.written = (cap[-1, :, K.TAP_WROW].astype(np.int64), cap[-1, :, K.TAP_DECAY] != 0,
+                                 cap[-1, :, K.TAP_WMAX].copy())
 
     def _touch(self, cap):
         """Mark in `taps.touched` the rows the tokens' updates moved (`kernels.TAP_WROW`; several, or
@@ -590,7 +592,7 @@ class _PassRecorder:
         self._last = {}                    # the last pass's states: all layers' array, or {layer: state}
         self.updates: list = []
         self.rows: RowLog | None = None     # the compact engine's: its states kept as rows
-        self.dirty = None                    # ... and its rows changed since compared with them (`compiled.take_moved_rows`)
+        self.drift = None                    # ... and a bound on each row's distance from them (`compiled.take_moved_rows`)
         self.heads = np.arange(geo.hv)
         self.head_keys = self.heads // geo.group      # each value head's key head
         self.slot_margin: dict = {}        # memory -> [slots]: each slot's code margin now (the stock forward's; `slots_now`)
@@ -638,7 +640,7 @@ class _PassRecorder:
         if i == 0:                          # the state as rows, not copied (a copy costs as much as a pass)
             # the rows the engine wrote; a user's hook may have changed any: all read then
             self.rows = RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
-            self.dirty = np.zeros(stacked.shape[:3], np.bool_)    # rows changed since last compared
+            self.drift = np.zeros(stacked.shape[:3])     # how far each row may be from its kept row
             self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             self.taken = TakenRows(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
             self.slots_now = MarkedSlots(self.taken, self.placements, self.geo.gdn_layers)
@@ -744,12 +746,12 @@ class _PassRecorder:
         marks = self.taps.written
         every = self.user_hook is not None or marks is None
         if every:
-            marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_))
+            marks = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.bool_), np.zeros((0, 0), np.float32))
         t = self.taken
         self.rows.reserve(rows_.size)
         from .compiled import take_moved_rows
         n, self.rows.count = take_moved_rows(stacked, rows_, self.rows.row_at, self.rows.values, self.rows.count,
-                                             ROW_EPS32, self.dirty, *marks, every, t.at, t.old, t.new,
+                                             ROW_EPS32, self.drift, *marks, every, t.at, t.old, t.new,
                                              t.piece_start, t.piece_mem, t.piece_s0, t.piece_n, t.slot_marks,
                                              t.marked, t.marked_n)
         return t.taken(n)
