@@ -23,7 +23,7 @@ CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
 #: per key head a (columns a < hk) its query's top entry (index, value) and sum of squares, the same of
 #: its key, and the output gate pre-activation z of its first value head; per value head v (columns
 #: v < hv) its write strength beta, log decay, the sum of squares of its value, the row of its
-#: state the delta rule moved (`_written_row`: -1 none, -2 several; a decay moves them all) and the
+#: state the delta rule moved (`_update_written`: -1 none, -2 several; a decay moves them all) and the
 #: largest |term| the update added to that row (a bound on how far each value moved: at most twice
 #: it, the rounding of a sum being at most the term added; 0 where none). The reductions are
 #: numpy's, bit for bit (`np.argmax`, `np.take_along_axis`, `(x * x).sum(-1)`: its pairwise summation,
@@ -120,7 +120,8 @@ def _scratch(W):
             np.zeros(hv, np.float32), np.zeros(hv, np.float32),  # beta, decay
             np.zeros(dv, np.float32), np.zeros(dv, np.float32),  # kv, delta
             np.zeros(inter, np.float32),                  # act: the MLP's activations
-            np.zeros(_most_lattices(W), np.float64))      # dist: one layer's gates' distances from their lattices
+            np.zeros(_most_lattices(W), np.float64),      # dist: one layer's gates' distances from their lattices
+            np.zeros(hv, np.int64))                       # nv: non-zero value entries per value head (the taps')
 
 
 @njit(cache=True, error_model="numpy")
@@ -154,6 +155,7 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     hk, hv, dk, dv, kernel = W.dims[3], W.dims[4], W.dims[5], W.dims[6], W.dims[9]
     mixed, qu, qn, kn, nq, nk, nzq, nzk = sc[2:10]
     beta, decay, kv, delta = sc[11:15]
+    nv = sc[17]
     eps = W.eps[0]
     kd = hk * dk
     vd = hv * dv
@@ -166,6 +168,8 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
     for a in range(hk):
         nq[a] = 0
         nk[a] = 0
+    for v in range(hv):
+        nv[v] = 0
     for p in range(W.lchan[g], W.lchan[g + 1]):
         c = W.chan[p]
         if W.conv_plain[g, c] == 1:
@@ -177,8 +181,10 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             val += y[c] * cw[c, kernel - 1]
             ring[pos % (kernel - 1), c] = y[c]
         mixed[c] = _silu_off(val)
-        if mixed[c] != 0 and c < 2 * kd:
-            if c < kd:
+        if mixed[c] != 0:
+            if c >= 2 * kd:
+                nv[(c - 2 * kd) // dv] += 1
+            elif c < kd:
                 a = c // dk
                 nzq[a, nq[a]] = c - a * dk
                 nq[a] += 1
@@ -236,15 +242,19 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             bv = beta[v]
             for j in range(dv):
                 delta[j] = (mixed[2 * kd + v * dv + j] - kv[j]) * bv
-            for n in range(nk[a]):
-                i = nzk[a, n]
-                ki = kn[a * dk + i]
-                for j in range(dv):
-                    S[i, j] = S[i, j] + ki * delta[j]
-        if cap_flags & CAP_TAPS:
-            row, top = _written_row(kn, a * dk, nzk[a], nk[a], delta, dv)
-            cap_gdn[t, g, TAP_WROW, v] = F32(row)
-            cap_gdn[t, g, TAP_WMAX, v] = top
+            if cap_flags & CAP_TAPS:        # the same update, noting the row it moved
+                row, top = _update_written(S, kn, a * dk, nzk[a], nk[a], delta, dv)
+                cap_gdn[t, g, TAP_WROW, v] = F32(row)
+                cap_gdn[t, g, TAP_WMAX, v] = top
+            else:
+                for n in range(nk[a]):
+                    i = nzk[a, n]
+                    ki = kn[a * dk + i]
+                    for j in range(dv):
+                        S[i, j] = S[i, j] + ki * delta[j]
+        elif cap_flags & CAP_TAPS:
+            cap_gdn[t, g, TAP_WROW, v] = F32(-1)
+            cap_gdn[t, g, TAP_WMAX, v] = ZERO
         # the read-out, then the gated RMSNorm of the head
         ss = ZERO
         for j in range(dv):
@@ -267,7 +277,7 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
         cg[4, :hv] = decay
         cg[5, :vd] = y[C:C + vd]
     if cap_flags & CAP_TAPS:
-        _capture_taps(cap_gdn[t, g], qu, kn, mixed, nq, nk, nzq, nzk, beta, decay, y, C, hk, hv, dk, dv)
+        _capture_taps(cap_gdn[t, g], qu, kn, mixed, nq, nk, nzq, nzk, nv, beta, decay, y, C, hk, hv, dk, dv)
     # back to zeros for the next layer: the live channels, the normed q and k
     for p in range(W.lchan[g], W.lchan[g + 1]):
         mixed[W.chan[p]] = ZERO
@@ -280,8 +290,9 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
 
 
 @njit(cache=True, error_model="numpy")
-def _capture_taps(cg, qu, kn, mixed, nq, nk, nzq, nzk, beta, decay, y, C, hk, hv, dk, dv):
-    """One GDN layer's taps at one token into cg [TAP_FIELDS, hv] (`CAP_TAPS`)."""
+def _capture_taps(cg, qu, kn, mixed, nq, nk, nzq, nzk, nv, beta, decay, y, C, hk, hv, dk, dv):
+    """One GDN layer's taps at one token into cg [TAP_FIELDS, hv] (`CAP_TAPS`; a value head with no
+    non-zero entry, nv[v] = 0, has |v|^2 = +0.0, as the pairwise sum of its zeros)."""
     kd = hk * dk
     group = hv // hk
     for a in range(hk):
@@ -291,7 +302,7 @@ def _capture_taps(cg, qu, kn, mixed, nq, nk, nzq, nzk, beta, decay, y, C, hk, hv
     for v in range(hv):
         cg[TAP_BETA, v] = beta[v]
         cg[TAP_DECAY, v] = decay[v]
-        cg[TAP_VSQ, v] = _pairwise_squares(mixed, 2 * kd + v * dv, dv)
+        cg[TAP_VSQ, v] = _pairwise_squares(mixed, 2 * kd + v * dv, dv) if nv[v] else ZERO
 
 
 @njit(cache=True, error_model="numpy")
@@ -314,28 +325,30 @@ def _tap_head(cg, f, a, x, lo, n, first, count):
 
 
 @njit(cache=True, error_model="numpy")
-def _written_row(kn, lo, nz, count, delta, dv):
-    """The state row a value head's delta-rule update added a non-zero term to (its key's entries
-    kn[lo + nz[:count]], the update ki * delta) and the largest |term| added to it (a NaN term:
-    NaN): (the row, its largest term); (-1, 0) when none (every term 0: each value as it was), -2
-    when several (the term then unspecified)."""
+def _update_written(S, kn, lo, nz, count, delta, dv):
+    """The delta rule's update S[i] += ki * delta for its key's entries kn[lo + nz[:count]] (the
+    same arithmetic as the plain loop), returning the row it added a non-zero term to and the
+    largest |term| (a NaN term: NaN): (-1, 0) when none (each value as it was), -2 when several
+    (the term then unspecified)."""
     row = -1
+    several = False
     top = ZERO
     for n in range(count):
         i = nz[n]
         ki = kn[lo + i]
         hit = False
         for j in range(dv):
-            p = abs(ki * delta[j])
-            if p != 0:
-                if row >= 0:
-                    return -2, top
+            p = ki * delta[j]
+            S[i, j] = S[i, j] + p
+            m = abs(p)
+            if m != 0:
                 hit = True
-                if p > top or p != p:
-                    top = p
+                if m > top or m != m:
+                    top = m
         if hit:
+            several = several or row >= 0
             row = i
-    return row, top
+    return (-2 if several else row), top
 
 
 @njit(cache=True, error_model="numpy")

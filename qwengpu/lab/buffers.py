@@ -96,20 +96,27 @@ _SPARE_BUFFERS: dict = {}
 _SPARE_LOCK = threading.Lock()
 
 
-def reused_buffer(shape: tuple) -> np.ndarray:
-    """A float32 array of `shape` for a recording's captures (contents undefined): a finished
-    recording's if one is spare, else a new one. A new one's ~5 MB of pages are faulted by the
-    prompt's first chunk, inside the model's pass (~5-10 ms a recording, measured on dot)."""
+def reused_buffer(shape: tuple, dtype=np.float32, zeroed: bool = False) -> np.ndarray:
+    """An array of `shape` and `dtype` for a recording (contents undefined, or zeros with
+    `zeroed`): a finished recording's if one is spare, else a new one. A new one's pages are
+    faulted where the recording first writes them, inside the model's passes (the captures' ~5 MB
+    in the prompt's first chunk, the rows' distance bounds' ~7 MB over the first passes: ~5-10 ms
+    each a recording, measured on dot); zeroing a spare one costs ~1 ms."""
+    key = (tuple(shape), np.dtype(dtype).str)
     with _SPARE_LOCK:
-        spare = _SPARE_BUFFERS.get(tuple(shape))
-        if spare:
-            return spare.pop()
-    return np.empty(shape, np.float32)
+        spare = _SPARE_BUFFERS.get(key)
+        buf = spare.pop() if spare else None
+    if buf is None:
+        return np.zeros(shape, dtype) if zeroed else np.empty(shape, dtype)
+    if zeroed:
+        buf.fill(0)
+    return buf
 
 
 def give_back_buffer(buf: np.ndarray):
-    """Keep a finished recording's buffer for the next (at most two of a shape)."""
+    """Keep a finished recording's buffer for the next (at most two of a shape and type); the
+    recording must hold no view of it any more."""
     with _SPARE_LOCK:
-        spare = _SPARE_BUFFERS.setdefault(buf.shape, [])
+        spare = _SPARE_BUFFERS.setdefault((buf.shape, buf.dtype.str), [])
         if len(spare) < 2:
             spare.append(buf)

@@ -476,6 +476,7 @@ def record_launch(program, launch, *, engine: str = "compact", machine=None, ker
         if activity is not None:
             activity.remove()
     trace = _trace(engine, prefix_texts + prompt, rec, geo, placements, taps, time.perf_counter() - t_start, activity)
+    rec.release()
     trace.prefix_len = len(prefix_ids)
     trace.context = rec.last_state if engine == "model" else None
     view = MachineView(module, spec, fn, image, trace, ref_view, result, fault, machine, names)
@@ -627,6 +628,12 @@ class _PassRecorder:
                                         position=i, machine=_machine_state(self.word_dicts, self.placements, prev, changed),
                                         margins=dict(self.margin)))
 
+    def release(self):
+        """The launch recorded: the buffers only the passes used kept for the next recording."""
+        if self.drift is not None:
+            give_back_buffer(self.drift)
+            self.drift = None
+
     @property
     def last_raw(self) -> dict:
         """{GDN layer: its state [hv, dk, dv]} after the last pass."""
@@ -640,7 +647,7 @@ class _PassRecorder:
         if i == 0:                          # the state as rows, not copied (a copy costs as much as a pass)
             # the rows the engine wrote; a user's hook may have changed any: all read then
             self.rows = RowLog(stacked, self.taps.touched_rows() if self.user_hook is None else None)
-            self.drift = np.zeros(stacked.shape[:3])     # how far each row may be from its kept row
+            self.drift = reused_buffer(stacked.shape[:3], np.float64, zeroed=True)   # how far each row may be from its kept row
             self.base_raw = _LayerStates(self.geo.gdn_layers, self.rows.base_layer)
             self.taken = TakenRows(stacked.shape, self.geo.gdn_layers, self.placements, self.pieces_at)
             self.slots_now = MarkedSlots(self.taken, self.placements, self.geo.gdn_layers)
