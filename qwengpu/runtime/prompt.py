@@ -13,6 +13,8 @@ costs tokens as a buffer does: its valid bits, and only its non-zero bytes.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from qwengpu.assembler.launch_layout import check_launch_shape
 from qwengpu.assembler.lower import AssemblerError
 from qwengpu.launch import LaunchSpec
@@ -51,11 +53,16 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
         for seg in fmt.segments:
             put(seg.name, b.index, word[seg.first_byte:seg.first_byte + seg.nbytes])
     memory = initial_memory(image, module, spec)
+    lines = image.layout.memory.lines
     valid = image.layout.valid
-    for line in range(image.layout.memory.lines):
+    # each line's valid bits as a 16-bit word, at once (a loop over every byte of every line cost
+    # a few ms a launch); a line with no data and no valid byte puts nothing
+    bits = (np.frombuffer(bytes(valid[:lines * LINE]), np.uint8).reshape(lines, LINE).astype(np.int64)
+            << np.arange(LINE)).sum(1).tolist()
+    for line in range(lines):
         data = bytes(memory[line * LINE:(line + 1) * LINE])
-        bits = sum(valid[line * LINE + i] << i for i in range(LINE))
-        put("mem", line, data + bits.to_bytes(2, "little"))
+        if bits[line] or any(data):
+            put("mem", line, data + bits[line].to_bytes(2, "little"))
     bx, by, bz = spec.block
     n = spec.threads_per_block
     tb, lane_bytes = image.config.tid_bits, image.config.ltab_lane_bytes
