@@ -33,7 +33,7 @@ def loop_kernel(body: str, before: str = "") -> str:
     before the loop. s is stored to sum[i]."""
     return (f"{HEADER}.visible .entry k(.param .u64 x, .param .u64 dd, .param .u64 cnt, .param .u64 y, "
             ".param .u64 sum, .param .f32 d)\n{\n"
-            ".reg .f32 %f<16>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<16>;\n.reg .pred %p<8>;\n"
+            ".reg .f32 %f<48>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<16>;\n.reg .pred %p<8>;\n"
             "mov.u32 %r1, %tid.x;\nmov.u32 %r9, %ntid.x;\nmul.wide.u32 %rd9, %r1, 4;\n"
             "ld.param.u64 %rd2, [dd]; add.u64 %rd2, %rd2, %rd9; ld.global.f32 %f2, [%rd2];\n"
             "ld.param.f32 %f8, [d];\n"
@@ -201,3 +201,40 @@ def test_the_short_path_runs_in_every_iteration():
         return len(got.extra["generated"])
     per_division = (tokens("div.rn.f32 %f1, %f1, %f2;") - tokens("mov.f32 %f1, %f1;")) / 16
     assert per_division < 100, per_division
+
+
+def test_a_program_the_hoisting_pushes_past_the_rom_keeps_the_sequence():
+    """470 bundles of fma before the loop: the program fits the 512-bundle ROM with the loop's
+    division as the sequence (507 bundles) but not hoisted (the preheader, the check and the shared
+    full division: 527), so `assemble` lowers it again without hoisting (not with shared
+    routines, which would make every division a call); still exact."""
+    from qwengpu.assembler.pipeline import machine_layout, optimize, lower
+    from qwengpu.assembler.schedule import RomOverflow
+    from qwengpu.assembler.spill import schedule_with_spills
+    ptx = loop_kernel("div.rn.f32 %f4, %f1, %f2;", before="fma.rn.f32 %f3, %f3, %f1, %f2;\n" * 470)
+    spec = launch(*operands(7))
+    module, launch_spec = load_program(ptx), LaunchSpec.from_json(spec)
+    prog = lower(module, launch_spec, module.kernel("k"), machine_layout(module, launch_spec, "k", COMPACT_FPU),
+                 fpu_ops=COMPACT_FPU.fpu_ops)
+    assert prog.loops_hoisted == 1
+    with pytest.raises(RomOverflow):
+        schedule_with_spills(optimize(prog, {"tid.x": (0, LANES - 1)}), COMPACT_FPU, LANES, (LANES, 1, 1))
+    assert unit_ops(ptx, spec) == 470 + SEQUENCE + 1
+    check(ptx, spec)
+
+
+@pytest.mark.parametrize("form", ["div.rn.f32", "div.rp.ftz.f32"])
+def test_a_hoisted_program_that_spills_is_exact(form):
+    """14 products live across the loop with the hoisted parts: more than the 32 registers
+    (`spill`), and kept so (the short path saves more than the reloads cost)."""
+    from qwengpu.assembler.spill import spill_slots
+    live = [f"%f{20 + k}" for k in range(14)]
+    before = "\n".join(f"add.f32 {r}, %f2, 0f{0x3F800000 + k * 0x10000:08X};" for k, r in enumerate(live))
+    body = f"{form} %f4, %f1, %f2;\n" + "\n".join(f"mul.f32 {r}, {r}, %f4;" for r in live)
+    ptx = loop_kernel(body + "\n" + "\n".join(f"add.f32 %f4, %f4, {r};" for r in live), before=before)
+    spec = launch(*operands(13))
+    check(ptx, spec)
+    img = assemble(load_program(ptx), LaunchSpec.from_json(spec), config=COMPACT_FPU)
+    assert spill_slots(img) > 0
+    directed = ".rp" in form
+    assert unit_ops(ptx, spec) == FAST_PART + LOW_PART * directed + 3 + directed + FULL + 3 * len(live) + 1

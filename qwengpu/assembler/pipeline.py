@@ -10,7 +10,7 @@ from .launch_layout import machine_layout
 from .lower import AssemblerError, MicroProgram, lower
 from .optimize import optimize
 from .schedule import RomOverflow
-from .spill import schedule_with_spills, spill_slots
+from .spill import schedule_with_spills
 
 
 def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
@@ -33,7 +33,7 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
         return schedule_with_spills(prog, config, spec.threads_per_block, (bx, by, bz))
 
     try:
-        return _without_new_spills(lowered, fit)
+        return _hoisted_or_plain(lowered, fit)
     except RomOverflow as inlined:
         # too large with every float routine inlined: call shared copies instead (`lower/shared.py`)
         try:
@@ -42,24 +42,19 @@ def assemble(module: Module, spec: LaunchSpec, kernel: str | None = None,
             raise RomOverflow(f"{inlined} (with shared float routines: {shared})") from None
 
 
-def _without_new_spills(lowered, fit) -> Image:
-    """The program with its loops' divisors hoisted (`lower.loopdiv`), unless that does not fit the
-    machine (its ROM, its registers) or spills registers to memory where the program without it
-    does not: the hoisted parts live across the loop, and a part spilled would be loaded back in
-    every iteration. Then the program as lowered without it."""
+def _hoisted_or_plain(lowered, fit) -> Image:
+    """The program with its loops' divisors hoisted (`lower.loopdiv`), or, where that does not fit
+    the machine (its ROM, its registers even after spilling, the spill area), the program lowered
+    without it (each iteration's division the sequence, as before). A hoisted program that spills
+    is kept: the parts live across the loop, but a division's short path saves more than the
+    reloads cost (docs/float_units.md, "A divisor known in advance")."""
     prog = lowered()
     if not prog.loops_hoisted:
         return fit(prog)
     try:
-        hoisted = fit(prog)
+        return fit(prog)
     except AssemblerError:
         return fit(lowered(hoist=False))
-    if not spill_slots(hoisted):
-        return hoisted
-    try:
-        plain = fit(lowered(hoist=False))
-    except AssemblerError:
-        return hoisted
-    return plain if not spill_slots(plain) else hoisted
+
 
 __all__ = ["assemble", "AssemblerError", "Image"]
