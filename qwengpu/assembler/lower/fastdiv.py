@@ -1,5 +1,6 @@
 """Division by a divisor known in advance on the float unit: the divisor's part hoisted where one
-register (or an immediate) divides more than once in a block, each division then a range check
+register (or an immediate) divides more than once in a block, or divides in a loop that does not
+write it (computed in the loop's preheader, `loopdiv`), each division then a range check
 and a short sequence (`softfloat.unit.fast_quotient`: three unit ops in rn, four in rz, rm, rp),
 the full division as a shared routine for the lanes outside its range (docs/softfloat.md, "A
 divisor known in advance")."""

@@ -106,6 +106,8 @@ class LoopDivisorOps:
 
     #: hoist loop-invariant divisors (`assemble` lowers again without, when that does not fit)
     hoist_loop_divisors = True
+    #: preheaders made so far (`MicroProgram.loops_hoisted`)
+    loops_hoisted = 0
 
     def enter_loop(self, ctx, pc: int):
         """At a hoisted loop's header (its label's block just started, the preheader): compute
@@ -113,10 +115,11 @@ class LoopDivisorOps:
         if not (self.hoist_loop_divisors and sf_unit.has_sequences(self.fpu) and not self.share_routines):
             return
         fn = ctx["fn"]
-        plans = self.__dict__.setdefault("_loop_plans", {})
-        plan = plans.get(fn.name)
+        if not hasattr(self, "_loop_plans"):
+            self._loop_plans = {}                                 # function name -> LoopDivisors
+        plan = self._loop_plans.get(fn.name)
         if plan is None:
-            plan = plans[fn.name] = loop_divisors(fn)
+            plan = self._loop_plans[fn.name] = loop_divisors(fn)
         loop = plan.loops.get(pc)
         if loop is None:
             return
@@ -131,7 +134,7 @@ class LoopDivisorOps:
             for p, (h, r) in plan.divisions.items():
                 if h == pc and r == reg:
                     parts[p] = (yh, neg_c, lo, width, yl)
-        self.loops_hoisted = getattr(self, "loops_hoisted", 0) + 1
+        self.loops_hoisted += 1
         body = self.fresh_label(self.cur.label + "~loop")
         ctx.setdefault("loop_bodies", {})[pc] = (body, loop.end)
         self.end(("jump", body))
