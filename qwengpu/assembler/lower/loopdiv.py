@@ -82,13 +82,14 @@ def registers(o) -> list[str]:
 def loop_divisors(fn: Function) -> LoopDivisors:
     """Each div.f32 by a register inside a loop that does not write it, hoisted to the outermost
     such loop (`loops`; the module docstring)."""
-    found = loops(fn)
+    candidates = [pc for pc, ins in enumerate(fn.body) if ins.op == "div" and
+                  getattr(ins.info, "type", None) == "f32" and isinstance(ins.operands[2], Reg)]
+    found = loops(fn) if candidates else {}
     writes = {head: written(fn, head, end) for head, end in found.items()}
     plans: dict[int, dict] = {}
     divisions = {}
-    for pc, ins in enumerate(fn.body):
-        if ins.op != "div" or getattr(ins.info, "type", None) != "f32" or not isinstance(ins.operands[2], Reg):
-            continue
+    for pc in candidates:
+        ins = fn.body[pc]
         reg = ins.operands[2].name
         around = [h for h, e in found.items() if h <= pc <= e and reg not in writes[h]]
         if not around:
