@@ -33,13 +33,17 @@ class Op:
     """One row: `body` is one link of the chain on `a` (the carried value) and `b`, `c`, `d`;
     `inputs` gives a, b, c, d for lane 0 (lane l scales them by 1 + l/64 or, for integers, adds
     0x01010101 * l, so lanes differ in every byte); `target` is the issue's bound in tokens per op
-    (issue 22), None where it sets none."""
+    (issue 22), None where it sets none. `unrolled=False` keeps the chain a loop (`#pragma unroll
+    1`: each link then also pays the loop's counter, compare and branch); `d_parameter` makes d a
+    kernel parameter (`inputs[3]`, the same in every lane) instead of a loaded value."""
     name: str
     slug: str
     ctype: str
     body: str
     inputs: tuple
     target: float | None = None
+    unrolled: bool = True
+    d_parameter: bool = False
 
     def kernel(self, chain: int) -> str:
         return f"op_{self.slug}_{chain}"
@@ -55,6 +59,9 @@ OPS = (
     Op("f32 compare", "f32_compare", "float", "a = (a < b) ? c : d;", (1.2345678, 0.5, 2.7182817, -1.4142135), 24),
     Op("f32 from int", "f32_from_int", "float", "a = (float)__float_as_int(a);", (1.2345678, 0.0, 0.0, 0.0), 24),
     Op("f32 div", "f32_div", "float", "a = a / b;", (1.2345678, 0.9071068, 0.0, 0.0), 80),
+    # the divisor loop-invariant, the loop kept: its part computed once before the loop (`loopdiv`)
+    Op("f32 div loop", "f32_div_loop", "float", "a = a / d;", (1.2345678, 0.0, 0.0, 0.9071068), 80,
+       unrolled=False, d_parameter=True),
     Op("sqrtf(a)+b", "f32_sqrt_add", "float", "a = sqrtf(a) + b;", (1.2345678, 0.5, 0.0, 0.0), 80),
     Op("expf(a)*b", "f32_exp_mul", "float", "a = expf(a) * b;", (0.5, -0.9, 0.0, 0.0), 100),
     Op("f64 add", "f64_add", "double", "a = a + b;", (1.2345678901234567, 0.7071067811865476, 0.0, 0.0), 60),
@@ -75,11 +82,12 @@ def cuda_source(chain: int = CHAIN) -> str:
     for op in OPS:
         for n in (0, chain):
             t = op.ctype
+            d_param, d_load = (f", {t} d", "") if op.d_parameter else ("", f", d = in[{3 * LANES} + i]")
             parts.append(
-                f"extern \"C\" __global__ void {op.kernel(n)}(const {t} *in, {t} *out) {{\n"
+                f"extern \"C\" __global__ void {op.kernel(n)}(const {t} *in, {t} *out{d_param}) {{\n"
                 f"    int i = threadIdx.x;\n"
-                f"    {t} a = in[i], b = in[{LANES} + i], c = in[{2 * LANES} + i], d = in[{3 * LANES} + i];\n"
-                f"    #pragma unroll\n"
+                f"    {t} a = in[i], b = in[{LANES} + i], c = in[{2 * LANES} + i]{d_load};\n"
+                f"    #pragma unroll{'' if op.unrolled else ' 1'}\n"
                 f"    for (int k = 0; k < {n}; ++k) {{ {op.body} }}\n"
                 f"    out[i] = a;\n"
                 f"}}")
@@ -87,16 +95,19 @@ def cuda_source(chain: int = CHAIN) -> str:
 
 
 def launch_spec(op: Op) -> dict:
-    """The launch of a row's kernels: one warp, inputs a, b, c, d per lane, one output per lane."""
+    """The launch of a row's kernels: one warp, inputs a, b, c, d per lane (and d as the kernel
+    parameter of a row with `d_parameter`), one output per lane."""
     dtype = {"int": "int32", "float": "float32", "double": "float64"}[op.ctype]
-    data = []
+    data, scalars = [], []
+    if op.d_parameter:
+        scalars.append({"scalar": dtype, "value": op.inputs[3]})
     for v in op.inputs:
         if op.ctype == "int":
             data += [struct.unpack("<i", struct.pack("<I", (v + 0x01010101 * l) & 0xFFFFFFFF))[0] for l in range(LANES)]
         else:
             data += [v * (1 + l / 64) for l in range(LANES)]
     return {"grid": 1, "block": LANES, "args": [{"buffer": dtype, "data": data},
-                                                {"buffer": dtype, "data": [0] * LANES}]}
+                                                {"buffer": dtype, "data": [0] * LANES}] + scalars}
 
 
 def _counts(res) -> dict:

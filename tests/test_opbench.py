@@ -47,3 +47,17 @@ def test_unknown_operation_and_bad_chain_are_refused(capsys):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH: cannot compare the shipped PTX")
 def test_shipped_ptx_is_nvccs_output_of_the_generated_source():
     assert opbench.regenerate(check=True), "run `python -m qwengpu.opbench --regenerate`"
+
+
+def test_a_row_may_keep_its_loop_and_take_d_as_a_kernel_parameter():
+    """`f32 div loop`: the chain stays a loop (`#pragma unroll 1`) whose divisor d is a kernel
+    parameter; its division takes the short path in every iteration (the divisor's part computed
+    before the loop, `loopdiv`), under the issue's bound with the loop's own counter and branch."""
+    op = opbench.op_named("f32_div_loop")
+    source = opbench.cuda_source()
+    kernel = source[source.index(f"void {op.kernel(opbench.CHAIN)}("):]
+    kernel = kernel[:kernel.index("\n}")]
+    assert "float *out, float d)" in kernel and "#pragma unroll 1\n" in kernel and "d = in[" not in kernel
+    assert opbench.launch_spec(op)["args"][2] == {"scalar": "float32", "value": op.inputs[3]}
+    row = opbench.measure(op)
+    assert row["exact"] and row["tokens_per_op"] <= op.target, row

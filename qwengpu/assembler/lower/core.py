@@ -55,6 +55,8 @@ class MicroProgram:
     #: registers that keep their value for the whole launch in every lane, exited lanes included
     #: (live at every exit; never spilled): the warp's live-lane marks (`ControlOps.op_bar`)
     pinned: set = field(default_factory=set)
+    #: loops whose preheader computes a divisor's part (`LoopDivisorOps`): 0 lowers as without them
+    loops_hoisted: int = 0
 
     def block(self, label: str) -> Block:
         for b in self.blocks:
@@ -257,7 +259,7 @@ class LowererCore:
         self.lower_shared_routines()
         self.barrier_epilogue()
         return MicroProgram(self.blocks, entry, self.nv, self.kernel.name, self.layout, self.specials,
-                            {self.alive} if self.alive is not None else set())
+                            {self.alive} if self.alive is not None else set(), getattr(self, "loops_hoisted", 0))
 
     def kernel_params(self) -> dict:
         """{parameter: ("const", its bytes)}: the kernel's parameters are constants of the program."""
@@ -276,9 +278,7 @@ class LowererCore:
                 if self.cur is not None:
                     self.end(("jump", lab))
                 self.start(lab)
-                for extra in labels_at[pc][1:]:
-                    # alias labels jump to the first
-                    pass
+                self.enter_loop(ctx, pc)             # a hoisted loop's preheader (`LoopDivisorOps`)
             if self.cur is None:
                 self.start(self.fresh_label(prefix + "dead"))
             ctx["pc"] = pc
@@ -299,6 +299,9 @@ class LowererCore:
     def label_of(self, ctx, name: str) -> str:
         fn = ctx["fn"]
         pc = fn.labels[name]
+        body = self.loop_body_label(ctx, pc)         # a back edge skips its loop's preheader
+        if body is not None:
+            return body
         first = [n for n, p in fn.labels.items() if p == pc][0]
         return ctx["prefix"] + first
 

@@ -1,5 +1,6 @@
 """Division by a divisor known in advance on the float unit: the divisor's part hoisted where one
-register (or an immediate) divides more than once in a block, each division then a range check
+register (or an immediate) divides more than once in a block, or divides in a loop that does not
+write it (computed in the loop's preheader, `loopdiv`), each division then a range check
 and a short sequence (`softfloat.unit.fast_quotient`: three unit ops in rn, four in rz, rm, rp),
 the full division as a shared routine for the lanes outside its range (docs/softfloat.md, "A
 divisor known in advance")."""
@@ -18,13 +19,17 @@ class FastDivisionOps:
 
     def unit_fast_divisor(self, ctx, ins, c: Src, ftz: bool, rnd: str) -> tuple | None:
         """(yh, -c, lo, width, yl) of `softfloat.unit.fast_divisor(c)` when c is a hoisted divisor:
-        computed at the first of two or more divisions by one register in a block
-        (`_divides_again`), shared by the next while the register is not written again; yl (None
-        until then) at the first division in a directed mode. None where c divides once (the short
+        computed in the preheader of a loop that does not write it (`LoopDivisorOps.enter_loop`), or
+        at the first of two or more divisions by one register in a block (`_divides_again`), shared
+        by the next while the register is not written again; yl (None until then) at the first
+        division in a directed mode. None where c divides once (the short
         path's divisor part costs more than the sequence's, `unit_divisor`). An immediate divisor's
         part is folded (`constant_fast_divisor`), so one division by it is short too."""
         if isinstance(c.value, Imm):
             return constant_fast_divisor(c.value.value ^ (M32 if c.inv else 0), rnd)
+        looped = self.loop_divisor(ctx)          # computed in its loop's preheader (`LoopDivisorOps`)
+        if looped is not None:
+            return looped
         blk = self.cur
         cache = getattr(self, "_fast_divisors", None)
         if cache is None or cache[0] is not blk:
