@@ -19,6 +19,16 @@ def f32_arith(a, b, out):
     return [a, b, out]
 
 
+@oracle("div_loop", tags={"float", "loop", "grid"},
+        about="y = x / d in a grid-stride loop, d a parameter (hoisted before the loop); zeros, subnormal, inf, NaN, overflow")
+def div_loop(n, d, x, y):
+    y = y.copy()
+    with np.errstate(all="ignore"):
+        for i in range(int(n)):
+            y[i] = canon(np.float32(x[i]) / np.float32(d))
+    return [None, None, x, y]
+
+
 @oracle("f32_sqrt_fma", tags={"float", "ci"}, about="sqrtf, fmaf, contracted a*b+c, separately rounded mul+add")
 def f32_sqrt_fma(a, b, c, out):
     out = out.copy()
