@@ -92,6 +92,35 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, drift, written, d
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
+def _read_rails(row, w, half, written_level):
+    """One state row's w rail pairs (1-rail, 0-rail) as `read_rails` reads them, in float64: (the
+    word: bit j set where its 1-rail is above `half`, the smallest |1-rail - half| over the row's
+    rails that are not NaN, whether one of them is NaN, whether a rail's |value| is above
+    `written_level` with no NaN among them)."""
+    word = np.uint64(0)
+    low = np.inf
+    low_nan = False
+    top = 0.0
+    top_nan = False
+    for j in range(w):
+        one = np.float64(row[2 * j])
+        zero = np.float64(row[2 * j + 1])
+        if one > half:
+            word |= np.uint64(1) << np.uint64(j)
+        d = abs(one - half)
+        if d != d:
+            low_nan = True
+        elif d < low:
+            low = d
+        for x in (abs(one), abs(zero)):
+            if x != x:
+                top_nan = True
+            elif x > top:
+                top = x
+    return word, low, low_nan, (not top_nan) and top > written_level
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
 def read_block(S, heads, fields, s0, n, w, want, vals, written, margin, level, written_level):
     """One block of a memory's pieces (value heads `heads` of state S [hv, dk, dv], holding fields
     `fields` of slots s0 .. s0 + n - 1 in rows 0 .. n - 1, w bits each) read at the wanted slots in
@@ -109,28 +138,11 @@ def read_block(S, heads, fields, s0, n, w, want, vals, written, margin, level, w
         low = np.inf
         low_nan = False
         for k in range(heads.shape[0]):
-            row = S[heads[k], r]
-            word = np.uint64(0)
-            top = 0.0
-            top_nan = False
-            for j in range(w):
-                one = np.float64(row[2 * j])
-                zero = np.float64(row[2 * j + 1])
-                if one > half:
-                    word |= np.uint64(1) << np.uint64(j)
-                d = abs(one - half)
-                if d != d:
-                    low_nan = True
-                elif d < low:
-                    low = d
-                for x in (abs(one), abs(zero)):
-                    if x != x:
-                        top_nan = True
-                    elif x > top:
-                        top = x
+            word, row_low, row_nan, row_written = _read_rails(S[heads[k], r], w, half, written_level)
             vals[fields[k], c] = word
-            if not top_nan and top > written_level:
-                any_written = True
+            low = min(low, row_low)
+            low_nan = low_nan or row_nan
+            any_written = any_written or row_written
         if any_written:
             written[c] = True
         m = margin[c]
@@ -171,28 +183,11 @@ def read_marked(stacked, marked, marked_n, slot_marks, mem_blocks, blk_g, blk_w,
                 low = np.inf
                 low_nan = False
                 for kk in range(blk_heads_at[b], blk_heads_at[b + 1]):
-                    row = S[blk_heads[kk], r]
-                    word = np.uint64(0)
-                    top = 0.0
-                    top_nan = False
-                    for j in range(w):
-                        one = np.float64(row[2 * j])
-                        zero = np.float64(row[2 * j + 1])
-                        if one > half:
-                            word |= np.uint64(1) << np.uint64(j)
-                        d = abs(one - half)
-                        if d != d:
-                            low_nan = True
-                        elif d < low:
-                            low = d
-                        for x in (abs(one), abs(zero)):
-                            if x != x:
-                                top_nan = True
-                            elif x > top:
-                                top = x
+                    word, row_low, row_nan, row_written = _read_rails(S[blk_heads[kk], r], w, half, written_level)
                     vals[blk_fields[kk], col] = word
-                    if not top_nan and top > written_level:
-                        any_written = True
+                    low = min(low, row_low)
+                    low_nan = low_nan or row_nan
+                    any_written = any_written or row_written
                 if low_nan or nan_all:
                     nan_all = True
                 else:
