@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from qwengpu import load_program, run
 from qwengpu.assembler import assemble
-from qwengpu.assembler.lower.loopdiv import loop_divisors, loops, registers, written
+from qwengpu.assembler.lower.loopdiv import loop_divisors, loops, written
 from qwengpu.assembler.softfloat import unitcheck
 from qwengpu.launch import LaunchSpec
 from qwengpu.machine.config import COMPACT_FPU
+from qwengpu.ptx.cfg import operand_registers
 
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 LANES = 8                     # two warps
@@ -157,14 +158,14 @@ def test_loops_that_do_not_hoist():
 
 
 def test_the_registers_an_instruction_may_write():
-    """`registers` of a first operand: a register, a vector's items, a pair, an address's base."""
+    """`operand_registers` of a first operand: a register, a vector's items, a pair, an address's base."""
     body = load_program(loop_kernel("div.rn.f32 %f4, %f1, %f2;\nsetp.gt.f32 %p5|%p6, %f4, %f1;\n"
                                     "mov.b64 {%f5, %f2}, %rd10;")).kernel("k").body
-    first = {str(ins): registers(ins.operands[0]) for ins in body if ins.operands}
+    first = {str(ins): operand_registers(ins.operands[0]) for ins in body if ins.operands}
     assert first["div.rn.f32 %f4, %f1, %f2"] == ["%f4"]
     assert first["setp.gt.f32 %p5|%p6, %f4, %f1"] == ["%p5", "%p6"]
     assert first["mov.b64 {%f5, %f2}, %rd10"] == ["%f5", "%f2"]
-    assert [registers(ins.operands[0]) for ins in body if ins.op == "st"][0] == ["%rd7"]
+    assert [operand_registers(ins.operands[0]) for ins in body if ins.op == "st"][0] == ["%rd7"]
 
 
 def test_divisions_outside_loops_stay_as_they_are():

@@ -115,17 +115,19 @@ _NO_DEST = {"st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar"
             "nanosleep", "prefetch"}
 
 
-def _regs(o) -> list[str]:
+def operand_registers(o) -> list[str]:
+    """The names of the registers in operand o (the items of a vector, a pair or an argument list,
+    an address's base register)."""
     if isinstance(o, Reg):
         return [o.name]
     if isinstance(o, (Vec, ArgList)):
-        return [r for i in o.items if i is not None for r in _regs(i)]
+        return [r for i in o.items if i is not None for r in operand_registers(i)]
     if isinstance(o, Pair):
         return [o.first.name, o.second.name]
     if isinstance(o, Neg):
         return [o.reg.name]
     if isinstance(o, Addr):
-        return _regs(o.base) if isinstance(o.base, Reg) else []
+        return operand_registers(o.base) if isinstance(o.base, Reg) else []
     return []
 
 
@@ -168,20 +170,20 @@ def divergent_barriers(fn: Function) -> set[int]:
         for pc, ins in enumerate(fn.body):
             guard_varies = ins.guard is not None and ins.guard.reg.name in varying
             if ins.op in ("bra", "brx", "ret", "exit") and pc not in divergent:
-                index_varies = ins.op == "brx" and any(r in varying for r in _regs(ins.operands[0]))
+                index_varies = ins.op == "brx" and any(r in varying for r in operand_registers(ins.operands[0]))
                 if guard_varies or index_varies:
                     divergent.add(pc)
                     inside |= region(pc)
                     changed = True
             if ins.op in _NO_DEST or not ins.operands:
                 continue
-            srcs = [r for o in ins.operands[1:] for r in _regs(o)]
+            srcs = [r for o in ins.operands[1:] for r in operand_registers(o)]
             space = getattr(ins.info, "space", "?")
             varies = (guard_varies or pc in inside or ins.op in _VARYING
                       or any(r in varying for r in srcs) or any(_varying_special(o) for o in ins.operands[1:])
                       or (ins.op in ("ld", "ldu") and space in (None, "local")))
             if varies:
-                for r in _regs(ins.operands[0]):
+                for r in operand_registers(ins.operands[0]):
                     if r not in varying:
                         varying.add(r)
                         changed = True

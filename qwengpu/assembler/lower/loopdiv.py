@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwengpu.machine.uops import src
-from qwengpu.ptx.cfg import successors
-from qwengpu.ptx.ir import Addr, ArgList, Function, Neg, Pair, Reg, Vec
+from qwengpu.ptx.cfg import operand_registers, successors
+from qwengpu.ptx.ir import Function, Reg
 
 from ..softfloat import unit as sf_unit
 
@@ -60,23 +60,9 @@ def loops(fn: Function) -> dict[int, int]:
 def written(fn: Function, first: int, last: int) -> set[str]:
     """The registers that instructions first..last may write: every register named in a first
     operand (PTX's destination; a store's address register too, which only makes it stricter)."""
-    return {r for pc in range(first, last + 1) if fn.body[pc].operands for r in registers(fn.body[pc].operands[0])}
+    return {r for pc in range(first, last + 1) if fn.body[pc].operands for r in operand_registers(fn.body[pc].operands[0])}
 
 
-def registers(o) -> list[str]:
-    """The names of the registers in operand o (the items of a vector, a pair or an argument list,
-    an address's base)."""
-    if isinstance(o, Reg):
-        return [o.name]
-    if isinstance(o, (Vec, ArgList)):
-        return [r for item in o.items if item is not None for r in registers(item)]
-    if isinstance(o, Pair):
-        return [o.first.name, o.second.name]
-    if isinstance(o, Neg):
-        return [o.reg.name]
-    if isinstance(o, Addr):
-        return registers(o.base)
-    return []
 
 
 def loop_divisors(fn: Function) -> LoopDivisors:
