@@ -23,9 +23,9 @@ CAP_HIDDEN, CAP_GATES, CAP_GDN = 1, 2, 4
 #: per key head a (columns a < hk) its query's top entry (index, value) and sum of squares, the same of
 #: its key, and the output gate pre-activation z of its first value head; per value head v (columns
 #: v < hv) its write strength beta, log decay, the sum of squares of its value, the row of its
-#: state the delta rule moved (`_update_written`: -1 none, -2 several; a decay moves them all) and the
-#: largest |term| the update added to that row (a bound on how far each value moved: at most twice
-#: it, the rounding of a sum being at most the term added; 0 where none). The reductions are
+#: state the delta rule may have moved (`_written_row`: -1 none, -2 several; a decay moves them all)
+#: and a bound on every |term| the update added to that row (each value moved by at most twice it,
+#: the rounding of a sum being at most the term added; 0 where none). The reductions are
 #: numpy's, bit for bit (`np.argmax`, `np.take_along_axis`, `(x * x).sum(-1)`: its pairwise summation,
 #: `_pairwise_squares`) on the rows `CAP_GDN` would capture: ~70 KB a token, not ~1.4 MB.
 CAP_TAPS = 8
@@ -242,16 +242,15 @@ def _delta_rule(W, g, y, o, pos, S_all, ring, sc, cap_flags, cap_gdn, t):
             bv = beta[v]
             for j in range(dv):
                 delta[j] = (mixed[2 * kd + v * dv + j] - kv[j]) * bv
-            if cap_flags & CAP_TAPS:        # the same update, noting the row it moved
-                row, top = _update_written(S, kn, a * dk, nzk[a], nk[a], delta, dv)
+            for n in range(nk[a]):
+                i = nzk[a, n]
+                ki = kn[a * dk + i]
+                for j in range(dv):
+                    S[i, j] = S[i, j] + ki * delta[j]
+            if cap_flags & CAP_TAPS:
+                row, top = _written_row(kn, a * dk, nzk[a], nk[a], delta, dv)
                 cap_gdn[t, g, TAP_WROW, v] = F32(row)
                 cap_gdn[t, g, TAP_WMAX, v] = top
-            else:
-                for n in range(nk[a]):
-                    i = nzk[a, n]
-                    ki = kn[a * dk + i]
-                    for j in range(dv):
-                        S[i, j] = S[i, j] + ki * delta[j]
         elif cap_flags & CAP_TAPS:
             cap_gdn[t, g, TAP_WROW, v] = F32(-1)
             cap_gdn[t, g, TAP_WMAX, v] = ZERO
@@ -325,30 +324,30 @@ def _tap_head(cg, f, a, x, lo, n, first, count):
 
 
 @njit(cache=True, error_model="numpy")
-def _update_written(S, kn, lo, nz, count, delta, dv):
-    """The delta rule's update S[i] += ki * delta for its key's entries kn[lo + nz[:count]] (the
-    same arithmetic as the plain loop), returning the row it added a non-zero term to and the
-    largest |term| (a NaN term: NaN): (-1, 0) when none (each value as it was), -2 when several
-    (the term then unspecified)."""
-    row = -1
-    several = False
-    top = ZERO
+def _written_row(kn, lo, nz, count, delta, dv):
+    """The state row a value head's delta-rule update (S[i] += ki * delta for its key's entries
+    kn[lo + nz[:count]]) may have moved, and a bound on every term it added: (-1, 0) when delta is
+    all zeros (each value as it was); else the entry's row (-2 when the key has several entries)
+    and fl(max |ki| * max |delta|), at least every |fl(ki * delta[j])| (rounding is monotone; NaN
+    where delta has a NaN). A term that underflows to 0 still names its row: a row named may
+    not have moved, one not named has not."""
+    dmax = ZERO
+    for j in range(dv):
+        d = abs(delta[j])
+        if d > dmax or d != d:
+            dmax = d
+            if d != d:
+                break
+    if count == 0 or dmax == 0:
+        return -1, ZERO
+    kmax = ZERO
     for n in range(count):
-        i = nz[n]
-        ki = kn[lo + i]
-        hit = False
-        for j in range(dv):
-            p = ki * delta[j]
-            S[i, j] = S[i, j] + p
-            m = abs(p)
-            if m != 0:
-                hit = True
-                if m > top or m != m:
-                    top = m
-        if hit:
-            several = several or row >= 0
-            row = i
-    return (-2 if several else row), top
+        k = abs(kn[lo + nz[n]])
+        if k > kmax or k != k:
+            kmax = k
+            if k != k:
+                break
+    return (nz[0] if count == 1 else -2), kmax * dmax
 
 
 @njit(cache=True, error_model="numpy")

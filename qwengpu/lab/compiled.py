@@ -31,9 +31,9 @@ def take_moved_rows(stacked, rows, row_at, values, count, eps, drift, written, d
     Only rows that may have moved by more than `eps` are compared. `drift` [G, hv, dk] (float64)
     bounds how far each row is from its kept row: 0 for the state after the prompt (kept whole),
     the difference found when a row was compared and not moved (rounded up), 0 once kept; each
-    pass adds to the row an update moved (`written` [G, hv]: the row, -1 none, -2 several) twice
-    its largest term (`term` [G, hv]: a value of a sum moves by at most twice the term added,
-    the sum's rounding being at most the term), rounded up, and makes it infinite where the bound
+    pass adds to the row an update may have moved (`written` [G, hv]: the row, -1 none, -2 several)
+    twice a bound on its terms (`term` [G, hv]: a value of a sum moves by at most twice the term
+    added, the sum's rounding being at most the term), rounded up, and makes it infinite where the bound
     is unknown (several rows, a decay: `decayed` [G, hv], a NaN term). A row whose bound is at most
     `eps` differs from its kept row by at most `eps` in the reals, so by float32's rounding (which
     is monotone, `eps` a float32) its compared difference is too: it is not moved, as a comparison

@@ -123,8 +123,8 @@ class _Taps:
         self.vnorms = Rows((len(layers), hv))      # ... |v| of every value head's value
         self.sparse_error = 0.0        # largest |q - its top entry| or |k - its top entry| seen (one-hot: 0)
         # the compact engine's marks of the last consumed token: (the row each value head's update
-        # moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv], the largest
-        # term the update added to its row [nL, hv]); None: unknown
+        # may have moved [nL, hv] (-1 none, -2 several), whether a decay moved them all [nL, hv], a
+        # bound on the terms the update added to its row [nL, hv]); None: unknown
         self.written = None
         self.pending = None            # a compact recording's captures not yet put (`_CompactTap`)
         self.touched = None            # the compact engine's: every row its loop wrote [nL, hv, dk] (`_CompactTap`)
