@@ -12,9 +12,10 @@ from .kept_rows import TakenRows
 
 
 class MarkedSlots:
-    """The memories' decoded slots now, by memory: `words(name)` (values [fields, slots] uint64,
-    written [slots]) and `slot_margin(name)` [slots], views of one array each, rewritten where a
-    pass's marks say (`TakenRows.marked`, set by `compiled.take_moved_rows`)."""
+    """The memories' decoded slots now, by memory index (`names`, the placements' order):
+    `words(m)` (values [fields, slots] uint64, written [slots]), `slot_margin(m)` [slots] and
+    `lowest[m]`, views of one array each, rewritten where a pass's marks say (`TakenRows.marked`,
+    set by `compiled.take_moved_rows`, or `mark_all`)."""
 
     def __init__(self, taken: TakenRows, placements: dict, gdn_layers: list):
         self.taken = taken

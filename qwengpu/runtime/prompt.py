@@ -55,14 +55,12 @@ def prompt_tokens(image: Image, module, spec: LaunchSpec) -> list[str]:
     memory = initial_memory(image, module, spec)
     lines = image.layout.memory.lines
     valid = image.layout.valid
-    # each line's valid bits as a 16-bit word, at once (a loop over every byte of every line cost
-    # a few ms a launch); a line with no data and no valid byte puts nothing
+    # each line's valid bits as a 16-bit word, all lines at once (a loop over every byte of every
+    # line cost a few ms a launch)
     bits = (np.frombuffer(bytes(valid[:lines * LINE]), np.uint8).reshape(lines, LINE).astype(np.int64)
             << np.arange(LINE)).sum(1).tolist()
     for line in range(lines):
-        data = bytes(memory[line * LINE:(line + 1) * LINE])
-        if bits[line] or any(data):
-            put("mem", line, data + bits[line].to_bytes(2, "little"))
+        put("mem", line, bytes(memory[line * LINE:(line + 1) * LINE]) + bits[line].to_bytes(2, "little"))
     bx, by, bz = spec.block
     n = spec.threads_per_block
     tb, lane_bytes = image.config.tid_bits, image.config.ltab_lane_bytes
